@@ -1,0 +1,96 @@
+"""Errors the engine raises: each carries a title and a message a person can act on.
+
+The CLI prints `str(error)`; the TUI shows `title` and `message` in one error view.
+Where the error is about a place in a file, `path`, `line` and `column` (1-based)
+say where, and `str()` starts with `path:line:col:` as compilers do.
+"""
+
+from __future__ import annotations
+
+
+class HandoffError(Exception):
+    """Base of every error a user can meet; never shown with a traceback."""
+
+    title = "Error"
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        title: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if title:
+            self.title = title
+        self.path = path
+        self.line = line
+        self.column = column
+        self.hint = hint
+
+    @property
+    def where(self) -> str:
+        """`path:line:col` (as much of it as is known), or ''."""
+        if not self.path:
+            return ""
+        parts = [self.path]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        if self.hint:
+            text = f"{text} ({self.hint})"
+        return text
+
+
+class LedgerInvalid(HandoffError):
+    """The ledger file cannot be read, parsed or validated. Nothing was written."""
+
+    title = "Invalid ledger"
+    exit_code = 2
+
+
+class UsageError(HandoffError):
+    """A command was called wrongly."""
+
+    title = "Usage"
+    exit_code = 2
+
+
+class Refused(HandoffError):
+    """The engine's rules refuse an operation (an approval, a retry, a step)."""
+
+    title = "Refused"
+    exit_code = 1
+
+
+class Conflict(Refused):
+    """Someone changed the ledger underneath; carries what is there now."""
+
+    title = "Changed underneath"
+
+    def __init__(self, message: str, *, theirs: object = None, **kw) -> None:
+        super().__init__(message, **kw)
+        self.theirs = theirs
+
+
+class ReadOnly(Refused):
+    """A mutating call on a read-only view."""
+
+    title = "Read-only"
+
+
+class LeaseHeld(HandoffError):
+    """Another live session drives this ledger."""
+
+    title = "Session running"
+    exit_code = 5

@@ -1,0 +1,307 @@
+"""The ledger model (format v1): pydantic classes for what `ledger.yaml` holds.
+
+Field names follow the source article. Only `task` and `targets` are required;
+unknown keys at every level are kept (`extra="allow"`) and written back. The
+engine never drops what a human wrote.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# The article's state machine; always known, so a ledger without a runbook is valid.
+BASE_STATES: tuple[str, ...] = (
+    "queued",
+    "checked",
+    "in_progress",
+    "replicating",
+    "verified",
+    "awaiting_approval",
+    "done",
+    "failed",
+    "blocked",
+)
+TERMINAL_STATES = frozenset({"done"})
+# The order the article's summary line uses: finished first, then in flight, then waiting.
+SUMMARY_ORDER: tuple[str, ...] = (
+    "done",
+    "awaiting_approval",
+    "verified",
+    "replicating",
+    "in_progress",
+    "checked",
+    "queued",
+    "blocked",
+    "failed",
+)
+HALT_STATES = frozenset({"failed", "blocked"})
+
+Argv = list[str]
+
+
+def _argv(value: Any) -> Any:
+    """Accept an argv list, or a string split the way a shell would (never run by one)."""
+    if isinstance(value, str):
+        return shlex.split(value)
+    if isinstance(value, list):
+        return [v if isinstance(v, str) else str(v) for v in value]
+    return value
+
+
+class Node(BaseModel):
+    """Common config: keep unknown keys, validate on assignment off (the engine assigns)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Approval(Node):
+    """One recorded human approval of one step on one target."""
+
+    by: str
+    user: str
+    at: str
+    step: str
+    hash: str
+    checkpoint: str | None = None
+    comment: str | None = None
+    used_at: str | None = None
+    used_by: str | None = None
+
+
+class InFlight(Node):
+    """Write-ahead intent: a step started and not yet recorded as finished."""
+
+    step: str
+    session: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    pgid: int | None = None
+    started_at: str | None = None
+    attempt: int | None = None
+
+
+class Evidence(Node):
+    """Summary of the last step run on a target; its output tail is in the journal."""
+
+    step: str | None = None
+    exit_code: int | None = None
+    duration: float | None = None
+    at: str | None = None
+    timed_out: bool | None = None
+    journal: int | None = None
+
+
+class Target(Node):
+    """One unit of work (a database, a cluster, a service)."""
+
+    state: str = "queued"
+    checkpoint: str | None = None
+    last_action: str | None = None
+    next_action: str | None = None
+    verified_at: str | None = None
+    reason: str | None = None
+    changed_at: str | None = None
+    touched_at: str | None = None
+    in_flight: InFlight | None = None
+    awaiting: str | None = None
+    awaiting_by: str | None = None
+    awaiting_since: str | None = None
+    approvals: list[Approval] = Field(default_factory=list)
+    evidence: Evidence | None = None
+
+    @field_validator("checkpoint", "last_action", "next_action", "reason", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        # A bare number in YAML (`checkpoint: 42`) is still a checkpoint string.
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+
+class Step(Node):
+    """One runbook step: a transition `from` -> `to` done by running `run`."""
+
+    name: str
+    from_: str = Field(alias="from")
+    to: str
+    run: Argv | None = None
+    reversible: bool = False
+    timeout: float | None = None
+    retries: int = 0
+    check: Argv | None = None
+    verify: Argv | None = None
+    until: str | None = None
+    interval: float | None = None
+    description: str | None = None
+
+    _split = field_validator("run", "check", "verify", mode="before")(_argv)
+
+
+class Runbook(Node):
+    """The steps, in order; may declare extra states."""
+
+    steps: list[Step] = Field(default_factory=list)
+    states: list[str] = Field(default_factory=list)
+
+
+class Metric(Node):
+    """A reading a session takes by running `run`, which prints a number (maybe with %)."""
+
+    run: Argv
+    description: str | None = None
+
+    _split = field_validator("run", mode="before")(_argv)
+
+
+class Notifier(Node):
+    """Where pages go: a Slack-compatible webhook, or an argv given the message."""
+
+    webhook: str | None = None
+    run: Argv | None = None
+    on: list[str] | None = None
+
+    _split = field_validator("run", mode="before")(_argv)
+
+
+class Pause(Node):
+    """Why the ledger is paused, and by whom."""
+
+    by: str | None = None
+    why: str | None = None
+    at: str | None = None
+
+
+class Budget(Node):
+    """How much a session may spend before it hands off."""
+
+    steps: int | None = None
+    minutes: float | None = None
+    tokens: int | None = None
+    handoff_at: float | None = None
+
+
+class SessionLease(Node):
+    """The lease of the agent session driving the ledger (heartbeat is a sidecar)."""
+
+    id: str
+    host: str | None = None
+    pid: int | None = None
+    pid_start: float | None = None
+    user: str | None = None
+    started_at: str | None = None
+    planner: str | None = None
+    stop_requested: bool = False
+    stop_requested_by: str | None = None
+
+
+class Ledger(Node):
+    """The whole ledger: the only memory of the job."""
+
+    task: str
+    owner_shift: str | None = None
+    started: str | None = None
+    environment: str | None = None
+    revision: int = 0
+    paused: Pause | None = None
+    session: SessionLease | None = None
+    budget: Budget | None = None
+    invariants: list[str | dict[str, Any]] = Field(default_factory=list)
+    approvers: list[str] | None = None
+    notify: list[Notifier] = Field(default_factory=list)
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+    redact: list[str] = Field(default_factory=list)
+    runbook: Runbook | None = None
+    targets: dict[str, Target]
+    handoff_note: str | None = None
+    handoff_note_by: str | None = None
+    handoff_note_at: str | None = None
+
+    @field_validator("started", "task", "owner_shift", "environment", mode="before")
+    @classmethod
+    def _scalar_text(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("paused", mode="before")
+    @classmethod
+    def _paused(cls, value: Any) -> Any:
+        # `paused: true` / `paused: false` are fine by hand; the engine writes a mapping.
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        if isinstance(value, str):
+            return {"why": value}
+        return value
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets(cls, value: Any) -> Any:
+        # `db-19:` with nothing after it is a queued target.
+        if isinstance(value, dict):
+            return {str(k): ({} if v is None else v) for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _states_known(self) -> "Ledger":
+        known = self.states()
+        for name, target in self.targets.items():
+            if target.state not in known:
+                raise ValueError(
+                    f"target {name!r} is in state {target.state!r}, which neither the "
+                    f"article's states nor the runbook declare; valid states: "
+                    f"{', '.join(sorted(known))}"
+                )
+        return self
+
+    # -- queries every part needs -------------------------------------------------
+
+    def states(self) -> set[str]:
+        """Every state this ledger knows: the article's plus the runbook's."""
+        known = set(BASE_STATES)
+        if self.runbook:
+            known.update(self.runbook.states)
+            for step in self.runbook.steps:
+                known.add(step.from_)
+                known.add(step.to)
+        return known
+
+    def steps(self) -> list[Step]:
+        return list(self.runbook.steps) if self.runbook else []
+
+    def step(self, name: str) -> Step | None:
+        for step in self.steps():
+            if step.name == name:
+                return step
+        return None
+
+    def probe_step(self, state: str) -> Step | None:
+        """The step whose `to` is `state` and which has a `verify`: its probe."""
+        for step in self.steps():
+            if step.to == state and step.verify:
+                return step
+        return None
+
+    def position(self, name: str) -> str:
+        """Where guards see a target: an awaiting one sits in its awaiting step's `from`."""
+        target = self.targets[name]
+        if target.state == "awaiting_approval" and target.awaiting:
+            step = self.step(target.awaiting)
+            if step is not None:
+                return step.from_
+        return target.state
+
+    def counts(self) -> dict[str, int]:
+        """Targets per state, in the article's summary order (runbook states last)."""
+        counts: dict[str, int] = {}
+        for target in self.targets.values():
+            counts[target.state] = counts.get(target.state, 0) + 1
+        order = {s: i for i, s in enumerate(SUMMARY_ORDER)}
+        return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+
+
+Status = Literal["ok", "violated", "unknown", "unenforced"]
