@@ -1,0 +1,19 @@
+"""Ledger stores: `open_store(location)` picks the file store or the PostgreSQL store."""
+
+from __future__ import annotations
+
+from engine.store.base import Snapshot, Store, WatchEvent
+
+
+def open_store(location: str, *, read_only: bool = False) -> Store:
+    """A store for a path (YAML file) or a `postgresql://` URL."""
+    if location.startswith(("postgresql://", "postgres://")):
+        from engine.store.postgres import PostgresStore
+
+        return PostgresStore(location, read_only=read_only)
+    from engine.store.file import FileStore
+
+    return FileStore(location, read_only=read_only)
+
+
+__all__ = ["Snapshot", "Store", "WatchEvent", "open_store"]

@@ -1,0 +1,163 @@
+"""A whole ledger document: split it, read each part the fastest safe way, write it back.
+
+Reading: the leading comment block is kept as the header; the `targets:` block is read
+by the fast reader, target by target, with the strict YAML loader for any target that
+is not in canonical one-line form; the rest of the document (short) is read by the
+strict loader with the targets block blanked out, so every line number stays true.
+Writing: canonical order and layout; a target whose data did not change keeps its
+line text byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.codec import emit, strict
+from engine.codec.fast import FastReader
+from engine.errors import LedgerInvalid
+
+TOP_ORDER = (
+    "task",
+    "owner_shift",
+    "started",
+    "environment",
+    "revision",
+    "paused",
+    "session",
+    "budget",
+    "invariants",
+    "approvers",
+    "notify",
+    "metrics",
+    "redact",
+    "runbook",
+)
+TAIL_ORDER = ("targets", "handoff_note", "handoff_note_by", "handoff_note_at")
+_TARGETS_HEAD = re.compile(r"targets:[ \t]*(?:#.*)?$")
+
+_reader = FastReader()
+
+
+@dataclass
+class Parsed:
+    """What a document holds: its data, its header comment, and per-target line text."""
+
+    data: Any
+    header: str = ""
+    lines: dict[str, str] = field(default_factory=dict)
+
+
+def _header(lines: list[str]) -> str:
+    out = []
+    for line in lines:
+        if line.startswith("#") or not line.strip():
+            out.append(line)
+        else:
+            break
+    while out and not out[-1].strip():
+        out.pop()
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def _chunks(lines: list[str], slow: list[int]) -> list[tuple[int, int]]:
+    """Group the slow lines into (first, last) ranges, one per target."""
+    ranges: list[tuple[int, int]] = []
+    for index in slow:
+        if ranges and not _starts(lines[index]) and ranges[-1][1] == index - 1:
+            ranges[-1] = (ranges[-1][0], index)
+        else:
+            ranges.append((index, index))
+    return ranges
+
+
+def parse_document(text: str, path: str) -> Parsed:
+    """Read a ledger's text. Raises LedgerInvalid with file:line:col."""
+    lines = text.split("\n")
+    header = _header(lines)
+    start = next((i for i, line in enumerate(lines) if _TARGETS_HEAD.match(line)), None)
+    if start is None:
+        return Parsed(strict.load(text, path), header)
+    end = start + 1
+    while end < len(lines) and (not lines[end] or lines[end][0] in " #\t"):
+        end += 1
+    block = lines[start + 1 : end]
+    targets, line_text, slow = _reader.read_lines(block)
+    if slow:
+        # Merge in file order; a name met twice is left to the strict loader to report.
+        found = _slow_targets(block, start + 1, slow, path)
+        fast_names = iter(targets)
+        slow_set = set(slow)
+        merged: dict[str, Any] = {}
+        for index, line in enumerate(block):
+            group = found.get(index)
+            if group is None and _starts(line) and index not in slow_set:
+                group = {(name := next(fast_names)): targets[name]}
+            for name, value in (group or {}).items():
+                if name in merged:
+                    strict.load(text, path)
+                    raise LedgerInvalid(f"duplicate target {name!r}; remove or rename one", path=path)
+                merged[name] = value
+        targets = merged
+    rest = "\n".join(lines[: start + 1] + [""] * (end - start - 1) + lines[end:])
+    data = strict.load(rest, path)
+    if not isinstance(data, dict):
+        raise LedgerInvalid("the ledger must be a mapping of keys (task:, targets:, ...)", path=path, line=1, column=1)
+    data["targets"] = targets
+    return Parsed(data, header, line_text)
+
+
+def _starts(line: str) -> bool:
+    """Does this line of the targets block begin a target (`  NAME: ...`)?"""
+    return line.startswith("  ") and line[2:3] not in (" ", "#", "")
+
+
+def _slow_targets(block, offset, slow, path) -> dict[int, dict[str, Any]]:
+    """Read the non-canonical targets with the strict loader: {first line index: {name: data}}."""
+    found: dict[int, dict[str, Any]] = {}
+    for first, last in _chunks(block, slow):
+        chunk = "\n" * (offset + first) + "\n".join(block[first : last + 1]) + "\n"
+        value = strict.load(chunk, path)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise LedgerInvalid(
+                "each target must be `NAME: {state: ...}` indented under targets:",
+                path=path,
+                line=offset + first + 1,
+                column=1,
+            )
+        found[first] = {str(name): target for name, target in value.items()}
+    return found
+
+
+def emit_document(data: dict, header: str = "", previous: dict[str, str] | None = None, previous_data: dict | None = None) -> tuple[str, dict[str, str]]:
+    """Canonical text of a ledger; returns (text, line text per single-line target).
+
+    `previous`/`previous_data` are the line texts and target data of the last read or
+    write: a target whose data is unchanged keeps its line as it was.
+    """
+    out: list[str] = [header.rstrip("\n")] if header.strip() else []
+    top = {k: data[k] for k in TOP_ORDER if k in data and data[k] is not None}
+    for k, v in data.items():
+        if k not in top and k not in TAIL_ORDER and v is not None:
+            top[k] = v
+    out.extend(emit.block(top))
+    out.append("targets:")
+    lines: dict[str, str] = {}
+    prev = previous or {}
+    prev_data = previous_data or {}
+    for name, target in (data.get("targets") or {}).items():
+        old = prev.get(name)
+        if old is not None and prev_data.get(name) == target:
+            out.append(old)
+            lines[name] = old
+            continue
+        rows = emit.target_lines(name, target)
+        out.extend(rows)
+        if len(rows) == 1:
+            lines[name] = rows[0]
+    tail = {k: data[k] for k in TAIL_ORDER[1:] if data.get(k) is not None}
+    out.extend(emit.block(tail))
+    return "\n".join(out) + "\n", lines

@@ -1,0 +1,53 @@
+"""What every ledger store offers (file today; PostgreSQL behind the same interface).
+
+A store hands out fresh `Ledger` objects, applies changes as read-modify-write
+transactions (a function applied to the freshest ledger, re-applied if the ledger
+changed underneath), and watches for changes made by anyone else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Protocol, TypeVar
+
+from engine.errors import LedgerInvalid
+from engine.model import Ledger
+
+T = TypeVar("T")
+
+
+@dataclass
+class Snapshot:
+    """One reading of the ledger: the model plus what the store noticed about it."""
+
+    ledger: Ledger
+    digest: str
+    warnings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    external_edit: bool = False
+
+
+@dataclass
+class Change:
+    """What a transaction did: the new revision and the journal records it produced."""
+
+    revision: int
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+WatchEvent = Snapshot | LedgerInvalid
+
+
+class Store(Protocol):
+    """The interface the rest of the engine uses; never the file system directly."""
+
+    location: str
+    read_only: bool
+
+    def snapshot(self) -> Snapshot: ...
+
+    def read(self) -> Ledger: ...
+
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False) -> tuple[T, int]: ...
+
+    def watch(self, stop_event: Any = None) -> AsyncIterator[WatchEvent]: ...

@@ -1,0 +1,80 @@
+"""Between the document's plain data and the pydantic model, with errors that point at lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from engine.codec import strict
+from engine.errors import LedgerInvalid
+from engine.model import Ledger, Target
+
+
+def to_ledger(data: Any, path: str, text: str) -> Ledger:
+    """Validate; a problem is reported at the line of the offending key."""
+    if not isinstance(data, dict):
+        raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=path, line=1, column=1)
+    try:
+        return Ledger.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = tuple(first.get("loc", ()))
+        message = first.get("msg", "invalid value")
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        where = ".".join(str(p) for p in loc)
+        line = column = None
+        if loc and first.get("type") != "missing":
+            # Errors are rare: pay for a full compose to find the line.
+            node = strict.node_at(strict.compose(text, path), _doc_path(data, loc))
+            line, column = node.start_mark.line + 1, node.start_mark.column + 1
+        else:
+            line, column = 1, 1
+        if first.get("type") == "missing":
+            message = f"`{where}` is required" if where else message
+        elif where:
+            message = f"{where}: {message}"
+        more = len(err.errors()) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise LedgerInvalid(message + "; fix it and save again", path=path, line=line, column=column) from None
+
+
+def _doc_path(data: dict, loc: tuple) -> tuple:
+    """Pydantic's error location without its model-internal parts (union tags, aliases)."""
+    out = []
+    node: Any = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            out.append(part)
+            node = node[part]
+        elif part == "from_" and isinstance(node, dict) and "from" in node:
+            out.append("from")
+            node = node["from"]
+    return tuple(out)
+
+
+def target_data(target: Target) -> dict[str, Any]:
+    """One target as the document writes it: no empty fields."""
+    data = target.model_dump(by_alias=True, exclude_none=True)
+    if not data.get("approvals"):
+        data.pop("approvals", None)
+    return data
+
+
+def to_data(ledger: Ledger) -> dict[str, Any]:
+    """The whole ledger as plain data, in canonical order."""
+    data = ledger.model_dump(by_alias=True, exclude_none=True, exclude={"targets"})
+    for key in ("invariants", "notify", "metrics", "redact"):
+        if not data.get(key):
+            data.pop(key, None)
+    if "runbook" in data and not data["runbook"].get("states"):
+        data["runbook"].pop("states", None)
+    if data.get("session") is not None and not data["session"].get("stop_requested"):
+        data["session"].pop("stop_requested", None)
+    data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
+    return data

@@ -1,0 +1,260 @@
+"""The file store: a YAML ledger on disk, safe under crashes and concurrent writers.
+
+- Reads are cached by content hash, so re-reading a file the engine just wrote costs a
+  hash and a validation, and the fast reader handles the engine's own layout.
+- Every change is a transaction under an exclusive lock on a sidecar lock file (never
+  the ledger itself, which is replaced on every write). The file is re-read under the
+  lock; just before the rename its hash is checked again, so a human's save in vim in
+  between is detected: the change is re-applied to what they wrote, never over it.
+- A file that does not parse is never overwritten. A file with fewer targets than the
+  engine last wrote (a truncated file usually still parses) is reported, and no
+  change is written until a human says the removal was meant.
+- The lock file's content is the record of the last engine write (revision, hash,
+  target names), which is how external edits and shrinkage are noticed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
+
+from engine.codec import emit_document, parse_document
+from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.model import Ledger
+from engine.store.atomic import atomic_write, real_path
+from engine.store.base import Snapshot, WatchEvent
+from engine.store.convert import to_data, to_ledger
+
+T = TypeVar("T")
+MAX_BYTES = 64 * 1024 * 1024
+_CAS_RETRIES = 8
+
+
+class _Parse:
+    """A parsed document kept by hash: its data, header and per-target line text."""
+
+    __slots__ = ("data", "header", "lines", "targets")
+
+    def __init__(self, data, header, lines):
+        self.data = data
+        self.header = header
+        self.lines = lines
+        self.targets = data.get("targets") or {}
+
+
+def sidecar(path: str, suffix: str) -> str:
+    """`ledger.yaml` -> `ledger.yaml<suffix>` beside the real file."""
+    return real_path(path) + suffix
+
+
+def digest(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def decode(raw: bytes, path: str) -> str:
+    """UTF-8 or a clear error at the first bad byte."""
+    if len(raw) > MAX_BYTES:
+        raise LedgerInvalid(
+            f"is {len(raw) // (1024 * 1024)} MiB; ledgers over {MAX_BYTES // (1024 * 1024)} MiB are refused "
+            "(keep history in the journal, not the ledger)",
+            path=path,
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = raw[: err.start]
+        line = before.count(b"\n") + 1
+        column = err.start - (before.rfind(b"\n") + 1) + 1
+        raise LedgerInvalid(
+            f"is not UTF-8 (byte 0x{raw[err.start]:02x}); save the file as UTF-8",
+            path=path,
+            line=line,
+            column=column,
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise LedgerInvalid("contains a NUL byte; this is not a text file", path=path, line=line)
+    return text
+
+
+class FileStore:
+    """A ledger in a YAML file."""
+
+    def __init__(self, path: str, *, read_only: bool = False) -> None:
+        self.location = path
+        self.path = path
+        self.read_only = read_only
+        self._cache: dict[str, _Parse] = {}
+        self.lock_path = sidecar(path, ".lock")
+
+    # -- reading -----------------------------------------------------------------
+
+    def _raw(self) -> bytes:
+        try:
+            with open(self.path, "rb") as fh:
+                return fh.read(MAX_BYTES + 1)
+        except FileNotFoundError:
+            raise LedgerInvalid("no such ledger file; check the path", path=self.path) from None
+        except IsADirectoryError:
+            raise LedgerInvalid("is a folder, not a ledger file", path=self.path) from None
+        except PermissionError:
+            raise LedgerInvalid("cannot be read (permission denied)", path=self.path) from None
+
+    def _parse(self, raw: bytes) -> tuple[str, _Parse, str]:
+        key = digest(raw)
+        hit = self._cache.get(key)
+        text = ""
+        if hit is None:
+            text = decode(raw, self.path)
+            parsed = parse_document(text, self.path)
+            if not isinstance(parsed.data, dict):
+                raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
+            hit = _Parse(parsed.data, parsed.header, parsed.lines)
+            self._cache = {key: hit}
+        return key, hit, text
+
+    def _snapshot(self, raw: bytes) -> tuple[Snapshot, _Parse]:
+        key, parsed, text = self._parse(raw)
+        ledger = to_ledger(parsed.data, self.path, text or raw.decode("utf-8", "replace"))
+        snap = Snapshot(ledger, key)
+        record = self.last_write()
+        if record and record.get("hash") != key:
+            snap.external_edit = True
+            names = record.get("names") or []
+            if len(ledger.targets) < len(names):
+                snap.missing = [n for n in names if n not in ledger.targets]
+                snap.warnings.append(
+                    f"{self.path} has {len(ledger.targets)} targets but the engine last wrote "
+                    f"{len(names)} (revision {record.get('revision')}); missing: "
+                    f"{', '.join(snap.missing[:10])}{' ...' if len(snap.missing) > 10 else ''}. "
+                    "The file may be truncated: restore it, or run "
+                    f"`handoff check {self.path} --accept-removal` if they were removed on purpose."
+                )
+        return snap, parsed
+
+    def snapshot(self) -> Snapshot:
+        """The ledger as it is on disk now."""
+        return self._snapshot(self._raw())[0]
+
+    def read(self) -> Ledger:
+        return self.snapshot().ledger
+
+    def last_write(self) -> dict[str, Any] | None:
+        """The record of the last engine write, or None (never written, or torn)."""
+        try:
+            with open(self.lock_path, "rb") as fh:
+                raw = fh.read()
+        except (FileNotFoundError, PermissionError):
+            return None
+        try:
+            record = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            return None
+        return record if isinstance(record, dict) else None
+
+    # -- writing -----------------------------------------------------------------
+
+    @contextmanager
+    def lock(self) -> Iterator[int]:
+        """Exclusive inter-process lock on the sidecar lock file."""
+        if self.read_only:
+            raise ReadOnly("this view is read-only; nothing can be changed from it")
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o664)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False) -> tuple[T, int]:
+        """Apply `fn` to the freshest ledger and write the result; returns (fn's result, revision).
+
+        `fn` may be called more than once (if the file changes underneath) and must
+        only change the ledger it is given. Raising inside `fn` writes nothing.
+        """
+        with self.lock() as fd:
+            raw = self._raw()
+            for _ in range(_CAS_RETRIES):
+                snap, parsed = self._snapshot(raw)
+                if snap.missing and not accept_shrink:
+                    raise Refused(snap.warnings[0], title="Ledger shrank")
+                ledger = snap.ledger
+                result = fn(ledger)
+                ledger.revision = max(ledger.revision, _rev(parsed.data)) + 1
+                data = to_data(ledger)
+                text, lines = emit_document(data, parsed.header, parsed.lines, parsed.targets)
+                out = text.encode("utf-8")
+                # Compare-and-swap: if someone saved the file since we read it, start over.
+                now = self._raw()
+                if now != raw:
+                    raw = now
+                    continue
+                atomic_write(self.path, out)
+                new_key = digest(out)
+                self._cache = {new_key: _Parse(data, parsed.header, lines)}
+                self._record(fd, ledger, new_key)
+                return result, ledger.revision
+            raise Refused(
+                f"{self.path} kept changing while we tried to write it ({_CAS_RETRIES} tries); "
+                "is an editor or script rewriting it in a loop?",
+                title="Ledger busy",
+            )
+
+    def _record(self, fd: int, ledger: Ledger, key: str) -> None:
+        body = json.dumps({"revision": ledger.revision, "hash": key, "names": list(ledger.targets)}).encode()
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, body)
+
+    # -- watching ----------------------------------------------------------------
+
+    async def watch(self, stop_event: asyncio.Event | None = None, debounce_ms: int = 50) -> AsyncIterator[WatchEvent]:
+        """Yield a Snapshot whenever the ledger's content changes, or the LedgerInvalid
+        error while it does not parse. Watches the parent folder: an atomic replace or an
+        editor's save swaps the file's inode, which a watch on the file itself would miss."""
+        from watchfiles import awatch  # imported here: `handoff status` must not pay for it
+
+        target = real_path(self.path)
+        folder, name = os.path.split(target)
+        last: str | None = None
+        try:
+            last = digest(self._raw())
+        except LedgerInvalid:
+            last = None
+
+        def only_ledger(_change, changed_path: str) -> bool:
+            return os.path.basename(changed_path) == name
+
+        async for _changes in awatch(
+            folder or ".",
+            watch_filter=only_ledger,
+            debounce=debounce_ms,
+            step=10,
+            recursive=False,
+            stop_event=stop_event,
+        ):
+            try:
+                raw = self._raw()
+            except LedgerInvalid as err:
+                yield err
+                continue
+            key = digest(raw)
+            if key == last:
+                continue
+            last = key
+            try:
+                yield self._snapshot(raw)[0]
+            except LedgerInvalid as err:
+                yield err
+
+
+def _rev(data: dict) -> int:
+    value = data.get("revision")
+    return value if isinstance(value, int) else 0
