@@ -38,13 +38,14 @@ _CAS_RETRIES = 8
 class _Parse:
     """A parsed document kept by hash: its data, header and per-target line text."""
 
-    __slots__ = ("data", "header", "lines", "targets")
+    __slots__ = ("data", "header", "lines", "targets", "ledger")
 
-    def __init__(self, data, header, lines):
+    def __init__(self, data, header, lines, ledger=None):
         self.data = data
         self.header = header
         self.lines = lines
         self.targets = data.get("targets") or {}
+        self.ledger = ledger  # validated once; shared by readers, never mutated
 
 
 def sidecar(path: str, suffix: str) -> str:
@@ -120,9 +121,16 @@ class FileStore:
             self._cache = {key: hit}
         return key, hit, text
 
-    def _snapshot(self, raw: bytes) -> tuple[Snapshot, _Parse]:
+    def _snapshot(self, raw: bytes, *, fresh: bool = False) -> tuple[Snapshot, _Parse]:
+        """Read `raw`. Readers share one validated Ledger per content hash (they must not
+        mutate it); `fresh=True` validates a private copy for a transaction to change."""
         key, parsed, text = self._parse(raw)
-        ledger = to_ledger(parsed.data, self.path, text or raw.decode("utf-8", "replace"))
+        if fresh or parsed.ledger is None:
+            ledger = to_ledger(parsed.data, self.path, text or raw.decode("utf-8", "replace"))
+            if not fresh:
+                parsed.ledger = ledger
+        else:
+            ledger = parsed.ledger
         snap = Snapshot(ledger, key)
         record = self.last_write()
         if record and record.get("hash") != key:
@@ -182,7 +190,7 @@ class FileStore:
         with self.lock() as fd:
             raw = self._raw()
             for _ in range(_CAS_RETRIES):
-                snap, parsed = self._snapshot(raw)
+                snap, parsed = self._snapshot(raw, fresh=True)
                 if snap.missing and not accept_shrink:
                     raise Refused(snap.warnings[0], title="Ledger shrank")
                 ledger = snap.ledger
@@ -198,7 +206,7 @@ class FileStore:
                     continue
                 atomic_write(self.path, out)
                 new_key = digest(out)
-                self._cache = {new_key: _Parse(data, parsed.header, lines)}
+                self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
                 self._record(fd, ledger, new_key)
                 return result, ledger.revision
             raise Refused(

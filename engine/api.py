@@ -1,0 +1,211 @@
+"""The engine's public API: what the CLI, the TUI and the session use.
+
+    h = open_ledger("ledger.yaml", actor="alice")
+    ledger = h.load()
+    h.approve("db-18", comment="lag 1.4s, go")
+
+Every mutation goes through the store's transaction and is journaled with who did it
+(the `actor` name and the OS user, always both) and the revision it produced. A
+read-only handle refuses every mutation and writes nothing anywhere near the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, TypeVar
+
+from engine import ops
+from engine.errors import LedgerInvalid, ReadOnly
+from engine.identity import hostname, os_user
+from engine.invariants import InvariantStatus, evaluate, journal_readings
+from engine.journal import Journal, journal_path
+from engine.model import Approval, Ledger, Step
+from engine.render import command_hash
+from engine.store import Snapshot, open_store
+
+T = TypeVar("T")
+
+
+@dataclass
+class LedgerChanged:
+    """The ledger on disk changed and parses."""
+
+    ledger: Ledger
+    snapshot: Snapshot
+
+
+@dataclass
+class LedgerBroken:
+    """The ledger on disk changed and does not parse; the last good state still stands."""
+
+    error: LedgerInvalid
+
+
+@dataclass
+class PendingCommand:
+    """What an approval would approve: the exact argv, bound to the checkpoint."""
+
+    step: Step
+    argv: list[str]
+    irreversible: bool
+    checkpoint: str | None
+    hash: str
+
+
+def _writable(path: str) -> str | None:
+    """Why this user cannot change the ledger, or None if they can."""
+    real = os.path.realpath(path)
+    folder = os.path.dirname(real) or "."
+    if not os.access(real, os.W_OK):
+        return f"{path} is not writable by {os_user()}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable by {os_user()} (writes replace the file)"
+    return None
+
+
+class LedgerHandle:
+    """One ledger, opened by one person (or session)."""
+
+    def __init__(self, location: str, *, actor: str | None = None, read_only: bool = False) -> None:
+        self.location = location
+        self.path = Path(location)
+        self.os_user = os_user()
+        self.actor = actor or self.os_user
+        self.who = ops.Who(self.actor, self.os_user)
+        reason = None if read_only else _writable(location)
+        self.read_only = read_only or reason is not None
+        self.read_only_reason = "--read-only" if read_only else reason
+        self.store = open_store(location, read_only=self.read_only)
+        self.journal = Journal(journal_path(location), read_only=self.read_only)
+        self.ledger_dir = ops.ledger_dir(location)
+        self._snapshot: Snapshot | None = None
+
+    # -- reading -----------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        snap = self.store.snapshot()
+        self._snapshot = snap
+        self.journal.set_redact(snap.ledger.redact)
+        return snap
+
+    def load(self) -> Ledger:
+        """The ledger as it is now (shared object: do not change it; use the methods)."""
+        return self.snapshot().ledger
+
+    async def watch(self, stop_event: asyncio.Event | None = None) -> AsyncIterator[LedgerChanged | LedgerBroken]:
+        """Changes as they happen (any writer: a session, another operator, vim)."""
+        async for event in self.store.watch(stop_event):
+            if isinstance(event, LedgerInvalid):
+                yield LedgerBroken(event)
+            else:
+                self._snapshot = event
+                yield LedgerChanged(event.ledger, event)
+
+    def invariants(self, ledger: Ledger | None = None) -> list[InvariantStatus]:
+        """Each invariant's status now; metric values are the session's last readings."""
+        return evaluate(ledger or self.load(), journal_readings(self.journal))
+
+    def pending_command(self, ledger: Ledger, target: str) -> PendingCommand:
+        step = ops.approval_step(ledger, target, None)
+        argv = ops.rendered_command(ledger, target, step, self.ledger_dir)
+        checkpoint = ledger.targets[target].checkpoint
+        return PendingCommand(step, argv, not step.reversible, checkpoint, command_hash(argv, checkpoint))
+
+    def session_state(self, ledger: Ledger | None = None):
+        from engine.session.lease import Heartbeat, heartbeat_path, lease_state
+
+        ledger = ledger or self.load()
+        beat = Heartbeat.read(heartbeat_path(os.path.realpath(self.location)))
+        return lease_state(ledger.session, beat, now=time.time(), host=hostname())
+
+    def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
+        return self.journal.for_target(target, limit)
+
+    # -- changing ----------------------------------------------------------------
+
+    def _change(self, fn: Callable[[Ledger], tuple[T, list[dict[str, Any]]]], *, accept_shrink: bool = False) -> T:
+        if self.read_only:
+            raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
+        (result, records), revision = self.store.transact(fn, accept_shrink=accept_shrink)
+        for record in records:
+            record = dict(record)
+            kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)
+            self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, user=self.os_user, **record)
+        return result
+
+    def approve(self, target: str, *, step: str | None = None, comment: str | None = None) -> Approval:
+        return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir))
+
+    def unapprove(self, target: str) -> None:
+        self._change(lambda l: (None, ops.unapprove(l, target, self.who)))
+
+    def reject(self, target: str, reason: str) -> None:
+        self._change(lambda l: (None, ops.reject(l, target, self.who, reason)))
+
+    def set_note(self, text: str, *, base: str | None = None) -> None:
+        self._change(lambda l: (None, ops.set_note(l, self.who, text, base=base)))
+
+    def ack_note(self) -> None:
+        """The incoming operator read the note (journal only; the ledger is not rewritten)."""
+        if self.read_only:
+            raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
+        ledger = self.load()
+        self.journal.append("note_ack", f"handoff note acknowledged by {self.who}", actor=self.actor, rev=ledger.revision, user=self.os_user)
+
+    def pause(self, reason: str) -> None:
+        self._change(lambda l: (None, ops.pause(l, self.who, reason)))
+
+    def unpause(self) -> None:
+        self._change(lambda l: (None, ops.unpause(l, self.who)))
+
+    def retry(self, target: str, *, force: bool = False, reason: str | None = None) -> None:
+        self._change(lambda l: (None, ops.retry(l, target, self.who, force=force, reason=reason)))
+
+    def block(self, target: str, reason: str) -> None:
+        self._change(lambda l: (None, ops.block(l, target, self.who, reason)))
+
+    def unblock(self, target: str, to: str, reason: str) -> None:
+        self._change(lambda l: (None, ops.unblock(l, target, self.who, to, reason)))
+
+    def request_stop(self) -> None:
+        self._change(lambda l: (None, ops.request_stop(l, self.who)))
+
+    def accept_removal(self) -> int:
+        """Record that targets missing from the file were removed on purpose."""
+        def fn(ledger: Ledger):
+            return len(ledger.targets), [{"kind": "removal_accepted", "msg": f"target removal accepted by {self.who}; {len(ledger.targets)} targets remain"}]
+
+        return self._change(fn, accept_shrink=True)
+
+    def start_session(self, args: list[str] | None = None) -> int:
+        """Start `handoff resume` as its own detached process (own session and process
+        group), so closing the TUI or losing SSH never kills a step midway."""
+        if self.read_only:
+            raise ReadOnly(f"read-only ({self.read_only_reason}); no session was started")
+        log = open(os.path.realpath(self.location) + ".session.log", "ab")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(self.location), "--as", self.actor, *(args or [])],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                cwd=self.ledger_dir,
+            )
+        finally:
+            log.close()
+        return proc.pid
+
+
+def open_ledger(location: str, *, actor: str | None = None, read_only: bool = False) -> LedgerHandle:
+    """Open a ledger and read it once; raises LedgerInvalid (file:line:col) if it is bad."""
+    handle = LedgerHandle(location, actor=actor, read_only=read_only)
+    handle.load()
+    return handle

@@ -1,0 +1,92 @@
+"""The guard: the one function that decides whether a step may run on a target now.
+
+It sits outside every planner (autopilot, Claude) and the Claude Code hook calls it
+too. It checks, in order: the ledger is not paused, the target is where the step
+starts, nothing is in flight on it, preconditions, the touched-target limit, metric
+thresholds, and for an irreversible step an unused approval bound to this exact
+command and checkpoint. Prompts drift; this does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.invariants import InvariantStatus, parse_all
+from engine.model import Approval, Ledger, Step
+from engine.render import command_hash
+from engine.touched import is_touched, touched, touched_states
+
+
+@dataclass
+class Decision:
+    """What the guard says about one step on one target."""
+
+    allowed: bool
+    reason: str
+    needs_approval: bool = False
+    approval: Approval | None = None
+    hash: str | None = None
+
+
+def valid_approval(ledger: Ledger, name: str, step: Step, argv: list[str]) -> tuple[Approval | None, str]:
+    """An unused approval of `step` on `name` that matches the command and checkpoint now."""
+    target = ledger.targets[name]
+    digest = command_hash(argv, target.checkpoint)
+    stale = None
+    for approval in target.approvals:
+        if approval.step != step.name or approval.used_at:
+            continue
+        if approval.hash == digest:
+            return approval, digest
+        stale = approval
+    if stale is not None:
+        return None, (
+            f"the approval by {stale.by} no longer matches: the command or the checkpoint changed "
+            f"since it was given (checkpoint then {stale.checkpoint!r}, now {target.checkpoint!r})"
+        )
+    return None, ""
+
+
+def check(
+    ledger: Ledger,
+    name: str,
+    step: Step,
+    argv: list[str],
+    *,
+    statuses: list[InvariantStatus] | None = None,
+) -> Decision:
+    """May `step` (rendered as `argv`) run on target `name` now?"""
+    if name not in ledger.targets:
+        return Decision(False, f"no target named {name!r} in the ledger")
+    target = ledger.targets[name]
+    if ledger.paused is not None:
+        why = ledger.paused.why or "no reason given"
+        return Decision(False, f"ledger paused by {ledger.paused.by or 'someone'}: {why}")
+    if target.in_flight is not None:
+        return Decision(False, f"{name} already has {target.in_flight.step} in flight")
+    position = ledger.position(name)
+    if position != step.from_:
+        return Decision(False, f"{name} is {position}; {step.name} runs only from {step.from_}")
+    for inv in parse_all(ledger):
+        if inv.kind == "precondition" and inv.step == step.name and position != inv.state:
+            return Decision(False, f"invariant: {inv.text} ({name} is {position})")
+        if inv.kind == "max_touched" and inv.limit is not None:
+            states = touched_states(ledger)
+            becomes_touched = (not step.reversible) or step.to in states
+            if becomes_touched and not is_touched(ledger, name, states):
+                count = len(touched(ledger))
+                if count + 1 > inv.limit:
+                    return Decision(False, f"invariant: {inv.text} (touched {count}/{inv.limit}; {name} would make {count + 1})")
+    for status in statuses or []:
+        if status.kind == "metric" and status.status == "violated":
+            return Decision(False, f"invariant: {status.text} ({status.value})")
+    if not step.reversible:
+        approval, why = valid_approval(ledger, name, step, argv)
+        digest = command_hash(argv, target.checkpoint)
+        if approval is None:
+            reason = f"{step.name} is irreversible and needs a human approval"
+            if why:
+                reason += f"; {why}"
+            return Decision(False, reason, needs_approval=True, hash=digest)
+        return Decision(True, f"approved by {approval.by} ({approval.user}) at {approval.at}", approval=approval, hash=digest)
+    return Decision(True, "reversible step; invariants hold")

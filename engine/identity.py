@@ -1,0 +1,19 @@
+"""Who is acting: the OS login user, and the name given with --as."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+
+
+def os_user() -> str:
+    """The login user of this process (not $USER, which anyone can set)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def hostname() -> str:
+    return socket.gethostname()

@@ -1,0 +1,74 @@
+"""Filling runbook templates: argv lists, placeholder by placeholder, never a shell.
+
+`{target}`, `{checkpoint}`, `{ledger_dir}`, `{python}` and any scalar field of the
+target are substituted inside each argument; a value stays inside the argument it
+was put in, whatever characters it holds (`; rm -rf /`, `$(...)`, backticks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from typing import Any
+
+from engine.errors import Refused
+from engine.model import Target
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fields_for(name: str, target: Target | None, *, ledger_dir: str, python: str | None = None) -> dict[str, str]:
+    """The values a template may use for one target."""
+    values: dict[str, str] = {}
+    if target is not None:
+        for key, value in target.model_dump(exclude_none=True).items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                values[key] = str(value)
+    values.update(
+        target=name,
+        checkpoint=(target.checkpoint if target is not None and target.checkpoint else ""),
+        ledger_dir=ledger_dir,
+        python=python or sys.executable,
+    )
+    return values
+
+
+def render(template: list[str], values: dict[str, str], *, what: str = "command") -> list[str]:
+    """Each argument with its placeholders filled. An unknown placeholder is refused."""
+
+    def fill(arg: str) -> str:
+        def one(match: re.Match) -> str:
+            token = match.group()
+            if token == "{{":
+                return "{"
+            if token == "}}":
+                return "}"
+            key = match.group(1)
+            if key not in values:
+                raise Refused(
+                    f"the {what} {template!r} uses {{{key}}}, which this target does not have; "
+                    f"known placeholders: {', '.join(sorted(values))}",
+                    title="Unknown placeholder",
+                )
+            return values[key]
+
+        return _PLACEHOLDER.sub(one, arg)
+
+    return [fill(str(arg)) for arg in template]
+
+
+def command_hash(argv: list[str], checkpoint: str | None) -> str:
+    """What an approval is bound to: the exact command and the checkpoint the approver saw."""
+    blob = json.dumps([argv, checkpoint or ""], ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def describe(argv: list[str]) -> str:
+    """A readable one-line form of an argv (quoted like a shell would need, for people only)."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+

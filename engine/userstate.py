@@ -1,0 +1,39 @@
+"""Per-user state of other parts (e.g. the TUI's "since you last looked"), kept under the
+XDG state folder, never beside the ledger (observers must not write there)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from engine.store.atomic import atomic_write
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "handoff-tui"
+
+
+def _file(key: str) -> Path:
+    name = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+    return state_dir() / f"{name}.json"
+
+
+def load_user_state(key: str) -> dict[str, Any]:
+    """What this user saved for `key` (e.g. a ledger's real path); {} if nothing or unreadable."""
+    try:
+        data = json.loads(_file(key).read_text("utf-8"))
+    except (FileNotFoundError, ValueError, OSError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_user_state(key: str, data: dict[str, Any]) -> None:
+    """Save atomically; creates the state folder (mode 0700) if needed."""
+    path = _file(key)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    payload = dict(data, key=key)
+    atomic_write(str(path), json.dumps(payload, ensure_ascii=False, indent=1).encode("utf-8"))
