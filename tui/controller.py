@@ -1,0 +1,139 @@
+"""The one place the TUI calls the engine.
+
+`Controller` wraps an `engine.api.LedgerHandle`. Its methods are blocking and
+run in the app's thread workers; they return plain values (or raise the
+engine's errors, which carry a title and a message). Widgets never see the
+handle, so wiring to the engine, and faking it, happens here only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from tui.messages import Snapshot
+
+if TYPE_CHECKING:
+    from engine.model import Ledger
+
+
+def open_handle(location: str, *, actor: str | None = None, read_only: bool = False) -> Any:
+    """Open the ledger through the engine; raises `engine.errors.LedgerInvalid`."""
+    from engine.api import open_ledger
+
+    return open_ledger(location, actor=actor, read_only=read_only)
+
+
+class Controller:
+    """Blocking engine calls, one method per thing the TUI needs."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    # -- facts about the handle --------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.handle.read_only)
+
+    @property
+    def read_only_reason(self) -> str | None:
+        return getattr(self.handle, "read_only_reason", None)
+
+    @property
+    def actor(self) -> str:
+        return str(self.handle.actor)
+
+    @property
+    def location(self) -> str:
+        return str(self.handle.location)
+
+    @property
+    def user_state_key(self) -> str:
+        """Per-ledger key for this user's state (the resolved path, so links agree)."""
+        try:
+            return f"tui:{self.handle.path.resolve()}"
+        except (OSError, AttributeError):
+            return f"tui:{self.handle.location}"
+
+    # -- reading -----------------------------------------------------------------
+
+    def snapshot(self, ledger: "Ledger | None" = None) -> Snapshot:
+        """Load (unless given) the ledger, and derive invariants and the lease from it."""
+        if ledger is None:
+            ledger = self.handle.load()
+        return Snapshot(ledger, list(self.handle.invariants(ledger)), self.handle.session_state(ledger))
+
+    def watch(self) -> AsyncIterator[Any]:
+        """The engine's watch: LedgerChanged / LedgerBroken events."""
+        return self.handle.watch()
+
+    def journal_read(self, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """Journal records from byte `offset`, and the next offset."""
+        return self.handle.journal.read(offset)
+
+    def journal_tail(self, n: int) -> list[dict[str, Any]]:
+        return list(self.handle.journal.tail(n))
+
+    def history(self, target: str) -> list[dict[str, Any]]:
+        return list(self.handle.history(target))
+
+    def pending_command(self, ledger: "Ledger", target: str) -> Any:
+        return self.handle.pending_command(ledger, target)
+
+    def load_user_state(self) -> dict[str, Any]:
+        from engine.userstate import load_user_state
+
+        return load_user_state(self.user_state_key) or {}
+
+    def save_user_state(self, data: dict[str, Any]) -> None:
+        # Per-user state lives under the XDG state folder (the engine's helper),
+        # never beside the ledger, so it is allowed in read-only mode too.
+        from engine.userstate import save_user_state
+
+        save_user_state(self.user_state_key, data)
+
+    # -- mutations (each raises ReadOnly / Refused / Conflict from the engine) ---
+
+    def approve(self, target: str, step: str | None, comment: str | None) -> str:
+        self.handle.approve(target, step=step, comment=comment or None)
+        return f"Approved {step or 'the awaiting step'} on {target}"
+
+    def reject(self, target: str, reason: str) -> str:
+        self.handle.reject(target, reason)
+        return f"Rejected {target}: {reason}"
+
+    def set_note(self, text: str, base: str | None) -> str:
+        self.handle.set_note(text, base=base)
+        return "Handoff note saved"
+
+    def ack_note(self) -> str:
+        self.handle.ack_note()
+        return "Handoff note acknowledged"
+
+    def pause(self, reason: str) -> str:
+        self.handle.pause(reason)
+        return f"Paused: {reason}"
+
+    def unpause(self) -> str:
+        self.handle.unpause()
+        return "Unpaused"
+
+    def retry(self, target: str, force: bool = False, reason: str | None = None) -> str:
+        self.handle.retry(target, force=force, reason=reason)
+        return f"{target} queued for retry" + (" (forced)" if force else "")
+
+    def block(self, target: str, reason: str) -> str:
+        self.handle.block(target, reason)
+        return f"Blocked {target}"
+
+    def unblock(self, target: str, to: str, reason: str) -> str:
+        self.handle.unblock(target, to, reason)
+        return f"Unblocked {target} to {to}"
+
+    def start_session(self) -> str:
+        pid = self.handle.start_session()
+        return f"Session started (pid {pid})"
+
+    def request_stop(self) -> str:
+        self.handle.request_stop()
+        return "Asked the session to stop after its current step"

@@ -1,0 +1,120 @@
+"""Target detail (enter on a row): every field, evidence of the last step, approvals, history.
+
+The history comes from the journal through the app's history worker; the step's
+output tail is in the journal's `step_end` record, shown verbatim but safe.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Label, Static
+
+from tui.states import label
+from tui.text import clean, clean_line, one_line
+from tui.timefmt import short_time
+
+FIELDS = ("state", "checkpoint", "next_action", "last_action", "reason", "verified_at", "changed_at",
+          "touched_at", "awaiting", "awaiting_by", "awaiting_since")
+
+
+class HistoryLoaded(Message):
+    """Journal records about the target shown."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.records = records
+
+
+def describe_target(name: str, target: Any) -> Text:
+    """Every field of `target` as safe text, unknown keys included."""
+    text = Text(end="")
+    text.append(clean_line(name), style="bold")
+    text.append(f"   {label(target.state)}\n")
+    for field in FIELDS[1:]:
+        value = getattr(target, field, None)
+        if value not in (None, ""):
+            text.append(f"{field:<15}", style="bold")
+            text.append(clean(short_time(value) if field.endswith(("_at", "_since")) else value) + "\n")
+    if target.in_flight is not None:
+        f = target.in_flight
+        text.append(f"{'in flight':<15}", style="bold")
+        text.append(clean(f"{f.step} (session {f.session}, pid {f.pid}, since {short_time(f.started_at)})") + "\n")
+    extra = getattr(target, "model_extra", None) or {}
+    for key, value in extra.items():
+        text.append(f"{clean_line(key):<15}", style="bold")
+        text.append(clean(value) + "\n")
+    ev = target.evidence
+    if ev is not None:
+        text.append("\nEvidence of the last step\n", style="bold underline")
+        for key in ("step", "exit_code", "duration", "at", "timed_out", "journal"):
+            value = getattr(ev, key, None)
+            if value is not None:
+                text.append(f"  {key:<13}{clean(value)}\n")
+    if target.approvals:
+        text.append("\nApprovals\n", style="bold underline")
+        for a in target.approvals:
+            used = f", used {short_time(a.used_at)}" if a.used_at else ", unused"
+            text.append(clean(f"  {a.step}: {a.by} (login {a.user}) at {short_time(a.at)}{used}") + "\n")
+            if a.comment:
+                text.append(clean(f"    “{a.comment}”") + "\n")
+    return text
+
+
+def describe_history(records: list[dict[str, Any]]) -> Text:
+    """Journal records (newest last), with argv, exit code and output tail of steps."""
+    text = Text(end="")
+    if not records:
+        text.append("(no journal records about this target)", style="dim")
+    for r in records:
+        text.append(clean_line(short_time(r.get("ts"))) + " ", style="dim")
+        text.append(clean_line(r.get("kind", "")) + " ", style="bold")
+        text.append(clean_line(r.get("actor", "")) + ": ", style="dim")
+        text.append(clean(r.get("msg", "")) + "\n")
+        if r.get("argv"):
+            text.append("    $ " + clean_line(shlex.join(str(a) for a in r["argv"])) + "\n")
+        if r.get("exit_code") is not None:
+            text.append(f"    exit {clean_line(r['exit_code'])}\n")
+        if r.get("output_tail"):
+            for line in clean(r["output_tail"]).splitlines()[-20:]:
+                text.append("    │ " + line + "\n", style="dim")
+    return text
+
+
+class DetailScreen(Screen[None]):
+    """One target, in full.
+
+    | Key | Action | What it does |
+    |---|---|---|
+    | escape / q | close | Back to the table |
+    """
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Back", id="detail.close"),
+    ]
+
+    def __init__(self, name: str, target: Any) -> None:
+        super().__init__()
+        self.target_name = name
+        self.target = target
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail"):
+            yield Label(one_line(f"Target {self.target_name}", style="bold"), classes="dialog-title")
+            yield Static(describe_target(self.target_name, self.target), id="detail-fields")
+            yield Label("History (journal)", classes="section-title")
+            yield Static(Text("loading…", style="dim"), id="detail-history")
+        yield Footer()
+
+    def on_history_loaded(self, message: HistoryLoaded) -> None:
+        self.query_one("#detail-history", Static).update(describe_history(message.records))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

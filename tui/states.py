@@ -1,0 +1,46 @@
+"""How each target state looks: a symbol, the word and a style class (never colour alone).
+
+The table, the summary and the detail screen all use this one mapping, so a
+state reads the same everywhere. Runbook-declared states fall back to `•`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StateLook:
+    """Symbol, CSS-ish class suffix and sort rank of one state."""
+
+    symbol: str
+    tone: str
+    rank: int
+
+
+# Rank: what needs a human first (awaiting, failed, blocked), then what moves,
+# then what waits, then what is finished.
+LOOKS: dict[str, StateLook] = {
+    "awaiting_approval": StateLook("⏸", "awaiting", 0),
+    "failed": StateLook("✗", "failed", 1),
+    "blocked": StateLook("⊘", "blocked", 2),
+    "in_progress": StateLook("⟳", "active", 3),
+    "replicating": StateLook("⟳", "active", 4),
+    "verified": StateLook("◆", "ready", 5),
+    "checked": StateLook("◇", "ready", 6),
+    "queued": StateLook("·", "queued", 7),
+    "done": StateLook("✓", "done", 8),
+}
+OTHER = StateLook("•", "other", 6)
+
+TONES: tuple[str, ...] = ("awaiting", "failed", "blocked", "active", "ready", "queued", "done", "other")
+
+
+def look(state: str) -> StateLook:
+    """The look of `state`; unknown (runbook) states get a neutral one."""
+    return LOOKS.get(state, OTHER)
+
+
+def label(state: str) -> str:
+    """`✓ done`, `⏸ awaiting_approval`: symbol and word."""
+    return f"{look(state).symbol} {state}"

@@ -1,0 +1,64 @@
+"""Ledger timestamps: parse them leniently and say how long ago, for humans.
+
+The ledger writes ISO 8601 in UTC (`2026-11-29T02:11:04Z`); a hand-written one
+may drop the seconds (`2026-09-09T14:00Z`, as in the article). Anything else is
+shown as written, never fatal.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Callable
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    """The default clock: now, in UTC."""
+    return datetime.now(timezone.utc)
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """An aware datetime from an ISO timestamp, or None when it is not one."""
+    if not value:
+        return None
+    text = str(value).strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed
+
+
+def ago(seconds: float | None) -> str:
+    """`42s`, `5m`, `3h`, `2d`: short ages for narrow columns; '' when unknown."""
+    if seconds is None:
+        return ""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
+def age_of(value: str | None, now: datetime) -> str:
+    """How long ago timestamp `value` was, relative to `now`."""
+    parsed = parse_ts(value)
+    if parsed is None:
+        return ""
+    return ago((now - parsed).total_seconds())
+
+
+def short_time(value: str | None) -> str:
+    """`2026-11-29 02:11Z` from an ISO timestamp, or the text as written."""
+    parsed = parse_ts(value)
+    if parsed is None:
+        return str(value or "")
+    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%MZ")

@@ -1,0 +1,74 @@
+"""The session log: the journal tailed live, with follow mode and scrollback.
+
+Records arrive as batches from the app's journal worker; each becomes one line
+"02:11:04 actor target message" built as `Text` from cleaned strings, so a
+command's output can never inject markup or escape sequences.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from rich.text import Text
+from textual.widgets import RichLog
+
+from tui.text import clean_line
+
+KIND_STYLE = {
+    "discrepancy": "bold reverse",
+    "approval": "bold",
+    "rejection": "bold",
+    "pause": "bold",
+    "note": "italic",
+    "log": "",
+    "metric": "dim",
+    "step_start": "",
+    "step_end": "",
+}
+MAX_LINES = 5000
+
+
+def format_record(record: dict[str, Any]) -> Text:
+    """One journal record as one line of safe text."""
+    ts = str(record.get("ts") or "")
+    clock = ts[11:19] if len(ts) >= 19 else ts
+    kind = str(record.get("kind") or "")
+    line = Text(no_wrap=False, end="")
+    line.append(f"{clock} ", style="dim")
+    actor = record.get("actor")
+    if actor:
+        line.append(f"{clean_line(actor)} ", style="dim")
+    target = record.get("target")
+    if target:
+        line.append(f"{clean_line(target)} ", style="bold")
+    msg = record.get("msg") or kind
+    if kind == "step_end" and record.get("exit_code") not in (None, 0):
+        msg = f"{msg} (exit {record.get('exit_code')})"
+    line.append(clean_line(msg), style=KIND_STYLE.get(kind, ""))
+    return line
+
+
+class LogPane(RichLog):
+    """Journal lines; follows the end unless follow mode is off."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(max_lines=MAX_LINES, wrap=True, markup=False, highlight=False, auto_scroll=True, id=id)
+        self.lines_seen = 0
+
+    @property
+    def follow(self) -> bool:
+        """Whether new lines scroll the pane to the end."""
+        return self.auto_scroll
+
+    @follow.setter
+    def follow(self, value: bool) -> None:
+        self.auto_scroll = value
+        self.border_subtitle = "follow" if value else "paused (F follows)"
+        if value:
+            self.scroll_end(animate=False)
+
+    def add_records(self, records: Iterable[dict[str, Any]]) -> None:
+        """Append journal records."""
+        for record in records:
+            self.write(format_record(record))
+            self.lines_seen += 1

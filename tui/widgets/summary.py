@@ -1,0 +1,45 @@
+"""The summary bar: counts per state in the article's words, and a progress bar.
+
+"17 done · 1 replicating · 20 queued · 1 blocked · 1 failed", then the share
+of targets done. Counts come from `Ledger.counts()` (the engine's order).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label, ProgressBar
+
+from tui.text import clean_line
+
+if TYPE_CHECKING:
+    from engine.model import Ledger
+
+
+def summary_text(counts: dict[str, int]) -> str:
+    """`17 done · 1 replicating · 20 queued`: the article's summary line."""
+    return " · ".join(f"{n} {clean_line(state)}" for state, n in counts.items() if n)
+
+
+class SummaryBar(Horizontal):
+    """Counts per state and progress (done / total)."""
+
+    DEFAULT_CSS = """
+    SummaryBar { height: auto; }
+    SummaryBar #counts { width: 1fr; }
+    SummaryBar ProgressBar { width: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Label(id="counts")
+        yield ProgressBar(total=1, show_eta=False, id="progress")
+
+    def show(self, ledger: "Ledger") -> None:
+        """Repaint from `ledger`."""
+        counts = ledger.counts()
+        total = len(ledger.targets)
+        self.query_one("#counts", Label).update(Text(summary_text(counts) or "no targets", end=""))
+        self.query_one("#progress", ProgressBar).update(total=max(total, 1), progress=counts.get("done", 0))
