@@ -1,0 +1,56 @@
+"""`handoff`: the engine's command line.
+
+A stable contract (later work and outside tests rely on it): command names, flags and
+exit codes are as the ledger-engine issue fixes them. Exit 2 with a one-line reason for
+every usage error or unreadable ledger; a user's mistake never shows a traceback.
+Imports are lazy so that `handoff status` pays only for what it uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.errors import HandoffError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line (its default prints usage, then exits 2)."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse hook
+        self.exit(2, f"handoff: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from engine.cli import commands
+
+    parser = _Parser(prog="handoff", description="Ledger-first execution: the engine's command line.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    commands.register(sub)
+    try:
+        from engine.cli import session_cmds
+    except ImportError:
+        session_cmds = None
+    if session_cmds is not None:
+        session_cmds.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.handler(args)
+    except HandoffError as err:
+        print(f"handoff: {err}", file=sys.stderr)
+        code = err.exit_code
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = 0  # `handoff journal | head` is fine
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
