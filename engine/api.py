@@ -24,7 +24,6 @@ from engine import ops
 from engine.errors import LedgerInvalid, ReadOnly
 from engine.identity import hostname, os_user
 from engine.invariants import InvariantStatus, evaluate, journal_readings
-from engine.journal import Journal, journal_path
 from engine.model import Approval, Ledger, Step
 from engine.render import command_hash
 from engine.store import Snapshot, open_store
@@ -78,12 +77,13 @@ class LedgerHandle:
         self.os_user = os_user()
         self.actor = actor or self.os_user
         self.who = ops.Who(self.actor, self.os_user)
-        reason = None if read_only else _writable(location)
+        is_url = location.startswith(("postgresql://", "postgres://"))
+        reason = None if (read_only or is_url) else _writable(location)
         self.read_only = read_only or reason is not None
         self.read_only_reason = "--read-only" if read_only else reason
         self.store = open_store(location, read_only=self.read_only)
-        self.journal = Journal(journal_path(location), read_only=self.read_only)
-        self.ledger_dir = ops.ledger_dir(location)
+        self.journal = self.store.open_journal(read_only=self.read_only)
+        self.ledger_dir = os.getcwd() if is_url else ops.ledger_dir(location)
         self._snapshot: Snapshot | None = None
 
     # -- reading -----------------------------------------------------------------

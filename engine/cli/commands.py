@@ -314,10 +314,9 @@ def format_record(record: dict[str, Any]) -> str:
 
 
 def cmd_journal(args) -> int:
-    from engine.journal import Journal, journal_path, print_warnings
+    from engine.journal import print_warnings
 
-    _open(args, read_only=True)  # a clear error if the ledger is not there
-    journal = Journal(journal_path(args.ledger), read_only=True)
+    journal = _open(args, read_only=True).journal  # a clear error if the ledger is not there
     records, offset = journal.read(0)
     emit = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_record
     for record in records:

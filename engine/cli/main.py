@@ -28,9 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands.register(sub)
+    from engine.cli import pg_cmds
+
+    pg_cmds.register(sub)
     try:
         from engine.cli import session_cmds
-    except ImportError:
+    except ImportError:  # the session commands are optional while they are being built
         session_cmds = None
     if session_cmds is not None:
         session_cmds.register(sub)

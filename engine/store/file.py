@@ -221,6 +221,12 @@ class FileStore:
         os.ftruncate(fd, 0)
         os.write(fd, body)
 
+    def open_journal(self, *, read_only: bool = False):
+        """The journal beside this ledger (`<ledger>.journal.jsonl`)."""
+        from engine.journal import Journal, journal_path
+
+        return Journal(journal_path(self.path), read_only=read_only)
+
     # -- watching ----------------------------------------------------------------
 
     async def watch(self, stop_event: asyncio.Event | None = None, debounce_ms: int = 50) -> AsyncIterator[WatchEvent]:

@@ -1,0 +1,249 @@
+"""The PostgreSQL store: the same ledger, shared by teams on several hosts.
+
+Location: `postgresql://host[:port]/dbname#LEDGER` (the fragment names the ledger; the
+rest is a libpq URL). The ledger row holds the canonical YAML text, so export is the
+file byte for byte and import is a parse: the ledger stays diffable in git.
+- transact: `SELECT ... FOR UPDATE` serialises writers; the UPDATE also checks the
+  revision (compare-and-swap) so a writer that skipped the lock cannot be overwritten.
+- watch: LISTEN/NOTIFY on `handoff_ledger`, payload = ledger name.
+- journal: the `handoff_journal` table, same records as the file journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
+from urllib.parse import urldefrag
+
+from engine.codec import emit_document, parse_document
+from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.model import Ledger
+from engine.redact import Redactor
+from engine.store.base import Snapshot, WatchEvent
+from engine.store.convert import to_data, to_ledger
+from engine.store.file import digest
+from engine.timefmt import now_iso
+
+T = TypeVar("T")
+CHANNEL = "handoff_ledger"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS handoff_ledger (
+    name text PRIMARY KEY,
+    revision bigint NOT NULL,
+    body text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS handoff_journal (
+    seq bigserial PRIMARY KEY,
+    ledger text NOT NULL,
+    record jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS handoff_journal_ledger ON handoff_journal (ledger, seq);
+"""
+
+
+def split_location(location: str) -> tuple[str, str]:
+    """(libpq URL, ledger name) from `postgresql://.../db#name`."""
+    url, name = urldefrag(location)
+    return url, name or "default"
+
+
+def _connect(url: str, **kw):
+    import psycopg
+
+    try:
+        return psycopg.connect(url, **kw)
+    except psycopg.OperationalError as err:
+        raise LedgerInvalid(f"cannot reach PostgreSQL: {str(err).strip().splitlines()[0]}", path=url) from None
+
+
+def ensure_schema(url: str) -> None:
+    with _connect(url, autocommit=True) as conn:
+        conn.execute(SCHEMA)
+
+
+class PostgresStore:
+    """A ledger in a PostgreSQL row."""
+
+    def __init__(self, location: str, *, read_only: bool = False) -> None:
+        self.location = location
+        self.url, self.name = split_location(location)
+        self.path = location
+        self.read_only = read_only
+        self._cache: tuple[str, Any, Ledger | None] | None = None
+
+    def _row(self, conn, *, lock: bool = False) -> tuple[int, str]:
+        sql = "SELECT revision, body FROM handoff_ledger WHERE name = %s" + (" FOR UPDATE" if lock else "")
+        try:
+            row = conn.execute(sql, (self.name,)).fetchone()
+        except Exception as err:  # psycopg.errors.UndefinedTable and friends: say what to do
+            if "does not exist" in str(err):
+                raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.location}`", path=self.location) from None
+            raise
+        if row is None:
+            raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.location}`", path=self.location)
+        return row[0], row[1]
+
+    def _parse(self, body: str, *, fresh: bool = False) -> tuple[Snapshot, Any]:
+        key = digest(body.encode("utf-8"))
+        if self._cache and self._cache[0] == key and not fresh:
+            parsed, ledger = self._cache[1], self._cache[2]
+        else:
+            parsed = parse_document(body, self.location)
+            ledger = None
+        if ledger is None or fresh:
+            ledger = to_ledger(parsed.data, self.location, body)
+            if not fresh:
+                self._cache = (key, parsed, ledger)
+        return Snapshot(ledger, key), parsed
+
+    def snapshot(self) -> Snapshot:
+        with _connect(self.url) as conn:
+            _, body = self._row(conn)
+        return self._parse(body)[0]
+
+    def read(self) -> Ledger:
+        return self.snapshot().ledger
+
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False) -> tuple[T, int]:
+        if self.read_only:
+            raise ReadOnly("this view is read-only; nothing can be changed from it")
+        with _connect(self.url) as conn:
+            with conn.transaction():
+                revision, body = self._row(conn, lock=True)
+                snap, parsed = self._parse(body, fresh=True)
+                ledger = snap.ledger
+                result = fn(ledger)
+                ledger.revision = max(ledger.revision, revision) + 1
+                data = to_data(ledger)
+                text, _ = emit_document(data, parsed.header, parsed.lines, parsed.data.get("targets"))
+                updated = conn.execute(
+                    "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s",
+                    (ledger.revision, text, self.name, revision),
+                ).rowcount
+                if updated != 1:
+                    raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+        return result, ledger.revision
+
+    def import_text(self, text: str) -> int:
+        """Create or replace the ledger from YAML text (validated first)."""
+        parsed = parse_document(text, self.location)
+        ledger = to_ledger(parsed.data, self.location, text)
+        ensure_schema(self.url)
+        with _connect(self.url) as conn:
+            with conn.transaction():
+                conn.execute(
+                    "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",
+                    (self.name, ledger.revision, text),
+                )
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+        return ledger.revision
+
+    def export_text(self) -> str:
+        with _connect(self.url) as conn:
+            return self._row(conn)[1]
+
+    def open_journal(self, *, read_only: bool = False) -> "PgJournal":
+        return PgJournal(self.url, self.name, read_only=read_only)
+
+    async def watch(self, stop_event: asyncio.Event | None = None, debounce_ms: int = 50) -> AsyncIterator[WatchEvent]:
+        import psycopg
+
+        last = None
+        try:
+            last = self.snapshot().digest
+        except LedgerInvalid:
+            pass
+        conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+        try:
+            await conn.execute(f"LISTEN {CHANNEL}")
+            while not (stop_event and stop_event.is_set()):
+                names = [n.payload async for n in conn.notifies(timeout=0.5)]
+                if self.name not in names:
+                    continue
+                await asyncio.sleep(debounce_ms / 1000)
+                try:
+                    snap = await asyncio.to_thread(self.snapshot)
+                except LedgerInvalid as err:
+                    yield err
+                    continue
+                if snap.digest != last:
+                    last = snap.digest
+                    yield snap
+        finally:
+            await conn.close()
+
+
+class PgJournal:
+    """The journal in a table; `seq` is the row id, used as the read offset."""
+
+    def __init__(self, url: str, ledger: str, *, read_only: bool = False, redact: list[str] | None = None) -> None:
+        self.url = url
+        self.ledger = ledger
+        self.path = f"{url}#{ledger} (handoff_journal)"
+        self.read_only = read_only
+        self.redactor = Redactor(redact or ())
+        self.warnings: list[str] = []
+
+    def set_redact(self, patterns: list[str]) -> None:
+        self.redactor = Redactor(patterns)
+
+    def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
+        record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
+        if rev is not None:
+            record["rev"] = rev
+        if target is not None:
+            record["target"] = target
+        record["msg"] = msg
+        record.update({k: v for k, v in fields.items() if v is not None})
+        record = self.redactor.value(record)
+        if self.read_only:
+            return record
+        with _connect(self.url, autocommit=True) as conn:
+            row = conn.execute(
+                "INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
+                (self.ledger, json.dumps(record, ensure_ascii=False)),
+            ).fetchone()
+        record["seq"] = row[0]
+        return record
+
+    def _select(self, where: str, params: tuple, order: str = "ASC", limit: int | None = None) -> list[dict[str, Any]]:
+        sql = f"SELECT seq, record FROM handoff_journal WHERE ledger = %s {where} ORDER BY seq {order}"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        with _connect(self.url) as conn:
+            rows = conn.execute(sql, (self.ledger, *params)).fetchall()
+        out = []
+        for seq, record in rows:
+            record = dict(record)
+            record["seq"] = seq
+            out.append(record)
+        return out
+
+    def read(self, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        records = self._select("AND seq > %s", (offset,))
+        return records, (records[-1]["seq"] if records else offset)
+
+    def tail(self, n: int = 200) -> list[dict[str, Any]]:
+        return list(reversed(self._select("", (), "DESC", n)))
+
+    def follow(self, offset: int | None = None, poll: float = 0.5) -> Iterator[dict[str, Any]]:
+        if offset is None:
+            tail = self.tail(1)
+            offset = tail[-1]["seq"] if tail else 0
+        while True:
+            records, offset = self.read(offset)
+            yield from records
+            if not records:
+                time.sleep(poll)
+
+    def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
+        return list(reversed(self._select("AND record->>'target' = %s", (target,), "DESC", limit)))
+
+    def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
+        rows = self._select("AND record->>'kind' = %s AND record @> %s::jsonb", (kind, json.dumps(match)), "DESC", 1)
+        return rows[0] if rows else None
