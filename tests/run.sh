@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh clone, then run it.
+# Used by the README's test command and by .ci/run. Fails (never skips) when a
+# needed service or package is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the end-to-end tests drive: a real terminal and a real sshd.
+need=()
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  echo "installing Debian packages: ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# PostgreSQL: the integration tests use the real server; start it if it is installed
+# but stopped, and fail (never skip) if it cannot be had.
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+    for _ in $(seq 1 20); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.5; done
+  fi
+  pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not running on 127.0.0.1:5432; the tests need it" >&2; exit 1; }
+fi
+
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+
+# Screens are compared at a fixed size and without colour surprises from the caller.
+export COLUMNS=120 LINES=40 TERM=xterm-256color
+unset NO_COLOR || true
+exec .venv/bin/python -m pytest -q "$@"
