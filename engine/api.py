@@ -133,6 +133,13 @@ class LedgerHandle:
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
         (result, records), revision = self.store.transact(fn, accept_shrink=accept_shrink)
+        if getattr(self.store, "saw_external_edit", False):
+            self.journal.append(
+                "external_edit",
+                f"the ledger was edited outside the engine before revision {revision}; the change was applied on top of that edit",
+                actor=self.actor,
+                rev=revision,
+            )
         for record in records:
             record = dict(record)
             kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)

@@ -127,11 +127,24 @@ class Journal:
         return [r for r in records if r.get("target") == target][-limit:]
 
     def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
-        """The newest record of `kind` whose fields equal `match` (scans from the end)."""
-        for record in reversed(self.tail(5000)):
-            if record.get("kind") == kind and all(record.get(k) == v for k, v in match.items()):
-                return record
-        return None
+        """The newest record of `kind` whose fields equal `match`, reading backwards from
+        the end in growing windows (a long journal is never read whole for this)."""
+        try:
+            size = os.path.getsize(self.path)
+        except FileNotFoundError:
+            return None
+        window = 256 * 1024
+        while True:
+            start = max(0, size - window)
+            records, _ = self.read(start)
+            if start > 0 and records:
+                records = records[1:]  # the first may be a partial line
+            for record in reversed(records):
+                if record.get("kind") == kind and all(record.get(k) == v for k, v in match.items()):
+                    return record
+            if start == 0 or window >= 64 * 1024 * 1024:
+                return None
+            window *= 4
 
 
 def print_warnings(journal: Journal) -> None:

@@ -94,6 +94,7 @@ class FileStore:
         self.read_only = read_only
         self._cache: dict[str, _Parse] = {}
         self.lock_path = sidecar(path, ".lock")
+        self.saw_external_edit = False  # did the last transaction start from a hand edit?
 
     # -- reading -----------------------------------------------------------------
 
@@ -205,6 +206,7 @@ class FileStore:
                     raw = now
                     continue
                 atomic_write(self.path, out)
+                self.saw_external_edit = snap.external_edit
                 new_key = digest(out)
                 self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
                 self._record(fd, ledger, new_key)
