@@ -51,7 +51,7 @@ _WORD_OPS = {
 _PRECONDITION = re.compile(
     r"^\s*never\s+(?:run|do|start|execute|perform)\s+(?:a\s+|the\s+)?(?P<step>[\w.-]+)\s+"
     r"(?:on|for|against)\s+(?:a|an|any|the)?\s*[\w-]+\s+(?:whose|where|with|if\s+its|if\s+the|when\s+its|when\s+the)\s+"
-    r"state\s*(?:!=|<>|is\s+not|isn't|is\s+anything\s+but|other\s+than)\s*(?P<state>[\w.-]+)\s*\.?\s*$",
+    r"state\s*(?:!=|<>|is\s+not|isn't|is\s+anything\s+but|other\s+than)\s*(?P<state>[\w.-]+?)\s*\.?\s*$",
     re.I,
 )
 _PRECONDITION_ONLY = re.compile(
