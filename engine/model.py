@@ -248,6 +248,11 @@ class Ledger(Node):
 
     @model_validator(mode="after")
     def _states_known(self) -> "Ledger":
+        self.check_states()
+        return self
+
+    def check_states(self) -> None:
+        """Every target is in a state the article or the runbook knows (ValueError if not)."""
         known = self.states()
         for name, target in self.targets.items():
             if target.state not in known:
@@ -256,7 +261,6 @@ class Ledger(Node):
                     f"article's states nor the runbook declare; valid states: "
                     f"{', '.join(sorted(known))}"
                 )
-        return self
 
     # -- queries every part needs -------------------------------------------------
 

@@ -25,10 +25,10 @@ from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 
 from engine.codec import emit_document, parse_document
 from engine.errors import LedgerInvalid, ReadOnly, Refused
-from engine.model import Ledger
+from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
-from engine.store.convert import to_data, to_ledger
+from engine.store.convert import to_data, to_ledger, to_ledger_reusing
 
 T = TypeVar("T")
 MAX_BYTES = 64 * 1024 * 1024
@@ -93,6 +93,7 @@ class FileStore:
         self.path = path
         self.read_only = read_only
         self._cache: dict[str, _Parse] = {}
+        self._known: dict[str, Target] = {}  # line text -> validated target, from the last read
         self.lock_path = sidecar(path, ".lock")
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
 
@@ -126,10 +127,12 @@ class FileStore:
         """Read `raw`. Readers share one validated Ledger per content hash (they must not
         mutate it); `fresh=True` validates a private copy for a transaction to change."""
         key, parsed, text = self._parse(raw)
-        if fresh or parsed.ledger is None:
+        if fresh:
             ledger = to_ledger(parsed.data, self.path, text or raw.decode("utf-8", "replace"))
-            if not fresh:
-                parsed.ledger = ledger
+        elif parsed.ledger is None:
+            ledger = to_ledger_reusing(parsed.data, self.path, text or raw.decode("utf-8", "replace"), parsed.lines, self._known)
+            parsed.ledger = ledger
+            self._known = {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets}
         else:
             ledger = parsed.ledger
         snap = Snapshot(ledger, key)
