@@ -5,7 +5,7 @@ by the fast reader, target by target, with the strict YAML loader for any target
 is not in canonical one-line form; the rest of the document (short) is read by the
 strict loader with the targets block blanked out, so every line number stays true.
 Writing: canonical order and layout; a target whose data did not change keeps its
-line text byte for byte.
+line text (one line, or the emitter's wrapped lines) byte for byte.
 """
 
 from __future__ import annotations
@@ -62,10 +62,11 @@ def _header(lines: list[str]) -> str:
 
 
 def _chunks(lines: list[str], slow: list[int]) -> list[tuple[int, int]]:
-    """Group the slow lines into (first, last) ranges, one per target."""
+    """Group the slow lines into (first, last) ranges of neighbouring lines."""
     ranges: list[tuple[int, int]] = []
     for index in slow:
-        if ranges and not _starts(lines[index]) and ranges[-1][1] == index - 1:
+        # Neighbouring slow targets are read in one go: one loader call, not one each.
+        if ranges and ranges[-1][1] == index - 1:
             ranges[-1] = (ranges[-1][0], index)
         else:
             ranges.append((index, index))
@@ -117,8 +118,9 @@ def _slow_targets(block, offset, slow, path) -> dict[int, dict[str, Any]]:
     """Read the non-canonical targets with the strict loader: {first line index: {name: data}}."""
     found: dict[int, dict[str, Any]] = {}
     for first, last in _chunks(block, slow):
-        chunk = "\n" * (offset + first) + "\n".join(block[first : last + 1]) + "\n"
-        value = strict.load(chunk, path)
+        chunk = "\n".join(block[first : last + 1])
+        # The chunk's root (NAME: target) stands for the `targets:` mapping, one level down.
+        value = strict.load(chunk, path, line_offset=offset + first, depth_offset=1)
         if value is None:
             continue
         if not isinstance(value, dict):
@@ -133,7 +135,7 @@ def _slow_targets(block, offset, slow, path) -> dict[int, dict[str, Any]]:
 
 
 def emit_document(data: dict, header: str = "", previous: dict[str, str] | None = None, previous_data: dict | None = None) -> tuple[str, dict[str, str]]:
-    """Canonical text of a ledger; returns (text, line text per single-line target).
+    """Canonical text of a ledger; returns (text, line text per target).
 
     `previous`/`previous_data` are the line texts and target data of the last read or
     write: a target whose data is unchanged keeps its line as it was.
@@ -156,8 +158,7 @@ def emit_document(data: dict, header: str = "", previous: dict[str, str] | None 
             continue
         rows = emit.target_lines(name, target)
         out.extend(rows)
-        if len(rows) == 1:
-            lines[name] = rows[0]
+        lines[name] = "\n".join(rows)
     tail = {k: data[k] for k in TAIL_ORDER[1:] if data.get(k) is not None}
     out.extend(emit.block(tail))
     return "\n".join(out) + "\n", lines

@@ -15,6 +15,7 @@ import json
 import re
 
 from engine.codec.emit import plain_ok
+from engine.codec.strict import MAX_DEPTH
 
 _TOKEN = re.compile(
     r"(?P<punct>[{}\[\],])|(?P<colon>: )|(?P<space> )"
@@ -24,6 +25,9 @@ _TOKEN = re.compile(
 # Raw characters JSON takes as they are but YAML folds or refuses.
 _YAML_SPECIAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 _LITERALS = {"true": "true", "false": "false", "null": "null"}
+# A target's own braces sit at depth 3 of the document (root, targets, target), so
+# this many levels of brackets in its line reach the strict loader's MAX_DEPTH.
+_DEPTH_ROOM = MAX_DEPTH - 2
 
 
 def _translate(segment: str) -> str | None:
@@ -51,6 +55,19 @@ def _translate(segment: str) -> str | None:
     return "".join(out)
 
 
+def _depth(segments: list[str]) -> int:
+    """How deeply brackets nest, counting only outside strings."""
+    depth = deepest = 0
+    for seg in segments:
+        for ch in seg:
+            if ch in "{[":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif ch in "}]":
+                depth -= 1
+    return deepest
+
+
 def _no_dup_pairs(pairs):
     result = dict(pairs)
     if len(result) != len(pairs):
@@ -71,6 +88,8 @@ class FastReader:
         parts = rest.split('"')
         if len(parts) % 2 == 0:
             return None
+        if rest.count("{") + rest.count("[") > _DEPTH_ROOM and _depth(parts[0::2]) > _DEPTH_ROOM:
+            return None  # the strict loader refuses it with its line and column
         cache = self._segments
         for i in range(0, len(parts), 2):
             seg = parts[i]
@@ -93,33 +112,52 @@ class FastReader:
         texts: list[str] = []
         where: list[int] = []
         slow: list[int] = []
-        for index, line in enumerate(lines):
+        index = -1
+        total = len(lines)
+        while index + 1 < total:
+            index += 1
+            line = lines[index]
             if not line.startswith("  ") or line[2:3] in (" ", "#", ""):
                 slow.append(index)
                 continue
+            first = index
+            if index + 1 < total and lines[index + 1].startswith("   "):
+                # The emitter wraps a long target at its commas, continuation lines
+                # indented deeper: join them back into the one-line form. A break
+                # right after a comma is the same as one space in a flow mapping.
+                while index + 1 < total and lines[index + 1].startswith("   "):
+                    index += 1
+                group = lines[first : index + 1]
+                if not all(g.endswith(",") for g in group[:-1]) or any(g.lstrip()[:1] in ("#", "") for g in group[1:]):
+                    slow.extend(range(first, index + 1))
+                    continue
+                text = "\n".join(group)
+                line = group[0] + " " + " ".join(g.lstrip() for g in group[1:])
+            else:
+                text = line
             if line[2] == '"':
                 try:
                     name, end = json.JSONDecoder().raw_decode(line, 2)
                 except ValueError:
-                    slow.append(index)
+                    slow.extend(range(first, index + 1))
                     continue
                 if not isinstance(name, str) or line[end : end + 2] != ": ":
-                    slow.append(index)
+                    slow.extend(range(first, index + 1))
                     continue
                 rest = line[end + 2 :]
             else:
                 name, sep, rest = line[2:].partition(": ")
                 if not sep or not plain_ok(name, True):
-                    slow.append(index)
+                    slow.extend(range(first, index + 1))
                     continue
             value = self.value_json(rest)
             if value is None or _YAML_SPECIAL.search(line):
-                slow.append(index)
+                slow.extend(range(first, index + 1))
                 continue
             names.append(name)
             values.append(value)
-            texts.append(line)
-            where.append(index)
+            texts.append(text)
+            where.append((first, index))
         if not names:
             return {}, {}, slow
         try:
@@ -141,7 +179,7 @@ class FastReader:
     def _one_by_one(self, lines, names, values, texts, where, slow):
         targets: dict[str, dict] = {}
         line_text: dict[str, str] = {}
-        for name, value, text, index in zip(names, values, texts, where):
+        for name, value, text, (first, last) in zip(names, values, texts, where):
             try:
                 parsed = json.loads(value, object_pairs_hook=_no_dup_pairs)
             except ValueError:
@@ -149,7 +187,7 @@ class FastReader:
             if parsed is None or name in targets:
                 if name in targets:
                     return {}, {}, list(range(len(lines)))
-                slow.append(index)
+                slow.extend(range(first, last + 1))
                 continue
             targets[name] = parsed
             line_text[name] = text

@@ -90,10 +90,10 @@ class StrictLoader(_Parser, StrictConstructor, CoreResolver):
         CoreResolver.__init__(self)
 
 
-def _check_tree(root, path: str) -> None:
+def _check_tree(root, path: str, line_offset: int = 0, depth_offset: int = 0) -> None:
     """Refuse aliases (a node reached twice), explicit tags and deep nesting."""
     seen: set[int] = set()
-    stack = [(root, 1)]
+    stack = [(root, 1 + depth_offset)]
     while stack:
         node, depth = stack.pop()
         if id(node) in seen:
@@ -102,12 +102,13 @@ def _check_tree(root, path: str) -> None:
                 node.start_mark,
                 "uses a YAML anchor/alias; aliases are refused (they can blow up a "
                 "ledger's size); write the value out in full",
+                line_offset,
             )
         seen.add(id(node))
         if depth > MAX_DEPTH:
-            raise _invalid(path, node.start_mark, f"is nested more than {MAX_DEPTH} levels deep; flatten it")
+            raise _invalid(path, node.start_mark, f"is nested more than {MAX_DEPTH} levels deep; flatten it", line_offset)
         if node.tag not in _ALLOWED_TAGS:
-            raise _invalid(path, node.start_mark, f"uses the explicit tag {node.tag!r}; remove it (plain values only)")
+            raise _invalid(path, node.start_mark, f"uses the explicit tag {node.tag!r}; remove it (plain values only)", line_offset)
         if isinstance(node, MappingNode):
             for key, value in node.value:
                 stack.append((key, depth + 1))
@@ -117,21 +118,24 @@ def _check_tree(root, path: str) -> None:
                 stack.append((item, depth + 1))
 
 
-def _invalid(path: str, mark, message: str) -> LedgerInvalid:
-    line = mark.line + 1 if mark is not None else None
+def _invalid(path: str, mark, message: str, line_offset: int = 0) -> LedgerInvalid:
+    line = mark.line + 1 + line_offset if mark is not None else None
     column = mark.column + 1 if mark is not None else None
     return LedgerInvalid(message, path=path, line=line, column=column)
 
 
-def compose(text: str, path: str):
-    """Parse to a checked node tree (None for an empty document)."""
+def compose(text: str, path: str, line_offset: int = 0, depth_offset: int = 0):
+    """Parse to a checked node tree (None for an empty document).
+
+    `line_offset`: `text` is a piece of a file starting after that many lines; errors
+    name the file's line. `depth_offset`: how deep in the file the piece's root sits."""
     loader = StrictLoader(text)
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "YAML syntax error"
-        raise _invalid(path, mark, f"{problem}; fix the YAML syntax there") from None
+        raise _invalid(path, mark, f"{problem}; fix the YAML syntax there", line_offset) from None
     except yaml.YAMLError as err:
         raise LedgerInvalid(f"not valid YAML: {err}", path=path) from None
     except RecursionError:
@@ -139,11 +143,11 @@ def compose(text: str, path: str):
     finally:
         loader.dispose()
     if node is not None:
-        _check_tree(node, path)
+        _check_tree(node, path, line_offset, depth_offset)
     return node
 
 
-def construct(node, path: str) -> Any:
+def construct(node, path: str, line_offset: int = 0) -> Any:
     """Build Python values from a checked node tree."""
     if node is None:
         return None
@@ -151,16 +155,16 @@ def construct(node, path: str) -> Any:
     try:
         return loader.construct_document(node)
     except ConstructorError as err:
-        raise _invalid(path, err.problem_mark, err.problem or "cannot read this value") from None
+        raise _invalid(path, err.problem_mark, err.problem or "cannot read this value", line_offset) from None
     except (ValueError, TypeError) as err:
-        raise _invalid(path, node.start_mark, f"cannot read a value: {err}") from None
+        raise _invalid(path, node.start_mark, f"cannot read a value: {err}", line_offset) from None
     finally:
         loader.dispose()
 
 
-def load(text: str, path: str) -> Any:
+def load(text: str, path: str, line_offset: int = 0, depth_offset: int = 0) -> Any:
     """compose + construct: the strict loader in one call."""
-    return construct(compose(text, path), path)
+    return construct(compose(text, path, line_offset, depth_offset), path, line_offset)
 
 
 def node_at(root, keys: tuple) -> Any:

@@ -201,7 +201,11 @@ class FileStore:
                 result = fn(ledger)
                 ledger.revision = max(ledger.revision, _rev(parsed.data)) + 1
                 data = to_data(ledger)
-                text, lines = emit_document(data, parsed.header, parsed.lines, parsed.targets)
+                # Unchanged targets keep their text only in a file the engine wrote last;
+                # the first write after a hand edit normalises the whole layout.
+                record = self.last_write()
+                ours = record is not None and record.get("hash") == snap.digest
+                text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
                 out = text.encode("utf-8")
                 # Compare-and-swap: if someone saved the file since we read it, start over.
                 now = self._raw()

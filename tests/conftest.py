@@ -1,0 +1,102 @@
+"""Shared fixtures for the engine tests: the article's ledger, a small ledger with a
+runbook, and a helper that runs the real `handoff` CLI in a subprocess.
+
+Kept small on purpose; each test file builds what only it needs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The article's sample ledger as it prints it, with its targets indented two spaces.
+ARTICLE = """\
+# ledger.yaml (the agent's only source of truth)
+task: pg14-to-pg16-fleet-upgrade
+owner_shift: platform-oncall
+started: 2026-09-09T14:00Z
+invariants:
+- never run cutover on a db whose state != verified
+- never touch more than 2 dbs concurrently
+- pause if error_rate_5m > 0.5%
+targets:
+  db-17: {state: done, verified_at: "2026-09-10T01:52Z"}
+  db-18: {state: replicating, checkpoint: "0/9A3F2C10",
+    last_action: "pg_upgrade --link ok, logical replication started",
+    next_action: "verify lag < 5s then cutover"}
+  db-19: {state: queued}
+  db-20: {state: blocked, reason: "pending app-team ack (ticket PLAT-4412)"}
+handoff_note: >
+  Started db-18 at 01:58Z. Replication lag was 2.1s at 02:07Z.
+  Do NOT retry pg_upgrade on db-18, the --link step is irreversible.
+  Nothing else is in flight.
+"""
+
+# A small fleet with a runbook: db-1 awaits approval of the irreversible cutover
+# (asked for by the agent), db-2 is verified, db-3 failed in the irreversible link,
+# db-4 failed in the reversible check, db-5 is queued.
+RUNBOOK_LEDGER = """\
+task: small-fleet
+approvers_note: kept as an unknown key
+invariants:
+- never run cutover on a db whose state != verified
+- never touch more than 2 dbs concurrently
+runbook:
+  steps:
+  - {name: check, from: queued, to: checked, reversible: true, run: [echo, check, "{target}"]}
+  - {name: link, from: checked, to: replicating, run: [echo, link, "{target}"]}
+  - {name: sync, from: replicating, to: verified, reversible: true, run: [echo, sync, "{target}"]}
+  - {name: cutover, from: verified, to: done, run: [echo, cutover, "{target}", "{checkpoint}"]}
+targets:
+  db-1: {state: awaiting_approval, checkpoint: "0/9A3F2C10", awaiting: cutover, awaiting_by: agent, awaiting_since: "2026-09-10T02:11Z"}
+  db-2: {state: verified, checkpoint: "0/1"}
+  db-3: {state: failed, reason: "link exited 1", evidence: {step: link, exit_code: 1}}
+  db-4: {state: failed, reason: "check exited 1", evidence: {step: check, exit_code: 1}}
+  db-5: {state: queued}
+handoff_note: first note
+"""
+
+
+@pytest.fixture
+def article(tmp_path: Path) -> Path:
+    """The article's sample ledger, written as `ledger.yaml` in its own folder."""
+    path = tmp_path / "ledger.yaml"
+    path.write_text(ARTICLE, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    """The small fleet with a runbook (see RUNBOOK_LEDGER)."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(RUNBOOK_LEDGER, encoding="utf-8")
+    return path
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment the CLI runs in: this checkout first on the path, no colour."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("EDITOR", None)
+    env.pop("VISUAL", None)
+    env.update(extra)
+    return env
+
+
+def handoff(*args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run `handoff ARGS...` as a real process; returns the finished process (text mode)."""
+    return subprocess.run(
+        [sys.executable, "-m", "engine.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        input=input,
+        env=env or cli_env(),
+        cwd=str(ROOT),
+        timeout=timeout,
+    )
