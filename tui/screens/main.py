@@ -132,6 +132,15 @@ class MainScreen(Screen[None]):
         self._side_user_choice: bool | None = None
         self.note_acknowledged = False
         self.since: list[str] = []
+        # Workers can answer before this screen is mounted; such calls wait here.
+        self._early: list[tuple[Any, tuple[Any, ...]]] | None = []
+
+    def _defer(self, fn: Any, *args: Any) -> bool:
+        """Queue `fn(*args)` for on_mount when not mounted yet; True if deferred."""
+        if self._early is None:
+            return False
+        self._early.append((fn, args))
+        return True
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -157,6 +166,9 @@ class MainScreen(Screen[None]):
         self.query_one(TargetTable).focus()
         if self.initial is not None:
             self.show_ledger(self.initial)
+        early, self._early = self._early or [], None
+        for fn, args in early:
+            fn(*args)
 
     # -- showing data --------------------------------------------------------------
 
@@ -166,6 +178,8 @@ class MainScreen(Screen[None]):
 
     def show_ledger(self, ledger: "Ledger") -> set[str]:
         """Paint a new ledger; returns the changed target names."""
+        if self._defer(self.show_ledger, ledger):
+            return set()
         first = self.ledger is None
         previous = self.ledger
         self.ledger = ledger
@@ -184,6 +198,8 @@ class MainScreen(Screen[None]):
 
     def show_snapshot(self, snapshot: "Snapshot") -> set[str]:
         """Paint the ledger plus invariants and the lease."""
+        if self._defer(self.show_snapshot, snapshot):
+            return set()
         self.snapshot = snapshot
         changed = self.show_ledger(snapshot.ledger)
         self.query_one(InvariantsPanel).show(snapshot.invariants, snapshot.ledger.invariants)
@@ -192,12 +208,16 @@ class MainScreen(Screen[None]):
 
     def show_since(self, lines: list[str]) -> None:
         """The "since you last looked" digest, shown in the note panel."""
+        if self._defer(self.show_since, lines):
+            return
         self.since = lines
         if lines:
             self._show_note(open_it=True)
 
     def show_broken(self, error: HandoffError) -> None:
         """The file does not parse: say where, keep the last good state on screen."""
+        if self._defer(self.show_broken, error):
+            return
         banner = self.query_one("#banner", Static)
         rev = f" (rev {self.ledger.revision})" if self.ledger is not None else ""
         text = Text("⚠ ledger does not parse: ", style="bold", end="")
@@ -390,11 +410,12 @@ class MainScreen(Screen[None]):
     def action_unblock(self) -> None:
         if self._refused("unblock") or self.ledger is None:
             return
-        name = self._selected(states=("blocked",), verb="unblocked")
+        name = self._selected(states=("blocked", "failed"), verb="unblocked")
         if name is None:
             return
-        order = {s: i for i, s in enumerate(("queued", *SUMMARY_ORDER))}
-        states = sorted((s for s in self.ledger.states() if s not in ("blocked", "awaiting_approval")),
+        # "queued" first: starting a target over is the usual way back; the rest in summary order.
+        order = {s: i for i, s in enumerate(SUMMARY_ORDER)} | {"queued": -1}
+        states = sorted((s for s in self.ledger.states() if s not in ("blocked", "failed", "awaiting_approval")),
                         key=lambda s: (order.get(s, 99), s))
 
         def done(reason: Reason | None) -> None:
@@ -474,6 +495,8 @@ class MainScreen(Screen[None]):
 
     def add_journal(self, records: list[dict[str, Any]]) -> None:
         """New journal lines for the log pane."""
+        if self._defer(self.add_journal, records):
+            return
         self.query_one(LogPane).add_records(records)
 
     def mark_acknowledged(self) -> None:

@@ -56,21 +56,26 @@ class HeaderBar(Widget):
     HeaderBar Label { padding: 0 1 0 0; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        # Labels are made here, not looked up: `show` may run before they are mounted.
+        self.labels = {name: Label(id=name) for name in ("mode", "environment", "task", "shift", "session", "path", "paused")}
+
     def compose(self) -> ComposeResult:
         with Horizontal(id="header-line1"):
-            yield Label(id="mode")
-            yield Label(id="environment")
-            yield Label(id="task")
-            yield Label(id="shift")
+            yield self.labels["mode"]
+            yield self.labels["environment"]
+            yield self.labels["task"]
+            yield self.labels["shift"]
         with Horizontal(id="header-line2"):
-            yield Label(id="session")
-            yield Label(id="path")
+            yield self.labels["session"]
+            yield self.labels["path"]
         # Its own line, so "PAUSED by who: why" is never cut off at 80 columns.
-        yield Label(id="paused")
+        yield self.labels["paused"]
 
     def show(self, info: HeaderInfo) -> None:
         """Repaint from `info`."""
-        mode = self.query_one("#mode", Label)
+        mode = self.labels["mode"]
         if info.read_only:
             why = f" ({clean_line(info.read_only_reason)})" if info.read_only_reason else ""
             mode.update(Text(f" READ-ONLY{why} ", style="bold"))
@@ -79,28 +84,28 @@ class HeaderBar(Widget):
         mode.set_class(info.read_only, "-readonly")
         mode.set_class(not info.read_only, "-operator")
 
-        env = self.query_one("#environment", Label)
+        env = self.labels["environment"]
         env.display = bool(info.environment)
         env.update(Text(f" environment: {clean_line(info.environment)} ", style="bold"))
         env.set_class(is_dangerous(info.environment), "-danger")
 
-        self.query_one("#task", Label).update(one_line(info.task, style="bold"))
-        shift = self.query_one("#shift", Label)
+        self.labels["task"].update(one_line(info.task, style="bold"))
+        shift = self.labels["shift"]
         shift.update(one_line(f"shift: {clean_line(info.owner_shift)}") if info.owner_shift else Text(""))
 
-        session = self.query_one("#session", Label)
+        session = self.labels["session"]
         session.update(self._session_text(info))
         session.set_class(info.session_status == "live", "-live")
         session.set_class(info.session_status in ("dead", "stale"), "-stale")
 
-        paused = self.query_one("#paused", Label)
+        paused = self.labels["paused"]
         paused.display = info.is_paused
         if info.is_paused:
             who = clean_line(info.paused_by) or "someone"
             why = clean_line(info.paused_why) or "no reason given"
             when = f" at {short_time(info.paused_at)}" if info.paused_at else ""
             paused.update(Text(f" ⏸ PAUSED by {who}{when}: {why} ", style="bold"))
-        self.query_one("#path", Label).update(one_line(f"{info.path}  rev {info.revision}"))
+        self.labels["path"].update(one_line(f"{info.path}  rev {info.revision}"))
 
     @staticmethod
     def _session_text(info: HeaderInfo) -> Text:

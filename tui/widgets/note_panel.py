@@ -24,9 +24,15 @@ class NotePanel(VerticalScroll):
     NotePanel #note-since { margin-top: 1; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        # Made here, not looked up: `show` may run before they are mounted.
+        self.note_text = Static(id="note-text")
+        self.since_text = Static(id="note-since")
+
     def compose(self) -> ComposeResult:
-        yield Static(id="note-text")
-        yield Static(id="note-since")
+        yield self.note_text
+        yield self.since_text
 
     def show(self, note: str | None, by: str | None, at: str | None, acknowledged: bool, since: list[str]) -> None:
         """Repaint with the note, its author and time, and the since-last-look lines."""
@@ -39,8 +45,8 @@ class NotePanel(VerticalScroll):
             title.append("  ✓ acknowledged")
         self.border_title = title
         self.border_subtitle = Text("n hide · N acknowledge · e edit", end="")
-        self.query_one("#note-text", Static).update(safe(note) if note else Text("(no handoff note yet)", style="dim"))
-        since_widget = self.query_one("#note-since", Static)
+        self.note_text.update(safe(note) if note else Text("(no handoff note yet)", style="dim"))
+        since_widget = self.since_text
         since_widget.display = bool(since)
         if since:
             body = Text("Since you last looked:\n", style="bold", end="")

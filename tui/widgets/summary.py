@@ -33,13 +33,19 @@ class SummaryBar(Horizontal):
     SummaryBar ProgressBar { width: auto; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        # Made here, not looked up: `show` may run before they are mounted.
+        self.counts = Label(id="counts")
+        self.progress = ProgressBar(total=1, show_eta=False, id="progress")
+
     def compose(self) -> ComposeResult:
-        yield Label(id="counts")
-        yield ProgressBar(total=1, show_eta=False, id="progress")
+        yield self.counts
+        yield self.progress
 
     def show(self, ledger: "Ledger") -> None:
         """Repaint from `ledger`."""
         counts = ledger.counts()
         total = len(ledger.targets)
-        self.query_one("#counts", Label).update(Text(summary_text(counts) or "no targets", end=""))
-        self.query_one("#progress", ProgressBar).update(total=max(total, 1), progress=counts.get("done", 0))
+        self.counts.update(Text(summary_text(counts) or "no targets", end=""))
+        self.progress.update(total=max(total, 1), progress=counts.get("done", 0))
