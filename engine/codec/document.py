@@ -143,10 +143,12 @@ def emit_document(data: dict, header: str = "", previous: dict[str, str] | None 
     out: list[str] = [header.rstrip("\n")] if header.strip() else []
     top = {k: data[k] for k in TOP_ORDER if k in data and data[k] is not None}
     for k, v in data.items():
-        if k not in top and k not in TAIL_ORDER and v is not None:
+        # An unknown key is written even when null: the engine never drops what a human wrote.
+        if k not in top and k not in TAIL_ORDER and k not in TOP_ORDER:
             top[k] = v
     out.extend(emit.block(top))
-    out.append("targets:")
+    # An empty `targets:` would read back as null in any other YAML tool.
+    out.append("targets:" if data.get("targets") else "targets: {}")
     lines: dict[str, str] = {}
     prev = previous or {}
     prev_data = previous_data or {}

@@ -21,6 +21,9 @@ FLOW_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.+/-]*\Z")
 BLOCK_PLAIN = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]*[^\s:])?\Z")
 # Characters YAML would fold, strip or refuse inside a double-quoted scalar.
 _UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+# Characters that never go out unquoted (YAML refuses raw C0/C1 controls; the BLOCK_PLAIN
+# edges alone let one through when it is the first or last character).
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 FLOW_WIDTH = 160
 WRAP = 88
 
@@ -31,7 +34,7 @@ def plain_ok(text: str, flow: bool) -> bool:
     if flow:
         if not FLOW_PLAIN.match(text):
             return False
-    elif not BLOCK_PLAIN.match(text) or ": " in text or " #" in text or "\t" in text:
+    elif not BLOCK_PLAIN.match(text) or ": " in text or " #" in text or "\t" in text or _NOT_PLAIN.search(text):
         return False
     return is_plain_string(text)
 

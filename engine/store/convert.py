@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from engine.codec import strict
 from engine.errors import LedgerInvalid
@@ -79,11 +79,38 @@ def _doc_path(data: dict, loc: tuple) -> tuple:
     return tuple(out)
 
 
+def _keep_null_extras(model: BaseModel, data: dict[str, Any]) -> None:
+    """Put back the unknown keys a human set to null (`exclude_none` drops them; the
+    engine never drops what a human wrote). Walks nested models too."""
+    extra = model.__pydantic_extra__
+    if extra:
+        for key, value in extra.items():
+            if value is None:
+                data[key] = None
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        if value is None:
+            continue
+        out = data.get(info.alias or name)
+        if isinstance(value, BaseModel) and isinstance(out, dict):
+            _keep_null_extras(value, out)
+        elif isinstance(value, list) and isinstance(out, list) and value and isinstance(value[0], BaseModel):
+            for item, dumped in zip(value, out):
+                _keep_null_extras(item, dumped)
+        elif isinstance(value, dict) and isinstance(out, dict) and value and isinstance(next(iter(value.values())), BaseModel):
+            for key, item in value.items():
+                if key in out:
+                    _keep_null_extras(item, out[key])
+
+
 def target_data(target: Target) -> dict[str, Any]:
     """One target as the document writes it: no empty fields."""
     data = target.model_dump(by_alias=True, exclude_none=True)
     if not data.get("approvals"):
         data.pop("approvals", None)
+    # Cheap check first: most targets have no unknown keys and no nested models.
+    if target.__pydantic_extra__ or target.approvals or target.evidence is not None or target.in_flight is not None:
+        _keep_null_extras(target, data)
     return data
 
 
@@ -97,5 +124,7 @@ def to_data(ledger: Ledger) -> dict[str, Any]:
         data["runbook"].pop("states", None)
     if data.get("session") is not None and not data["session"].get("stop_requested"):
         data["session"].pop("stop_requested", None)
+    top = ledger.model_copy(update={"targets": {}})
+    _keep_null_extras(top, data)
     data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
     return data
