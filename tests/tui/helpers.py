@@ -68,3 +68,13 @@ def screen_text(app: App) -> str:
     """Every line of the current screen as the terminal would show it."""
     strips = app.screen._compositor.render_strips()
     return "\n".join(strip.text.rstrip() for strip in strips)
+
+
+async def wait_until(pilot: Pilot, predicate, timeout: float = 5.0, step: float = 0.05) -> None:
+    """Let the app run until `predicate()` holds (live file watching has no worker to wait for)."""
+    loops = int(timeout / step)
+    for _ in range(loops):
+        if predicate():
+            return
+        await pilot.pause(step)
+    assert predicate(), "condition not reached in time"

@@ -102,7 +102,7 @@ class MainScreen(Screen[None]):
         Binding("a", "approve", "Approve", id="main.approve"),
         Binding("x", "reject", "Reject", id="main.reject"),
         Binding("e", "edit_note", "Edit note", id="main.edit_note"),
-        Binding("n", "toggle_note", "Note", id="main.toggle_note"),
+        Binding("n", "toggle_note", "Note", id="main.toggle_note", show=False),
         Binding("N", "ack_note", "Ack note", id="main.ack_note", show=False),
         Binding("p", "pause", "Pause", id="main.pause"),
         Binding("p", "unpause", "Unpause", id="main.unpause"),

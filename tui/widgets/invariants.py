@@ -55,7 +55,7 @@ class InvariantsPanel(Widget):
             if n:
                 text.append("\n")
             style = self.get_component_rich_style(f"invariants--{status}", default=None) if status in SYMBOLS else None
-            text.append(f"{SYMBOLS.get(status, '?')} {status:<10} ", style=style or "")
+            text.append(f"{SYMBOLS.get(status, '?')} {status} ", style=style or "")
             text.append(clean_line(sentence))
             if value:
                 text.append(f"  {clean_line(value)}", style="bold")

@@ -45,7 +45,7 @@ class NotePanel(VerticalScroll):
             title.append("  ✓ acknowledged")
         self.border_title = title
         self.border_subtitle = Text("n hide · N acknowledge · e edit", end="")
-        self.note_text.update(safe(note) if note else Text("(no handoff note yet)", style="dim"))
+        self.note_text.update(safe(note.rstrip()) if note else Text("(no handoff note yet)", style="dim"))
         since_widget = self.since_text
         since_widget.display = bool(since)
         if since:

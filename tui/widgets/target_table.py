@@ -97,7 +97,7 @@ class TargetTable(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "Page down", show=False, id="table.page_down"),
         Binding("home", "first", "First", show=False, id="table.first"),
         Binding("end", "last", "Last", show=False, id="table.last"),
-        Binding("enter", "select", "Detail", id="table.select"),
+        Binding("enter", "select", "Detail", id="table.select", show=False),
     ]
 
     COMPONENT_CLASSES = {
