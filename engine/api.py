@@ -143,7 +143,9 @@ class LedgerHandle:
         for record in records:
             record = dict(record)
             kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)
-            self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, user=self.os_user, **record)
+            # An operation may name the user itself (approve does); the OS user is the same.
+            record.setdefault("user", self.os_user)
+            self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
         return result
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None) -> Approval:
