@@ -1,0 +1,46 @@
+"""`--dry-run`: a full cycle on a shadow copy of the ledger, never the real one.
+
+The ledger is copied to `<name>.dryrun.yaml` beside it (so `{ledger_dir}` still means
+the same folder) and the session works on that copy through its own store, journal
+and lease. Steps run only their `check` argv; verify probes and metrics, which only
+read, run as usual; nobody is paged.
+"""
+
+from __future__ import annotations
+
+import os
+
+from engine.errors import LedgerInvalid
+from engine.store.atomic import atomic_write
+from engine.store.file import FileStore
+
+
+def shadow_path(path: str) -> str:
+    root, ext = os.path.splitext(os.path.realpath(path))
+    return f"{root}.dryrun{ext or '.yaml'}"
+
+
+def make_shadow(path: str) -> str:
+    """Copy the ledger to its shadow (fresh each time) and return the shadow's path."""
+    if path.startswith(("postgresql://", "postgres://")):
+        raise LedgerInvalid("--dry-run works on a file ledger; export it to YAML first", path=path)
+    real = os.path.realpath(path)
+    try:
+        with open(real, "rb") as fh:
+            raw = fh.read()
+    except OSError as err:
+        raise LedgerInvalid(f"cannot be read: {err.strerror}", path=path) from None
+    shadow = shadow_path(path)
+    # The shadow's lock file records its last engine write; a fresh copy is a new start.
+    try:
+        os.unlink(shadow + ".lock")
+    except FileNotFoundError:
+        pass  # first dry run: nothing to forget
+    atomic_write(shadow, raw)
+    store = FileStore(shadow)
+
+    def forget_lease(ledger):
+        ledger.session = None  # the real session's lease is not the shadow's
+
+    store.transact(forget_lease)
+    return shadow

@@ -1,0 +1,118 @@
+"""The handoff note a session writes when it ends, generated from the ledger so it is true.
+
+Plain English, in the order a person taking over asks: what is in flight, what waits
+on whom and since when, what must not be touched and why, what comes next. It is
+short on purpose (long lists are cut with "and N more"); the ledger and the journal
+hold the rest.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.model import Ledger
+from engine.session.planner import WAITING, next_step
+from engine.touched import is_touched, touched_states
+
+LIST_MAX = 5
+_RULE = re.compile(r"\b(do not|don't|never|must not|no\s+\w+\s+retry)\b", re.I)
+
+
+def rules_in(note: str) -> list[str]:
+    """The sentences of a note that forbid something ("Do NOT retry ..."), to say them aloud."""
+    text = " ".join(note.split())
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    return [s for s in sentences if _RULE.search(s)]
+
+
+def _more(items: list[str], limit: int = LIST_MAX) -> list[str]:
+    if len(items) <= limit:
+        return items
+    return items[:limit] + [f"and {len(items) - limit} more"]
+
+
+def _since(stamp: str | None) -> str:
+    return f" since {stamp}" if stamp else ""
+
+
+def irreversible_done(ledger: Ledger, name: str) -> list[str]:
+    """Irreversible steps target `name` has already been through (by runbook order)."""
+    steps = ledger.steps()
+    target = ledger.targets[name]
+    if target.state == "done":
+        return []
+    if target.state in ("blocked", "failed"):
+        ev = target.evidence.step if target.evidence else None
+        step = ledger.step(ev) if ev else None
+        if step is not None and not step.reversible:
+            index = steps.index(step)
+            return [s.name for s in steps[: index + 1] if not s.reversible]
+        return []
+    step = next_step(ledger, name)
+    upto = steps.index(step) if step is not None else len(steps)
+    return [s.name for s in steps[:upto] if not s.reversible]
+
+
+def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> str:
+    """The note for the next session and the next human."""
+    lines: list[str] = []
+    counts = ", ".join(f"{n} {state}" for state, n in ledger.counts().items())
+    lines.append(f"Session {session} ended: {ending}. Ledger: {counts}.")
+    if ledger.paused is not None:
+        lines.append(f"The ledger is PAUSED by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}. "
+                     f"Nothing runs until `handoff unpause`.")
+
+    flight = []
+    for name, t in ledger.targets.items():
+        if t.in_flight is not None:
+            where = f" on {t.in_flight.host}" if t.in_flight.host else ""
+            pid = f" pid {t.in_flight.pid}" if t.in_flight.pid else ""
+            flight.append(f"{name} {t.in_flight.step} ({where.strip() or 'host unknown'}{pid}{_since(t.in_flight.started_at)})")
+    lines.append("In flight: " + "; ".join(_more(flight)) + "." if flight else "Nothing in flight.")
+
+    waits = []
+    for name, t in ledger.targets.items():
+        if t.state == "awaiting_approval":
+            waits.append(f"{name} waiting on human approval for {t.awaiting} (asked by {t.awaiting_by or '?'}"
+                         f"{_since(t.awaiting_since)}): `handoff approve {ledger_path} {name}`")
+    for name, t in ledger.targets.items():
+        if t.state in ("blocked", "failed"):
+            waits.append(f"{name} {t.state}{_since(t.changed_at)}: {t.reason or 'no reason recorded'}")
+        elif t.reason and t.state not in WAITING:
+            waits.append(f"{name} ({t.state}) has an open discrepancy: {t.reason}")
+    if waits:
+        lines.append("Waiting on people: " + "; ".join(_more(waits)) + ".")
+
+    dont = []
+    states = touched_states(ledger)
+    for name, t in ledger.targets.items():
+        if not is_touched(ledger, name, states):
+            continue
+        done = irreversible_done(ledger, name)
+        if t.state in ("blocked", "failed") and done:
+            dont.append(f"Do NOT retry {done[-1]} on {name}: irreversible, and it may have half-happened; "
+                        f"check the real system, then `handoff reconcile`")
+        elif done:
+            at = f" (checkpoint {t.checkpoint})" if t.checkpoint else ""
+            dont.append(f"Do NOT retry {' or '.join(done)} on {name}: irreversible, already done{at}")
+        elif t.state in ("blocked", "failed"):
+            dont.append(f"Do NOT restart {name} from scratch: it is mid-change (touched{_since(t.touched_at)})")
+    if dont:
+        lines.append(" ".join(s + "." for s in _more(dont)))
+
+    nxt = []
+    for name, t in ledger.targets.items():
+        if t.state in WAITING or t.in_flight is not None:
+            continue
+        step = next_step(ledger, name)
+        if step is None:
+            continue
+        gate = "needs approval" if not step.reversible else "reversible"
+        if any(a.step == step.name and not a.used_at for a in t.approvals):
+            gate = "approved, runs next session"
+        nxt.append(f"{name} {t.state}, ready for {step.name} ({gate})")
+    if nxt:
+        lines.append("Next: " + "; ".join(_more(nxt, 3)) + ".")
+    elif all(t.state == "done" for t in ledger.targets.values()):
+        lines.append("Every target is done.")
+    return "\n".join(lines) + "\n"

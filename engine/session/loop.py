@@ -1,0 +1,482 @@
+"""The agent session: `handoff resume --ledger LEDGER` (DESIGN.md, "The session loop").
+
+Take the lease; print the summary and the handoff note; settle what a dead session
+left in flight; verify every checkpoint; then, until the budget or the work runs out:
+honour pause and stop requests, evaluate invariants (metrics are read here), let the
+planner propose, let the guard decide, gate irreversible steps behind approvals, and
+run steps write-ahead (engine.session.steps). End on purpose: finish what runs, write
+a handoff note generated from the ledger, give the lease back.
+
+Exit codes: 0 handed off (or nothing left, or only humans can move it); 2 usage or
+invalid ledger; 3 ledger and reality disagree; 4 paused; 5 another session holds it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+from engine import guard, ops
+from engine.api import open_ledger
+from engine.errors import HandoffError, Refused, UsageError
+from engine.identity import hostname, os_user
+from engine.invariants import evaluate, parse_all
+from engine.model import Ledger
+from engine.render import describe
+from engine.timefmt import now_iso
+from engine.session import leasing
+from engine.session.dryrun import make_shadow
+from engine.session.handoff_note import generate, rules_in
+from engine.session.lease import HeartbeatThread, new_session_id
+from engine.session.out import Out
+from engine.session.planner import get_planner, touch_limit
+from engine.session.probes import read_metric
+from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
+from engine.session.steps import Intent, NoChange, apply, run_intent, write_intent
+
+IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
+ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old
+
+
+@dataclass
+class Options:
+    """`handoff resume` flags."""
+
+    ledger: str
+    dry_run: bool = False
+    planner: str = "autopilot"
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    handoff_at: float | None = None
+    wait: bool = False
+    actor: str | None = None
+    json: bool = False
+    poll: float = 0.5
+    stream: TextIO | None = None
+
+
+class Session:
+    """One run of the loop; `run()` returns the exit code."""
+
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self.host = hostname()
+        self.sid = new_session_id()
+        self.identity = f"agent:{self.sid}"  # never a person's name: approving it is never self-approval
+        self.dry_run = opts.dry_run
+        self.ending: str | None = None
+        self.code = 0
+        self.steps_used = 0
+        self.workers: dict[str, threading.Thread] = {}
+        self.wake = threading.Event()
+        self.txn_lock = threading.Lock()
+        self.statuses = []
+        self.metrics_at = 0.0
+        self.last_invariants = ""
+        self.t0 = time.monotonic()
+
+    # -- set-up and tear-down --------------------------------------------------------
+
+    def run(self) -> int:
+        planner = get_planner(self.opts.planner)
+        self._check_flags()
+        location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
+        self.handle = open_ledger(location, actor=self.opts.actor)
+        if self.handle.read_only:
+            raise UsageError(f"cannot drive this ledger: {self.handle.read_only_reason}")
+        self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location
+        self.out = Out(self.handle.journal, self.identity, json_mode=self.opts.json, stream=self.opts.stream,
+                       session=self.sid, user=os_user())
+        previous, rev = leasing.acquire(self.store, location, session_id=self.sid, user=self.handle.actor,
+                                        planner=planner.name, now=time.time())
+        self.planner = planner
+        beat = HeartbeatThread(leasing.beat_path(location), self.sid, state_fn=self._beat)
+        beat.start()
+        restore = self._signals()
+        try:
+            self._limits(self.store.read())
+            self.out.say(f"session {self.sid} started by {self.handle.who} on {self.host} (planner {planner.name}"
+                         f"{', DRY RUN on ' + os.path.basename(location) if self.dry_run else ''}; budget {self._budget_text()})",
+                         kind="session_start", rev=rev, planner=planner.name, dry_run=self.dry_run or None)
+            if previous.status in ("dead", "stale"):
+                self.out.say(f"took over the lease: {previous.detail}", kind="lease_takeover", previous=previous.holder)
+                self.page("lease_takeover", f"session {self.sid} took over from {previous.detail}")
+            self.code = self._body()
+        except HandoffError as err:
+            self.out.say(f"session error: {err}", kind="error")
+            self.code = err.exit_code
+        finally:
+            restore()
+            self._join_workers()
+            beat.stop()
+            released = leasing.release(self.store, self.sid)
+            beat.heartbeat.remove() if released is not None else None
+            self.out.say(f"session {self.sid} ended (exit {self.code})" + ("" if released is not None else "; the lease was no longer ours"),
+                         kind="session_end", rev=released, exit_code=self.code)
+        return self.code
+
+    def _check_flags(self) -> None:
+        o = self.opts
+        if o.max_steps is not None and o.max_steps < 1:
+            raise UsageError("--max-steps must be at least 1")
+        if o.max_minutes is not None and not o.max_minutes > 0:
+            raise UsageError("--max-minutes must be more than 0")
+        if o.handoff_at is not None and not 0 < o.handoff_at <= 1:
+            raise UsageError("--handoff-at is a fraction of the budget, more than 0 and at most 1 (default 0.75)")
+
+    def _limits(self, ledger: Ledger) -> None:
+        budget = ledger.budget
+        self.max_steps = self.opts.max_steps or (budget.steps if budget and budget.steps else None)
+        self.max_minutes = self.opts.max_minutes or (budget.minutes if budget and budget.minutes else 60.0)
+        self.handoff_at = self.opts.handoff_at or (budget.handoff_at if budget and budget.handoff_at else 0.75)
+        self.parallel = 1 if self.dry_run else (touch_limit(ledger) or 1)
+
+    def _budget_text(self) -> str:
+        steps = f"{self.max_steps} steps, " if self.max_steps else ""
+        return f"{steps}{self.max_minutes:g} min, hand off at {self.handoff_at:.0%}"
+
+    def budget_used(self) -> float:
+        used = (time.monotonic() - self.t0) / (self.max_minutes * 60.0)
+        if self.max_steps:
+            used = max(used, self.steps_used / self.max_steps)
+        return used
+
+    def _beat(self) -> dict:
+        return {"budget_used": round(self.budget_used(), 3), "phase": "ending" if self.ending else "running",
+                "detail": f"{len(self.workers)} running, {self.steps_used} steps"}
+
+    def _signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def handler(signum, _frame):
+            self.ending = self.ending or f"{signal.Signals(signum).name} received"
+            self.wake.set()
+
+        old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+        return lambda: [signal.signal(sig, h) for sig, h in old.items()]
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def _body(self) -> int:
+        ledger = self.store.read()
+        self.out.say("loaded ledger: " + (", ".join(f"{n} {s}" for s, n in ledger.counts().items()) or "no targets"))
+        self._read_note(ledger)
+        for inv in parse_all(ledger):
+            if inv.kind == "unenforced":
+                self.out.say(f"invariant NOT enforced: {inv.text} ({inv.problem})", kind="warning")
+            elif inv.kind == "metric" and inv.metric not in ledger.metrics:
+                raise UsageError(f"the pause threshold {inv.text!r} reads {inv.metric}, which has no source: "
+                                 f"add metrics.{inv.metric}.run to the ledger")
+        if ledger.paused is not None:
+            self.out.say(f"ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
+                         "nothing will run until `handoff unpause`", kind="paused")
+            return 4
+        reconcile_in_flight(self)
+        if verify_checkpoints(self):
+            self._finish("the ledger and reality disagree (checkpoint drift); stopping before any action")
+            return 3
+        return self._loop()
+
+    def _read_note(self, ledger: Ledger) -> None:
+        note = (ledger.handoff_note or "").strip()
+        if not note:
+            self.out.say("no handoff_note in the ledger")
+            return
+        by = f" (by {ledger.handoff_note_by} at {ledger.handoff_note_at})" if ledger.handoff_note_by else ""
+        self.out.say(f'handoff_note{by}: "{note}"', kind="note_read")
+        for rule in rules_in(note):
+            self.out.say(f"handoff_note read. Rule: {rule}", kind="note_rule")
+
+    def _loop(self) -> int:
+        while True:
+            ledger = self.store.read()
+            if ledger.session is None or ledger.session.id != self.sid:
+                holder = ledger.session.id if ledger.session else "nobody"
+                self.out.say(f"this session no longer holds the lease (now {holder}); stopping at once", kind="lease_lost")
+                self._join_workers()
+                return 5
+            self._notice(ledger)
+            if self.ending:
+                break
+            if time.monotonic() - self.metrics_at >= IDLE_METRICS_EVERY and not self._invariants(ledger, acting=False):
+                continue
+            started, gated = self._act(ledger)
+            if self.ending:
+                continue
+            if not self.workers and not started and not gated:
+                if self._idle(self.store.read()):
+                    continue
+            self.wake.wait(self.opts.poll)
+            self.wake.clear()
+        self._finish(self.ending)
+        return self.code
+
+    def _notice(self, ledger: Ledger) -> None:
+        """Operator control and the budget, checked every iteration."""
+        if self.ending:
+            return
+        if ledger.session.stop_requested:
+            self.ending = f"stop requested by {ledger.session.stop_requested_by or 'someone'}"
+        elif ledger.paused is not None:
+            self.ending = f"ledger paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}"
+            self.code = 4
+        elif self.budget_used() >= self.handoff_at:
+            self.ending = f"session budget {self.budget_used():.0%} used"
+
+    def _act(self, ledger: Ledger) -> tuple[int, int]:
+        """Propose, decide, gate or start. Gates need no worker slot; starts do."""
+        started = gated = 0
+        actions = self.planner.propose(ledger, busy=set(self.workers))
+        if not actions:
+            return 0, 0
+        if time.monotonic() - self.metrics_at >= ACT_METRICS_EVERY:
+            if not self._invariants(ledger, acting=True):
+                return 0, 0
+            ledger = self.store.read()
+        hold = False  # an earlier target waits only for running reversible steps: let them drain
+        view = None
+        for action in actions:
+            if self.ending:
+                break
+            name, step = action.target, action.step
+            try:
+                argv = ops.rendered_command(ledger, name, step, self.ledger_dir)
+            except Refused as err:
+                self.out.say(f"{name}: cannot render {step.name}: {err}", target=name, kind="warning")
+                continue
+            decision = guard.check(ledger, name, step, argv, statuses=self.statuses)
+            if not decision.allowed and not decision.needs_approval and self.workers:
+                # Refused now; would it pass once the running reversible steps end?
+                view = view or without_reversible_runs(ledger)
+                later = guard.check(view, name, step, argv, statuses=self.statuses)
+                if later.allowed:
+                    hold = True
+                    continue
+                if later.needs_approval:
+                    decision = later
+            if self.dry_run:
+                self.out.say(f"{name}: dry run: {step.name} would run {describe(argv)} -> guard: "
+                             f"{'allowed' if decision.allowed else 'refused'} ({decision.reason})", target=name, kind="decision")
+            if decision.allowed:
+                if hold or len(self.workers) >= self.parallel:
+                    continue
+                if self.max_steps and self.steps_used / self.max_steps >= self.handoff_at:
+                    continue
+                intent = write_intent(self, action, self.statuses)
+                if isinstance(intent, Intent):
+                    self._start(intent)
+                    started += 1
+                    ledger, view = self.store.read(), None
+            elif decision.needs_approval:
+                view = view or without_reversible_runs(ledger)
+                if self.planner.should_ask(view, action) and self._gate(action, argv, decision):
+                    gated += 1
+                    ledger, view = self.store.read(), None
+        return started, gated
+
+    def _idle(self, ledger: Ledger) -> bool:
+        """Nothing runs and nothing can start. True to keep waiting (--wait)."""
+        if all(t.state == "done" for t in ledger.targets.values()):
+            self.ending = "nothing left to do: every target is done"
+            return False
+        awaiting = [n for n, t in ledger.targets.items() if t.state == "awaiting_approval"]
+        if self.opts.wait and awaiting:
+            if getattr(self, "_waiting_said", None) != awaiting:
+                self.out.say(f"waiting for approvals: {', '.join(awaiting)} (--wait)", kind="waiting")
+                self._waiting_said = awaiting
+            return False
+        people = sum(1 for t in ledger.targets.values() if t.state in ("awaiting_approval", "blocked", "failed"))
+        self.ending = f"nothing can proceed without a human ({people} target(s) wait on people)"
+        return False
+
+    # -- invariants, gates, steps -------------------------------------------------------
+
+    def _invariants(self, ledger: Ledger, *, acting: bool) -> bool:
+        """Read metrics, evaluate every invariant; pause and end on a bad threshold."""
+        readings: dict[str, tuple[float, bool, float]] = {}
+        unreadable: dict[str, str] = {}
+        for metric in sorted({inv.metric for inv in parse_all(ledger) if inv.kind == "metric" and inv.metric}):
+            try:
+                value, percent = read_metric(ledger, metric, self.ledger_dir)
+            except ValueError as err:
+                unreadable[metric] = str(err)
+                self.out.record("metric", f"{metric} unreadable: {err}", metric=metric, error=str(err))
+                continue
+            readings[metric] = (value, percent, time.time())
+            self.out.record("metric", f"{metric} = {value:g}{'%' if percent else ''}", metric=metric, value=value, percent=percent)
+        self.metrics_at = time.monotonic()
+        self.statuses = evaluate(ledger, lambda name: readings.get(name))
+        parts = []
+        for st in self.statuses:
+            if st.kind == "max_touched":
+                parts.append(f"{st.value} {st.status}")
+            elif st.kind == "metric":
+                inv = st.invariant
+                got = readings.get(inv.metric)
+                shown = f"{inv.metric} {got[0]:g}{'%' if got[1] else ''}" if got else f"{inv.metric} unreadable"
+                parts.append(f"{shown} {st.status}")
+        text = "invariant check: " + (", ".join(parts) or "no invariants to check")
+        if acting or text != self.last_invariants:
+            self.out.say(text, kind="invariants", statuses=[{"text": s.text, "status": s.status, "value": s.value} for s in self.statuses])
+            self.last_invariants = text
+        bad = [s for s in self.statuses if s.kind == "metric" and s.status != "ok"]
+        if not bad:
+            return True
+        st = bad[0]
+        metric = st.invariant.metric
+        why = (f"invariant violated: {st.text} ({st.value})" if st.status == "violated"
+               else f"invariant cannot be checked: {st.text} ({unreadable.get(metric, st.value)})")
+        self._pause(why)
+        return False
+
+    def _pause(self, why: str) -> None:
+        who = ops.Who(self.identity, os_user())
+        records, rev = apply(self.store, lambda ledger: ops.pause(ledger, who, why), self.txn_lock)
+        for r in records or []:
+            self.out.record(r["kind"], r["msg"], rev=rev, reason=r.get("reason"))
+        self.out.say(f"{why}. Ledger paused; paging {self._owner()}.", kind="paused", rev=rev)
+        self.page("paused", f"ledger paused by session {self.sid}: {why}")
+        self.ending, self.code = f"paused: {why}", 4
+
+    def _gate(self, action, argv: list[str], decision) -> bool:
+        name, step = action.target, action.step
+
+        def fn(ledger: Ledger):
+            t = ledger.targets.get(name)
+            if t is None or t.in_flight is not None or t.state == "awaiting_approval" or ledger.position(name) != step.from_:
+                raise NoChange(False)
+            if ledger.session is None or ledger.session.id != self.sid:
+                raise NoChange(False)
+            t.state, t.awaiting, t.awaiting_by = "awaiting_approval", step.name, self.identity
+            t.awaiting_since = t.changed_at = now_iso()
+            t.next_action = f"a human approves {step.name}: handoff approve {self.opts.ledger} {name}"
+            return True
+
+        ok, rev = apply(self.store, fn, self.txn_lock)
+        if not ok:
+            return False
+        who = self._owner()
+        paging = "Would page" if self.dry_run else "Paging"
+        self.out.say(f"{name}: {step.name} requires approval (irreversible). {paging} {who}.", target=name, kind="gate",
+                     step=step.name, argv=argv, hash=decision.hash, reason=decision.reason)
+        self.out.say(f"ledger updated: {name}.state = awaiting_approval", target=name, kind="transition", rev=rev,
+                     to="awaiting_approval", step=step.name)
+        self.page("approval_needed", f"{name}: {step.name} requires approval (irreversible): {describe(argv)}. "
+                                     f"{decision.reason}. Approve with: handoff approve {self.opts.ledger} {name}")
+        return True
+
+    def _start(self, intent: Intent) -> None:
+        step = intent.step
+        if step.reversible:
+            kind = f"{step.description}; reversible" if step.description else "reversible"
+        else:
+            kind = f"irreversible, approved by {intent.decision.approval.by} at {intent.decision.approval.at}"
+        argv = intent.check_argv if self.dry_run else intent.argv
+        shown = describe(argv) if argv else "(no check form)"
+        self.out.say(f"{intent.target}: starting {step.name} ({kind})" + (f" [dry run: {shown}]" if self.dry_run else ""),
+                     target=intent.target, kind="step_start", rev=intent.rev, step=step.name, argv=argv, token=intent.token)
+        self.steps_used += 1
+        thread = threading.Thread(target=self._worker, args=(intent,), name=f"step-{intent.target}", daemon=True)
+        self.workers[intent.target] = thread
+        thread.start()
+
+    def _worker(self, intent: Intent) -> None:
+        try:
+            run_intent(self, intent)
+        except Exception as err:  # noqa: BLE001 - journaled and recorded; the session goes on
+            self.out.say(f"{intent.target}: session error while running {intent.step.name}: {type(err).__name__}: {err}",
+                         target=intent.target, kind="error")
+        finally:
+            self.workers.pop(intent.target, None)
+            self.wake.set()
+
+    def after_step(self, it: Intent, outcome, state: str, rev: int, checkpoint, problem) -> None:
+        """Say what a finished step did (called from its worker thread)."""
+        name, step = it.target, it.step
+        if problem:
+            self.out.say(f"{name}: DISCREPANCY: {problem}. ledger updated: {name}.state = blocked", target=name, kind="discrepancy", rev=rev)
+            self.page("blocked", f"{name}: blocked: {problem}")
+        elif outcome.ok:
+            what = (f"{step.name} reading {outcome.value:g} ({step.until} holds)" if outcome.value is not None
+                    else f"{step.name} passed")
+            cp = f", checkpoint = {checkpoint}" if checkpoint else ""
+            self.out.say(f"{name}: {what}. ledger updated: {name}.state = {state}{cp}", target=name, kind="transition",
+                         rev=rev, step=step.name, to=state, checkpoint=checkpoint)
+        elif outcome.stopped:
+            self.out.say(f"{name}: {step.name} stopped as the session ends; {name} stays {state}", target=name, kind="transition", rev=rev)
+        else:
+            self.out.say(f"{name}: {step.name} failed: {outcome.why}. ledger updated: {name}.state = failed", target=name,
+                         kind="transition", rev=rev, step=step.name, to="failed")
+            self.page("failed", f"{name}: {step.name} failed: {outcome.why}")
+
+    # -- ending ------------------------------------------------------------------------
+
+    def _join_workers(self) -> None:
+        while self.workers:
+            for thread in list(self.workers.values()):
+                thread.join(0.2)
+
+    def _finish(self, why: str) -> None:
+        running = len(self.workers)
+        wait = f"Finishing {running} running step(s), then writing" if running else "Writing"
+        self.out.say(f"{why}. {wait} handoff_note and exiting cleanly.", kind="handoff_start", budget_used=round(self.budget_used(), 3))
+        self._join_workers()
+
+        def fn(ledger: Ledger):
+            text = generate(ledger, ledger_path=self.opts.ledger, ending=why, session=self.sid)
+            return text, ops.set_note(ledger, ops.Who(self.identity, os_user()), text, base=None)
+
+        (text, records), rev = apply(self.store, fn, self.txn_lock)
+        for r in records:
+            self.out.record(r["kind"], r["msg"], rev=rev, text=r.get("text"))
+        self.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
+
+    # -- paging ------------------------------------------------------------------------
+
+    def _owner(self) -> str:
+        ledger = self.store.read()
+        return ledger.owner_shift or "the owner"
+
+    def page(self, event: str, message: str) -> None:
+        """Page a human; a failing pager is journaled, never fatal. Dry runs page nobody."""
+        ledger = self.store.read()
+        text = f"[{ledger.task}] {message}"
+        if self.dry_run:
+            self.out.record("page", f"dry run: would page ({event}): {text}", event=event, dry_run=True)
+            return
+        if not ledger.notify:
+            self.out.say(f"no notify: entry in the ledger; nobody was paged about {event}", kind="page", event=event)
+            return
+        from engine.notify import send_pages
+
+        for result in send_pages(ledger.notify, text, event=event, ledger_dir=self.ledger_dir, python=sys.executable):
+            if result.ok:
+                self.out.record("page", f"paged {result.target} ({event})", event=event, to=result.target, ok=True)
+            else:
+                self.out.say(f"page to {result.target} failed: {result.error}", kind="page", event=event, to=result.target,
+                             ok=False, error=result.error)
+
+
+def without_reversible_runs(ledger: Ledger) -> Ledger:
+    """A shallow view of `ledger` as it will be when its running reversible steps end
+    (for deciding what to ask for and what to wait for; never written)."""
+    targets = dict(ledger.targets)
+    for name, t in ledger.targets.items():
+        if t.in_flight is not None:
+            step = ledger.step(t.in_flight.step)
+            if step is not None and step.reversible:
+                targets[name] = t.model_copy(update={"in_flight": None})
+    view = ledger.model_copy()
+    view.targets = targets
+    return view
+
+
+def resume(opts: Options) -> int:
+    """Run one session; the exit code of `handoff resume`."""
+    return Session(opts).run()

@@ -1,0 +1,228 @@
+"""One step on one target, the write-ahead way: intent, run, record.
+
+1. `write_intent` (session thread): inside one store transaction, re-check the guard
+   on the freshest ledger, then set `in_flight` (with a token also put in the step's
+   environment), `touched_at` for an irreversible step, and mark the approval used.
+   The transaction is fsynced before anything runs.
+2. `run_intent` (a worker thread): run the argv in its own process group; its pid and
+   pgid reach `in_flight` from `on_start`, before the step can do much. Reversible
+   steps retry; `until` steps poll. The output tail goes to the journal.
+3. Record, in one transaction: evidence, new state, the checkpoint from the step's
+   `verify`, last/next action, changed_at, and `in_flight` cleared, but only if the
+   intent is still ours (a human's `handoff reconcile` in between wins).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from engine import guard
+from engine.guard import Decision
+from engine.model import Evidence, InFlight, Ledger, Step
+from engine.ops import rendered_command
+from engine.render import describe
+from engine.session.planner import Action, next_action_text
+from engine.session.probes import probe_result, render_for, run_probe, step_env
+from engine.session.runner import StepResult, parse_reading, run_step, run_until
+from engine.timefmt import now_iso
+
+
+class NoChange(Exception):
+    """Raised inside a transaction to write nothing; carries what to return instead."""
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__("no change")
+        self.value = value
+
+
+def apply(store, fn: Callable[[Ledger], Any], lock=None) -> tuple[Any, int | None]:
+    """`store.transact(fn)`, where `fn` may raise NoChange to write nothing (revision None)."""
+    try:
+        if lock is None:
+            return store.transact(fn)
+        with lock:
+            return store.transact(fn)
+    except NoChange as stop:
+        return stop.value, None
+
+
+@dataclass
+class Intent:
+    """A step the ledger now says is running on a target."""
+
+    target: str
+    step: Step
+    argv: list[str]
+    check_argv: list[str] | None
+    token: str
+    decision: Decision
+    rev: int
+
+
+def write_intent(s, action: Action, statuses) -> Intent | Decision:
+    """Record the intent durably, or return the guard's refusal (nothing written)."""
+    name, step = action.target, action.step
+    token = f"{s.sid}/{secrets.token_hex(4)}"
+
+    def fn(ledger: Ledger):
+        if ledger.session is None or ledger.session.id != s.sid:
+            raise NoChange(Decision(False, "this session no longer holds the lease"))
+        if name not in ledger.targets:
+            raise NoChange(Decision(False, f"{name} is no longer in the ledger"))
+        argv = rendered_command(ledger, name, step, s.ledger_dir)
+        decision = guard.check(ledger, name, step, argv, statuses=statuses)
+        if not decision.allowed:
+            raise NoChange(decision)
+        target, now = ledger.targets[name], now_iso()
+        target.in_flight = InFlight(step=step.name, session=s.sid, host=s.host, started_at=now, attempt=1, token=token)
+        if not step.reversible:
+            target.touched_at = target.touched_at or now
+            decision.approval.used_at = now  # the approval object of this fresh ledger
+            decision.approval.used_by = s.identity
+        target.last_action = f"{step.name} started by session {s.sid}"
+        target.changed_at = now
+        check = render_for(ledger, name, step.check, s.ledger_dir, f"check of step {step.name}") if step.check else None
+        return argv, check, decision
+
+    result, rev = apply(s.store, fn, s.txn_lock)
+    if rev is None:
+        return result
+    argv, check, decision = result
+    return Intent(name, step, argv, check, token, decision, rev)
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+@dataclass
+class Outcome:
+    result: StepResult | None
+    ok: bool
+    stopped: bool = False
+    value: float | None = None
+    why: str = ""
+
+
+def _run_once(s, it: Intent, argv: list[str], on_start) -> Outcome:
+    step = it.step
+    env = step_env(it.token)
+    if step.until and not s.dry_run:
+        result, reached, value = run_until(
+            argv, step.until, interval=step.interval or 1.0, timeout=step.timeout or 600.0,
+            cwd=s.ledger_dir, env=env, on_start=on_start, should_stop=lambda: s.ending is not None,
+        )
+        if reached:
+            return Outcome(result, True, value=value)
+        if result.timed_out:
+            shown = f"last reading {value:g}" if value is not None else "no reading"
+            return Outcome(result, False, value=value, why=f"{step.until} did not hold within {step.timeout or 600:g}s ({shown})")
+        if result.ok:
+            try:
+                parse_reading(result.stdout)
+            except ValueError as err:
+                return Outcome(result, False, why=str(err))
+            return Outcome(result, False, stopped=True, value=value)
+        return Outcome(result, False, value=value, why=_why(result))
+    result = run_step(argv, timeout=step.timeout, cwd=s.ledger_dir, env=env, on_start=on_start)
+    return Outcome(result, result.ok, why="" if result.ok else _why(result))
+
+
+def _why(result: StepResult) -> str:
+    if result.timed_out:
+        return f"timed out after {result.duration:.0f}s (process group killed)"
+    return f"exit {result.exit_code}: {_last_line(result.output_tail)}"
+
+
+def run_intent(s, it: Intent) -> None:
+    """Run the step (retrying a reversible one), then record what happened."""
+    name, step = it.target, it.step
+    argv = it.check_argv if s.dry_run else it.argv
+
+    def on_start(pid: int, pgid: int) -> None:
+        def fn(ledger: Ledger):
+            t = ledger.targets.get(name)
+            if t is None or t.in_flight is None or getattr(t.in_flight, "token", None) != it.token:
+                raise NoChange()
+            t.in_flight.pid, t.in_flight.pgid = pid, pgid
+
+        apply(s.store, fn, s.txn_lock)
+
+    if argv is None:  # dry run of a step with no check form: say so, change nothing real
+        s.out.say(f"{name}: dry run: {step.name} has no check form; would run {describe(it.argv)}", target=name)
+        _record(s, it, Outcome(None, True), None)
+        return
+    attempts = 1 + (max(0, step.retries) if step.reversible else 0)
+    outcome = Outcome(None, False)
+    end = None
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
+            s.out.say(f"{name}: retrying {step.name} (attempt {attempt}/{attempts}, reversible)", target=name, kind="retry", step=step.name)
+        outcome = _run_once(s, it, argv, on_start)
+        res = outcome.result
+        end = s.out.record(
+            "step_end", f"{name}: {step.name} " + ("ok" if outcome.ok else "stopped" if outcome.stopped else f"failed ({outcome.why})"),
+            target=name, step=step.name, argv=res.argv, exit_code=res.exit_code, duration=round(res.duration, 2),
+            timed_out=res.timed_out or None, output_tail=res.output_tail, attempt=attempt, token=it.token,
+            value=outcome.value, dry_run=s.dry_run or None,
+        )
+        if outcome.ok or outcome.stopped or s.ending is not None or attempt == attempts:
+            break
+        time.sleep(min(2.0, 0.25 * attempt))
+    _record(s, it, outcome, end)
+
+
+def _record(s, it: Intent, outcome: Outcome, end: dict | None) -> None:
+    name, step = it.target, it.step
+    checkpoint = None
+    probe_problem = None
+    if outcome.ok and step.verify and not s.dry_run:
+        probe = run_probe(s.store.read(), name, step, s.ledger_dir)
+        if probe.ok:
+            checkpoint = probe.value
+        else:
+            probe_problem = f"{step.name} exited 0 but its verify {describe(probe.argv)} said {probe.said()}"
+    res = outcome.result
+    now = now_iso()
+
+    def fn(ledger: Ledger):
+        t = ledger.targets.get(name)
+        if t is None or t.in_flight is None or getattr(t.in_flight, "token", None) != it.token:
+            raise NoChange("the intent was cleared by someone else; their record stands")
+        t.in_flight = None
+        if res is not None:
+            t.evidence = Evidence(step=step.name, exit_code=res.exit_code, duration=round(res.duration, 1), at=now,
+                                  timed_out=res.timed_out or None, journal=(end or {}).get("seq"))
+        t.changed_at = now
+        before = t.state
+        if probe_problem:
+            t.state, t.reason = "blocked", probe_problem
+            t.next_action = "check the real system, then `handoff reconcile`"
+        elif outcome.ok:
+            t.state, t.reason = step.to, None
+            if checkpoint is not None:
+                t.checkpoint, t.verified_at = checkpoint, now
+            t.last_action = f"{step.name} ok" + (" (dry run: check only)" if s.dry_run else "")
+            if t.state == "done":
+                t.touched_at = None
+            t.next_action = next_action_text(ledger, name)
+        elif outcome.stopped:
+            shown = f"; last reading {outcome.value:g}" if outcome.value is not None else ""
+            t.last_action = f"{step.name} stopped when the session ended{shown}"
+        else:
+            t.state, t.reason = "failed", f"{step.name} failed: {outcome.why}"
+            t.last_action = f"{step.name} failed"
+            t.next_action = (f"read the output (`handoff journal`), then `handoff retry` {name}" if step.reversible else
+                             f"{step.name} is irreversible and may have half-happened: check the real system, then `handoff reconcile`")
+        return before, t.state
+
+    result, rev = apply(s.store, fn, s.txn_lock)
+    if rev is None:
+        s.out.say(f"{name}: {step.name} finished, but {result}", target=name, kind="discrepancy")
+        return
+    before, after = result
+    s.after_step(it, outcome, after, rev, checkpoint, probe_problem)
