@@ -55,6 +55,8 @@ CoreResolver.add_implicit_resolver("tag:yaml.org,2002:float", FLOAT, list("-+.01
 class StrictConstructor(SafeConstructor):
     """SafeConstructor that refuses duplicate keys instead of keeping the last one."""
 
+    line_offset = 0  # set when the text is a piece of a file (see `compose`)
+
     def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
@@ -67,7 +69,7 @@ class StrictConstructor(SafeConstructor):
                 raise ConstructorError(
                     None,
                     None,
-                    f"duplicate key {key!r} (first at line {seen[key].line + 1}); "
+                    f"duplicate key {key!r} (first at line {seen[key].line + 1 + self.line_offset}); "
                     "YAML would silently keep only the last one: remove or rename one of them",
                     key_node.start_mark,
                 )
@@ -152,6 +154,7 @@ def construct(node, path: str, line_offset: int = 0) -> Any:
     if node is None:
         return None
     loader = StrictLoader("")
+    loader.line_offset = line_offset
     try:
         return loader.construct_document(node)
     except ConstructorError as err:

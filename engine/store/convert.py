@@ -25,6 +25,12 @@ def to_ledger(data: Any, path: str, text: str) -> Ledger:
             message = message[len("Value error, ") :]
         where = ".".join(str(p) for p in loc)
         line = column = None
+        if not loc and isinstance(data.get("targets"), dict):
+            # A whole-ledger check (the unknown-state one) names its target: point at its state.
+            for name in data["targets"]:
+                if f"target {str(name)!r} is in state" in message:
+                    loc = ("targets", name, "state")
+                    break
         if loc and first.get("type") != "missing":
             # Errors are rare: pay for a full compose to find the line.
             node = strict.node_at(strict.compose(text, path), _doc_path(data, loc))

@@ -80,8 +80,15 @@ def decode(raw: bytes, path: str) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        raise LedgerInvalid("contains a NUL byte; this is not a text file", path=path, line=line)
+        at = text.index("\x00")
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1) + 1
+        raise LedgerInvalid(
+            "contains a NUL byte; this is not a text file (restore it from the last good copy)",
+            path=path,
+            line=line,
+            column=column,
+        )
     return text
 
 
