@@ -7,8 +7,8 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 DEFAULT_PATTERNS = (
-    # NAME=value where NAME looks secret: PASSWORD=..., PGPASSWORD=..., api_key=...
-    r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY)[A-Z0-9_]*)\s*[=:]\s*(?P<secret>[^\s'\"]+)",
+    # NAME=value where NAME looks secret: PASSWORD=..., PGPASSWORD='...', api_key=...
+    r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY)[A-Z0-9_]*)\s*[=:]\s*['\"]?(?P<secret>[^\s'\"]+)",
     # URLs with credentials: postgresql://user:secret@host
     r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@",
     # Bearer tokens and common vendor token shapes
