@@ -78,6 +78,7 @@ class Session:
         self.statuses = []
         self.metrics_at = 0.0
         self.last_invariants = ""
+        self.said: set[tuple[str, str, str]] = set()
         self.t0 = time.monotonic()
 
     # -- set-up and tear-down --------------------------------------------------------
@@ -260,7 +261,8 @@ class Session:
                     continue
                 if later.needs_approval:
                     decision = later
-            if self.dry_run:
+            if self.dry_run and (name, step.name, decision.reason) not in self.said:
+                self.said.add((name, step.name, decision.reason))  # each decision once, not every poll
                 self.out.say(f"{name}: dry run: {step.name} would run {describe(argv)} -> guard: "
                              f"{'allowed' if decision.allowed else 'refused'} ({decision.reason})", target=name, kind="decision")
             if decision.allowed:
