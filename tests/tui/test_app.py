@@ -121,8 +121,6 @@ async def test_approve_irreversible_needs_the_target_name(ledger_path: Path) -> 
     assert target["approvals"][0]["comment"] == "lag fine"
 
 
-@pytest.mark.xfail(reason="engine bug: LedgerHandle._change passes user= twice to Journal.append for approvals "
-                          "(TypeError after the ledger write); reported to the engine owners", strict=False)
 async def test_approve_is_journaled_without_error(ledger_path: Path) -> None:
     """An approval from the TUI lands in the journal and raises no error view."""
     app = build(ledger_path)
