@@ -96,6 +96,13 @@ class Journal:
         except FileNotFoundError:
             return False
 
+    def end_offset(self) -> int:
+        """Where the journal ends now: read(end_offset()) later gives only what came after."""
+        try:
+            return os.path.getsize(self.path)
+        except FileNotFoundError:
+            return 0
+
     def tail(self, n: int = 200) -> list[dict[str, Any]]:
         """The last `n` records (reads at most the last few MiB)."""
         try:

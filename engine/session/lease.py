@@ -172,6 +172,8 @@ class LeaseState:
     holder: str
     detail: str
     heartbeat_age: float | None
+    budget_used: float | None = None  # 0..1 from the live session's heartbeat
+    phase: str | None = None  # what the live session says it is doing
 
 
 def _ago(seconds: float) -> str:
@@ -253,7 +255,9 @@ def lease_state(
         used = heartbeat.get("budget_used")
         if isinstance(used, (int, float)) and not isinstance(used, bool):
             live += f", budget {used:.0%} used"
-        return LeaseState("live", holder, live, age)
+        else:
+            used = None
+        return LeaseState("live", holder, live, age, float(used) if used is not None else None, phase or None)
 
     started = _epoch(lease.started_at)
     if started is None:

@@ -231,6 +231,10 @@ class PgJournal:
     def tail(self, n: int = 200) -> list[dict[str, Any]]:
         return list(reversed(self._select("", (), "DESC", n)))
 
+    def end_offset(self) -> int:
+        tail = self.tail(1)
+        return tail[-1]["seq"] if tail else 0
+
     def follow(self, offset: int | None = None, poll: float = 0.5) -> Iterator[dict[str, Any]]:
         if offset is None:
             tail = self.tail(1)
