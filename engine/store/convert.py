@@ -115,7 +115,12 @@ def target_data(target: Target) -> dict[str, Any]:
     if not data.get("approvals"):
         data.pop("approvals", None)
     # Cheap check first: most targets have no unknown keys and no nested models.
-    if target.__pydantic_extra__ or target.approvals or target.evidence is not None or target.in_flight is not None:
+    if (
+        target.__pydantic_extra__
+        or (target.evidence is not None and target.evidence.__pydantic_extra__)
+        or (target.in_flight is not None and target.in_flight.__pydantic_extra__)
+        or any(a.__pydantic_extra__ for a in target.approvals)
+    ):
         _keep_null_extras(target, data)
     return data
 
