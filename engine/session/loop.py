@@ -210,7 +210,9 @@ class Session:
             started, gated = self._act(ledger)
             if self.ending:
                 continue
-            if not self.workers and not started and not gated:
+            if gated:
+                continue  # a gate changed the ledger: look again at once
+            if not self.workers and not started:
                 if self._idle(self.store.read()):
                     continue
             self.wake.wait(self.opts.poll)
