@@ -36,7 +36,8 @@ TOOL = textwrap.dedent('''\
     elif cmd == "fail":
         print("boom: " + " ".join(args)); sys.exit(3)
     elif cmd == "flaky":
-        mark = os.path.join(here, "flaky." + str(abs(hash(args[0])) % 10**8))
+        import hashlib
+        mark = os.path.join(here, "flaky." + hashlib.sha1(args[0].encode()).hexdigest()[:12])
         if not os.path.exists(mark):
             open(mark, "w").close(); print("first try fails"); sys.exit(1)
         print("second try ok")
