@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -31,6 +32,10 @@ class ApproveResult:
 
     step: str
     comment: str | None
+
+
+COMPACT_BELOW = 34  # terminal rows under which the modal drops margins and uses one-line inputs
+BODY_MAX = 14       # rows of command, facts and invariants shown before the body scrolls
 
 
 def command_text(argv: Sequence[str]) -> str:
@@ -128,7 +133,30 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         return text
 
     def on_mount(self) -> None:
+        self._fit(self.app.size.height)
         self.query_one("#confirm" if self.irreversible else "#comment", Input).focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit(event.size.height)
+
+    def _fit(self, height: int) -> None:
+        """Keep the confirm box, the comment and the buttons on screen at 80x24.
+
+        The body (command, facts, invariants) scrolls; below COMPACT_BELOW rows the
+        inputs and buttons take one line each and the gaps go.
+        """
+        compact = height < COMPACT_BELOW
+        for widget in self.query(Input):
+            widget.compact = compact
+            widget.styles.margin = (0, 0, 0, 0) if compact else (1, 0, 0, 0)
+        for button in self.query(Button):
+            button.compact = compact
+        self.query_one(".buttons").styles.margin = (0, 0, 0, 0) if compact else (1, 0, 0, 0)
+        self.query_one("#approve-title").styles.margin = (0, 0, 0, 0) if compact else (0, 0, 1, 0)
+        # Rows the dialog needs besides the body: borders, title, badge, label, inputs, buttons.
+        fixed = (2 + 1 + 1 + 1 + 1 + 1 + 1) if compact else (2 + 2 + 1 + 1 + 4 + 4 + 4)
+        room = int(height * 0.95) - fixed
+        self.query_one("#approve-body").styles.max_height = max(3, min(BODY_MAX, room))
 
     def _confirmed(self) -> bool:
         if not self.irreversible:

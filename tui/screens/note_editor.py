@@ -57,7 +57,15 @@ class NoteEditor(ModalScreen[str | None]):
         area.move_cursor(area.document.end)
 
     def action_save(self) -> None:
-        self.dismiss(self.query_one("#note-area", TextArea).text)
+        # ctrl+s is a priority binding, handled as it reaches the app; keys typed just
+        # before it (a paste, a fast typist over SSH) may still wait in the TextArea's
+        # own queue. Read the text after the TextArea has processed them.
+        area = self.query_one("#note-area", TextArea)
+        area.call_later(self._save_now)
+
+    def _save_now(self) -> None:
+        if self.is_current:
+            self.dismiss(self.query_one("#note-area", TextArea).text)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

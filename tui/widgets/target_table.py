@@ -19,7 +19,7 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
-from textual.geometry import Region, Size
+from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -317,7 +317,22 @@ class TargetTable(ScrollView, can_focus=True):
         for index in {old, new}:
             self._refresh_index(index)
         self._scroll_to_cursor()
+        self._place_terminal_cursor()
         self.post_message(self.Highlighted(self.cursor_name))
+
+    def on_focus(self) -> None:
+        self._place_terminal_cursor()
+
+    def _place_terminal_cursor(self) -> None:
+        # The (hidden) terminal cursor sits on the selected row while the table has
+        # the focus, as Input and TextArea put it on their caret: screen readers and
+        # braille displays follow it, and so can a test driving a real terminal.
+        if not self.has_focus:
+            return
+        region = self.content_region
+        y = self.cursor - int(self.scroll_y) + 1
+        if 1 <= y < region.height:
+            self.app.cursor_position = Offset(region.x, region.y + y)
 
     def _scroll_to_cursor(self) -> None:
         visible = max(1, self.scrollable_content_region.height - 1)
