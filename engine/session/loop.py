@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -25,19 +24,19 @@ from engine import guard, ops
 from engine.api import open_ledger
 from engine.errors import HandoffError, Refused, UsageError
 from engine.identity import hostname, os_user
-from engine.invariants import evaluate, parse_all
+from engine.invariants import parse_all
 from engine.model import Ledger
 from engine.render import describe
-from engine.timefmt import now_iso
-from engine.session import leasing
+from engine.session import gates, leasing
 from engine.session.dryrun import make_shadow
 from engine.session.handoff_note import generate, rules_in
 from engine.session.lease import HeartbeatThread, new_session_id
 from engine.session.out import Out
 from engine.session.planner import get_planner, touch_limit
-from engine.session.probes import read_metric
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
-from engine.session.steps import Intent, NoChange, apply, run_intent, write_intent
+
+from engine.session.gates import without_reversible_runs
+from engine.session.steps import Intent, apply, run_intent, write_intent
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old
@@ -248,6 +247,8 @@ class Session:
             if self.ending:
                 break
             name, step = action.target, action.step
+            if step.reversible and not self.dry_run and not self._can_start():
+                continue  # no slot or budget, and a reversible step never needs a gate: skip the rendering
             try:
                 argv = ops.rendered_command(ledger, name, step, self.ledger_dir)
             except Refused as err:
@@ -268,9 +269,7 @@ class Session:
                 self.out.say(f"{name}: dry run: {step.name} would run {describe(argv)} -> guard: "
                              f"{'allowed' if decision.allowed else 'refused'} ({decision.reason})", target=name, kind="decision")
             if decision.allowed:
-                if hold or len(self.workers) >= self.parallel:
-                    continue
-                if self.max_steps and self.steps_used / self.max_steps >= self.handoff_at:
+                if hold or not self._can_start():
                     continue
                 intent = write_intent(self, action, self.statuses)
                 if isinstance(intent, Intent):
@@ -283,6 +282,12 @@ class Session:
                     gated += 1
                     ledger, view = self.store.read(), None
         return started, gated
+
+    def _can_start(self) -> bool:
+        """A free worker slot and step budget left (below the hand-off fraction)."""
+        if len(self.workers) >= self.parallel:
+            return False
+        return not (self.max_steps and self.steps_used / self.max_steps >= self.handoff_at)
 
     def _idle(self, ledger: Ledger) -> bool:
         """Nothing runs and nothing can start. True to keep waiting (--wait)."""
@@ -302,78 +307,13 @@ class Session:
     # -- invariants, gates, steps -------------------------------------------------------
 
     def _invariants(self, ledger: Ledger, *, acting: bool) -> bool:
-        """Read metrics, evaluate every invariant; pause and end on a bad threshold."""
-        readings: dict[str, tuple[float, bool, float]] = {}
-        unreadable: dict[str, str] = {}
-        for metric in sorted({inv.metric for inv in parse_all(ledger) if inv.kind == "metric" and inv.metric}):
-            try:
-                value, percent = read_metric(ledger, metric, self.ledger_dir)
-            except ValueError as err:
-                unreadable[metric] = str(err)
-                self.out.record("metric", f"{metric} unreadable: {err}", metric=metric, error=str(err))
-                continue
-            readings[metric] = (value, percent, time.time())
-            self.out.record("metric", f"{metric} = {value:g}{'%' if percent else ''}", metric=metric, value=value, percent=percent)
-        self.metrics_at = time.monotonic()
-        self.statuses = evaluate(ledger, lambda name: readings.get(name))
-        parts = []
-        for st in self.statuses:
-            if st.kind == "max_touched":
-                parts.append(f"{st.value} {st.status}")
-            elif st.kind == "metric":
-                inv = st.invariant
-                got = readings.get(inv.metric)
-                shown = f"{inv.metric} {got[0]:g}{'%' if got[1] else ''}" if got else f"{inv.metric} unreadable"
-                parts.append(f"{shown} {st.status}")
-        text = "invariant check: " + (", ".join(parts) or "no invariants to check")
-        if acting or text != self.last_invariants:
-            self.out.say(text, kind="invariants", statuses=[{"text": s.text, "status": s.status, "value": s.value} for s in self.statuses])
-            self.last_invariants = text
-        bad = [s for s in self.statuses if s.kind == "metric" and s.status != "ok"]
-        if not bad:
-            return True
-        st = bad[0]
-        metric = st.invariant.metric
-        why = (f"invariant violated: {st.text} ({st.value})" if st.status == "violated"
-               else f"invariant cannot be checked: {st.text} ({unreadable.get(metric, st.value)})")
-        self._pause(why)
-        return False
-
-    def _pause(self, why: str) -> None:
-        who = ops.Who(self.identity, os_user())
-        records, rev = apply(self.store, lambda ledger: ops.pause(ledger, who, why), self.txn_lock)
-        for r in records or []:
-            self.out.record(r["kind"], r["msg"], rev=rev, reason=r.get("reason"))
-        self.out.say(f"{why}. Ledger paused; paging {self._owner()}.", kind="paused", rev=rev)
-        self.page("paused", f"ledger paused by session {self.sid}: {why}")
-        self.ending, self.code = f"paused: {why}", 4
+        return gates.check_invariants(self, ledger, acting=acting)
 
     def _gate(self, action, argv: list[str], decision) -> bool:
-        name, step = action.target, action.step
+        return gates.gate(self, action, argv, decision)
 
-        def fn(ledger: Ledger):
-            t = ledger.targets.get(name)
-            if t is None or t.in_flight is not None or t.state == "awaiting_approval" or ledger.position(name) != step.from_:
-                raise NoChange(False)
-            if ledger.session is None or ledger.session.id != self.sid:
-                raise NoChange(False)
-            t.state, t.awaiting, t.awaiting_by = "awaiting_approval", step.name, self.identity
-            t.awaiting_since = t.changed_at = now_iso()
-            t.next_action = f"a human approves {step.name}: handoff approve {self.opts.ledger} {name}"
-            return True
-
-        ok, rev = apply(self.store, fn, self.txn_lock)
-        if not ok:
-            return False
-        who = self._owner()
-        paging = "Would page" if self.dry_run else "Paging"
-        self.out.say(f"{name}: {step.name} requires approval (irreversible). {paging} {who}.", target=name, kind="gate",
-                     step=step.name, argv=argv, hash=decision.hash, reason=decision.reason)
-        self.out.say(f"ledger updated: {name}.state = awaiting_approval", target=name, kind="transition", rev=rev,
-                     to="awaiting_approval", step=step.name)
-        self.page("approval_needed", f"{name}: {step.name} requires approval (irreversible): {describe(argv)}. "
-                                     f"{decision.reason}. Approve with: handoff approve {self.opts.ledger} {name}")
-        return True
+    def page(self, event: str, message: str) -> None:
+        gates.page(self, event, message)
 
     def _start(self, intent: Intent) -> None:
         step = intent.step
@@ -440,46 +380,6 @@ class Session:
         for r in records:
             self.out.record(r["kind"], r["msg"], rev=rev, text=r.get("text"))
         self.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
-
-    # -- paging ------------------------------------------------------------------------
-
-    def _owner(self) -> str:
-        ledger = self.store.read()
-        return ledger.owner_shift or "the owner"
-
-    def page(self, event: str, message: str) -> None:
-        """Page a human; a failing pager is journaled, never fatal. Dry runs page nobody."""
-        ledger = self.store.read()
-        text = f"[{ledger.task}] {message}"
-        if self.dry_run:
-            self.out.record("page", f"dry run: would page ({event}): {text}", event=event, dry_run=True)
-            return
-        if not ledger.notify:
-            self.out.say(f"no notify: entry in the ledger; nobody was paged about {event}", kind="page", event=event)
-            return
-        from engine.notify import send_pages
-
-        for result in send_pages(ledger.notify, text, event=event, ledger_dir=self.ledger_dir, python=sys.executable):
-            if result.ok:
-                self.out.record("page", f"paged {result.target} ({event})", event=event, to=result.target, ok=True)
-            else:
-                self.out.say(f"page to {result.target} failed: {result.error}", kind="page", event=event, to=result.target,
-                             ok=False, error=result.error)
-
-
-def without_reversible_runs(ledger: Ledger) -> Ledger:
-    """A shallow view of `ledger` as it will be when its running reversible steps end
-    (for deciding what to ask for and what to wait for; never written)."""
-    targets = dict(ledger.targets)
-    for name, t in ledger.targets.items():
-        if t.in_flight is not None:
-            step = ledger.step(t.in_flight.step)
-            if step is not None and step.reversible:
-                targets[name] = t.model_copy(update={"in_flight": None})
-    view = ledger.model_copy()
-    view.targets = targets
-    return view
-
 
 def resume(opts: Options) -> int:
     """Run one session; the exit code of `handoff resume`."""

@@ -1,0 +1,133 @@
+"""What the session checks and asks before it acts: invariants (metrics read here),
+pausing on a bad threshold, approval gates, and pages to a human.
+
+Functions of the running `Session` (engine.session.loop); split out to keep the loop
+readable. A failing pager never ends a session: it is journaled and work goes on.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from engine import ops
+from engine.identity import os_user
+from engine.invariants import evaluate, parse_all
+from engine.model import Ledger
+from engine.render import describe
+from engine.session.probes import read_metric
+from engine.session.steps import NoChange, apply
+from engine.timefmt import now_iso
+
+
+def check_invariants(s, ledger: Ledger, *, acting: bool) -> bool:
+    """Read metrics, evaluate every invariant; pause and end on a bad threshold."""
+    readings: dict[str, tuple[float, bool, float]] = {}
+    unreadable: dict[str, str] = {}
+    for metric in sorted({inv.metric for inv in parse_all(ledger) if inv.kind == "metric" and inv.metric}):
+        try:
+            value, percent = read_metric(ledger, metric, s.ledger_dir)
+        except ValueError as err:
+            unreadable[metric] = str(err)
+            s.out.record("metric", f"{metric} unreadable: {err}", metric=metric, error=str(err))
+            continue
+        readings[metric] = (value, percent, time.time())
+        s.out.record("metric", f"{metric} = {value:g}{'%' if percent else ''}", metric=metric, value=value, percent=percent)
+    s.metrics_at = time.monotonic()
+    s.statuses = evaluate(ledger, lambda name: readings.get(name))
+    parts = []
+    for st in s.statuses:
+        if st.kind == "max_touched":
+            parts.append(f"{st.value} {st.status}")
+        elif st.kind == "metric":
+            inv = st.invariant
+            got = readings.get(inv.metric)
+            shown = f"{inv.metric} {got[0]:g}{'%' if got[1] else ''}" if got else f"{inv.metric} unreadable"
+            parts.append(f"{shown} {st.status}")
+    text = "invariant check: " + (", ".join(parts) or "no invariants to check")
+    if acting or text != s.last_invariants:
+        s.out.say(text, kind="invariants", statuses=[{"text": s.text, "status": s.status, "value": s.value} for s in s.statuses])
+        s.last_invariants = text
+    bad = [s for s in s.statuses if s.kind == "metric" and s.status != "ok"]
+    if not bad:
+        return True
+    st = bad[0]
+    metric = st.invariant.metric
+    why = (f"invariant violated: {st.text} ({st.value})" if st.status == "violated"
+           else f"invariant cannot be checked: {st.text} ({unreadable.get(metric, st.value)})")
+    pause(s, why)
+    return False
+
+def pause(s, why: str) -> None:
+    who = ops.Who(s.identity, os_user())
+    records, rev = apply(s.store, lambda ledger: ops.pause(ledger, who, why), s.txn_lock)
+    for r in records or []:
+        s.out.record(r["kind"], r["msg"], rev=rev, reason=r.get("reason"))
+    s.out.say(f"{why}. Ledger paused; paging {owner(s)}.", kind="paused", rev=rev)
+    s.page("paused", f"ledger paused by session {s.sid}: {why}")
+    s.ending, s.code = f"paused: {why}", 4
+
+def gate(s, action, argv: list[str], decision) -> bool:
+    name, step = action.target, action.step
+
+    def fn(ledger: Ledger):
+        t = ledger.targets.get(name)
+        if t is None or t.in_flight is not None or t.state == "awaiting_approval" or ledger.position(name) != step.from_:
+            raise NoChange(False)
+        if ledger.session is None or ledger.session.id != s.sid:
+            raise NoChange(False)
+        t.state, t.awaiting, t.awaiting_by = "awaiting_approval", step.name, s.identity
+        t.awaiting_since = t.changed_at = now_iso()
+        t.next_action = f"a human approves {step.name}: handoff approve {s.opts.ledger} {name}"
+        return True
+
+    ok, rev = apply(s.store, fn, s.txn_lock)
+    if not ok:
+        return False
+    who = owner(s)
+    paging = "Would page" if s.dry_run else "Paging"
+    s.out.say(f"{name}: {step.name} requires approval (irreversible). {paging} {who}.", target=name, kind="gate",
+                 step=step.name, argv=argv, hash=decision.hash, reason=decision.reason)
+    s.out.say(f"ledger updated: {name}.state = awaiting_approval", target=name, kind="transition", rev=rev,
+                 to="awaiting_approval", step=step.name)
+    s.page("approval_needed", f"{name}: {step.name} requires approval (irreversible): {describe(argv)}. "
+                                 f"{decision.reason}. Approve with: handoff approve {s.opts.ledger} {name}")
+    return True
+
+def owner(s) -> str:
+    ledger = s.store.read()
+    return ledger.owner_shift or "the owner"
+
+def page(s, event: str, message: str) -> None:
+    """Page a human; a failing pager is journaled, never fatal. Dry runs page nobody."""
+    ledger = s.store.read()
+    text = f"[{ledger.task}] {message}"
+    if s.dry_run:
+        s.out.record("page", f"dry run: would page ({event}): {text}", event=event, dry_run=True)
+        return
+    if not ledger.notify:
+        s.out.say(f"no notify: entry in the ledger; nobody was paged about {event}", kind="page", event=event)
+        return
+    from engine.notify import send_pages
+
+    for result in send_pages(ledger.notify, text, event=event, ledger_dir=s.ledger_dir, python=sys.executable):
+        if result.ok:
+            s.out.record("page", f"paged {result.target} ({event})", event=event, to=result.target, ok=True)
+        else:
+            s.out.say(f"page to {result.target} failed: {result.error}", kind="page", event=event, to=result.target,
+                         ok=False, error=result.error)
+
+
+
+def without_reversible_runs(ledger: Ledger) -> Ledger:
+    """A shallow view of `ledger` as it will be when its running reversible steps end
+    (for deciding what to ask for and what to wait for; never written)."""
+    targets = dict(ledger.targets)
+    for name, t in ledger.targets.items():
+        if t.in_flight is not None:
+            step = ledger.step(t.in_flight.step)
+            if step is not None and step.reversible:
+                targets[name] = t.model_copy(update={"in_flight": None})
+    view = ledger.model_copy()
+    view.targets = targets
+    return view
