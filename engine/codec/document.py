@@ -73,8 +73,11 @@ def _chunks(lines: list[str], slow: list[int]) -> list[tuple[int, int]]:
     return ranges
 
 
-def parse_document(text: str, path: str) -> Parsed:
-    """Read a ledger's text. Raises LedgerInvalid with file:line:col."""
+def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | None = None) -> Parsed:
+    """Read a ledger's text. Raises LedgerInvalid with file:line:col.
+
+    `known`: target text -> (name, data) from the last read of this ledger; those
+    targets are not parsed again."""
     lines = text.split("\n")
     header = _header(lines)
     start = next((i for i, line in enumerate(lines) if _TARGETS_HEAD.match(line)), None)
@@ -84,7 +87,7 @@ def parse_document(text: str, path: str) -> Parsed:
     while end < len(lines) and (not lines[end] or lines[end][0] in " #\t"):
         end += 1
     block = lines[start + 1 : end]
-    targets, line_text, slow = _reader.read_lines(block)
+    targets, line_text, slow = _reader.read_lines(block, known)
     if slow:
         # Merge in file order; a name met twice is left to the strict loader to report.
         found = _slow_targets(block, start + 1, slow, path)

@@ -25,6 +25,8 @@ _TOKEN = re.compile(
 # Raw characters JSON takes as they are but YAML folds or refuses.
 _YAML_SPECIAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 _LITERALS = {"true": "true", "false": "false", "null": "null"}
+# Where a target starts in a targets block: a line indented by exactly two spaces.
+_TARGET_START = re.compile(r"\n(?=  [^ ])")
 # A target's own braces sit at depth 3 of the document (root, targets, target), so
 # this many levels of brackets in its line reach the strict loader's MAX_DEPTH.
 _DEPTH_ROOM = MAX_DEPTH - 2
@@ -101,24 +103,67 @@ class FastReader:
             parts[i] = out
         return '"'.join(parts)
 
-    def read_lines(self, lines: list[str]) -> tuple[dict[str, dict], dict[str, str], list[int]]:
+    def read_lines(self, lines: list[str], known: dict[str, tuple[str, dict]] | None = None) -> tuple[dict[str, dict], dict[str, str], list[int]]:
         """Parse canonical lines of a targets block.
 
         Returns (targets, line text per target, indexes of lines that need YAML).
         Names are in file order; a duplicate name is left for the YAML loader to report.
+        `known` maps a target's text, as read last time, to its (name, data): a reader
+        re-reading a big ledger after a small change only parses the changed targets.
         """
         names: list[str] = []
-        values: list[str] = []
+        values: list = []
         texts: list[str] = []
-        where: list[int] = []
+        where: list[tuple[int, int]] = []
         slow: list[int] = []
+        if known:
+            # Split at each line that starts a target (C speed); a piece whose text was
+            # read last time is taken as it was, any other piece is scanned line by line.
+            offset = 0
+            for piece in _TARGET_START.split("\n".join(lines)):
+                count = piece.count("\n") + 1
+                hit = known.get(piece)
+                if hit is not None:
+                    names.append(hit[0])
+                    values.append(hit[1])
+                    texts.append(piece)
+                    where.append((offset, offset + count - 1))
+                else:
+                    self._scan(piece.split("\n"), offset, names, values, texts, where, slow)
+                offset += count
+        else:
+            self._scan(lines, 0, names, values, texts, where, slow)
+        if not names:
+            return {}, {}, slow
+        todo = [i for i, v in enumerate(values) if isinstance(v, str)]
+        try:
+            fresh = json.loads("[" + ",".join(values[i] for i in todo) + "]", object_pairs_hook=_no_dup_pairs)
+        except ValueError:
+            fresh = None
+        if fresh is None:
+            # One bad line spoils the batch: find it line by line.
+            return self._one_by_one(lines, names, values, texts, where, slow)
+        parsed = values
+        for i, value in zip(todo, fresh):
+            parsed[i] = value
+        targets: dict[str, dict] = {}
+        line_text: dict[str, str] = {}
+        for name, value, text in zip(names, parsed, texts):
+            if name in targets:
+                return {}, {}, list(range(len(lines)))
+            targets[name] = value
+            line_text[name] = text
+        return targets, line_text, slow
+
+    def _scan(self, lines, offset, names, values, texts, where, slow) -> None:
+        """The line-by-line reading of `lines` (the block's lines from `offset`)."""
         index = -1
         total = len(lines)
         while index + 1 < total:
             index += 1
             line = lines[index]
             if not line.startswith("  ") or line[2:3] in (" ", "#", ""):
-                slow.append(index)
+                slow.append(offset + index)
                 continue
             first = index
             if index + 1 < total and lines[index + 1].startswith("   "):
@@ -129,7 +174,7 @@ class FastReader:
                     index += 1
                 group = lines[first : index + 1]
                 if not all(g.endswith(",") for g in group[:-1]) or any(g.lstrip()[:1] in ("#", "") for g in group[1:]):
-                    slow.extend(range(first, index + 1))
+                    slow.extend(range(offset + first, offset + index + 1))
                     continue
                 text = "\n".join(group)
                 line = group[0] + " " + " ".join(g.lstrip() for g in group[1:])
@@ -139,51 +184,37 @@ class FastReader:
                 try:
                     name, end = json.JSONDecoder().raw_decode(line, 2)
                 except ValueError:
-                    slow.extend(range(first, index + 1))
+                    slow.extend(range(offset + first, offset + index + 1))
                     continue
                 if not isinstance(name, str) or line[end : end + 2] != ": ":
-                    slow.extend(range(first, index + 1))
+                    slow.extend(range(offset + first, offset + index + 1))
                     continue
                 rest = line[end + 2 :]
             else:
                 name, sep, rest = line[2:].partition(": ")
                 if not sep or not plain_ok(name, True):
-                    slow.extend(range(first, index + 1))
+                    slow.extend(range(offset + first, offset + index + 1))
                     continue
             value = self.value_json(rest)
             if value is None or _YAML_SPECIAL.search(line):
-                slow.extend(range(first, index + 1))
+                slow.extend(range(offset + first, offset + index + 1))
                 continue
             names.append(name)
             values.append(value)
             texts.append(text)
-            where.append((first, index))
-        if not names:
-            return {}, {}, slow
-        try:
-            parsed = json.loads("[" + ",".join(values) + "]", object_pairs_hook=_no_dup_pairs)
-        except ValueError:
-            parsed = None
-        if parsed is None:
-            # One bad line spoils the batch: find it line by line.
-            return self._one_by_one(lines, names, values, texts, where, slow)
-        targets: dict[str, dict] = {}
-        line_text: dict[str, str] = {}
-        for name, value, text in zip(names, parsed, texts):
-            if name in targets:
-                return {}, {}, list(range(len(lines)))
-            targets[name] = value
-            line_text[name] = text
-        return targets, line_text, slow
+            where.append((offset + first, offset + index))
 
     def _one_by_one(self, lines, names, values, texts, where, slow):
         targets: dict[str, dict] = {}
         line_text: dict[str, str] = {}
         for name, value, text, (first, last) in zip(names, values, texts, where):
-            try:
-                parsed = json.loads(value, object_pairs_hook=_no_dup_pairs)
-            except ValueError:
-                parsed = None
+            if isinstance(value, str):
+                try:
+                    parsed = json.loads(value, object_pairs_hook=_no_dup_pairs)
+                except ValueError:
+                    parsed = None
+            else:
+                parsed = value  # known from the last read
             if parsed is None or name in targets:
                 if name in targets:
                     return {}, {}, list(range(len(lines)))

@@ -125,8 +125,11 @@ def target_data(target: Target) -> dict[str, Any]:
     return data
 
 
-def to_data(ledger: Ledger) -> dict[str, Any]:
-    """The whole ledger as plain data, in canonical order."""
+def to_data(ledger: Ledger, *, reuse: dict[str, Any] | None = None, changed: set[str] | None = None) -> dict[str, Any]:
+    """The whole ledger as plain data, in canonical order.
+
+    With `reuse` and `changed` (a copy-on-write transaction), a target not in `changed`
+    takes its data from `reuse` (the last read) instead of being dumped again."""
     data = ledger.model_dump(by_alias=True, exclude_none=True, exclude={"targets"})
     for key in ("invariants", "notify", "metrics", "redact"):
         if not data.get(key):
@@ -137,5 +140,11 @@ def to_data(ledger: Ledger) -> dict[str, Any]:
         data["session"].pop("stop_requested", None)
     top = ledger.model_copy(update={"targets": {}})
     _keep_null_extras(top, data)
-    data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
+    if reuse is None or changed is None:
+        data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
+    else:
+        data["targets"] = {
+            name: (reuse[name] if name not in changed and name in reuse else target_data(t))
+            for name, t in ledger.targets.items()
+        }
     return data

@@ -28,6 +28,7 @@ from engine.errors import LedgerInvalid, ReadOnly, Refused
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
+from engine.store.cow import CowTargets, cow_ledger
 from engine.store.convert import to_data, to_ledger, to_ledger_reusing
 
 T = TypeVar("T")
@@ -39,6 +40,10 @@ class _Parse:
     """A parsed document kept by hash: its data, header and per-target line text."""
 
     __slots__ = ("data", "header", "lines", "targets", "ledger")
+
+    def known(self) -> dict[str, tuple[str, dict]]:
+        """target text -> (name, data): what the next parse of this ledger need not redo."""
+        return {text: (name, self.targets[name]) for name, text in self.lines.items() if name in self.targets}
 
     def __init__(self, data, header, lines, ledger=None):
         self.data = data
@@ -123,20 +128,19 @@ class FileStore:
         text = ""
         if hit is None:
             text = decode(raw, self.path)
-            parsed = parse_document(text, self.path)
+            previous = next(iter(self._cache.values()), None)
+            parsed = parse_document(text, self.path, previous.known() if previous else None)
             if not isinstance(parsed.data, dict):
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
             hit = _Parse(parsed.data, parsed.header, parsed.lines)
             self._cache = {key: hit}
         return key, hit, text
 
-    def _snapshot(self, raw: bytes, *, fresh: bool = False) -> tuple[Snapshot, _Parse]:
-        """Read `raw`. Readers share one validated Ledger per content hash (they must not
-        mutate it); `fresh=True` validates a private copy for a transaction to change."""
+    def _snapshot(self, raw: bytes) -> tuple[Snapshot, _Parse]:
+        """Read `raw`. Readers share one validated Ledger per content hash: it must never
+        be changed (a transaction works on a copy)."""
         key, parsed, text = self._parse(raw)
-        if fresh:
-            ledger = to_ledger(parsed.data, self.path, text or raw.decode("utf-8", "replace"))
-        elif parsed.ledger is None:
+        if parsed.ledger is None:
             ledger = to_ledger_reusing(parsed.data, self.path, text or raw.decode("utf-8", "replace"), parsed.lines, self._known)
             parsed.ledger = ledger
             self._known = {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets}
@@ -201,17 +205,31 @@ class FileStore:
         with self.lock() as fd:
             raw = self._raw()
             for _ in range(_CAS_RETRIES):
-                snap, parsed = self._snapshot(raw, fresh=True)
+                snap, parsed = self._snapshot(raw)
                 if snap.missing and not accept_shrink:
                     raise Refused(snap.warnings[0], title="Ledger shrank")
-                ledger = snap.ledger
-                result = fn(ledger)
-                ledger.revision = max(ledger.revision, _rev(parsed.data)) + 1
-                data = to_data(ledger)
-                # Unchanged targets keep their text only in a file the engine wrote last;
-                # the first write after a hand edit normalises the whole layout.
+                # Unchanged targets keep their text (and are not re-validated or dumped)
+                # only in a file the engine wrote last; the first write after a hand
+                # edit validates everything and normalises the whole layout.
                 record = self.last_write()
                 ours = record is not None and record.get("hash") == snap.digest
+                if ours:
+                    ledger = cow_ledger(snap.ledger)
+                else:
+                    ledger = to_ledger(parsed.data, self.path, raw.decode("utf-8", "replace"))
+                result = fn(ledger)
+                ledger.revision = max(ledger.revision, _rev(parsed.data)) + 1
+                targets = ledger.targets
+                try:
+                    if isinstance(targets, CowTargets):
+                        ledger.targets = targets.plain()
+                        ledger.check_states(targets.changed)
+                        data = to_data(ledger, reuse=parsed.targets, changed=targets.changed)
+                    else:
+                        ledger.check_states()
+                        data = to_data(ledger)
+                except ValueError as err:
+                    raise Refused(str(err), title="Unknown state") from None
                 text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
                 out = text.encode("utf-8")
                 # Compare-and-swap: if someone saved the file since we read it, start over.
@@ -223,6 +241,7 @@ class FileStore:
                 self.saw_external_edit = snap.external_edit
                 new_key = digest(out)
                 self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
+                self._known = {line: ledger.targets[name] for name, line in lines.items() if name in ledger.targets}
                 self._record(fd, ledger, new_key)
                 return result, ledger.revision
             raise Refused(
