@@ -26,6 +26,18 @@ def journal_path(ledger_path: str) -> str:
     return os.path.realpath(ledger_path) + SUFFIX
 
 
+def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int | None, target: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """One journal record, redacted: the same shape in every journal backend."""
+    record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
+    if rev is not None:
+        record["rev"] = rev
+    if target is not None:
+        record["target"] = target
+    record["msg"] = msg
+    record.update({k: v for k, v in fields.items() if v is not None})
+    return redactor.value(record)
+
+
 class Journal:
     """Append and read one ledger's journal."""
 
@@ -40,14 +52,7 @@ class Journal:
 
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
         """Write one record durably and return it (with its byte offset as `seq`)."""
-        record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
-        if rev is not None:
-            record["rev"] = rev
-        if target is not None:
-            record["target"] = target
-        record["msg"] = msg
-        record.update({k: v for k, v in fields.items() if v is not None})
-        record = self.redactor.value(record)
+        record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:
             return record
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")

@@ -24,7 +24,7 @@ from engine.redact import Redactor
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import to_data, to_ledger
 from engine.store.file import digest
-from engine.timefmt import now_iso
+from engine.journal import make_record
 
 T = TypeVar("T")
 CHANNEL = "handoff_ledger"
@@ -193,14 +193,7 @@ class PgJournal:
         self.redactor = Redactor(patterns)
 
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
-        record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
-        if rev is not None:
-            record["rev"] = rev
-        if target is not None:
-            record["target"] = target
-        record["msg"] = msg
-        record.update({k: v for k, v in fields.items() if v is not None})
-        record = self.redactor.value(record)
+        record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:
             return record
         with _connect(self.url, autocommit=True) as conn:

@@ -13,30 +13,10 @@ import pytest
 
 from engine.api import open_ledger
 from engine.errors import LedgerInvalid, ReadOnly
+from tests.conftest import ARTICLE
 
 PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
 
-ARTICLE = """\
-# ledger.yaml (the agent's only source of truth)
-task: pg14-to-pg16-fleet-upgrade
-owner_shift: platform-oncall
-started: 2026-09-09T14:00Z
-invariants:
-- never run cutover on a db whose state != verified
-- never touch more than 2 dbs concurrently
-- pause if error_rate_5m > 0.5%
-targets:
-  db-17: {state: done, verified_at: "2026-09-10T01:52Z"}
-  db-18: {state: replicating, checkpoint: "0/9A3F2C10",
-          last_action: "pg_upgrade --link ok, logical replication started",
-          next_action: "verify lag < 5s then cutover"}
-  db-19: {state: queued}
-  db-20: {state: blocked, reason: "pending app-team ack (ticket PLAT-4412)"}
-handoff_note: >
-  Started db-18 at 01:58Z. Replication lag was 2.1s at 02:07Z.
-  Do NOT retry pg_upgrade on db-18, the --link step is irreversible.
-  Nothing else is in flight.
-"""
 
 
 def handoff(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
