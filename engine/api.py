@@ -25,7 +25,7 @@ from engine.errors import LedgerInvalid, ReadOnly
 from engine.identity import hostname, os_user
 from engine.invariants import InvariantStatus, evaluate, journal_readings
 from engine.model import Approval, Ledger, Step
-from engine.render import command_hash
+from engine.render import approval_hash
 from engine.store import Snapshot, open_store
 
 T = TypeVar("T")
@@ -115,7 +115,8 @@ class LedgerHandle:
         step = ops.approval_step(ledger, target, None)
         argv = ops.rendered_command(ledger, target, step, self.ledger_dir)
         checkpoint = ledger.targets[target].checkpoint
-        return PendingCommand(step, argv, not step.reversible, checkpoint, command_hash(argv, checkpoint))
+        hash_ = approval_hash(target, ledger.targets[target], step.run)
+        return PendingCommand(step, argv, not step.reversible, checkpoint, hash_)
 
     def session_state(self, ledger: Ledger | None = None):
         from engine.session.lease import Heartbeat, heartbeat_path, lease_state

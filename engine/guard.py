@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from engine.invariants import InvariantStatus, parse_all
 from engine.model import Approval, Ledger, Step
-from engine.render import command_hash
+from engine.render import approval_hash
 from engine.touched import is_touched, touched, touched_states
 
 
@@ -28,10 +28,10 @@ class Decision:
     hash: str | None = None
 
 
-def valid_approval(ledger: Ledger, name: str, step: Step, argv: list[str]) -> tuple[Approval | None, str]:
+def valid_approval(ledger: Ledger, name: str, step: Step) -> tuple[Approval | None, str]:
     """An unused approval of `step` on `name` that matches the command and checkpoint now."""
     target = ledger.targets[name]
-    digest = command_hash(argv, target.checkpoint)
+    digest = approval_hash(name, target, step.run)
     stale = None
     for approval in target.approvals:
         if approval.step != step.name or approval.used_at:
@@ -51,11 +51,10 @@ def check(
     ledger: Ledger,
     name: str,
     step: Step,
-    argv: list[str],
     *,
     statuses: list[InvariantStatus] | None = None,
 ) -> Decision:
-    """May `step` (rendered as `argv`) run on target `name` now?"""
+    """May `step` run on target `name` now?"""
     if name not in ledger.targets:
         return Decision(False, f"no target named {name!r} in the ledger")
     target = ledger.targets[name]
@@ -81,8 +80,8 @@ def check(
         if status.kind == "metric" and status.status == "violated":
             return Decision(False, f"invariant: {status.text} ({status.value})")
     if not step.reversible:
-        approval, why = valid_approval(ledger, name, step, argv)
-        digest = command_hash(argv, target.checkpoint)
+        approval, why = valid_approval(ledger, name, step)
+        digest = approval_hash(name, target, step.run)
         if approval is None:
             reason = f"{step.name} is irreversible and needs a human approval"
             if why:

@@ -81,6 +81,7 @@ class InFlight(Node):
     pgid: int | None = None
     started_at: str | None = None
     attempt: int | None = None
+    token: str | None = None  # in the step's environment: finds the process if its pid never reached the ledger
 
 
 class Evidence(Node):

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.errors import Conflict, Refused
 from engine.model import Approval, Ledger, Pause, Step, Target
-from engine.render import command_hash, fields_for, render
+from engine.render import approval_hash, fields_for, render
 from engine.timefmt import now_iso
 from engine.touched import is_touched
 
@@ -108,7 +108,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         user=who.user,
         at=now_iso(),
         step=the_step.name,
-        hash=command_hash(argv, target.checkpoint),
+        hash=approval_hash(name, target, the_step.run),
         checkpoint=target.checkpoint,
         comment=comment or None,
     )

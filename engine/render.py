@@ -65,6 +65,14 @@ def command_hash(argv: list[str], checkpoint: str | None) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def approval_hash(name: str, target: Target, step_run: list[str] | None) -> str:
+    """What an approval is bound to: the step's command for this target, with the
+    host's own paths (`{python}`, `{ledger_dir}`) left as placeholders so the same
+    approval holds whichever interpreter or path a session uses, plus the checkpoint."""
+    values = fields_for(name, target, ledger_dir="{ledger_dir}", python="{python}")
+    return command_hash(render(step_run or [], values), target.checkpoint)
+
+
 def describe(argv: list[str]) -> str:
     """A readable one-line form of an argv (quoted like a shell would need, for people only)."""
     import shlex

@@ -254,11 +254,11 @@ class Session:
             except Refused as err:
                 self.out.say(f"{name}: cannot render {step.name}: {err}", target=name, kind="warning")
                 continue
-            decision = guard.check(ledger, name, step, argv, statuses=self.statuses)
+            decision = guard.check(ledger, name, step, statuses=self.statuses)
             if not decision.allowed and not decision.needs_approval and self.workers:
                 # Refused now; would it pass once the running reversible steps end?
                 view = view or without_reversible_runs(ledger)
-                later = guard.check(view, name, step, argv, statuses=self.statuses)
+                later = guard.check(view, name, step, statuses=self.statuses)
                 if later.allowed:
                     hold = True
                     continue

@@ -73,7 +73,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
         if name not in ledger.targets:
             raise NoChange(Decision(False, f"{name} is no longer in the ledger"))
         argv = rendered_command(ledger, name, step, s.ledger_dir)
-        decision = guard.check(ledger, name, step, argv, statuses=statuses)
+        decision = guard.check(ledger, name, step, statuses=statuses)
         if not decision.allowed:
             raise NoChange(decision)
         target, now = ledger.targets[name], now_iso()

@@ -345,6 +345,16 @@ def cmd_version(world: str, name: str) -> None:
         print(get_db(world, name)["version"])
 
 
+def cmd_upgraded(world: str, name: str) -> None:
+    """The cutover's probe: prints the new major version, or fails if not cut over
+    (a probe that printed 14 and exited 0 would "prove" a cutover that never ran)."""
+    with locked(world):
+        db = get_db(world, name)
+    if not db.get("cut_over") and db["version"] < 16:
+        raise SimError(f"{name} is still on {db['version']}: not cut over")
+    print(db["version"])
+
+
 def cmd_show(world: str, name: str) -> None:
     with locked(world):
         print(json.dumps(get_db(world, name), indent=2, sort_keys=True))
@@ -451,6 +461,7 @@ COMMANDS = {
     "check": (cmd_check, ["DB"], False), "link": (cmd_link, ["DB"], False),
     "lsn": (cmd_lsn, ["DB"], False), "lag": (cmd_lag, ["DB"], False),
     "cutover": (cmd_cutover, ["DB"], False), "version": (cmd_version, ["DB"], False),
+    "upgraded": (cmd_upgraded, ["DB"], False),
     "show": (cmd_show, ["DB"], False), "metric": (cmd_metric, ["NAME"], False),
     "set-metric": (cmd_set_metric, ["NAME", "VALUE"], False),
     "fail": (cmd_fail, ["DB", "COMMAND", "TIMES"], True), "unfail": (cmd_unfail, ["DB"], False),
