@@ -75,13 +75,13 @@ class PostgresStore:
         self._cache: tuple[str, Any, Ledger | None] | None = None
 
     def _row(self, conn, *, lock: bool = False) -> tuple[int, str]:
+        from psycopg.errors import UndefinedTable
+
         sql = "SELECT revision, body FROM handoff_ledger WHERE name = %s" + (" FOR UPDATE" if lock else "")
         try:
             row = conn.execute(sql, (self.name,)).fetchone()
-        except Exception as err:  # psycopg.errors.UndefinedTable and friends: say what to do
-            if "does not exist" in str(err):
-                raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.location}`", path=self.location) from None
-            raise
+        except UndefinedTable:
+            raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.location}`", path=self.location) from None
         if row is None:
             raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.location}`", path=self.location)
         return row[0], row[1]
