@@ -41,6 +41,7 @@ class Tmux:
         self.config = folder / "tmux.conf"
         # No status line (the pane gets every row); keep a dead pane so its exit code can be read.
         self.config.write_text("set -g status off\nset -g remain-on-exit on\nset -g history-limit 2000\n", encoding="utf-8")
+        self.status_file = folder / "tmux-exit-status"
         self.started = False
 
     def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -54,7 +55,9 @@ class Tmux:
                 "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color"}
         base.update(env or {})
         # `env -i`: the pane gets no COLORTERM, NO_COLOR or TEXTUAL_* from whoever runs the tests.
-        command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in base.items()), *argv])
+        # The shell records the program's exit status (128+N for signal N) for `wait_exit`.
+        record = f'"$@"; echo $? > {shlex.quote(str(self.status_file))}'
+        command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in base.items()), "sh", "-c", record, "sh", *argv])
         self.tmux("new-session", "-d", "-x", str(self.width), "-y", str(self.height), "-c", str(cwd), command)
         self.started = True
 
@@ -118,15 +121,11 @@ class Tmux:
         return result.returncode != 0 or result.stdout.strip() == "1"
 
     def wait_exit(self, timeout: float = 10.0) -> int:
-        """Wait for the pane's command to end; its exit status."""
+        """Wait for the pane's program to end; its exit status (128+N when killed by signal N)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            result = self.tmux("display-message", "-p", "#{pane_dead} #{pane_dead_status}", check=False)
-            dead, _, status = result.stdout.strip().partition(" ")
-            if result.returncode != 0:
-                pytest.fail(f"tmux lost the pane: {result.stderr.strip()}")
-            if dead == "1":
-                return int(status)
+            if self.status_file.exists() and self.status_file.read_text().strip():
+                return int(self.status_file.read_text())
             time.sleep(POLL)
         pytest.fail(f"the program did not exit; screen:\n{self.screen()}")
 
@@ -214,7 +213,9 @@ def approve_db18_and_edit_note(term: Tmux, actor: str) -> None:
     term.send("Enter")
     term.wait_for("Type the target name exactly to", what="the refusal to approve without the exact name")
     term.wait_cursor(lambda line, x: line[:x].rstrip().endswith("db-1"), "the confirm box again")
-    term.send("C-u")
+    end_of_guess = term.cursor()[0]
+    term.send("C-u")  # a binding: it runs after keys typed behind it, so wait for it first
+    term.wait_cursor(lambda line, x: x <= end_of_guess - 4, "the start of the emptied confirm box")
     term.type("db-18")
     term.wait_cursor(lambda line, x: line[:x].rstrip().endswith("db-18"), "the end of db-18 in the confirm box")
     term.send("Tab")
@@ -225,10 +226,11 @@ def approve_db18_and_edit_note(term: Tmux, actor: str) -> None:
                            what="db-18 verified after the approval")
     assert f"approved by {actor}" in row_of(screen, "db-18")
 
-    where = term.cursor()
     term.send("e")
-    term.wait_for("Edit handoff note", what="the note editor")
-    term.wait_cursor(lambda line, x: term.cursor() != where, "the note editor's text area")
+    editor = term.wait_for("What is in flight", what="the note editor")
+    top = next(i for i, line in enumerate(editor.splitlines()) if "What is in flight" in line)
+    # The caret goes to the end of the note, below the editor's hint line.
+    term.wait_cursor(lambda line, x: term.cursor()[1] > top + 1 and "▊" in line, "the note editor's text area")
     term.type(NOTE_ADDITION)
     term.send("C-s")
     screen = term.wait_for(lambda s: "Edit handoff note" not in s and "approved at shift" in s.replace("\n", " "),
