@@ -25,8 +25,9 @@ def fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace `path` (through symlinks) with `data`, atomically and durably."""
+def atomic_write(path: str, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` (through symlinks) with `data`, atomically and (unless told it is
+    only a cache) durably."""
     target = real_path(path)
     folder = os.path.dirname(target) or "."
     try:
@@ -46,7 +47,8 @@ def atomic_write(path: str, data: bytes) -> None:
                     os.fchown(fd, st.st_uid, st.st_gid)
                 except PermissionError:
                     pass  # not root: the file becomes ours, as any editor's save would
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         os.unlink(tmp)
@@ -57,4 +59,5 @@ def atomic_write(path: str, data: bytes) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)

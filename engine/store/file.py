@@ -107,6 +107,7 @@ class FileStore:
         self._cache: dict[str, _Parse] = {}
         self._known: dict[str, Target] = {}  # line text -> validated target, from the last read
         self.lock_path = sidecar(path, ".lock")
+        self.parse_cache_path = sidecar(path, ".cache.json")
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
 
     # -- reading -----------------------------------------------------------------
@@ -127,14 +128,43 @@ class FileStore:
         hit = self._cache.get(key)
         text = ""
         if hit is None:
+            hit = self._read_sidecar(key)
+        if hit is None:
             text = decode(raw, self.path)
             previous = next(iter(self._cache.values()), None)
             parsed = parse_document(text, self.path, previous.known() if previous else None)
             if not isinstance(parsed.data, dict):
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
             hit = _Parse(parsed.data, parsed.header, parsed.lines)
-            self._cache = {key: hit}
+        self._cache = {key: hit}
         return key, hit, text
+
+    # The parse sidecar: what the engine's last write parsed to, keyed by the file's
+    # hash, so a new process (a CLI call, a TUI opening) skips parsing a ledger the
+    # engine wrote. Its first line is the hash; anything else (a hand edit, a torn or
+    # foreign file) falls back to parsing. It is only a cache: never fsynced.
+
+    def _read_sidecar(self, key: str) -> _Parse | None:
+        try:
+            with open(self.parse_cache_path, "rb") as fh:
+                if fh.readline().strip() != key.encode():
+                    return None
+                doc = json.loads(fh.read())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict) or doc.get("v") != 1:
+            return None
+        data, header, lines = doc.get("data"), doc.get("header"), doc.get("lines")
+        if not (isinstance(data, dict) and isinstance(header, str) and isinstance(lines, dict)):
+            return None
+        return _Parse(data, header, lines)
+
+    def _write_sidecar(self, key: str, data: dict, header: str, lines: dict[str, str]) -> None:
+        body = json.dumps({"v": 1, "header": header, "lines": lines, "data": data}, ensure_ascii=False, separators=(",", ":"))
+        try:
+            atomic_write(self.parse_cache_path, key.encode() + b"\n" + body.encode("utf-8"), durable=False)
+        except OSError:
+            pass  # a cache that cannot be written only costs the next reader a parse
 
     def _snapshot(self, raw: bytes) -> tuple[Snapshot, _Parse]:
         """Read `raw`. Readers share one validated Ledger per content hash: it must never
@@ -243,6 +273,7 @@ class FileStore:
                 self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
                 self._known = {line: ledger.targets[name] for name, line in lines.items() if name in ledger.targets}
                 self._record(fd, ledger, new_key)
+                self._write_sidecar(new_key, data, parsed.header, lines)
                 return result, ledger.revision
             raise Refused(
                 f"{self.path} kept changing while we tried to write it ({_CAS_RETRIES} tries); "
