@@ -171,6 +171,21 @@ def journal(ledger: Path) -> list[dict]:
     return records
 
 
+def listed(screen: str) -> list[str]:
+    """Names in the target table's first column (the lines under its header)."""
+    lines = screen.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("Target ")), None)
+    if start is None:
+        return []
+    names = []
+    for line in lines[start + 1:]:
+        cell = line[2:].split("  ")[0].strip()
+        if not cell or cell.startswith(("▊", "no target matches")):
+            break
+        names.append(cell)
+    return names
+
+
 def row_of(screen: str, name: str) -> str:
     """The table line showing target `name` ('' when not on screen)."""
     pattern = re.compile(rf"^(?:\x1b\[[0-9;]*m|\W)*{re.escape(name)}\s", re.M)
@@ -184,6 +199,18 @@ def row_of(screen: str, name: str) -> str:
 NOTE_ADDITION = " Cutover of db-18 approved at shift change by the incoming operator."
 
 
+def filter_to(term: Tmux, text: str, name: str) -> str:
+    """`/`, type `text`, enter: only matching rows stay and the table has the focus on `name`."""
+    term.send("/")  # the box takes the keys typed right behind it
+    term.type(text)
+    term.wait_for(lambda s: any(line.strip(" ▊▎") == text for line in s.splitlines()[-4:])
+                  and [n for n in listed(s) if text in n] == listed(s) != [], what=f"the table filtered by {text!r}")
+    term.send("Enter")  # keep the filter, back to the table
+    # The table puts the terminal cursor on its selected row once it has the focus.
+    term.wait_cursor(lambda line, x: row_of(line, name) != "", f"the {name} row (the table focused)")
+    return term.screen()
+
+
 def approve_db18_and_edit_note(term: Tmux, actor: str) -> None:
     """The operator's keys: filter to db-18, approve its cutover (typing the name), add to the note, quit.
 
@@ -193,14 +220,8 @@ def approve_db18_and_edit_note(term: Tmux, actor: str) -> None:
     assert f"OPERATOR: {actor}" in first
     term.wait_for(lambda s: "awaiting_approval" in row_of(s, "db-18") or "db-01" in s, what="the target table")
 
-    term.send("/")
-    term.wait_for("filter", what="the filter box")
-    term.type("db-18")
-    screen = term.wait_for(lambda s: "db-18" in row_of(s, "db-18") and not row_of(s, "db-17"), what="only db-18 listed")
-    assert "awaiting_approval" in row_of(screen, "db-18")
-    term.send("Enter")  # keep the filter, back to the table
-    # The table puts the terminal cursor on its selected row once it has the focus.
-    term.wait_cursor(lambda line, x: row_of(line, "db-18") != "", "the db-18 row (the table focused)")
+    screen = filter_to(term, "db-18", "db-18")
+    assert "awaiting_approval" in row_of(screen, "db-18") and not row_of(screen, "db-17")
 
     term.send("a")
     modal = term.wait_for("Type the target name", what="the approval modal")

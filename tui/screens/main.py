@@ -111,7 +111,9 @@ class MainScreen(Screen[None]):
         Binding("u", "unblock", "Unblock", id="main.unblock", show=False),
         Binding("s", "start_session", "Start session", id="main.start_session", show=False),
         Binding("S", "request_stop", "Stop session", id="main.request_stop", show=False),
-        Binding("slash", "filter", "Filter", id="main.filter", key_display="/"),
+        # Priority, and the focus moves at once: "/db-18" typed in one burst (a paste,
+        # a laggy SSH link) must filter, not run `b` (block) on the table.
+        Binding("slash", "filter", "Filter", id="main.filter", key_display="/", priority=True),
         Binding("o", "sort", "Sort", id="main.sort", show=False),
         Binding("l", "toggle_side", "Log pane", id="main.toggle_side", show=False),
         Binding("F", "toggle_follow", "Follow log", id="main.toggle_follow", show=False),
@@ -437,8 +439,12 @@ class MainScreen(Screen[None]):
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
+        if box.has_focus:
+            # The priority binding sees "/" before the box does: type it.
+            box.insert_text_at_cursor("/")
+            return
         box.display = True
-        box.focus()
+        self.set_focus(box)  # not box.focus(): that waits a turn, and keys behind "/" would miss the box
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":

@@ -7,9 +7,11 @@ command's output can never inject markup or escape sequences.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any, Iterable
 
 from rich.text import Text
+from textual.events import Resize
 from textual.widgets import RichLog
 
 from tui.text import clean_line
@@ -52,8 +54,14 @@ class LogPane(RichLog):
     """Journal lines; follows the end unless follow mode is off."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(max_lines=MAX_LINES, wrap=True, markup=False, highlight=False, auto_scroll=True, id=id)
+        # min_width: RichLog renders at least 78 cells wide by default, so a 30-column pane
+        # would scroll sideways instead of wrapping.
+        super().__init__(max_lines=MAX_LINES, wrap=True, min_width=1, markup=False, highlight=False, auto_scroll=True, id=id)
         self.lines_seen = 0
+        # RichLog wraps a line once, at the width it had when written; keep the
+        # records so a pane shown again (80x24 folds it) or resized wraps them anew.
+        self._records: deque[dict[str, Any]] = deque(maxlen=MAX_LINES)
+        self._wrapped_at = 0
 
     @property
     def follow(self) -> bool:
@@ -70,5 +78,16 @@ class LogPane(RichLog):
     def add_records(self, records: Iterable[dict[str, Any]]) -> None:
         """Append journal records."""
         for record in records:
+            self._records.append(record)
             self.write(format_record(record))
             self.lines_seen += 1
+
+    def on_resize(self, event: Resize) -> None:
+        width = self.scrollable_content_region.width
+        if width and width != self._wrapped_at and self._records:
+            self._wrapped_at = width
+            self.clear()
+            for record in self._records:
+                self.write(format_record(record))
+        elif width:
+            self._wrapped_at = width

@@ -321,7 +321,9 @@ class TargetTable(ScrollView, can_focus=True):
         self.post_message(self.Highlighted(self.cursor_name))
 
     def on_focus(self) -> None:
+        # After the refresh too: the Input that lost the focus may still move the cursor as it blurs.
         self._place_terminal_cursor()
+        self.call_after_refresh(self._place_terminal_cursor)
 
     def _place_terminal_cursor(self) -> None:
         # The (hidden) terminal cursor sits on the selected row while the table has
