@@ -30,7 +30,7 @@ from tui.screens.reason import Reason, ReasonPrompt
 from tui.since import changes, remember
 from tui.timefmt import Clock, utcnow
 
-JOURNAL_BACKLOG = 500   # journal lines shown on open; older ones are in `handoff journal`
+JOURNAL_BACKLOG = 200   # journal lines shown on open; older ones are in `handoff journal`
 JOURNAL_POLL = 0.25     # seconds between journal reads while watching
 LEASE_POLL = 2.0        # seconds between lease/heartbeat refreshes while watching
 
@@ -177,16 +177,30 @@ class HandoffApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="journal")
     def tail_journal(self, follow: bool) -> None:
-        """Read the journal from the start (showing the backlog), then keep following it."""
+        """Show the journal's last records, then follow it from where it ended.
+
+        Never reads the whole journal: a long rollout's journal can be large. The end
+        offset is taken first, so a record written in between is read twice, not lost;
+        the first follow read drops what the backlog already showed.
+        """
         worker = get_current_worker()
-        records = self._read_journal()
-        self.post_message(JournalRecords(records[-JOURNAL_BACKLOG:]))
+        with self._journal_lock:
+            self._journal_offset = self.controller.journal_end_offset()
+            backlog = self.controller.journal_tail(JOURNAL_BACKLOG)
+        self.post_message(JournalRecords(backlog))
+        shown = backlog[-50:]
         stop = threading.Event()
-        while follow and not worker.is_cancelled:
-            stop.wait(JOURNAL_POLL)
+        while not worker.is_cancelled:
+            if follow:
+                stop.wait(JOURNAL_POLL)
             records = self._read_journal()
+            if shown:
+                records = [r for r in records if r not in shown]
+                shown = []
             if records:
                 self.post_message(JournalRecords(records))
+            if not follow:
+                break
 
     @work(thread=True, exit_on_error=False, group="journal-once")
     def read_journal_once(self) -> None:

@@ -72,7 +72,12 @@ class Controller:
         return self.handle.journal.read(offset)
 
     def journal_tail(self, n: int) -> list[dict[str, Any]]:
+        """The last `n` journal records (the engine reads only the end of the file)."""
         return list(self.handle.journal.tail(n))
+
+    def journal_end_offset(self) -> int:
+        """Where the journal ends now; `journal_read` from here gives only newer records."""
+        return int(self.handle.journal.end_offset())
 
     def history(self, target: str) -> list[dict[str, Any]]:
         return list(self.handle.history(target))
@@ -133,6 +138,10 @@ class Controller:
     def start_session(self) -> str:
         pid = self.handle.start_session()
         return f"Session started (pid {pid})"
+
+    def unapprove(self, target: str) -> str:
+        self.handle.unapprove(target)
+        return f"Approval withdrawn on {target}; the next session will ask again"
 
     def request_stop(self) -> str:
         self.handle.request_stop()

@@ -12,7 +12,7 @@ from tui.app import make_app
 from tui.screens.help import HelpScreen
 from tui.screens.main import MUTATING
 
-EVERY_KEY = ["a", "x", "e", "n", "N", "p", "r", "b", "u", "s", "S", "o", "l", "F", "R", "t", "enter", "escape",
+EVERY_KEY = ["a", "x", "e", "n", "N", "p", "r", "b", "u", "U", "s", "S", "o", "l", "F", "R", "t", "enter", "escape",
              "down", "down", "a", "p", "N", "escape"]
 
 

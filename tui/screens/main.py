@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 # Actions that change the ledger or start/stop a process: absent in read-only mode.
 MUTATING = frozenset({
-    "approve", "reject", "edit_note", "ack_note", "pause", "unpause",
+    "approve", "unapprove", "reject", "edit_note", "ack_note", "pause", "unpause",
     "retry", "block", "unblock", "start_session", "request_stop",
 })
 NARROW = 100  # below this many columns the side pane folds away (toggle with l)
@@ -49,6 +49,7 @@ NARROW = 100  # below this many columns the side pane folds away (toggle with l)
 # Longer help for the command palette, per action.
 ACTION_HELP: dict[str, str] = {
     "approve": "Approve the selected target's awaiting step (shows the exact command)",
+    "unapprove": "Withdraw the selected target's unused approval (the next session asks again)",
     "reject": "Reject the selected target's awaiting step, with a reason (blocks it)",
     "edit_note": "Edit the handoff note (detects edits made underneath)",
     "toggle_note": "Show or hide the handoff note panel",
@@ -77,6 +78,7 @@ class MainScreen(Screen[None]):
     | Key | Action | What it does |
     |---|---|---|
     | a | approve | Approve the selected target's awaiting step |
+    | U | unapprove | Withdraw an unused approval on the selected target |
     | x | reject | Reject it, with a reason |
     | e | edit_note | Edit the handoff note |
     | n | toggle_note | Show / hide the handoff note |
@@ -100,6 +102,7 @@ class MainScreen(Screen[None]):
 
     BINDINGS = [
         Binding("a", "approve", "Approve", id="main.approve"),
+        Binding("U", "unapprove", "Unapprove", id="main.unapprove", show=False),
         Binding("x", "reject", "Reject", id="main.reject"),
         Binding("e", "edit_note", "Edit note", id="main.edit_note"),
         Binding("n", "toggle_note", "Note", id="main.toggle_note", show=False),
@@ -252,6 +255,8 @@ class MainScreen(Screen[None]):
             session_detail=getattr(lease, "detail", "") if lease else "",
             heartbeat_age=getattr(lease, "heartbeat_age", None) if lease else None,
             budget=budget,
+            budget_used=getattr(lease, "budget_used", None) if lease else None,
+            phase=getattr(lease, "phase", None) if lease else None,
             is_paused=ledger.paused is not None,
             paused_by=ledger.paused.by if ledger.paused else None,
             paused_why=ledger.paused.why if ledger.paused else None,
@@ -343,6 +348,17 @@ class MainScreen(Screen[None]):
                 self.app.mutate("approve", name, result.step, result.comment)
 
         self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants), done)
+
+    def action_unapprove(self) -> None:
+        if self._refused("unapprove") or self.ledger is None:
+            return
+        name = self._selected()
+        if name is None:
+            return
+        if not any(not a.used_at for a in self.ledger.targets[name].approvals):
+            self.notify(f"{clean_line(name)} holds no unused approval to withdraw.", severity="warning", markup=False)
+            return
+        self.app.mutate("unapprove", name)
 
     def action_reject(self) -> None:
         if self._refused("reject"):

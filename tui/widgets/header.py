@@ -35,6 +35,8 @@ class HeaderInfo:
     session_detail: str = ""
     heartbeat_age: float | None = None
     budget: str = ""
+    budget_used: float | None = None  # 0..1 from the live session's heartbeat
+    phase: str | None = None
     paused_by: str | None = None
     paused_why: str | None = None
     paused_at: str | None = None
@@ -117,8 +119,15 @@ class HeaderBar(Widget):
             parts.append(clean_line(info.session_holder))
         if info.heartbeat_age is not None and status != "none":
             parts.append(f"heartbeat {ago(info.heartbeat_age)} ago")
-        if info.session_detail:
+        if status == "live":
+            # The engine's detail repeats holder and heartbeat; say the phase instead.
+            if info.phase:
+                parts.append(clean_line(info.phase))
+        elif info.session_detail:
             parts.append(clean_line(info.session_detail))
-        if info.budget:
+        if info.budget_used is not None and status == "live":
+            used = f"budget {info.budget_used:.0%} used"
+            parts.append(f"{used} of {clean_line(info.budget)}" if info.budget else used)
+        elif info.budget:
             parts.append(f"budget {clean_line(info.budget)}")
         return Text(" · ".join(parts), end="")

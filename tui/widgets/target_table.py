@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from engine.model import Ledger, Target
 
 FLASH_SECONDS = 2.0
+AGE_TICK = 1.0  # seconds between repaints of the age column (only its visible cells)
 ATTENTION = frozenset({"awaiting", "failed", "blocked"})
 SORTS: tuple[str, ...] = ("ledger", "state", "name", "age")
 
@@ -376,6 +377,19 @@ class TargetTable(ScrollView, can_focus=True):
                 self.action_select()
 
     # -- painting ------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.set_interval(AGE_TICK, self._tick_age)
+
+    def _tick_age(self) -> None:
+        """Repaint the visible age cells: rows, columns and caches stay as they are."""
+        if not self._columns or not self._view.order:
+            return
+        x = 2 + sum(c.width + 1 for c in self._columns[:5]) - int(self.scroll_x)
+        width = self._columns[5].width + 1
+        if x + width <= 0 or x >= self.size.width:
+            return
+        self.refresh(Region(max(0, x), 1, width, max(0, self.size.height - 1)))
 
     def _refresh_index(self, index: int) -> None:
         y = index - int(self.scroll_y) + 1
