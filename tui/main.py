@@ -20,6 +20,7 @@ from pathlib import Path
 from engine.errors import HandoffError
 
 DEMO_SOURCE = Path(__file__).resolve().parent.parent / "ledgers" / "demo"
+DEMO_SESSION_ARGS = ["--wait", "--max-minutes", "10"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -66,13 +67,16 @@ def main(argv: list[str] | None = None) -> int:
             location = args.ledger
         app = make_app(location, read_only=args.read_only, actor=args.actor, theme=args.theme)
         if demo_path is not None:
-            app.controller.handle.start_session([])
+            # --wait: the demo session stays while only approvals are missing, so an
+            # approval given in the TUI is run while the newcomer watches; bounded.
+            app.controller.handle.start_session(DEMO_SESSION_ARGS)
     except HandoffError as error:
         print(f"handoff-tui: {error}", file=sys.stderr)
         return 2
     app.run()
     if demo_path is not None:
         print(f"handoff-tui: the demo ledger is at {demo_path}")
+        print(f"handoff-tui: its session may still be running; `handoff stop {demo_path}` asks it to stop")
     return 0
 
 
