@@ -33,6 +33,7 @@ from tui.timefmt import Clock, utcnow
 JOURNAL_BACKLOG = 200   # journal lines shown on open; older ones are in `handoff journal`
 JOURNAL_POLL = 0.25     # seconds between journal reads while watching
 LEASE_POLL = 2.0        # seconds between lease/heartbeat refreshes while watching
+WATCH_SETTLE = 0.5      # seconds after starting the watch before one catch-up re-read
 
 
 class HandoffApp(App[None]):
@@ -101,10 +102,18 @@ class HandoffApp(App[None]):
         return self.main
 
     def on_mount(self) -> None:
+        # After the first frame: these workers (invariants over every target, the
+        # journal, the watch) would otherwise compete with the first paint for the GIL.
+        self.call_after_refresh(self._start_workers)
+
+    def _start_workers(self) -> None:
         self.open_snapshot(self.initial_ledger)
         self.tail_journal(follow=self.watching)
         if self.watching:
             self.watch_ledger()
+            # The watch compares against the file as it finds it when it starts; a write
+            # between make_app's load and that moment would go unseen. Re-read once it is armed.
+            self.set_timer(WATCH_SETTLE, self.refresh_snapshot)
             self.set_interval(LEASE_POLL, self._poll_lease)
 
     async def action_quit(self) -> None:
@@ -259,8 +268,12 @@ class HandoffApp(App[None]):
     # -- messages from workers -------------------------------------------------------
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        if self.main is not None:
-            self.main.show_snapshot(message.snapshot)
+        if self.main is None:
+            return
+        shown = self.main.ledger
+        if shown is not None and message.snapshot.ledger.revision < shown.revision:
+            return  # a slower worker's older ledger (the first snapshot after a catch-up re-read)
+        self.main.show_snapshot(message.snapshot)
 
     def on_ledger_broken(self, message: LedgerBroken) -> None:
         if self.main is not None:
