@@ -70,9 +70,10 @@ def check(
         if inv.kind == "precondition" and inv.step == step.name and position != inv.state:
             return Decision(False, f"invariant: {inv.text} ({name} is {position})")
         if inv.kind == "max_touched" and inv.limit is not None:
+            # Any running step touches its target (DESIGN: "or while any step of it is
+            # running"), a reversible check included; one already touched adds nothing.
             states = touched_states(ledger)
-            becomes_touched = (not step.reversible) or step.to in states
-            if becomes_touched and not is_touched(ledger, name, states):
+            if not is_touched(ledger, name, states):
                 count = len(touched(ledger))
                 if count + 1 > inv.limit:
                     return Decision(False, f"invariant: {inv.text} (touched {count}/{inv.limit}; {name} would make {count + 1})")

@@ -95,6 +95,7 @@ def test_violated_metric_refuses():
     data = yaml.safe_load(RUNBOOK_LEDGER)
     data["invariants"].append("pause if error_rate_5m > 0.5%")
     data["metrics"] = {"error_rate_5m": {"run": "echo 1%"}}
+    data["targets"]["db-2"]["state"] = "done"  # room under the touched limit
     l = Ledger.model_validate(data)
     statuses = evaluate(l, lambda name: (0.9, True, 0.0), now=10.0)
     d = guard.check(l, "db-5", l.step("check"), statuses=statuses)
@@ -102,9 +103,16 @@ def test_violated_metric_refuses():
 
 
 def test_reversible_step_is_allowed_when_invariants_hold():
-    """check on queued db-5 is allowed without any approval."""
-    l = fleet()
+    """check on queued db-5 is allowed without any approval while there is room under the limit."""
+    l = fleet(**{"db-2": {"state": "done"}})
     assert guard.check(l, "db-5", l.step("check")).allowed
+
+
+def test_a_running_check_counts_against_the_touched_limit():
+    """Any running step touches its target: at 2/2 even a reversible check waits."""
+    l = fleet()  # db-1 awaiting cutover (at verified) and db-2 verified: touched 2/2
+    d = guard.check(l, "db-5", l.step("check"))
+    assert not d.allowed and "touched 2/2" in d.reason
 
 
 def test_approval_holds_for_any_interpreter_or_ledger_path():
