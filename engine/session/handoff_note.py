@@ -20,7 +20,9 @@ _RULE = re.compile(r"\b(do not|don't|never|must not|no\s+\w+\s+retry)\b", re.I)
 
 def rules_in(note: str) -> list[str]:
     """The sentences of a note that forbid something ("Do NOT retry ..."), to say them aloud."""
-    text = " ".join(note.split())
+    # List items ("- ...") are sentences of their own; headings ("Do not touch:") are not rules.
+    lines = [line.strip().removeprefix("- ") for line in note.splitlines()]
+    text = " ".join(line for line in lines if line and not line.endswith(":"))
     sentences = re.split(r"(?<=[.!?])\s+", text)
     return [s for s in sentences if _RULE.search(s)]
 
@@ -53,11 +55,17 @@ def irreversible_done(ledger: Ledger, name: str) -> list[str]:
     return [s.name for s in steps[:upto] if not s.reversible]
 
 
+def _section(title: str, items: list[str]) -> list[str]:
+    """A heading and one `- item` line each: a note is read at 2 AM, one fact a line."""
+    return [title] + [f"- {item}." for item in items]
+
+
 def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> str:
     """The note for the next session and the next human."""
     lines: list[str] = []
     counts = ", ".join(f"{n} {state}" for state, n in ledger.counts().items())
-    lines.append(f"Session {session} ended: {ending}. Ledger: {counts}.")
+    lines.append(f"Session {session} ended: {ending}.")
+    lines.append(f"Ledger: {counts}.")
     if ledger.paused is not None:
         lines.append(f"The ledger is PAUSED by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}. "
                      f"Nothing runs until `handoff unpause`.")
@@ -68,7 +76,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> 
             where = f" on {t.in_flight.host}" if t.in_flight.host else ""
             pid = f" pid {t.in_flight.pid}" if t.in_flight.pid else ""
             flight.append(f"{name} {t.in_flight.step} ({where.strip() or 'host unknown'}{pid}{_since(t.in_flight.started_at)})")
-    lines.append("In flight: " + "; ".join(_more(flight)) + "." if flight else "Nothing in flight.")
+    lines.extend(_section("In flight:", _more(flight)) if flight else ["Nothing in flight."])
 
     waits = []
     for name, t in ledger.targets.items():
@@ -81,7 +89,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> 
         elif t.reason and t.state not in WAITING:
             waits.append(f"{name} ({t.state}) has an open discrepancy: {t.reason}")
     if waits:
-        lines.append("Waiting on people: " + "; ".join(_more(waits)) + ".")
+        lines.extend(_section("Waiting on people:", _more(waits)))
 
     dont = []
     states = touched_states(ledger)
@@ -98,7 +106,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> 
         elif t.state in ("blocked", "failed"):
             dont.append(f"Do NOT restart {name} from scratch: it is mid-change (touched{_since(t.touched_at)})")
     if dont:
-        lines.append(" ".join(s + "." for s in _more(dont)))
+        lines.extend(_section("Do not touch:", _more(dont)))
 
     nxt = []
     for name, t in ledger.targets.items():
@@ -112,7 +120,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> 
             gate = "approved, runs next session"
         nxt.append(f"{name} {t.state}, ready for {step.name} ({gate})")
     if nxt:
-        lines.append("Next: " + "; ".join(_more(nxt, 3)) + ".")
+        lines.extend(_section("Next:", _more(nxt, 3)))
     elif all(t.state == "done" for t in ledger.targets.values()):
         lines.append("Every target is done.")
     return "\n".join(lines) + "\n"

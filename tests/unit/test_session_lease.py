@@ -117,7 +117,7 @@ def test_step_budget_ends_at_the_handoff_fraction(tmp_path: Path) -> None:
     assert "session budget 75% used. Writing handoff_note and exiting cleanly." in result.stdout
     states = [t["state"] for t in load(ledger)["targets"].values()]
     assert states.count("checked") == 3 and states.count("queued") == 3
-    assert "Next: t4 queued, ready for check" in load(ledger)["handoff_note"]
+    assert "Next:\n- t4 queued, ready for check" in load(ledger)["handoff_note"]
 
 
 def test_wall_clock_budget_ends_the_session(tmp_path: Path) -> None:

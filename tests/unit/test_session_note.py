@@ -28,14 +28,14 @@ def test_note_says_what_waits_on_whom_and_what_not_to_touch() -> None:
     assert "Do NOT retry link on db-18: irreversible, already done (checkpoint 0/9A3F2C10)" in note
     assert "db-20 blocked" in note and "PLAT-4412" in note
     assert "Nothing in flight." in note
-    assert "Next: db-19 checked, ready for link (needs approval)" in note
+    assert "Next:\n- db-19 checked, ready for link (needs approval)" in note
 
 
 def test_note_names_what_is_in_flight() -> None:
     ledger = demo()
     ledger.targets["db-21"].in_flight = InFlight(step="check", host="bastion-1", pid=4242, started_at="2026-09-10T02:12:00Z")
     note = generate(ledger, ledger_path="l.yaml", ending="SIGTERM received", session="s")
-    assert "In flight: db-21 check (on bastion-1 pid 4242 since 2026-09-10T02:12:00Z)." in note
+    assert "In flight:\n- db-21 check (on bastion-1 pid 4242 since 2026-09-10T02:12:00Z)." in note
 
 
 def test_rules_are_read_from_the_note() -> None:
