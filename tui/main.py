@@ -6,13 +6,16 @@
 A missing, unreadable or invalid ledger is one line on stderr
 (`handoff-tui: file:line:col: reason`) and exit 2, before the screen opens.
 `--demo` copies `ledgers/demo/` into DIR (default: a new temporary folder,
-printed on exit), starts an autopilot session on it and opens the screen.
+printed on exit), starts the demo's script (`director.py`: agent sessions, a failed
+check, a drift and its reconcile, then a session that waits for your approvals) and
+opens the screen.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,7 +23,6 @@ from pathlib import Path
 from engine.errors import HandoffError
 
 DEMO_SOURCE = Path(__file__).resolve().parent.parent / "ledgers" / "demo"
-DEMO_SESSION_ARGS = ["--wait", "--max-minutes", "10"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -53,12 +55,29 @@ def prepare_demo(target: str) -> Path:
     return folder / "ledger.yaml"
 
 
+def start_director(ledger: Path) -> int:
+    """Start the demo's script (ledgers/demo/director.py) as its own detached process:
+    it runs the sessions, a failure, a drift and its reconcile, then a session that
+    waits for the newcomer's approvals. Closing the TUI does not stop it."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ledger.parent / "director.py"), str(ledger)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        cwd=str(ledger.parent),
+    )
+    return proc.pid
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the app; returns the exit code (2 for a usage error or an unreadable ledger)."""
     args = parse_args(argv)
     from tui.app import make_app  # after argument parsing: --help stays fast
 
     demo_path: Path | None = None
+    director = 0
     try:
         if args.demo is not None:
             demo_path = prepare_demo(args.demo)
@@ -67,16 +86,15 @@ def main(argv: list[str] | None = None) -> int:
             location = args.ledger
         app = make_app(location, read_only=args.read_only, actor=args.actor, theme=args.theme)
         if demo_path is not None:
-            # --wait: the demo session stays while only approvals are missing, so an
-            # approval given in the TUI is run while the newcomer watches; bounded.
-            app.controller.handle.start_session(DEMO_SESSION_ARGS)
+            director = start_director(demo_path)
     except HandoffError as error:
         print(f"handoff-tui: {error}", file=sys.stderr)
         return 2
     app.run()
     if demo_path is not None:
         print(f"handoff-tui: the demo ledger is at {demo_path}")
-        print(f"handoff-tui: its session may still be running; `handoff stop {demo_path}` asks it to stop")
+        print(f"handoff-tui: the demo's script (pid {director}) may still be running sessions; "
+              f"`kill -- -{director}` ends it and its session")
     return 0
 
 

@@ -13,7 +13,6 @@ from rich.text import Text
 from textual.widget import Widget
 
 from tui.text import clean_line
-from tui.timefmt import ago
 
 SYMBOLS = {"ok": "✓", "violated": "✗", "unknown": "?", "unenforced": "⚠"}
 
@@ -58,7 +57,6 @@ class InvariantsPanel(Widget):
             text.append(f"{SYMBOLS.get(status, '?')} {status} ", style=style or "")
             text.append(clean_line(sentence))
             if value:
+                # The engine's value already carries a reading's age ("0.02% (3s ago)").
                 text.append(f"  {clean_line(value)}", style="bold")
-            if age is not None:
-                text.append(f" ({ago(age)} ago)", style="dim")
         return text

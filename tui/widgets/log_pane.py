@@ -1,7 +1,7 @@
 """The session log: the journal tailed live, with follow mode and scrollback.
 
 Records arrive as batches from the app's journal worker; each becomes one line
-"02:11:04 actor target message" built as `Text` from cleaned strings, so a
+"02:11:04 message" built as `Text` from cleaned strings, so a
 command's output can never inject markup or escape sequences.
 """
 
@@ -37,13 +37,12 @@ def format_record(record: dict[str, Any]) -> Text:
     kind = str(record.get("kind") or "")
     line = Text(no_wrap=False, end="")
     line.append(f"{clock} ", style="dim")
-    actor = record.get("actor")
-    if actor:
-        line.append(f"{clean_line(actor)} ", style="dim")
+    msg = str(record.get("msg") or kind)
+    # Messages name their target and, for people's actions, who did it ("db-18: cutover
+    # approved by alice"); the session's id would only crowd a narrow pane.
     target = record.get("target")
-    if target:
+    if target and str(target) not in msg:
         line.append(f"{clean_line(target)} ", style="bold")
-    msg = record.get("msg") or kind
     if kind == "step_end" and record.get("exit_code") not in (None, 0):
         msg = f"{msg} (exit {record.get('exit_code')})"
     line.append(clean_line(msg), style=KIND_STYLE.get(kind, ""))
