@@ -38,8 +38,8 @@ def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int
     return redactor.value(record)
 
 
-class Journal:
-    """Append and read one ledger's journal."""
+class JournalBase:
+    """What every journal backend shares: where it is, redaction, read-only, warnings."""
 
     def __init__(self, path: str, *, redact: list[str] | None = None, read_only: bool = False) -> None:
         self.path = path
@@ -49,6 +49,10 @@ class Journal:
 
     def set_redact(self, patterns: list[str]) -> None:
         self.redactor = Redactor(patterns)
+
+
+class Journal(JournalBase):
+    """Append and read one ledger's journal file."""
 
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
         """Write one record durably and return it (with its byte offset as `seq`)."""

@@ -20,11 +20,10 @@ from urllib.parse import urldefrag
 from engine.codec import emit_document, parse_document
 from engine.errors import LedgerInvalid, ReadOnly, Refused
 from engine.model import Ledger
-from engine.redact import Redactor
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import to_data, to_ledger
 from engine.store.file import digest
-from engine.journal import make_record
+from engine.journal import JournalBase, make_record
 
 T = TypeVar("T")
 CHANNEL = "handoff_ledger"
@@ -178,19 +177,13 @@ class PostgresStore:
             await conn.close()
 
 
-class PgJournal:
+class PgJournal(JournalBase):
     """The journal in a table; `seq` is the row id, used as the read offset."""
 
     def __init__(self, url: str, ledger: str, *, read_only: bool = False, redact: list[str] | None = None) -> None:
+        super().__init__(f"{url}#{ledger} (handoff_journal)", redact=redact, read_only=read_only)
         self.url = url
         self.ledger = ledger
-        self.path = f"{url}#{ledger} (handoff_journal)"
-        self.read_only = read_only
-        self.redactor = Redactor(redact or ())
-        self.warnings: list[str] = []
-
-    def set_redact(self, patterns: list[str]) -> None:
-        self.redactor = Redactor(patterns)
 
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
         record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
