@@ -82,7 +82,8 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> 
     for name, t in ledger.targets.items():
         if t.state == "awaiting_approval":
             waits.append(f"{name} waiting on human approval for {t.awaiting} (asked by {t.awaiting_by or '?'}"
-                         f"{_since(t.awaiting_since)}): `handoff approve {ledger_path} {name}`")
+                         f"{_since(t.awaiting_since)}): `handoff approve {ledger_path} {name}`"
+                         + (f"; but first resolve: {t.reason}" if t.reason else ""))
     for name, t in ledger.targets.items():
         if t.state in ("blocked", "failed"):
             waits.append(f"{name} {t.state}{_since(t.changed_at)}: {t.reason or 'no reason recorded'}")

@@ -7,7 +7,10 @@
 3. Someone changes db-18 outside the ledger (the simulator moves its replication LSN).
 4. A second session starts, finds that the ledger and reality disagree on db-18, records
    the discrepancy, pages and stops (exit 3) without touching anything.
-The operator is left with approvals to give, a failure to retry and a drift to reconcile.
+5. The on-call engineer checks db-18 and accepts what reality says (`handoff reconcile`).
+6. A third session runs with `--wait`: it checks what is left, then stays (up to ten
+   minutes) while only approvals are missing, so an approval given in the TUI runs
+   while the newcomer watches.
 
 Run by `handoff-tui --demo` as its own detached process; stdlib only.
 """
@@ -30,6 +33,10 @@ def main(argv: list[str]) -> int:
         return 2
     ledger = os.path.abspath(argv[0])
     here = os.path.dirname(ledger)
+    # So that whoever started us (a test, a curious operator) can end the script:
+    # `kill -- -$(cat director.pid)` stops it and the session it is running.
+    with open(os.path.join(here, "director.pid"), "w", encoding="utf-8") as fh:
+        fh.write(f"{os.getpid()}\n")
     sim = [sys.executable, os.path.join(here, "sim.py")]
     handoff = [sys.executable, "-m", "engine.cli.main"]
     _run([*sim, "fail", "db-23", "check", "2",
@@ -38,7 +45,12 @@ def main(argv: list[str]) -> int:
     _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent"])
     time.sleep(6.0)  # approvals and the failure are on screen; then the world drifts
     _run([*sim, "drift", "db-18", "0/9A41D7F8"])
-    return _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent"])
+    _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent"])
+    time.sleep(10.0)  # the drift is on screen; then a human resolves it
+    _run([*handoff, "reconcile", ledger, "db-18", "--accept-checkpoint", "--as", "demo-oncall",
+          "--reason", "checked by hand: replication was restarted at 0/9A41D7F8, data verified"])
+    return _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent",
+                 "--wait", "--max-minutes", "10", "--max-steps", "60"])
 
 
 if __name__ == "__main__":
