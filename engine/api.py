@@ -119,10 +119,10 @@ class LedgerHandle:
         return PendingCommand(step, argv, not step.reversible, checkpoint, hash_)
 
     def session_state(self, ledger: Ledger | None = None):
-        from engine.session.lease import Heartbeat, heartbeat_path, lease_state
+        from engine.session.lease import lease_state
 
         ledger = ledger or self.load()
-        beat = Heartbeat.read(heartbeat_path(os.path.realpath(self.location)))
+        beat = self.store.heartbeat().current()
         return lease_state(ledger.session, beat, now=time.time(), host=hostname())
 
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:

@@ -88,6 +88,10 @@ class Heartbeat:
         except FileNotFoundError:
             pass  # already gone is the goal
 
+    def current(self) -> dict[str, Any] | None:
+        """This heartbeat's record now, or None (see `read`)."""
+        return Heartbeat.read(self.path)
+
     @staticmethod
     def read(path: str) -> dict[str, Any] | None:
         """The heartbeat at `path`, or None if it is missing, unreadable or torn."""
@@ -117,13 +121,15 @@ class HeartbeatThread(threading.Thread):
 
     def __init__(
         self,
-        path: str,
+        path: "str | Any",
         session_id: str,
         interval: float = 2.0,
         state_fn: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(name=f"heartbeat-{session_id}", daemon=True)
-        self.heartbeat = Heartbeat(path)
+        # A path (the file store's sidecar) or any object with the same write() (the
+        # PostgreSQL store keeps its heartbeat in a table).
+        self.heartbeat = Heartbeat(path) if isinstance(path, str) else path
         self.session_id = session_id
         self.interval = interval
         self.state_fn = state_fn

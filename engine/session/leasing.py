@@ -12,14 +12,15 @@ import os
 from engine.errors import LeaseHeld
 from engine.identity import hostname
 from engine.model import Ledger, SessionLease
-from engine.session.lease import Heartbeat, LeaseState, heartbeat_path, lease_state
+from engine.session.lease import LeaseState, lease_state
 from engine.session.runner import process_start_time
 from engine.timefmt import now_iso
 
 
-def beat_path(location: str) -> str:
-    """The heartbeat sidecar of a ledger (the same path `engine.api` reads)."""
-    return heartbeat_path(os.path.realpath(location))
+def heartbeat_of(store):
+    """Where the ledger's session beats: the store's own heartbeat (a sidecar file, or a
+    table row for PostgreSQL), the same one `engine.api` reads."""
+    return store.heartbeat()
 
 
 def acquire(store, location: str, *, session_id: str, user: str, planner: str, now: float) -> tuple[LeaseState, int]:
@@ -27,7 +28,7 @@ def acquire(store, location: str, *, session_id: str, user: str, planner: str, n
     host = hostname()
 
     def take(ledger: Ledger) -> LeaseState:
-        beat = Heartbeat.read(beat_path(location))
+        beat = heartbeat_of(store).current()
         state = lease_state(ledger.session, beat, now=now, host=host)
         if state.status == "live":
             raise LeaseHeld(

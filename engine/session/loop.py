@@ -95,7 +95,7 @@ class Session:
         previous, rev = leasing.acquire(self.store, location, session_id=self.sid, user=self.handle.actor,
                                         planner=planner.name, now=time.time())
         self.planner = planner
-        beat = HeartbeatThread(leasing.beat_path(location), self.sid, state_fn=self._beat)
+        beat = HeartbeatThread(leasing.heartbeat_of(self.store), self.sid, state_fn=self._beat)
         beat.start()
         restore = self._signals()
         try:

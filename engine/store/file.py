@@ -287,6 +287,12 @@ class FileStore:
         os.ftruncate(fd, 0)
         os.write(fd, body)
 
+    def heartbeat(self):
+        """The running session's heartbeat: the `<ledger>.heartbeat` sidecar."""
+        from engine.session.lease import Heartbeat, heartbeat_path
+
+        return Heartbeat(heartbeat_path(real_path(self.path)))
+
     def open_journal(self, *, read_only: bool = False):
         """The journal beside this ledger (`<ledger>.journal.jsonl`)."""
         from engine.journal import Journal, journal_path

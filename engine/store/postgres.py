@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS handoff_journal (
     record jsonb NOT NULL
 );
 CREATE INDEX IF NOT EXISTS handoff_journal_ledger ON handoff_journal (ledger, seq);
+CREATE TABLE IF NOT EXISTS handoff_heartbeat (
+    ledger text PRIMARY KEY,
+    record jsonb NOT NULL
+);
 """
 
 
@@ -146,6 +150,9 @@ class PostgresStore:
         with _connect(self.url) as conn:
             return self._row(conn)[1]
 
+    def heartbeat(self) -> "PgHeartbeat":
+        return PgHeartbeat(self.url, self.name)
+
     def open_journal(self, *, read_only: bool = False) -> "PgJournal":
         return PgJournal(self.url, self.name, read_only=read_only)
 
@@ -175,6 +182,57 @@ class PostgresStore:
                     yield snap
         finally:
             await conn.close()
+
+
+class PgHeartbeat:
+    """The running session's heartbeat in `handoff_heartbeat` (one row per ledger), so a
+    session on another host sees it: a file beside nothing would let it take over a
+    live lease after the stale limit."""
+
+    def __init__(self, url: str, ledger: str) -> None:
+        self.url = url
+        self.ledger = ledger
+        self._ready = False
+
+    def write(self, session_id: str, *, budget_used: float | None, phase: str, detail: str = "") -> None:
+        import os
+        import socket
+
+        import psycopg
+
+        record = {"session": session_id, "pid": os.getpid(), "host": socket.gethostname(), "at": time.time(),
+                  "budget_used": budget_used, "phase": phase, "detail": detail}
+        try:
+            with _connect(self.url, autocommit=True) as conn:
+                if not self._ready:  # a ledger imported before this table existed
+                    conn.execute(SCHEMA)
+                    self._ready = True
+                conn.execute(
+                    "INSERT INTO handoff_heartbeat (ledger, record) VALUES (%s, %s::jsonb) "
+                    "ON CONFLICT (ledger) DO UPDATE SET record = EXCLUDED.record",
+                    (self.ledger, json.dumps(record)),
+                )
+        except (LedgerInvalid, psycopg.Error) as err:  # the beat thread keeps OSErrors as its last error
+            raise OSError(str(err)) from None
+
+    def remove(self) -> None:
+        import psycopg
+
+        try:
+            with _connect(self.url, autocommit=True) as conn:
+                conn.execute("DELETE FROM handoff_heartbeat WHERE ledger = %s", (self.ledger,))
+        except (LedgerInvalid, psycopg.Error):
+            pass  # a leftover heartbeat of a released lease proves nothing (lease_state ignores it)
+
+    def current(self) -> dict[str, Any] | None:
+        import psycopg
+
+        try:
+            with _connect(self.url) as conn:
+                row = conn.execute("SELECT record FROM handoff_heartbeat WHERE ledger = %s", (self.ledger,)).fetchone()
+        except (LedgerInvalid, psycopg.Error):
+            return None  # no readable heartbeat is no proof of life
+        return dict(row[0]) if row else None
 
 
 class PgJournal(JournalBase):

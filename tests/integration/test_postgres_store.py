@@ -116,3 +116,31 @@ async def test_watch_sees_a_write_through_listen_notify(url):
     assert done.returncode == 0
     await asyncio.wait_for(task, timeout=15)
     assert events and events[0].ledger.paused.why == "from another process"
+
+
+def test_a_session_on_a_postgres_ledger_beats_in_the_database(tmp_path):
+    """The lease's heartbeat lives in a table: a second session (any host) sees the first is live and exits 5."""
+    import shutil
+    import time
+
+    from tests.conftest import ROOT
+
+    fleet = tmp_path / "fleet"
+    shutil.copytree(ROOT / "ledgers" / "demo", fleet, ignore=shutil.ignore_patterns("world", "*.journal.jsonl", "*.lock"))
+    location = f"{PG}#t-{uuid.uuid4().hex[:10]}"
+    assert handoff("import", str(fleet / "ledger.yaml"), location).returncode == 0
+    env = {**os.environ, "HANDOFF_SIM_WORLD": str(tmp_path / "world"), "HANDOFF_SIM_SPEED": "1"}
+    first = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", location, "--as", "one"],
+                             cwd=fleet, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "session: live" not in handoff("status", location).stdout:
+            time.sleep(0.2)
+        assert "session: live" in handoff("status", location).stdout
+        second = subprocess.run([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", location, "--as", "two"],
+                                cwd=fleet, env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 5, second.stderr
+        assert "another session drives this ledger" in second.stderr and "heartbeat" in second.stderr
+    finally:
+        handoff("stop", location)
+        first.wait(timeout=60)
