@@ -278,7 +278,13 @@ def cmd_note(args) -> int:
             return 0
         handle.set_note(text, base=base)
     else:
-        text = sys.stdin.read() if args.text == "-" else args.text
+        if args.text == "-":
+            try:
+                text = sys.stdin.buffer.read().decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise UsageError(f"the note on stdin is not UTF-8 (byte {err.start}); nothing was changed") from None
+        else:
+            text = args.text
         handle.set_note(text)
     print("handoff note saved")
     return 0

@@ -41,6 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    for position, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            # Bytes that are not UTF-8 arrive as lone surrogates; YAML and the journal
+            # cannot hold them, so refuse before anything is read or written.
+            print(f"handoff: argument {position} is not valid UTF-8 text; nothing was changed", file=sys.stderr)
+            return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -149,7 +149,8 @@ def emit_document(data: dict, header: str = "", previous: dict[str, str] | None 
         # An unknown key is written even when null: the engine never drops what a human wrote.
         if k not in top and k not in TAIL_ORDER and k not in TOP_ORDER:
             top[k] = v
-    out.extend(emit.block(top))
+    top_lines = emit.block(top)
+    out.extend(top_lines)
     # An empty `targets:` would read back as null in any other YAML tool.
     out.append("targets:" if data.get("targets") else "targets: {}")
     lines: dict[str, str] = {}
@@ -165,5 +166,23 @@ def emit_document(data: dict, header: str = "", previous: dict[str, str] | None 
         out.extend(rows)
         lines[name] = "\n".join(rows)
     tail = {k: data[k] for k in TAIL_ORDER[1:] if data.get(k) is not None}
-    out.extend(emit.block(tail))
+    tail_lines = emit.block(tail)
+    out.extend(tail_lines)
+    _read_back(top_lines, tail_lines, data)
     return "\n".join(out) + "\n", lines
+
+
+def _read_back(top_lines: list[str], tail_lines: list[str], data: dict) -> None:
+    """Read the (short) non-target part back and compare: the engine must never write a
+    file it cannot read, or one that reads as something else. Targets are one flow line
+    each, JSON-quoted, and covered by the property tests."""
+    text = "\n".join([*top_lines, "targets: {}", *tail_lines]) + "\n"
+    expected = {k: v for k, v in data.items() if k != "targets"}
+    try:
+        got = strict.load(text, "<emitted>")
+    except LedgerInvalid as err:
+        raise ValueError(f"the engine produced YAML it cannot read back ({err}); nothing was written") from None
+    got.pop("targets", None)
+    if got != expected:
+        changed = sorted(k for k in set(got) | set(expected) if got.get(k) != expected.get(k))
+        raise ValueError(f"the engine's YAML for {', '.join(changed)} would read back differently; nothing was written")

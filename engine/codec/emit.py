@@ -34,13 +34,19 @@ def plain_ok(text: str, flow: bool) -> bool:
     if flow:
         if not FLOW_PLAIN.match(text):
             return False
-    elif not BLOCK_PLAIN.match(text) or ": " in text or " #" in text or "\t" in text or _NOT_PLAIN.search(text):
+    elif _UNSAFE.search(text) or not BLOCK_PLAIN.match(text) or ": " in text or " #" in text or "\t" in text or _NOT_PLAIN.search(text):
         return False
     return is_plain_string(text)
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def quote(text: str) -> str:
     """A JSON string literal, which is also a YAML double-quoted scalar with the same value."""
+    if _SURROGATES.search(text):
+        # Undecodable bytes (from a command-line argument, say) have no YAML spelling.
+        raise ValueError(f"text {text[:40]!r} holds bytes that are not UTF-8; nothing was written")
     out = json.dumps(text, ensure_ascii=False)
     if _UNSAFE.search(out):
         out = _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
@@ -93,7 +99,9 @@ def _text_block(text: str, indent: str) -> list[str] | None:
     body = text.rstrip("\n")
     trailing = len(text) - len(body)
     chomp = {0: "-", 1: ""}.get(trailing)
-    if chomp is None or not body or body[0] in " \t":
+    # YAML takes a block's indentation from its first line, so that line must be there
+    # and must not start with white space (else leading spaces vanish or it will not parse).
+    if chomp is None or not body or body[0] in " \t\n":
         return None
     lines = body.split("\n")
     if any(line != line.rstrip() for line in lines):

@@ -25,6 +25,7 @@ _TOKEN = re.compile(
 # Raw characters JSON takes as they are but YAML folds or refuses.
 _YAML_SPECIAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 _LITERALS = {"true": "true", "false": "false", "null": "null"}
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 # Where a target starts in a targets block: a line indented by exactly two spaces.
 _TARGET_START = re.compile(r"\n(?=  [^ ])")
 # A target's own braces sit at depth 3 of the document (root, targets, target), so
@@ -87,6 +88,8 @@ class FastReader:
         """`{...}` flow text as JSON text, or None when it needs the YAML loader."""
         if not rest.startswith("{") or not rest.endswith("}") or '\\"' in rest:
             return None
+        if _SURROGATE.search(rest):
+            return None  # JSON pairs surrogate escapes, YAML refuses them: the loader says so
         parts = rest.split('"')
         if len(parts) % 2 == 0:
             return None

@@ -109,7 +109,9 @@ class Session:
             self.code = self._body()
         except HandoffError as err:
             self.out.say(f"session error: {err}", kind="error")
-            self.code = err.exit_code
+            # A refusal here (a template the runbook cannot fill, a shrunken or busy
+            # ledger) means the ledger cannot be driven as it is: exit 2, as DESIGN says.
+            self.code = err.exit_code if err.exit_code in (2, 3, 4, 5) else 2
         finally:
             restore()
             self._join_workers()

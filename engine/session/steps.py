@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from engine import guard
 from engine.guard import Decision
+from engine.errors import HandoffError
 from engine.model import Evidence, InFlight, Ledger, Step
 from engine.ops import rendered_command
 from engine.render import describe
@@ -72,8 +73,13 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
             raise NoChange(Decision(False, "this session no longer holds the lease"))
         if name not in ledger.targets:
             raise NoChange(Decision(False, f"{name} is no longer in the ledger"))
-        argv = rendered_command(ledger, name, step, s.ledger_dir)
-        decision = guard.check(ledger, name, step, statuses=statuses)
+        # Decide on the runbook as it is now: the proposal came from an earlier read, and
+        # someone may have changed the step since (made it irreversible, changed `run`).
+        fresh = ledger.step(step.name)
+        if fresh is None or fresh.model_dump() != step.model_dump():
+            raise NoChange(Decision(False, f"runbook step {step.name} changed since it was proposed; deciding again"))
+        argv = rendered_command(ledger, name, fresh, s.ledger_dir)
+        decision = guard.check(ledger, name, fresh, statuses=statuses)
         if not decision.allowed:
             raise NoChange(decision)
         target, now = ledger.targets[name], now_iso()
@@ -150,7 +156,13 @@ def run_intent(s, it: Intent) -> None:
                 raise NoChange()
             t.in_flight.pid, t.in_flight.pgid = pid, pgid
 
-        apply(s.store, fn, s.txn_lock)
+        try:
+            apply(s.store, fn, s.txn_lock)
+        except HandoffError as err:
+            # The intent (with its token) is already on disk, which is how a later
+            # session finds this process; killing a step that has just started (maybe
+            # an irreversible one) because a pid could not be noted would be worse.
+            s.out.say(f"{name}: could not record the pid of {step.name} ({err}); the step goes on", target=name, kind="warning")
 
     if argv is None:  # dry run of a step with no check form: say so, change nothing real
         s.out.say(f"{name}: dry run: {step.name} has no check form; would run {describe(it.argv)}", target=name)

@@ -163,7 +163,7 @@ class FileStore:
         body = json.dumps({"v": 1, "header": header, "lines": lines, "data": data}, ensure_ascii=False, separators=(",", ":"))
         try:
             atomic_write(self.parse_cache_path, key.encode() + b"\n" + body.encode("utf-8"), durable=False)
-        except OSError:
+        except (OSError, UnicodeError):
             pass  # a cache that cannot be written only costs the next reader a parse
 
     def _snapshot(self, raw: bytes) -> tuple[Snapshot, _Parse]:
@@ -258,10 +258,10 @@ class FileStore:
                     else:
                         ledger.check_states()
                         data = to_data(ledger)
-                except ValueError as err:
-                    raise Refused(str(err), title="Unknown state") from None
-                text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
-                out = text.encode("utf-8")
+                    text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
+                    out = text.encode("utf-8")
+                except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
+                    raise Refused(str(err), title="Cannot write that") from None
                 # Compare-and-swap: if someone saved the file since we read it, start over.
                 now = self._raw()
                 if now != raw:
