@@ -20,6 +20,9 @@ from engine.session.steps import NoChange, apply
 from engine.timefmt import now_iso
 
 
+RESAY_AFTER = 60.0  # seconds before an unchanged reading or invariant line is journaled again
+
+
 def check_invariants(s, ledger: Ledger, *, acting: bool) -> bool:
     """Read metrics, evaluate every invariant; pause and end on a bad threshold."""
     readings: dict[str, tuple[float, bool, float]] = {}
@@ -32,7 +35,12 @@ def check_invariants(s, ledger: Ledger, *, acting: bool) -> bool:
             s.out.record("metric", f"{metric} unreadable: {err}", metric=metric, error=str(err))
             continue
         readings[metric] = (value, percent, time.time())
-        s.out.record("metric", f"{metric} = {value:g}{'%' if percent else ''}", metric=metric, value=value, percent=percent)
+        # Journal a reading when it changes, or once a minute: a session waiting on
+        # approvals reads every second, and the journal is for people to read.
+        last = s.metric_said.get(metric)
+        if last is None or last[0] != (value, percent) or time.monotonic() - last[1] >= RESAY_AFTER:
+            s.metric_said[metric] = ((value, percent), time.monotonic())
+            s.out.record("metric", f"{metric} = {value:g}{'%' if percent else ''}", metric=metric, value=value, percent=percent)
     s.metrics_at = time.monotonic()
     s.statuses = evaluate(ledger, lambda name: readings.get(name))
     parts = []
@@ -45,9 +53,10 @@ def check_invariants(s, ledger: Ledger, *, acting: bool) -> bool:
             shown = f"{inv.metric} {got[0]:g}{'%' if got[1] else ''}" if got else f"{inv.metric} unreadable"
             parts.append(f"{shown} {st.status}")
     text = "invariant check: " + (", ".join(parts) or "no invariants to check")
-    if acting or text != s.last_invariants:
+    if text != s.last_invariants or (acting and time.monotonic() - s.invariants_said_at >= RESAY_AFTER):
         s.out.say(text, kind="invariants", statuses=[{"text": s.text, "status": s.status, "value": s.value} for s in s.statuses])
         s.last_invariants = text
+        s.invariants_said_at = time.monotonic()
     bad = [s for s in s.statuses if s.kind == "metric" and s.status != "ok"]
     if not bad:
         return True

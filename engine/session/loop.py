@@ -77,6 +77,8 @@ class Session:
         self.statuses = []
         self.metrics_at = 0.0
         self.last_invariants = ""
+        self.invariants_said_at = 0.0
+        self.metric_said: dict[str, tuple[tuple[float, bool], float]] = {}
         self.said: set[tuple[str, str, str]] = set()
         self.t0 = time.monotonic()
 
