@@ -50,6 +50,17 @@ class JournalBase:
     def set_redact(self, patterns: list[str]) -> None:
         self.redactor = Redactor(patterns)
 
+    def follow(self, offset: int | None = None, poll: float = 0.2) -> Iterator[dict[str, Any]]:
+        """Yield records as they are appended (blocking; for `handoff journal --follow`),
+        over the backend's own `read(offset)` and `end_offset()`."""
+        if offset is None:
+            offset = self.end_offset()
+        while True:
+            records, offset = self.read(offset)
+            yield from records
+            if not records:
+                time.sleep(poll)
+
 
 class Journal(JournalBase):
     """Append and read one ledger's journal file."""
@@ -123,19 +134,6 @@ class Journal(JournalBase):
         if start > 0 and records:
             records = records[1:]  # the first may be a partial line
         return records[-n:]
-
-    def follow(self, offset: int | None = None, poll: float = 0.2) -> Iterator[dict[str, Any]]:
-        """Yield records as they are appended (blocking; for `handoff journal --follow`)."""
-        if offset is None:
-            try:
-                offset = os.path.getsize(self.path)
-            except FileNotFoundError:
-                offset = 0
-        while True:
-            records, offset = self.read(offset)
-            yield from records
-            if not records:
-                time.sleep(poll)
 
     def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         """Records about one target (scans the whole journal; history views only)."""

@@ -11,7 +11,6 @@ import hashlib
 import json
 import re
 import sys
-from typing import Any
 
 from engine.errors import Refused
 from engine.model import Target

@@ -26,14 +26,14 @@ def parse_iso(text: str | None) -> float | None:
 
 
 def age_text(seconds: float | None) -> str:
-    """`42s`, `5m`, `3h`, `2d` — how long ago, for people."""
+    """`42s`, `5m`, `3h`, `2d` — how long ago, for people (narrow columns too)."""
     if seconds is None:
         return "never"
     seconds = max(0.0, seconds)
-    if seconds < 90:
+    if seconds < 60:
         return f"{int(seconds)}s"
-    if seconds < 90 * 60:
+    if seconds < 3600:
         return f"{int(seconds // 60)}m"
-    if seconds < 36 * 3600:
+    if seconds < 86400:
         return f"{int(seconds // 3600)}h"
     return f"{int(seconds // 86400)}d"

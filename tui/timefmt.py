@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable
 
+from engine.timefmt import age_text
+
 Clock = Callable[[], datetime]
 
 
@@ -36,16 +38,8 @@ def parse_ts(value: str | None) -> datetime | None:
 
 def ago(seconds: float | None) -> str:
     """`42s`, `5m`, `3h`, `2d`: short ages for narrow columns; '' when unknown."""
-    if seconds is None:
-        return ""
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)}h"
-    return f"{int(seconds // 86400)}d"
+    return "" if seconds is None else age_text(seconds)
+
 
 
 def age_of(value: str | None, now: datetime) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from engine.errors import UsageError
 
 
-def _who(parser) -> None:
+def add_who(parser) -> None:
     parser.add_argument("--as", dest="actor", metavar="NAME", help="who is acting (default: the login user)")
 
 
@@ -23,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--strict", action="store_true", help="an unenforced invariant is a problem too")
     p.add_argument("--json", action="store_true")
     p.add_argument("--accept-removal", action="store_true", help="record that targets missing from the file were removed on purpose")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=cmd_check)
 
     p = sub.add_parser("status", help="the summary: counts, awaiting approvals, invariants, the handoff note")
@@ -36,20 +36,20 @@ def register(sub) -> None:
     p.add_argument("target")
     p.add_argument("--step", help="the step to approve (default: the one it awaits)")
     p.add_argument("--comment")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=cmd_approve)
 
     p = sub.add_parser("unapprove", help="withdraw an unused approval")
     p.add_argument("ledger")
     p.add_argument("target")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unapprove(a.target), f"approval on {a.target} withdrawn"))
 
     p = sub.add_parser("reject", help="reject a target's awaiting step (the target is blocked)")
     p.add_argument("ledger")
     p.add_argument("target")
     p.add_argument("--reason", required=True)
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.reject(a.target, _reason(a.reason)), f"{a.target} rejected and blocked"))
 
     p = sub.add_parser("note", help="print the handoff note, or set it")
@@ -57,18 +57,18 @@ def register(sub) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--set", dest="text", metavar="TEXT", help="the new note (`-` reads it from stdin)")
     group.add_argument("--edit", action="store_true", help="edit it in $EDITOR")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=cmd_note)
 
     p = sub.add_parser("pause", help="pause the ledger: no session starts a step")
     p.add_argument("ledger")
     p.add_argument("--reason", required=True)
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.pause(_reason(a.reason)), "ledger paused"))
 
     p = sub.add_parser("unpause", help="lift a pause")
     p.add_argument("ledger")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unpause(), "ledger unpaused"))
 
     p = sub.add_parser("retry", help="send a failed target back to the state its step started from")
@@ -76,14 +76,14 @@ def register(sub) -> None:
     p.add_argument("target")
     p.add_argument("--force", action="store_true", help="also after a failed irreversible step (needs --reason)")
     p.add_argument("--reason")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.retry(a.target, force=a.force, reason=a.reason), f"{a.target} queued for a retry"))
 
     p = sub.add_parser("block", help="block a target with a reason")
     p.add_argument("ledger")
     p.add_argument("target")
     p.add_argument("--reason", required=True)
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.block(a.target, _reason(a.reason)), f"{a.target} blocked"))
 
     p = sub.add_parser("unblock", help="put a blocked or failed target where it really is")
@@ -91,7 +91,7 @@ def register(sub) -> None:
     p.add_argument("target")
     p.add_argument("--to", required=True, metavar="STATE")
     p.add_argument("--reason", required=True)
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unblock(a.target, a.to, _reason(a.reason)), f"{a.target} is now {a.to}"))
 
     p = sub.add_parser("journal", help="print the journal (the audit trail)")

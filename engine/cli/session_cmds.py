@@ -11,11 +11,8 @@
 
 from __future__ import annotations
 
+from engine.cli.commands import add_who
 from engine.errors import UsageError
-
-
-def _who(parser) -> None:
-    parser.add_argument("--as", dest="actor", metavar="NAME", help="who is acting (default: the login user)")
 
 
 def register(sub) -> None:
@@ -28,12 +25,12 @@ def register(sub) -> None:
     p.add_argument("--handoff-at", type=float, metavar="F", help="hand off at this fraction of the budget (default 0.75)")
     p.add_argument("--wait", action="store_true", help="keep running while only approvals are missing, until the budget ends")
     p.add_argument("--json", action="store_true", help="print journal records (JSON lines) instead of text")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=cmd_resume)
 
     p = sub.add_parser("stop", help="ask the running session to hand off and exit")
     p.add_argument("ledger")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=cmd_stop)
 
     p = sub.add_parser("reconcile", help="resolve a drift or a block: record where a target really is")
@@ -43,7 +40,7 @@ def register(sub) -> None:
     group.add_argument("--accept-checkpoint", action="store_true", help="run the state's probe and record what it prints as the checkpoint")
     group.add_argument("--to", metavar="STATE", help="the state the target is really in")
     p.add_argument("--reason", required=True, help="why (goes to the journal)")
-    _who(p)
+    add_who(p)
     p.set_defaults(handler=cmd_reconcile)
 
 

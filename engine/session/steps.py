@@ -26,7 +26,7 @@ from engine.model import Evidence, InFlight, Ledger, Step
 from engine.ops import rendered_command
 from engine.render import describe
 from engine.session.planner import Action, next_action_text
-from engine.session.probes import probe_result, render_for, run_probe, step_env
+from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
 from engine.timefmt import now_iso
 

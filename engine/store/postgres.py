@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
+from typing import Any, AsyncIterator, Callable, TypeVar
 from urllib.parse import urldefrag
 
 from engine.codec import emit_document, parse_document
@@ -278,16 +278,6 @@ class PgJournal(JournalBase):
     def end_offset(self) -> int:
         tail = self.tail(1)
         return tail[-1]["seq"] if tail else 0
-
-    def follow(self, offset: int | None = None, poll: float = 0.5) -> Iterator[dict[str, Any]]:
-        if offset is None:
-            tail = self.tail(1)
-            offset = tail[-1]["seq"] if tail else 0
-        while True:
-            records, offset = self.read(offset)
-            yield from records
-            if not records:
-                time.sleep(poll)
 
     def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return list(reversed(self._select("AND record->>'target' = %s", (target,), "DESC", limit)))

@@ -10,7 +10,7 @@ import pytest
 
 from engine.codec import parse_document, strict
 from engine.codec.document import emit_document
-from engine.errors import Refused
+from engine.errors import LedgerInvalid, Refused
 from engine.store.file import FileStore
 from tests.conftest import ARTICLE
 
@@ -59,9 +59,9 @@ def test_the_store_refuses_text_yaml_cannot_hold(tmp_path):
 def test_fast_reader_leaves_surrogate_escapes_to_the_strict_loader(tmp_path):
     """A hand-written surrogate escape is an error for the strict loader, so the fast reader must not accept it."""
     text = ARTICLE.replace('db-19: {state: queued}', 'db-19: {state: queued, reason: "\\ud83d\\ude00"}')
-    with pytest.raises(Exception):
+    with pytest.raises(LedgerInvalid, match="x.yaml:"):
         strict.load(text, "x.yaml")
-    with pytest.raises(Exception):
+    with pytest.raises(LedgerInvalid, match="x.yaml:"):
         parse_document(text, "x.yaml")
 
 

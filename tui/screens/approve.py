@@ -21,7 +21,7 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from tui.text import clean, clean_line, one_line, safe
+from tui.text import clean, clean_line, safe
 from tui.timefmt import short_time
 from tui.widgets.invariants import SYMBOLS
 

@@ -24,7 +24,6 @@ from engine.model import BASE_STATES, SUMMARY_ORDER
 from tui.screens.approve import ApproveResult, ApproveScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
-from tui.screens.note_editor import NoteEditor
 from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean_line
 from tui.widgets.header import HeaderBar, HeaderInfo

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from rich.cells import cell_len, set_cell_size
