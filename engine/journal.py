@@ -16,6 +16,7 @@ import time
 from typing import Any, Iterator
 
 from engine.redact import Redactor
+from engine.store.sidecar import open_sidecar
 from engine.timefmt import now_iso
 
 SUFFIX = ".journal.jsonl"
@@ -71,7 +72,7 @@ class Journal(JournalBase):
         if self.read_only:
             return record
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o664)
+        fd = open_sidecar(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, ledger=self.path.removesuffix(SUFFIX))
         try:
             record["seq"] = os.lseek(fd, 0, os.SEEK_END)
             os.write(fd, line)

@@ -29,6 +29,7 @@ from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.cow import CowTargets, cow_ledger
+from engine.store.sidecar import open_sidecar
 from engine.store.convert import to_data, to_ledger, to_ledger_reusing
 
 T = TypeVar("T")
@@ -219,7 +220,7 @@ class FileStore:
         """Exclusive inter-process lock on the sidecar lock file."""
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o664)
+        fd = open_sidecar(self.lock_path, os.O_RDWR | os.O_CREAT, ledger=real_path(self.path))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield fd
