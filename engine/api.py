@@ -15,17 +15,17 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, TypeVar
 
 from engine import ops
 from engine.errors import LedgerInvalid, ReadOnly
-from engine.identity import hostname, os_user
+from engine.identity import os_user
 from engine.invariants import InvariantStatus, evaluate, journal_readings
-from engine.model import Approval, Ledger, Step
-from engine.render import approval_hash
+from engine.lease import LeaseState, lease_state
+from engine.model import Approval, Ledger
+from engine.ops import PendingCommand
 from engine.store import Snapshot, open_store
 
 T = TypeVar("T")
@@ -44,17 +44,6 @@ class LedgerBroken:
     """The ledger on disk changed and does not parse; the last good state still stands."""
 
     error: LedgerInvalid
-
-
-@dataclass
-class PendingCommand:
-    """What an approval would approve: the exact argv, bound to the checkpoint."""
-
-    step: Step
-    argv: list[str]
-    irreversible: bool
-    checkpoint: str | None
-    hash: str
 
 
 def _writable(path: str) -> str | None:
@@ -111,29 +100,26 @@ class LedgerHandle:
         """Each invariant's status now; metric values are the session's last readings."""
         return evaluate(ledger or self.load(), journal_readings(self.journal))
 
-    def pending_command(self, ledger: Ledger, target: str) -> PendingCommand:
-        step = ops.approval_step(ledger, target, None)
-        argv = ops.rendered_command(ledger, target, step, self.ledger_dir)
-        checkpoint = ledger.targets[target].checkpoint
-        hash_ = approval_hash(target, ledger.targets[target], step.run)
-        return PendingCommand(step, argv, not step.reversible, checkpoint, hash_)
+    def pending_command(self, ledger: Ledger, target: str, step: str | None = None) -> PendingCommand:
+        """What approving `target` (its awaiting step, or `step`) now would approve: its argv,
+        checkpoint and hash. Pass the hash back to `approve(expect_hash=...)`."""
+        return ops.pending_command(ledger, target, self.ledger_dir, step)
 
-    def session_state(self, ledger: Ledger | None = None):
-        from engine.session.lease import lease_state
-
+    def session_state(self, ledger: Ledger | None = None) -> LeaseState:
+        """Who holds the lease, and whether they are live (engine.lease's rules)."""
         ledger = ledger or self.load()
-        beat = self.store.heartbeat().current()
-        return lease_state(ledger.session, beat, now=time.time(), host=hostname())
+        return lease_state(ledger.session, self.store.heartbeat().current())
 
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
 
     # -- changing ----------------------------------------------------------------
 
-    def _change(self, fn: Callable[[Ledger], tuple[T, list[dict[str, Any]]]], *, accept_shrink: bool = False) -> T:
+    def _change(self, fn: Callable[[Ledger], tuple[T, list[dict[str, Any]]]], *, accept_shrink: bool = False,
+                accept_rollback: bool = False) -> T:
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
-        (result, records), revision = self.store.transact(fn, accept_shrink=accept_shrink)
+        (result, records), revision = self.store.transact(fn, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         if getattr(self.store, "saw_external_edit", False):
             self.journal.append(
                 "external_edit",
@@ -149,8 +135,12 @@ class LedgerHandle:
             self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
         return result
 
-    def approve(self, target: str, *, step: str | None = None, comment: str | None = None) -> Approval:
-        return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir))
+    def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
+                expect_hash: str | None = None) -> Approval:
+        """Approve `target`'s irreversible step. With `expect_hash` (what the approver was
+        shown), a changed command or checkpoint raises ApprovalChanged and records nothing."""
+        return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment,
+                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash))
 
     def unapprove(self, target: str) -> None:
         self._change(lambda l: (None, ops.unapprove(l, target, self.who)))
@@ -188,10 +178,25 @@ class LedgerHandle:
 
     def accept_removal(self) -> int:
         """Record that targets missing from the file were removed on purpose."""
-        def fn(ledger: Ledger):
-            return len(ledger.targets), [{"kind": "removal_accepted", "msg": f"target removal accepted by {self.who}; {len(ledger.targets)} targets remain"}]
+        return self.accept(removal=True)
 
-        return self._change(fn, accept_shrink=True)
+    def accept_rollback(self) -> int:
+        """Record that the file going back in time (a lower revision, a lost step, metric
+        or budget) is meant; the next engine write gets a revision above every earlier one."""
+        return self.accept(rollback=True)
+
+    def accept(self, *, removal: bool = False, rollback: bool = False) -> int:
+        """Accept what the file lost since the engine last wrote it; returns the new revision."""
+        snap = self.store.snapshot()
+        records = []
+        if removal:
+            gone = ", ".join(snap.missing) or "none"
+            records.append({"kind": "removal_accepted", "msg": f"target removal accepted by {self.who}; "
+                                                                f"{len(snap.ledger.targets)} targets remain (gone: {gone})"})
+        if rollback:
+            what = "; ".join(snap.rollback) or "nothing had gone back"
+            records.append({"kind": "rollback_accepted", "msg": f"rollback accepted by {self.who}: {what}"})
+        return self._change(lambda ledger: (ledger.revision, records), accept_shrink=removal, accept_rollback=rollback)
 
     def start_session(self, args: list[str] | None = None) -> int:
         """Start `handoff resume` as its own detached process (own session and process

@@ -83,6 +83,20 @@ class Conflict(Refused):
         self.theirs = theirs
 
 
+class ApprovalChanged(Conflict):
+    """What an approval would approve is no longer what the approver was shown.
+
+    `seen`: the hash the approver was shown; `now`: what is there now (an
+    `engine.ops.PendingCommand`, or None when nothing awaits any more)."""
+
+    title = "Changed since you looked"
+
+    def __init__(self, message: str, *, seen: str, now: object = None, **kw) -> None:
+        super().__init__(message, theirs=now, **kw)
+        self.seen = seen
+        self.now = now
+
+
 class ReadOnly(Refused):
     """A mutating call on a read-only view."""
 

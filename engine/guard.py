@@ -26,12 +26,13 @@ class Decision:
     needs_approval: bool = False
     approval: Approval | None = None
     hash: str | None = None
+    used: dict | None = None  # the journal's record of an earlier use of this approval
 
 
 def valid_approval(ledger: Ledger, name: str, step: Step) -> tuple[Approval | None, str]:
     """An unused approval of `step` on `name` that matches the command and checkpoint now."""
     target = ledger.targets[name]
-    digest = approval_hash(name, target, step.run)
+    digest = approval_hash(name, target, step)
     stale = None
     for approval in target.approvals:
         if approval.step != step.name or approval.used_at:
@@ -63,6 +64,10 @@ def check(
         return Decision(False, f"ledger paused by {ledger.paused.by or 'someone'}: {why}")
     if target.in_flight is not None:
         return Decision(False, f"{name} already has {target.in_flight.step} in flight")
+    if not step.reversible and (step.until or step.retries > 0):
+        return Decision(False, f"runbook step {step.name} is irreversible but has "
+                               f"{'`until`' if step.until else f'retries: {step.retries}'}: an irreversible step runs "
+                               "exactly once per approval; put the waiting in a following reversible step")
     position = ledger.position(name)
     if position != step.from_:
         return Decision(False, f"{name} is {position}; {step.name} runs only from {step.from_}")
@@ -82,7 +87,7 @@ def check(
             return Decision(False, f"invariant: {status.text} ({status.value})")
     if not step.reversible:
         approval, why = valid_approval(ledger, name, step)
-        digest = approval_hash(name, target, step.run)
+        digest = approval_hash(name, target, step)
         if approval is None:
             reason = f"{step.name} is irreversible and needs a human approval"
             if why:

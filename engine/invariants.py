@@ -233,3 +233,35 @@ def journal_readings(journal) -> MetricReader:
         return cache[name]
 
     return read
+
+
+_VOCAB = (
+    "never run do start execute perform a an any the on for against whose where with if its when state is not "
+    "isn't anything but other than only touch change work have more at most no concurrently once time in flight "
+    "parallel simultaneously touched pause whenever exceeds above over greater below under less percent"
+).split()
+_TEMPLATES = (
+    "never run STEP on a TARGET whose state != STATE",
+    "never touch more than N TARGETS concurrently",
+    "pause if METRIC > NUMBER",
+)
+
+
+def closest_form(text: str) -> str:
+    """The sentence the engine would understand that is closest to `text`: the same words
+    with misspelt ones corrected when that is enough, else the nearest general form."""
+    import difflib
+    import itertools
+
+    options = []
+    for word in text.split():
+        bare = word.lower().strip(".,")
+        if bare in _VOCAB or any(c.isdigit() for c in bare) or not bare.isalpha():
+            options.append([word])
+        else:
+            options.append([word, *difflib.get_close_matches(bare, _VOCAB, n=3, cutoff=0.7)])
+    for combo in itertools.islice(itertools.product(*options), 256):
+        candidate = " ".join(combo)
+        if parse(candidate).kind != "unenforced":
+            return candidate
+    return max(_TEMPLATES, key=lambda t: difflib.SequenceMatcher(None, text.lower(), t.lower()).ratio())

@@ -182,15 +182,21 @@ class Budget(Node):
 
 
 class SessionLease(Node):
-    """The lease of the agent session driving the ledger (heartbeat is a sidecar)."""
+    """The lease of whoever drives the ledger: a session, a Claude Code session or a
+    Temporal workflow (`runtime`). Its heartbeat lives beside the ledger, not in it.
+    `boot_id` and `pid_ns` say where `pid` can be checked (engine.lease)."""
 
     id: str
+    runtime: str | None = None  # session (default) | claude-code | temporal
     host: str | None = None
     pid: int | None = None
     pid_start: float | None = None
+    boot_id: str | None = None
+    pid_ns: str | None = None
     user: str | None = None
     started_at: str | None = None
     planner: str | None = None
+    allow_unenforced: bool | None = None  # started with --allow-unenforced
     stop_requested: bool = False
     stop_requested_by: str | None = None
 

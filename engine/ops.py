@@ -13,9 +13,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import Conflict, Refused
+from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.model import Approval, Ledger, Pause, Step, Target
-from engine.render import approval_hash, fields_for, render
+from engine.render import approval_hash, describe, fields_for, render
 from engine.timefmt import now_iso
 from engine.touched import is_touched
 
@@ -43,6 +43,30 @@ def _target(ledger: Ledger, name: str) -> Target:
 
 def _record(kind: str, msg: str, target: str | None = None, **fields: Any) -> dict[str, Any]:
     return {"kind": kind, "msg": msg, "target": target, **fields}
+
+
+def same_person(a: str | None, b: str | None) -> bool:
+    """Names compare trimmed and case-folded: `agent:s1 ` and `Agent:S1` are one actor."""
+    return a is not None and b is not None and a.strip().casefold() == b.strip().casefold()
+
+
+@dataclass
+class PendingCommand:
+    """What an approval of a target would approve: the exact argv, bound to the checkpoint."""
+
+    step: Step
+    argv: list[str]
+    irreversible: bool
+    checkpoint: str | None
+    hash: str
+
+
+def pending_command(ledger: Ledger, name: str, ledger_dir: str, step: str | None = None) -> PendingCommand:
+    """The command an approval of `name` (of its awaiting step, or `step`) would bind."""
+    the_step = approval_step(ledger, name, step)
+    argv = rendered_command(ledger, name, the_step, ledger_dir)
+    target = ledger.targets[name]
+    return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint, approval_hash(name, target, the_step))
 
 
 def rendered_command(ledger: Ledger, name: str, step: Step, ledger_dir: str, python: str | None = None) -> list[str]:
@@ -81,34 +105,58 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
     return step
 
 
-def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str) -> tuple[Approval, Records]:
-    """Record an approval bound to the exact command and checkpoint, and release the gate."""
+def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str,
+            expect_hash: str | None = None) -> tuple[Approval, Records]:
+    """Record an approval bound to the exact command and checkpoint, and release the gate.
+
+    `expect_hash`: the hash of the command the approver was shown; if what would be
+    approved now differs, nothing is recorded (ApprovalChanged shows what is there now)."""
     target = _target(ledger, name)
-    the_step = approval_step(ledger, name, step)
-    if ledger.approvers is not None and who.user not in ledger.approvers:
+    try:
+        pending = pending_command(ledger, name, ledger_dir, step)
+    except Refused as err:
+        if expect_hash is not None:
+            raise ApprovalChanged(f"{name} no longer waits on what you were shown: {err.message}; nothing was approved",
+                                  seen=expect_hash, now=None) from None
+        raise
+    the_step = pending.step
+    if expect_hash is not None and pending.hash != expect_hash:
+        raise ApprovalChanged(
+            f"{name}: what {the_step.name} would run changed since you looked (you saw hash {expect_hash}); "
+            f"now it would run {describe(pending.argv)} with checkpoint {pending.checkpoint or '-'} "
+            f"(hash {pending.hash}). Nothing was approved: look again, then approve what is there now",
+            seen=expect_hash, now=pending,
+        )
+    if ledger.approvers is not None and not any(same_person(who.user, a) for a in ledger.approvers):
         raise Refused(
             f"OS user {who.user!r} is not in this ledger's approvers ({', '.join(ledger.approvers) or 'none'})",
             title="Not an approver",
         )
-    if target.awaiting_by and target.awaiting_by in (who.name, who.user):
+    if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
         raise Refused(
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
             title="No self-approval",
         )
-    for existing in target.approvals:
-        if existing.step == the_step.name and not existing.used_at:
+    records: Records = []
+    for existing in list(target.approvals):
+        if existing.step != the_step.name or existing.used_at:
+            continue
+        if existing.hash == pending.hash:
             raise Refused(
                 f"{name} already holds an unused approval of {the_step.name} by {existing.by} at {existing.at}; "
                 "withdraw it first with `handoff unapprove`",
                 title="Already approved",
             )
-    argv = rendered_command(ledger, name, the_step, ledger_dir)
+        # It can never be used (the command or checkpoint changed since): this one replaces it.
+        target.approvals.remove(existing)
+        records.append(_record("unapproval", f"{name}: stale approval of {existing.step} by {existing.by} "
+                                             f"(hash {existing.hash}) replaced", name, step=existing.step, hash=existing.hash))
     approval = Approval(
         by=who.name,
         user=who.user,
         at=now_iso(),
         step=the_step.name,
-        hash=approval_hash(name, target, the_step.run),
+        hash=pending.hash,
         checkpoint=target.checkpoint,
         comment=comment or None,
     )
@@ -119,7 +167,9 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     target.next_action = f"{the_step.name} approved by {who.name}; the next session runs it"
     target.changed_at = approval.at
     msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "")
-    return approval, [_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment, argv=argv, checkpoint=target.checkpoint)]
+    records.append(_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment,
+                           argv=pending.argv, checkpoint=target.checkpoint))
+    return approval, records
 
 
 def unapprove(ledger: Ledger, name: str, who: Who) -> Records:

@@ -13,7 +13,7 @@ import re
 import sys
 
 from engine.errors import Refused
-from engine.model import Target
+from engine.model import Step, Target
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -58,18 +58,19 @@ def render(template: list[str], values: dict[str, str], *, what: str = "command"
     return [fill(str(arg)) for arg in template]
 
 
-def command_hash(argv: list[str], checkpoint: str | None) -> str:
-    """What an approval is bound to: the exact command and the checkpoint the approver saw."""
-    blob = json.dumps([argv, checkpoint or ""], ensure_ascii=False).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()[:16]
+def approval_hash(name: str, target: Target, step: Step) -> str:
+    """What an approval is bound to: everything that decides what the approved step does.
 
-
-def approval_hash(name: str, target: Target, step_run: list[str] | None) -> str:
-    """What an approval is bound to: the step's command for this target, with the
-    host's own paths (`{python}`, `{ledger_dir}`) left as placeholders so the same
-    approval holds whichever interpreter or path a session uses, plus the checkpoint."""
+    The step's command for this target (every value rendered in, but the host's own
+    paths `{python}` and `{ledger_dir}` left as placeholders, so the same approval holds
+    whichever interpreter or folder a session uses), its timeout, and the target's
+    checkpoint. An irreversible step has no `until` and no retries (the runbook is
+    refused otherwise), so nothing else changes what one approval lets happen."""
     values = fields_for(name, target, ledger_dir="{ledger_dir}", python="{python}")
-    return command_hash(render(step_run or [], values), target.checkpoint)
+    argv = render(step.run or [], values, what=f"step {step.name}")
+    blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or ""},
+                      ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def describe(argv: list[str]) -> str:

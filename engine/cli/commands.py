@@ -10,7 +10,7 @@ import sys
 import tempfile
 from typing import Any
 
-from engine.errors import UsageError
+from engine.errors import HandoffError, UsageError
 
 
 def add_who(parser) -> None:
@@ -23,6 +23,8 @@ def register(sub) -> None:
     p.add_argument("--strict", action="store_true", help="an unenforced invariant is a problem too")
     p.add_argument("--json", action="store_true")
     p.add_argument("--accept-removal", action="store_true", help="record that targets missing from the file were removed on purpose")
+    p.add_argument("--accept-rollback", action="store_true",
+                   help="record that the file going back in time (lower revision, lost step, metric or budget) is meant")
     add_who(p)
     p.set_defaults(handler=cmd_check)
 
@@ -31,13 +33,15 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_status)
 
-    p = sub.add_parser("approve", help="approve a target's irreversible step")
+    p = sub.add_parser("approve", help="approve a target's irreversible step: exactly the command shown, once")
     p.add_argument("ledger")
     p.add_argument("target")
     p.add_argument("--step", help="the step to approve (default: the one it awaits)")
     p.add_argument("--comment")
+    p.add_argument("--expect-hash", metavar="H", help="approve only if the command still has this hash (from `status --json`)")
+    p.add_argument("--yes", action="store_true", help="on a terminal, do not ask for the target's name")
     add_who(p)
-    p.set_defaults(handler=cmd_approve)
+    p.set_defaults(handler=lambda a: _approve(a))
 
     p = sub.add_parser("unapprove", help="withdraw an unused approval")
     p.add_argument("ledger")
@@ -125,14 +129,10 @@ def _simple(args, action, done: str) -> int:
     return 0
 
 
-def cmd_approve(args) -> int:
-    from engine.textsafe import visible
+def _approve(args) -> int:
+    from engine.cli.approve_cmd import cmd_approve
 
-    handle = _open(args)
-    approval = handle.approve(args.target, step=args.step, comment=args.comment)
-    print(visible(f"{args.target}: {approval.step} approved by {approval.by} ({approval.user}) at {approval.at}; "
-                  f"bound to command hash {approval.hash} and checkpoint {approval.checkpoint or '-'}"))
-    return 0
+    return cmd_approve(args)
 
 
 # -- status ----------------------------------------------------------------------
@@ -147,11 +147,17 @@ def status_data(handle, ledger) -> dict[str, Any]:
     """The JSON shape of `handoff status --json`."""
     from engine.touched import touched
 
-    awaiting = [
-        {"target": name, "step": t.awaiting, "by": t.awaiting_by, "since": t.awaiting_since}
-        for name, t in ledger.targets.items()
-        if t.state == "awaiting_approval"
-    ]
+    awaiting = []
+    for name, t in ledger.targets.items():
+        if t.state != "awaiting_approval":
+            continue
+        item: dict[str, Any] = {"target": name, "step": t.awaiting, "by": t.awaiting_by, "since": t.awaiting_since}
+        try:
+            pending = handle.pending_command(ledger, name)
+            item.update(argv=pending.argv, checkpoint=pending.checkpoint, hash=pending.hash)
+        except HandoffError as err:  # a runbook that cannot render it: say why instead
+            item.update(argv=None, checkpoint=t.checkpoint, hash=None, problem=err.message)
+        awaiting.append(item)
     return {
         "task": ledger.task,
         "revision": ledger.revision,
@@ -227,11 +233,35 @@ def problems(ledger) -> list[str]:
     return out
 
 
+def stale_approvals(ledger) -> list[str]:
+    """Unused approvals that no longer match what their step would run (given before the
+    command, its timeout or the checkpoint changed, or under an older binding): they will
+    never be used, and the step will ask again."""
+    from engine.render import approval_hash
+
+    out = []
+    for name, t in ledger.targets.items():
+        for a in t.approvals:
+            step = ledger.step(a.step)
+            if a.used_at or step is None or step.reversible or not step.run:
+                continue
+            try:
+                current = approval_hash(name, t, step)
+            except HandoffError:
+                continue
+            if a.hash != current:
+                out.append(f"{name}: the approval of {a.step} by {a.by} at {a.at} no longer matches what would run "
+                           f"(hash {a.hash}, now {current}); approve it again")
+    return out
+
+
 def cmd_check(args) -> int:
-    handle = _open(args, read_only=not args.accept_removal)
-    if args.accept_removal:
-        remaining = handle.accept_removal()
-        print(f"removal accepted; {remaining} targets remain")
+    accepting = args.accept_removal or args.accept_rollback
+    handle = _open(args, read_only=not accepting)
+    if accepting:
+        handle.accept(removal=args.accept_removal, rollback=args.accept_rollback)
+        done = [w for w, on in (("removal", args.accept_removal), ("rollback", args.accept_rollback)) if on]
+        print(f"{' and '.join(done)} accepted (journaled); {len(handle.load().targets)} targets remain")
     snap = handle.snapshot()
     ledger = snap.ledger
     statuses = handle.invariants(ledger)
@@ -252,6 +282,8 @@ def cmd_check(args) -> int:
         if not args.strict:
             for line in unenforced:
                 print(visible(f"{args.ledger}: warning: {line}"))
+        for line in stale_approvals(ledger):
+            print(visible(f"{args.ledger}: warning: {line}"))
         if not found:
             print(visible(f"{args.ledger}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))
     return 1 if found else 0

@@ -12,6 +12,8 @@ def register(sub) -> None:
     p = sub.add_parser("import", help="copy a YAML ledger into PostgreSQL (postgresql://host/db#name)")
     p.add_argument("file")
     p.add_argument("url")
+    p.add_argument("--replace", action="store_true",
+                   help="replace a ledger already there (refused while a session holds it; its revision never goes back)")
     p.set_defaults(handler=cmd_import)
     p = sub.add_parser("export", help="print a PostgreSQL ledger as YAML")
     p.add_argument("url")
@@ -35,7 +37,7 @@ def cmd_import(args) -> int:
     source.snapshot()  # validates, with file:line:col on a bad file
     with open(args.file, "rb") as fh:
         text = decode(fh.read(), args.file)
-    revision = store.import_text(text)
+    revision = store.import_text(text, replace=args.replace)
     print(f"imported {args.file} as {store.name!r} (revision {revision})")
     return 0
 

@@ -25,6 +25,8 @@ def register(sub) -> None:
     p.add_argument("--handoff-at", type=float, metavar="F", help="hand off at this fraction of the budget (default 0.75)")
     p.add_argument("--wait", action="store_true", help="keep running while only approvals are missing, until the budget ends")
     p.add_argument("--json", action="store_true", help="print journal records (JSON lines) instead of text")
+    p.add_argument("--allow-unenforced", action="store_true",
+                   help="run even though some invariants are not understood (journaled; they are NOT enforced)")
     add_who(p)
     p.set_defaults(handler=cmd_resume)
 
@@ -50,6 +52,7 @@ def cmd_resume(args) -> int:
     return resume(Options(
         ledger=args.ledger, dry_run=args.dry_run, planner=args.planner, max_steps=args.max_steps,
         max_minutes=args.max_minutes, handoff_at=args.handoff_at, wait=args.wait, actor=args.actor, json=args.json,
+        allow_unenforced=args.allow_unenforced,
     ))
 
 

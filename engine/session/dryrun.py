@@ -31,9 +31,9 @@ def make_shadow(path: str) -> str:
     except OSError as err:
         raise LedgerInvalid(f"cannot be read: {err.strerror}", path=path) from None
     shadow = shadow_path(path)
-    # The shadow's lock file records its last engine write; a fresh copy is a new start.
+    # The shadow's record of its last engine write: a fresh copy is a new start.
     try:
-        os.unlink(shadow + ".lock")
+        os.unlink(shadow + ".last-write.json")
     except FileNotFoundError:
         pass  # first dry run: nothing to forget
     atomic_write(shadow, raw)

@@ -27,13 +27,16 @@ from engine.identity import hostname, os_user
 from engine.invariants import parse_all
 from engine.model import Ledger
 from engine.render import describe
-from engine.session import gates, leasing
+from engine import leasing
+from engine.session import gates
 from engine.session.dryrun import make_shadow
 from engine.session.handoff_note import generate, rules_in
-from engine.session.lease import HeartbeatThread, new_session_id
+from engine.lease import HeartbeatThread, new_session_id
+from engine.session.preflight import preflight
+from engine.store.filelock import lock_timeout
 from engine.session.out import Out
 from engine.session.planner import get_planner, touch_limit
-from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
+from engine.session.reconcile import reconcile_in_flight, settle_used_approval, verify_checkpoints
 
 from engine.session.gates import without_reversible_runs
 from engine.session.steps import Intent, apply, run_intent, write_intent
@@ -55,6 +58,7 @@ class Options:
     wait: bool = False
     actor: str | None = None
     json: bool = False
+    allow_unenforced: bool = False
     poll: float = 0.5
     stream: TextIO | None = None
 
@@ -80,6 +84,8 @@ class Session:
         self.invariants_said_at = 0.0
         self.metric_said: dict[str, tuple[tuple[float, bool], float]] = {}
         self.said: set[tuple[str, str, str]] = set()
+        self.beat: HeartbeatThread | None = None
+        self.lock_wait: tuple[str, float] | None = None  # (holder, when) while waiting on the ledger's lock
         self.t0 = time.monotonic()
 
     # -- set-up and tear-down --------------------------------------------------------
@@ -87,24 +93,36 @@ class Session:
     def run(self) -> int:
         planner = get_planner(self.opts.planner)
         self._check_flags()
+        real = open_ledger(self.opts.ledger, actor=self.opts.actor)
+        if real.read_only:
+            raise UsageError(f"cannot drive this ledger: {real.read_only_reason}")
+        refusal = preflight(real.load(), allow_unenforced=self.opts.allow_unenforced)
+        if refusal:
+            # A refused session changes nothing: one journal record, and the reason.
+            real.journal.append("session_refused", f"session refused to start: {refusal}", actor=self.identity,
+                                user=os_user())
+            raise UsageError(f"{self.opts.ledger}: the session cannot start: {refusal}", title="Cannot proceed")
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
-        self.handle = open_ledger(location, actor=self.opts.actor)
-        if self.handle.read_only:
-            raise UsageError(f"cannot drive this ledger: {self.handle.read_only_reason}")
+        self.handle = open_ledger(location, actor=self.opts.actor) if self.dry_run else real
         self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location
         self.out = Out(self.handle.journal, self.identity, json_mode=self.opts.json, stream=self.opts.stream,
                        session=self.sid, user=os_user())
-        previous, rev = leasing.acquire(self.store, location, session_id=self.sid, user=self.handle.actor,
-                                        planner=planner.name, now=time.time())
+        lease = leasing.session_lease(self.sid, user=self.handle.actor, planner=planner.name,
+                                      allow_unenforced=True if self.opts.allow_unenforced else None)
+        previous, rev = leasing.acquire(self.store, location, lease)
         self.planner = planner
-        beat = HeartbeatThread(leasing.heartbeat_of(self.store), self.sid, state_fn=self._beat)
+        self.beat = beat = HeartbeatThread(self.store.heartbeat(), self.sid, state_fn=self._beat)
         beat.start()
+        self.store.on_lock_wait = self._lock_wait
         restore = self._signals()
         try:
             self._limits(self.store.read())
             self.out.say(f"session {self.sid} started by {self.handle.who} on {self.host} (planner {planner.name}"
                          f"{', DRY RUN on ' + os.path.basename(location) if self.dry_run else ''}; budget {self._budget_text()})",
                          kind="session_start", rev=rev, planner=planner.name, dry_run=self.dry_run or None)
+            if self.opts.allow_unenforced:
+                self.out.say("started with --allow-unenforced: invariants the engine does not understand are NOT enforced",
+                             kind="warning", allow_unenforced=True)
             if previous.status in ("dead", "stale"):
                 self.out.say(f"took over the lease: {previous.detail}", kind="lease_takeover", previous=previous.holder)
                 self.page("lease_takeover", f"session {self.sid} took over from {previous.detail}")
@@ -119,7 +137,6 @@ class Session:
             self._join_workers()
             beat.stop()
             released = leasing.release(self.store, self.sid)
-            beat.heartbeat.remove() if released is not None else None
             self.out.say(f"session {self.sid} ended (exit {self.code})" + ("" if released is not None else "; the lease was no longer ours"),
                          kind="session_end", rev=released, exit_code=self.code)
         return self.code
@@ -151,8 +168,16 @@ class Session:
         return used
 
     def _beat(self) -> dict:
-        return {"budget_used": round(self.budget_used(), 3), "phase": "ending" if self.ending else "running",
+        phase = "ending" if self.ending else "running"
+        if self.lock_wait is not None and time.monotonic() - self.lock_wait[1] < 2 * lock_timeout():
+            phase = f"waiting for lock held by {self.lock_wait[0]}"
+        return {"budget_used": round(self.budget_used(), 3), "phase": phase,
                 "detail": f"{len(self.workers)} running, {self.steps_used} steps"}
+
+    def _lock_wait(self, holder: str) -> bool:
+        """The ledger's lock is held too long by someone else: keep waiting, and say so."""
+        self.lock_wait = (holder, time.monotonic())
+        return True
 
     def _signals(self):
         if threading.current_thread() is not threading.main_thread():
@@ -173,10 +198,7 @@ class Session:
         self._read_note(ledger)
         for inv in parse_all(ledger):
             if inv.kind == "unenforced":
-                self.out.say(f"invariant NOT enforced: {inv.text} ({inv.problem})", kind="warning")
-            elif inv.kind == "metric" and inv.metric not in ledger.metrics:
-                raise UsageError(f"the pause threshold {inv.text!r} reads {inv.metric}, which has no source: "
-                                 f"add metrics.{inv.metric}.run to the ledger")
+                self.out.say(f"invariant NOT enforced (--allow-unenforced): {inv.text} ({inv.problem})", kind="warning")
         if ledger.paused is not None:
             self.out.say(f"ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
                          "nothing will run until `handoff unpause`", kind="paused")
@@ -227,7 +249,10 @@ class Session:
         """Operator control and the budget, checked every iteration."""
         if self.ending:
             return
-        if ledger.session.stop_requested:
+        silent = self.beat.can_act() if self.beat is not None else None
+        if silent:
+            self.ending = f"this session {silent}; it starts nothing new"
+        elif ledger.session.stop_requested:
             self.ending = f"stop requested by {ledger.session.stop_requested_by or 'someone'}"
         elif ledger.paused is not None:
             self.ending = f"ledger paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}"
@@ -280,6 +305,10 @@ class Session:
                     self._start(intent)
                     started += 1
                     ledger, view = self.store.read(), None
+                elif intent.used is not None:
+                    settle_used_approval(self, name, step, intent.approval, intent.used)
+                    gated += 1
+                    ledger, view = self.store.read(), None
             elif decision.needs_approval:
                 view = view or without_reversible_runs(ledger)
                 if self.planner.should_ask(view, action) and self._gate(action, argv, decision):
@@ -327,8 +356,12 @@ class Session:
             kind = f"irreversible, approved by {intent.decision.approval.by} at {intent.decision.approval.at}"
         argv = intent.check_argv if self.dry_run else intent.argv
         shown = describe(argv) if argv else "(no check form)"
+        used = intent.decision.approval if not step.reversible else None
+        # Journaled (fsynced) before the step can start: the second witness of the approval's use.
         self.out.say(f"{intent.target}: starting {step.name} ({kind})" + (f" [dry run: {shown}]" if self.dry_run else ""),
-                     target=intent.target, kind="step_start", rev=intent.rev, step=step.name, argv=argv, token=intent.token)
+                     target=intent.target, kind="step_start", rev=intent.rev, step=step.name, argv=argv, token=intent.token,
+                     approval_hash=used.hash if used else None, approval_by=used.by if used else None,
+                     approval_at=used.at if used else None)
         self.steps_used += 1
         thread = threading.Thread(target=self._worker, args=(intent,), name=f"step-{intent.target}", daemon=True)
         self.workers[intent.target] = thread

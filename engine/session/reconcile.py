@@ -24,7 +24,8 @@ from engine.model import Ledger
 from engine.render import describe
 from engine.session.planner import next_action_text
 from engine.session.probes import find_step_processes, run_probe
-from engine.session.runner import TERM_GRACE, pid_alive, wait_for_pid
+from engine.procs import pid_alive, wait_for_pid
+from engine.session.runner import TERM_GRACE
 from engine.session.steps import NoChange, apply
 from engine.timefmt import now_iso, parse_iso
 from engine.touched import is_touched
@@ -149,6 +150,52 @@ def _settle(s, name: str, inflight) -> None:
     _block(s, name, inflight, f"ledger says irreversible {step.name} was in flight ({who}, started {inflight.started_at}) "
                               f"and never recorded; its verify {describe(probe.argv)} said {probe.said()}. It may have "
                               "half-happened: check the real system, then `handoff reconcile`")
+
+
+def settle_used_approval(s, name: str, step, approval, used: dict) -> None:
+    """The ledger offers an approval the journal says was already used: the file went
+    back in time (a restored copy) and the step may well have run. Never run it again:
+    mark the approval used, then let the step's verify prove the outcome, or block."""
+    s.out.say(f"{name}: the journal shows {step.name} already started under the approval by {approval.by} "
+              f"(at {used.get('ts')}); it is never run twice: checking what happened", target=name, kind="reconcile",
+              step=step.name)
+    ledger = s.store.read()
+    probe = run_probe(ledger, name, step, s.ledger_dir) if step.verify else None
+    now = now_iso()
+
+    def fn(ledger: Ledger):
+        t = ledger.targets.get(name)
+        if t is None or t.in_flight is not None:
+            raise NoChange()
+        for a in t.approvals:
+            if a.hash == approval.hash and a.at == approval.at and a.by == approval.by:
+                a.used_at, a.used_by = a.used_at or used.get("ts"), a.used_by or used.get("actor")
+        t.touched_at = t.touched_at or now
+        t.changed_at = now
+        if probe is not None and probe.ok:
+            t.state, t.reason, t.checkpoint, t.verified_at = step.to, None, probe.value, now
+            t.last_action = f"{step.name} proved by its verify (it had already run under this approval): {probe.value}"
+            t.next_action = next_action_text(ledger, name)
+            if t.state == "done":
+                t.touched_at = None
+            return None
+        said = f"its verify {describe(probe.argv)} said {probe.said()}" if probe is not None else "it has no verify probe"
+        t.state = "blocked"
+        t.reason = (f"the journal shows irreversible {step.name} already started under the approval by {approval.by} "
+                    f"(at {used.get('ts')}), but the ledger said it had not ({said}); the file may be an old copy. "
+                    "Check the real system, then `handoff reconcile`")
+        t.next_action = "check the real system, then `handoff reconcile`"
+        return t.reason
+
+    problem, rev = apply(s.store, fn, s.txn_lock)
+    if rev is None:
+        return
+    if problem is None:
+        s.out.say(f"{name}: {step.name} had run; its verify proves it ({probe.value}). ledger updated: {name}.state = {step.to}",
+                  target=name, kind="transition", rev=rev, step=step.name, to=step.to, checkpoint=probe.value)
+        return
+    s.out.say(f"{name}: DISCREPANCY: {problem}. ledger updated: {name}.state = blocked", target=name, kind="discrepancy", rev=rev)
+    s.page("blocked", f"{name}: blocked: {problem}")
 
 
 def _block(s, name: str, inflight, reason: str) -> None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
+from engine.procs import group_alive, kill_group
+
 # The whole output is kept up to this size (its end, which is where a probe's answer is).
 STDOUT_CAP = 64 * 1024
 # How long SIGTERM gets before SIGKILL, as the brief and most service managers do.
@@ -33,7 +35,6 @@ TERM_GRACE = 2.0
 # After the step's own process exits, a background child may still hold the pipe open;
 # read what it writes for this long, then stop instead of hanging on it.
 PIPE_GRACE = 0.5
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def utc_now() -> str:
@@ -76,23 +77,28 @@ def _spawn_failure(argv: list[str], error: OSError, started_at: str, t0: float) 
     return StepResult(list(argv), code, time.monotonic() - t0, False, text, text, started_at, 0, 0)
 
 
+Launch = Callable[[Callable[[], subprocess.Popen]], subprocess.Popen]
+"""A wrapper around the spawn: called with a function that starts the process, it
+returns the started process or raises to start nothing (a session fences its steps
+with it: the spawn happens under the ledger's lock, after re-checking the lease)."""
+
+
 def run_step(
     argv: list[str],
     *,
     timeout: float | None,
     cwd: str | None = None,
     env: dict | None = None,
-    on_start: Callable[[int, int], None] | None = None,
+    launch: Launch | None = None,
     tail_bytes: int = 4000,
 ) -> StepResult:
     """Run `argv` (no shell) in a new process group and return what happened.
 
     stdout and stderr are merged; `stdout` keeps the last ~64 KB of it, `output_tail`
     the last `tail_bytes`, both decoded as UTF-8 with replacement. `env`, when given,
-    is the child's whole environment. `on_start(pid, pgid)` runs right after the spawn
-    so the caller can record them as write-ahead intent; if it raises, the step's
-    process group is killed (a step nobody recorded must not keep running) and the
-    error propagates. On timeout the group gets SIGTERM, then SIGKILL after ~2 s.
+    is the child's whole environment. `launch`, when given, does the spawning (see
+    `Launch`); whatever it raises propagates and nothing was started. On timeout the
+    group gets SIGTERM, then SIGKILL after ~2 s.
     A program that does not exist gives exit_code 127, never an exception.
     """
     if isinstance(argv, (str, bytes)):
@@ -103,8 +109,9 @@ def run_step(
     argv = [str(a) for a in argv]
     started_at = utc_now()
     t0 = time.monotonic()
-    try:
-        proc = subprocess.Popen(
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(
             argv,
             start_new_session=True,
             stdin=subprocess.DEVNULL,
@@ -113,18 +120,16 @@ def run_step(
             cwd=cwd,
             env=env,
         )
+
+    try:
+        proc = launch(start) if launch is not None else start()
     except OSError as error:
         return _spawn_failure(argv, error, started_at, t0)
+    pgid = proc.pid  # start_new_session: the child leads its own group
     try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        pgid = proc.pid  # already gone and reaped; with a new session pgid == pid
-    try:
-        if on_start is not None:
-            on_start(proc.pid, pgid)
         buf, timed_out = _collect(proc, pgid, timeout, t0)
     except BaseException:
-        _kill_group(pgid, signal.SIGKILL)
+        kill_group(pgid, signal.SIGKILL)
         proc.wait()
         proc.stdout.close()
         raise
@@ -166,12 +171,12 @@ def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float
                 exited_at = now
             if deadline is not None and not timed_out and exited_at is None and now >= deadline:
                 timed_out, term_at = True, now
-                _kill_group(pgid, signal.SIGTERM)
+                kill_group(pgid, signal.SIGTERM)
             if term_at is not None:
-                if exited_at is not None and not _group_alive(pgid):
+                if exited_at is not None and not group_alive(pgid):
                     term_at = None  # everybody left after SIGTERM: nothing to escalate
                 elif now - term_at >= TERM_GRACE:
-                    _kill_group(pgid, signal.SIGKILL)
+                    kill_group(pgid, signal.SIGKILL)
                     term_at = None
             if exited_at is not None and term_at is None:
                 if not open_pipe:
@@ -198,104 +203,6 @@ def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float
         sel.close()
         proc.stdout.close()
     return buf, timed_out
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone (or was never ours): nothing left to signal
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process is in group `pgid`."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        # No /proc: fall back to the kernel's answer, which counts zombies as members.
-        try:
-            os.killpg(pgid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        fields = _stat_fields(int(entry))
-        # fields[0] is the state (stat field 3), fields[2] the pgrp (field 5).
-        if fields and fields[0] != "Z" and fields[2] == str(pgid):
-            return True
-    return False
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat from field 3 (state) on; None if the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode("ascii", errors="replace")
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses; it ends at the last ')'.
-    end = raw.rfind(")")
-    if end < 0:
-        return None
-    return raw[end + 1 :].split()
-
-
-def process_start_time(pid: int) -> float | None:
-    """When `pid` started, in seconds since boot (/proc/<pid>/stat field 22); None if gone."""
-    fields = _stat_fields(pid)
-    if not fields or len(fields) < 20:
-        return None
-    try:
-        return int(fields[19]) / _CLK_TCK  # field 22 is index 19 counted from field 3
-    except ValueError:
-        return None
-
-
-def pid_alive(pid: int, start_time: float | None = None) -> bool:
-    """True if `pid` runs (zombies do not count) and, when `start_time` is given,
-    it is still the process that started then, not a later one that got the pid."""
-    if not pid or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    fields = _stat_fields(pid)
-    if fields is None:
-        if os.path.isdir("/proc/self"):
-            return False  # it exited between kill(0) and reading /proc
-        return start_time is None  # no /proc at all: the start time cannot be checked
-    if fields[0] == "Z":
-        return False
-    if start_time is not None:
-        actual = process_start_time(pid)
-        # Start times are whole clock ticks; half a tick absorbs float round-trips.
-        if actual is None or abs(actual - float(start_time)) > 0.5 / _CLK_TCK:
-            return False
-    return True
-
-
-def wait_for_pid(pid: int, pgid: int | None, timeout: float) -> bool:
-    """Wait up to `timeout` seconds for a process we did not start (a step left
-    by a dead session) and, if `pgid` is given, its whole group, to be gone.
-
-    Such a process is not our child, so waitpid cannot be used: /proc and kill(0)
-    are polled instead. Returns True when gone, False on timeout.
-    """
-    deadline = time.monotonic() + max(0.0, timeout)
-    while True:
-        gone = not pid_alive(pid) and (pgid is None or not _group_alive(pgid))
-        if gone:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
 
 
 # -- readings and `until` ----------------------------------------------------------
@@ -368,7 +275,7 @@ def run_until(
     step_timeout: float | None = None,
     cwd: str | None = None,
     env: dict | None = None,
-    on_start: Callable[[int, int], None] | None = None,
+    launch: Launch | None = None,
     should_stop: Callable[[], bool] | None = None,
     tail_bytes: int = 4000,
 ) -> tuple[StepResult, bool, float | None]:
@@ -404,7 +311,7 @@ def run_until(
             timeout=step_timeout if step_timeout is not None else timeout,
             cwd=cwd,
             env=env,
-            on_start=on_start,
+            launch=launch,
             tail_bytes=tail_bytes,
         )
         if not result.ok:

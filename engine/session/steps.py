@@ -3,10 +3,15 @@
 1. `write_intent` (session thread): inside one store transaction, re-check the guard
    on the freshest ledger, then set `in_flight` (with a token also put in the step's
    environment), `touched_at` for an irreversible step, and mark the approval used.
+   The journal is the second witness: an approval whose use it already records never
+   authorises another run, whatever the ledger says (an old copy of the file).
    The transaction is fsynced before anything runs.
-2. `run_intent` (a worker thread): run the argv in its own process group; its pid and
-   pgid reach `in_flight` from `on_start`, before the step can do much. Reversible
-   steps retry; `until` steps poll. The output tail goes to the journal.
+2. `run_intent` (a worker thread): every spawn (each attempt, each poll) is fenced:
+   under the ledger's lock the session re-reads the ledger and confirms it still holds
+   the lease and the target's intent token is this one, spawns, and records the pid
+   before letting go. Otherwise nothing starts and the session ends as for a stop
+   request. Reversible steps retry; `until` steps poll. The output tail goes to the
+   journal.
 3. Record, in one transaction: evidence, new state, the checkpoint from the step's
    `verify`, last/next action, changed_at, and `in_flight` cleared, but only if the
    intent is still ours (a human's `handoff reconcile` in between wins).
@@ -21,7 +26,6 @@ from typing import Any, Callable
 
 from engine import guard
 from engine.guard import Decision
-from engine.errors import HandoffError
 from engine.model import Evidence, InFlight, Ledger, Step
 from engine.ops import rendered_command
 from engine.render import describe
@@ -29,6 +33,10 @@ from engine.session.planner import Action, next_action_text
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
 from engine.timefmt import now_iso
+
+
+class Fenced(Exception):
+    """A step's process was not started: this session may no longer act on that target."""
 
 
 class NoChange(Exception):
@@ -82,6 +90,12 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
         decision = guard.check(ledger, name, fresh, statuses=statuses)
         if not decision.allowed:
             raise NoChange(decision)
+        if not fresh.reversible:
+            used = used_before(s.handle.journal, name, decision.approval)
+            if used is not None:
+                raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
+                                               f"already used (journal: {step.name} started at {used.get('ts')})",
+                                        approval=decision.approval, used=used))
         target, now = ledger.targets[name], now_iso()
         target.in_flight = InFlight(step=step.name, session=s.sid, host=s.host, started_at=now, attempt=1, token=token)
         if not step.reversible:
@@ -100,6 +114,12 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
     return Intent(name, step, argv, check, token, decision, rev)
 
 
+def used_before(journal, name: str, approval) -> dict | None:
+    """The journal's record of a step started under `approval`, if there is one."""
+    return journal.last_of("step_start", target=name, approval_hash=approval.hash, approval_by=approval.by,
+                           approval_at=approval.at)
+
+
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no output"
@@ -114,13 +134,13 @@ class Outcome:
     why: str = ""
 
 
-def _run_once(s, it: Intent, argv: list[str], on_start) -> Outcome:
+def _run_once(s, it: Intent, argv: list[str], launch) -> Outcome:
     step = it.step
     env = step_env(it.token)
     if step.until and not s.dry_run:
         result, reached, value = run_until(
             argv, step.until, interval=step.interval or 1.0, timeout=step.timeout or 600.0,
-            cwd=s.ledger_dir, env=env, on_start=on_start, should_stop=lambda: s.ending is not None,
+            cwd=s.ledger_dir, env=env, launch=launch, should_stop=lambda: s.ending is not None,
         )
         if reached:
             return Outcome(result, True, value=value)
@@ -134,7 +154,7 @@ def _run_once(s, it: Intent, argv: list[str], on_start) -> Outcome:
                 return Outcome(result, False, why=str(err))
             return Outcome(result, False, stopped=True, value=value)
         return Outcome(result, False, value=value, why=_why(result))
-    result = run_step(argv, timeout=step.timeout, cwd=s.ledger_dir, env=env, on_start=on_start)
+    result = run_step(argv, timeout=step.timeout, cwd=s.ledger_dir, env=env, launch=launch)
     return Outcome(result, result.ok, why="" if result.ok else _why(result))
 
 
@@ -144,37 +164,65 @@ def _why(result: StepResult) -> str:
     return f"exit {result.exit_code}: {_last_line(result.output_tail)}"
 
 
+def fenced_launch(s, it: Intent):
+    """The `launch` of every spawn of this intent's step (see the module's point 2)."""
+    name = it.target
+
+    def check(ledger: Ledger) -> None:
+        if ledger.session is None or ledger.session.id != s.sid:
+            holder = ledger.session.id if ledger.session else "nobody"
+            raise Fenced(f"this session no longer holds the lease (it is {holder}'s now)")
+        t = ledger.targets.get(name)
+        if t is None or t.in_flight is None or t.in_flight.token != it.token:
+            now = "gone" if t is None else f"{t.state}, " + (f"{t.in_flight.step} in flight for another" if t.in_flight else "nothing in flight")
+            raise Fenced(f"the ledger no longer holds this session's intent on {name} ({now})")
+        why = s.beat.can_act() if s.beat is not None else None
+        if why:
+            raise Fenced(f"this session {why}")
+
+    def record(ledger: Ledger, proc) -> None:
+        t = ledger.targets.get(name)
+        if t is None or t.in_flight is None or t.in_flight.token != it.token:
+            raise NoChange()
+        t.in_flight.pid = t.in_flight.pgid = proc.pid
+
+    def launch(start):
+        with s.txn_lock:
+            proc, err = s.store.fence(check, start, record)
+        if err is not None and not isinstance(err, NoChange):
+            # The intent (with its token) is already on disk, which is how a later
+            # session finds this process; killing a step that has just started (maybe
+            # an irreversible one) because a pid could not be noted would be worse.
+            s.out.say(f"{name}: could not record the pid of {it.step.name} ({err}); the step goes on", target=name, kind="warning")
+        return proc
+
+    return launch
+
+
 def run_intent(s, it: Intent) -> None:
     """Run the step (retrying a reversible one), then record what happened."""
     name, step = it.target, it.step
     argv = it.check_argv if s.dry_run else it.argv
 
-    def on_start(pid: int, pgid: int) -> None:
-        def fn(ledger: Ledger):
-            t = ledger.targets.get(name)
-            if t is None or t.in_flight is None or getattr(t.in_flight, "token", None) != it.token:
-                raise NoChange()
-            t.in_flight.pid, t.in_flight.pgid = pid, pgid
-
-        try:
-            apply(s.store, fn, s.txn_lock)
-        except HandoffError as err:
-            # The intent (with its token) is already on disk, which is how a later
-            # session finds this process; killing a step that has just started (maybe
-            # an irreversible one) because a pid could not be noted would be worse.
-            s.out.say(f"{name}: could not record the pid of {step.name} ({err}); the step goes on", target=name, kind="warning")
-
+    launch = fenced_launch(s, it)
     if argv is None:  # dry run of a step with no check form: say so, change nothing real
         s.out.say(f"{name}: dry run: {step.name} has no check form; would run {describe(it.argv)}", target=name)
         _record(s, it, Outcome(None, True), None)
         return
-    attempts = 1 + (max(0, step.retries) if step.reversible else 0)
+    attempts = 1 + (max(0, step.retries) if step.reversible else 0)  # an irreversible step runs once
     outcome = Outcome(None, False)
     end = None
     for attempt in range(1, attempts + 1):
         if attempt > 1:
             s.out.say(f"{name}: retrying {step.name} (attempt {attempt}/{attempts}, reversible)", target=name, kind="retry", step=step.name)
-        outcome = _run_once(s, it, argv, on_start)
+        try:
+            outcome = _run_once(s, it, argv, launch)
+        except Fenced as why:
+            # Not started: someone else decides about this target now. Record nothing.
+            s.out.say(f"{name}: {step.name} NOT started: {why}; this session stops acting", target=name, kind="fenced",
+                      step=step.name, token=it.token)
+            s.ending = s.ending or f"stopped acting: {why}"
+            return
         res = outcome.result
         end = s.out.record(
             "step_end", f"{name}: {step.name} " + ("ok" if outcome.ok else "stopped" if outcome.stopped else f"failed ({outcome.why})"),

@@ -23,7 +23,8 @@ class Snapshot:
     ledger: Ledger
     digest: str
     warnings: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # targets the engine last wrote that are gone
+    rollback: list[str] = field(default_factory=list)  # how the file went back in time (sentences)
     external_edit: bool = False
 
 
@@ -48,7 +49,9 @@ class Store(Protocol):
 
     def read(self) -> Ledger: ...
 
-    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False) -> tuple[T, int]: ...
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]: ...
+
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]: ...
 
     def watch(self, stop_event: Any = None) -> AsyncIterator[WatchEvent]: ...
 

@@ -1,35 +1,39 @@
 """The file store: a YAML ledger on disk, safe under crashes and concurrent writers.
 
-- Reads are cached by content hash, so re-reading a file the engine just wrote costs a
-  hash and a validation, and the fast reader handles the engine's own layout.
-- Every change is a transaction under an exclusive lock on a sidecar lock file (never
-  the ledger itself, which is replaced on every write). The file is re-read under the
-  lock; just before the rename its hash is checked again, so a human's save in vim in
-  between is detected: the change is re-applied to what they wrote, never over it.
-- A file that does not parse is never overwritten. A file with fewer targets than the
-  engine last wrote (a truncated file usually still parses) is reported, and no
-  change is written until a human says the removal was meant.
-- The lock file's content is the record of the last engine write (revision, hash,
-  target names), which is how external edits and shrinkage are noticed.
+- Reads are cached by content hash; a new process takes what each target's exact text
+  parsed to from the per-user parse cache (engine.store.parse_cache), and everything
+  else from the file itself.
+- Every change is a transaction under the writers' lock (engine.store.filelock, on a
+  sidecar, never the ledger itself, which is replaced on every write; bounded waits
+  that name the holder). The file is re-read under the lock and swapped in with a
+  compare-and-swap (engine.store.atomic): a human's save in vim in between is
+  detected and the change is re-applied on top of what they wrote, never over it.
+- A file that does not parse is never overwritten, even when this store read a good
+  copy a moment ago. A file that lost targets, a runbook step, a metric or its budget
+  since the engine last wrote it, or whose revision went backwards, is refused until a
+  human says so (engine.store.record): an old file can hold an approval already used.
+- `fence` lets a session spawn a step's process only while it provably still holds the
+  ledger: under the lock, after re-reading the lease and the intent token.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
-import json
 import os
 from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 
 from engine.codec import emit_document, parse_document
 from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
+from engine.store import parse_cache
 from engine.store.cow import CowTargets, cow_ledger
-from engine.store.sidecar import open_sidecar
+from engine.store.filelock import FileLock
+from engine.store.record import read_record, regressions, write_record
 from engine.store.convert import to_data, to_ledger, to_ledger_reusing
 
 T = TypeVar("T")
@@ -40,7 +44,7 @@ _CAS_RETRIES = 8
 class _Parse:
     """A parsed document kept by hash: its data, header and per-target line text."""
 
-    __slots__ = ("data", "header", "lines", "targets", "ledger")
+    __slots__ = ("data", "header", "lines", "targets", "ledger", "from_disk_cache")
 
     def known(self) -> dict[str, tuple[str, dict]]:
         """target text -> (name, data): what the next parse of this ledger need not redo."""
@@ -52,6 +56,7 @@ class _Parse:
         self.lines = lines
         self.targets = data.get("targets") or {}
         self.ledger = ledger  # validated once; shared by readers, never mutated
+        self.from_disk_cache = False  # targets taken from the per-user parse cache
 
 
 def sidecar(path: str, suffix: str) -> str:
@@ -108,7 +113,8 @@ class FileStore:
         self._cache: dict[str, _Parse] = {}
         self._known: dict[str, Target] = {}  # line text -> validated target, from the last read
         self.lock_path = sidecar(path, ".lock")
-        self.parse_cache_path = sidecar(path, ".cache.json")
+        self.record_path = sidecar(path, ".last-write.json")
+        self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
 
     # -- reading -----------------------------------------------------------------
@@ -129,50 +135,39 @@ class FileStore:
         hit = self._cache.get(key)
         text = ""
         if hit is None:
-            hit = self._read_sidecar(key)
-        if hit is None:
             text = decode(raw, self.path)
             previous = next(iter(self._cache.values()), None)
-            parsed = parse_document(text, self.path, previous.known() if previous else None)
+            from_disk = previous is None
+            known = previous.known() if previous else parse_cache.load(real_path(self.path))
+            try:
+                parsed = parse_document(text, self.path, known)
+            except LedgerInvalid:
+                if not from_disk or not known:
+                    raise
+                parsed, from_disk = parse_document(text, self.path, None), False  # a bad cache is no error of the file's
             if not isinstance(parsed.data, dict):
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
             hit = _Parse(parsed.data, parsed.header, parsed.lines)
+            hit.from_disk_cache = from_disk and bool(known)
         self._cache = {key: hit}
         return key, hit, text
-
-    # The parse sidecar: what the engine's last write parsed to, keyed by the file's
-    # hash, so a new process (a CLI call, a TUI opening) skips parsing a ledger the
-    # engine wrote. Its first line is the hash; anything else (a hand edit, a torn or
-    # foreign file) falls back to parsing. It is only a cache: never fsynced.
-
-    def _read_sidecar(self, key: str) -> _Parse | None:
-        try:
-            with open(self.parse_cache_path, "rb") as fh:
-                if fh.readline().strip() != key.encode():
-                    return None
-                doc = json.loads(fh.read())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(doc, dict) or doc.get("v") != 1:
-            return None
-        data, header, lines = doc.get("data"), doc.get("header"), doc.get("lines")
-        if not (isinstance(data, dict) and isinstance(header, str) and isinstance(lines, dict)):
-            return None
-        return _Parse(data, header, lines)
-
-    def _write_sidecar(self, key: str, data: dict, header: str, lines: dict[str, str]) -> None:
-        body = json.dumps({"v": 1, "header": header, "lines": lines, "data": data}, ensure_ascii=False, separators=(",", ":"))
-        try:
-            atomic_write(self.parse_cache_path, key.encode() + b"\n" + body.encode("utf-8"), durable=False)
-        except (OSError, UnicodeError):
-            pass  # a cache that cannot be written only costs the next reader a parse
 
     def _snapshot(self, raw: bytes) -> tuple[Snapshot, _Parse]:
         """Read `raw`. Readers share one validated Ledger per content hash: it must never
         be changed (a transaction works on a copy)."""
         key, parsed, text = self._parse(raw)
         if parsed.ledger is None:
-            ledger = to_ledger_reusing(parsed.data, self.path, text or raw.decode("utf-8", "replace"), parsed.lines, self._known)
+            text = text or raw.decode("utf-8", "replace")
+            try:
+                ledger = to_ledger_reusing(parsed.data, self.path, text, parsed.lines, self._known)
+            except LedgerInvalid:
+                if not parsed.from_disk_cache:
+                    raise
+                # What the per-user cache said does not validate: it is ignored, never reported.
+                fresh = parse_document(text, self.path, None)
+                parsed = _Parse(fresh.data, fresh.header, fresh.lines)
+                self._cache = {key: parsed}
+                ledger = to_ledger(parsed.data, self.path, text)
             parsed.ledger = ledger
             self._known = {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets}
         else:
@@ -181,15 +176,21 @@ class FileStore:
         record = self.last_write()
         if record and record.get("hash") != key:
             snap.external_edit = True
-            names = record.get("names") or []
-            if len(ledger.targets) < len(names):
-                snap.missing = [n for n in names if n not in ledger.targets]
+            snap.missing, snap.rollback = regressions(ledger, record)
+            if snap.missing:
+                names = record.get("names") or []
                 snap.warnings.append(
                     f"{self.path} has {len(ledger.targets)} targets but the engine last wrote "
                     f"{len(names)} (revision {record.get('revision')}); missing: "
                     f"{', '.join(snap.missing[:10])}{' ...' if len(snap.missing) > 10 else ''}. "
                     "The file may be truncated: restore it, or run "
                     f"`handoff check {self.path} --accept-removal` if they were removed on purpose."
+                )
+            if snap.rollback:
+                snap.warnings.append(
+                    f"{self.path} went back in time: {'; '.join(snap.rollback)}. It may be an old copy (a backup, "
+                    "an editor's stale buffer, git checkout) holding approvals already used; nothing acts on it. "
+                    f"Restore the newest file, or run `handoff check {self.path} --accept-rollback` if this is meant."
                 )
         return snap, parsed
 
@@ -202,97 +203,115 @@ class FileStore:
 
     def last_write(self) -> dict[str, Any] | None:
         """The record of the last engine write, or None (never written, or torn)."""
-        try:
-            with open(self.lock_path, "rb") as fh:
-                raw = fh.read()
-        except (FileNotFoundError, PermissionError):
-            return None
-        try:
-            record = json.loads(raw) if raw.strip() else None
-        except ValueError:
-            return None
-        return record if isinstance(record, dict) else None
+        return read_record(self.record_path, real_path(self.path))
 
     # -- writing -----------------------------------------------------------------
 
+    @property
+    def on_lock_wait(self) -> Callable[[str], bool] | None:
+        """Called with the holder's description when a lock wait passes its timeout;
+        returning True keeps waiting (a running session does)."""
+        return self.filelock.on_wait
+
+    @on_lock_wait.setter
+    def on_lock_wait(self, fn: Callable[[str], bool] | None) -> None:
+        self.filelock.on_wait = fn
+
     @contextmanager
     def lock(self) -> Iterator[int]:
-        """Exclusive inter-process lock on the sidecar lock file."""
+        """The writers' lock (bounded wait, re-entrant within a thread)."""
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
-        fd = open_sidecar(self.lock_path, os.O_RDWR | os.O_CREAT, ledger=real_path(self.path))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with self.filelock.hold() as fd:
             yield fd
-        finally:
-            os.close(fd)  # closing releases the flock
 
-    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False) -> tuple[T, int]:
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
         """Apply `fn` to the freshest ledger and write the result; returns (fn's result, revision).
 
         `fn` may be called more than once (if the file changes underneath) and must
         only change the ledger it is given. Raising inside `fn` writes nothing.
         """
-        with self.lock() as fd:
-            raw = self._raw()
-            for _ in range(_CAS_RETRIES):
-                snap, parsed = self._snapshot(raw)
-                if snap.missing and not accept_shrink:
-                    raise Refused(snap.warnings[0], title="Ledger shrank")
-                # Unchanged targets keep their text (and are not re-validated or dumped)
-                # only in a file the engine wrote last; the first write after a hand
-                # edit validates everything and normalises the whole layout.
-                record = self.last_write()
-                ours = record is not None and record.get("hash") == snap.digest
-                if ours:
-                    ledger = cow_ledger(snap.ledger)
+        with self.lock():
+            return self._transact_locked(fn, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
+
+    def _refuse_regressions(self, snap: Snapshot, accept_shrink: bool, accept_rollback: bool) -> None:
+        if snap.missing and not accept_shrink:
+            raise Refused(snap.warnings[0], title="Ledger shrank")
+        if snap.rollback and not accept_rollback:
+            raise Refused(snap.warnings[-1], title="Ledger went back in time")
+
+    def _transact_locked(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
+        raw = self._raw()
+        for _ in range(_CAS_RETRIES):
+            # Parsed afresh from the bytes on disk every time: a file that does not parse
+            # raises here, and is never written over from a copy read earlier.
+            snap, parsed = self._snapshot(raw)
+            self._refuse_regressions(snap, accept_shrink, accept_rollback)
+            record = self.last_write()
+            # Unchanged targets keep their text (and are not re-validated or dumped)
+            # only in a file the engine wrote last; the first write after a hand
+            # edit validates everything and normalises the whole layout.
+            ours = record is not None and record.get("hash") == snap.digest
+            if ours:
+                ledger = cow_ledger(snap.ledger)
+            else:
+                ledger = to_ledger(parsed.data, self.path, raw.decode("utf-8", "replace"))
+            result = fn(ledger)
+            floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
+            ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
+            targets = ledger.targets
+            try:
+                if isinstance(targets, CowTargets):
+                    ledger.targets = targets.plain()
+                    ledger.check_states(targets.changed)
+                    data = to_data(ledger, reuse=parsed.targets, changed=targets.changed)
                 else:
-                    ledger = to_ledger(parsed.data, self.path, raw.decode("utf-8", "replace"))
-                result = fn(ledger)
-                ledger.revision = max(ledger.revision, _rev(parsed.data)) + 1
-                targets = ledger.targets
-                try:
-                    if isinstance(targets, CowTargets):
-                        ledger.targets = targets.plain()
-                        ledger.check_states(targets.changed)
-                        data = to_data(ledger, reuse=parsed.targets, changed=targets.changed)
-                    else:
-                        ledger.check_states()
-                        data = to_data(ledger)
-                    text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
-                    out = text.encode("utf-8")
-                except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
-                    raise Refused(str(err), title="Cannot write that") from None
-                # Compare-and-swap: if someone saved the file since we read it, start over.
-                now = self._raw()
-                if now != raw:
-                    raw = now
-                    continue
-                atomic_write(self.path, out)
-                self.saw_external_edit = snap.external_edit
-                new_key = digest(out)
-                self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
-                self._known = {line: ledger.targets[name] for name, line in lines.items() if name in ledger.targets}
-                self._record(fd, ledger, new_key)
-                self._write_sidecar(new_key, data, parsed.header, lines)
-                return result, ledger.revision
-            raise Refused(
-                f"{self.path} kept changing while we tried to write it ({_CAS_RETRIES} tries); "
-                "is an editor or script rewriting it in a loop?",
-                title="Ledger busy",
-            )
+                    ledger.check_states()
+                    data = to_data(ledger)
+                text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
+                out = text.encode("utf-8")
+            except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
+                raise Refused(str(err), title="Cannot write that") from None
+            # Compare-and-swap at the swap itself: if someone saved the file since we
+            # read it, their file stays and the change is made again on top of it.
+            if atomic_write(self.path, out, expect=raw) is not None:
+                raw = self._raw()
+                continue
+            self.saw_external_edit = snap.external_edit
+            new_key = digest(out)
+            self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
+            self._known = {line: ledger.targets[name] for name, line in lines.items() if name in ledger.targets}
+            write_record(self.record_path, real_path(self.path), ledger, new_key)
+            parse_cache.save(real_path(self.path), lines, data["targets"])
+            return result, ledger.revision
+        raise Refused(
+            f"{self.path} kept changing while we tried to write it ({_CAS_RETRIES} tries); "
+            "is an editor or script rewriting it in a loop?",
+            title="Ledger busy",
+        )
 
-    def _record(self, fd: int, ledger: Ledger, key: str) -> None:
-        body = json.dumps({"revision": ledger.revision, "hash": key, "names": list(ledger.targets)}).encode()
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.ftruncate(fd, 0)
-        os.write(fd, body)
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
+        """Spawn only while the caller provably still holds the ledger.
 
-    def heartbeat(self):
-        """The running session's heartbeat: the `<ledger>.heartbeat` sidecar."""
-        from engine.session.lease import Heartbeat, heartbeat_path
+        Under the writers' lock: read the ledger as it is on disk now and let `check`
+        refuse (it raises); then `spawn()`; then `record(ledger, spawned)` in a
+        transaction under the same lock, before the lock is let go. Returns what
+        `spawn` returned and the error of a failed record (the spawned process is
+        never killed for it: its intent token is already on disk)."""
+        with self.lock():
+            snap = self._snapshot(self._raw())[0]
+            self._refuse_regressions(snap, False, False)
+            check(snap.ledger)
+            spawned = spawn()
+            try:
+                self._transact_locked(lambda ledger: record(ledger, spawned))
+            except Exception as err:  # noqa: BLE001 - the process runs; a failed record is reported, never fatal to it
+                return spawned, err
+            return spawned, None
 
-        return Heartbeat(heartbeat_path(real_path(self.path)))
+    def heartbeat(self) -> Heartbeat:
+        """The lease holder's heartbeat: the `<ledger>.heartbeat` sidecar."""
+        return Heartbeat(sidecar(self.path, ".heartbeat"), real_path(self.path))
 
     def open_journal(self, *, read_only: bool = False):
         """The journal beside this ledger (`<ledger>.journal.jsonl`)."""

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from typing import Any, AsyncIterator, Callable, TypeVar
+import os
+import socket
+import sys
+from contextlib import contextmanager
+from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 from urllib.parse import urldefrag
 
 from engine.codec import emit_document, parse_document
-from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
 from engine.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import to_data, to_ledger
 from engine.store.file import digest
+from engine.store.filelock import LockTimeout, lock_timeout
 from engine.journal import JournalBase, make_record
+from engine.lease import beat_record
 
 T = TypeVar("T")
 CHANNEL = "handoff_ledger"
@@ -44,7 +49,25 @@ CREATE TABLE IF NOT EXISTS handoff_heartbeat (
     ledger text PRIMARY KEY,
     record jsonb NOT NULL
 );
+-- When the database received the beat: ages are measured on the database's clock.
+ALTER TABLE handoff_heartbeat ADD COLUMN IF NOT EXISTS beat_at timestamptz NOT NULL DEFAULT now();
 """
+
+
+_LOCK_CLASS = 0x68616E64  # "hand": the first key of every ledger's advisory lock
+
+
+def _app_name() -> str:
+    """Who we are, for a writer that waits on our lock (pg_stat_activity.application_name)."""
+    command = " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]])
+    return f"handoff pid {os.getpid()} on {socket.gethostname()} ({command})"[:63]
+
+
+def redact_url(url: str) -> str:
+    """A libpq URL without its password, for messages."""
+    import re
+
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def split_location(location: str) -> tuple[str, str]:
@@ -75,6 +98,7 @@ class PostgresStore:
         self.url, self.name = split_location(location)
         self.path = location
         self.read_only = read_only
+        self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
         self._cache: tuple[str, Any, Ledger | None] | None = None
 
     def _row(self, conn, *, lock: bool = False) -> tuple[int, str]:
@@ -110,40 +134,119 @@ class PostgresStore:
     def read(self) -> Ledger:
         return self.snapshot().ledger
 
-    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False) -> tuple[T, int]:
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
+        """Apply `fn` to the ledger row under the writers' lock (see `_locked`)."""
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
-        with _connect(self.url) as conn:
-            with conn.transaction():
-                revision, body = self._row(conn, lock=True)
-                snap, parsed = self._parse(body, fresh=True)
-                ledger = snap.ledger
-                result = fn(ledger)
-                ledger.revision = max(ledger.revision, revision) + 1
-                data = to_data(ledger)
-                text, _ = emit_document(data, parsed.header, parsed.lines, parsed.data.get("targets"))
-                updated = conn.execute(
-                    "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s",
-                    (ledger.revision, text, self.name, revision),
-                ).rowcount
-                if updated != 1:
-                    raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+        with self._locked() as conn:
+            return self._apply(conn, fn)
+
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
+        """Spawn only while the caller provably still holds the ledger (FileStore.fence):
+        check, spawn and record happen in one database transaction holding the lock."""
+        spawned: list[T] = []
+        try:
+            with self._locked() as conn:
+                _, body = self._row(conn, lock=True)
+                check(self._parse(body, fresh=True)[0].ledger)
+                spawned.append(spawn())
+                self._apply(conn, lambda ledger: record(ledger, spawned[0]))
+        except Exception as err:  # noqa: BLE001 - once spawned, a failed record is reported, never fatal to the process
+            if not spawned:
+                raise
+            return spawned[0], err
+        return spawned[0], None
+
+    @contextmanager
+    def _locked(self) -> Iterator[Any]:
+        """A transaction holding this ledger's advisory lock. A wait longer than
+        HANDOFF_LOCK_TIMEOUT names the holder (its application_name says who it is)."""
+        from psycopg.errors import LockNotAvailable
+
+        timeout_ms = int(lock_timeout() * 1000)
+        while True:
+            with _connect(self.url, application_name=_app_name()) as conn:
+                locked = False
+                try:
+                    with conn.transaction():
+                        conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{timeout_ms}ms",))
+                        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, self.name))
+                        conn.execute("SELECT set_config('lock_timeout', '0', true)")
+                        locked = True
+                        yield conn
+                        return
+                except LockNotAvailable:
+                    if locked:
+                        raise
+                    who = self._lock_holder()
+                if self.on_lock_wait is not None and self.on_lock_wait(who):
+                    continue
+                raise LockTimeout(f"the ledger {self.name!r} has been locked for more than {lock_timeout():g}s by {who}; "
+                                  "nothing was changed. If that process is stuck, end it; then try again")
+
+    def _lock_holder(self) -> str:
+        try:
+            with _connect(self.url) as conn:
+                row = conn.execute(
+                    "SELECT a.application_name, a.client_addr, a.xact_start FROM pg_locks l JOIN pg_stat_activity a "
+                    "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s::oid "
+                    "AND l.objid = (hashtext(%s)::bigint & 4294967295)::oid AND l.objsubid = 2",
+                    (_LOCK_CLASS, self.name),
+                ).fetchone()
+        except Exception:  # noqa: BLE001 - naming the holder is a courtesy; the timeout stands
+            return "another connection"
+        if row is None:
+            return "another connection (it has just let go)"
+        name, addr, since = row
+        return f"{name or 'a client'}" + (f" from {addr}" if addr else "") + (f" since {since:%Y-%m-%dT%H:%M:%SZ}" if since else "")
+
+    def _apply(self, conn, fn: Callable[[Ledger], T]) -> tuple[T, int]:
+        revision, body = self._row(conn, lock=True)
+        snap, parsed = self._parse(body, fresh=True)
+        ledger = snap.ledger
+        result = fn(ledger)
+        ledger.revision = max(ledger.revision, revision) + 1
+        data = to_data(ledger)
+        text, _ = emit_document(data, parsed.header, parsed.lines, parsed.data.get("targets"))
+        updated = conn.execute(
+            "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s",
+            (ledger.revision, text, self.name, revision),
+        ).rowcount
+        if updated != 1:
+            raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
         return result, ledger.revision
 
-    def import_text(self, text: str) -> int:
-        """Create or replace the ledger from YAML text (validated first)."""
+    def import_text(self, text: str, *, replace: bool = False) -> int:
+        """Create the ledger from YAML text (validated first). Over an existing ledger only
+        with `replace`, never while a live holder has its lease, and the revision never
+        goes backwards (the imported text gets one above the stored one)."""
+        from engine.lease import lease_state
+
         parsed = parse_document(text, self.location)
         ledger = to_ledger(parsed.data, self.location, text)
         ensure_schema(self.url)
-        with _connect(self.url) as conn:
-            with conn.transaction():
-                conn.execute(
-                    "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",
-                    (self.name, ledger.revision, text),
-                )
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+        with self._locked() as conn:
+            row = conn.execute("SELECT revision, body FROM handoff_ledger WHERE name = %s FOR UPDATE", (self.name,)).fetchone()
+            if row is not None:
+                if not replace:
+                    raise Refused(f"a ledger named {self.name!r} already exists at {redact_url(self.url)} (revision {row[0]}); "
+                                  "nothing was changed. Export it first, then import with --replace if you mean to replace it",
+                                  title="Ledger exists")
+                current = self._parse(row[1], fresh=True)[0].ledger
+                state = lease_state(current.session, self.heartbeat().current())
+                if state.status == "live":
+                    raise Refused(f"{state.detail} holds this ledger; stop it (`handoff stop {self.location}`) before "
+                                  "replacing the ledger under it. Nothing was changed", title="Ledger in use")
+                if ledger.revision <= row[0]:
+                    ledger.revision = row[0] + 1
+                    text = emit_document(to_data(ledger), parsed.header, parsed.lines, parsed.data.get("targets"))[0]
+            conn.execute(
+                "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",
+                (self.name, ledger.revision, text),
+            )
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
         return ledger.revision
 
     def export_text(self) -> str:
@@ -194,25 +297,22 @@ class PgHeartbeat:
         self.ledger = ledger
         self._ready = False
 
-    def write(self, session_id: str, *, budget_used: float | None, phase: str, detail: str = "") -> None:
-        import os
-        import socket
-
+    def write(self, holder: str, **state: Any) -> None:
+        """Record a beat; the database stamps it with its own `now()`. Raises OSError."""
         import psycopg
 
-        record = {"session": session_id, "pid": os.getpid(), "host": socket.gethostname(), "at": time.time(),
-                  "budget_used": budget_used, "phase": phase, "detail": detail}
+        record = beat_record(holder, **state)
         try:
             with _connect(self.url, autocommit=True) as conn:
                 if not self._ready:  # a ledger imported before this table existed
                     conn.execute(SCHEMA)
                     self._ready = True
                 conn.execute(
-                    "INSERT INTO handoff_heartbeat (ledger, record) VALUES (%s, %s::jsonb) "
-                    "ON CONFLICT (ledger) DO UPDATE SET record = EXCLUDED.record",
+                    "INSERT INTO handoff_heartbeat (ledger, record, beat_at) VALUES (%s, %s::jsonb, now()) "
+                    "ON CONFLICT (ledger) DO UPDATE SET record = EXCLUDED.record, beat_at = now()",
                     (self.ledger, json.dumps(record)),
                 )
-        except (LedgerInvalid, psycopg.Error) as err:  # the beat thread keeps OSErrors as its last error
+        except (LedgerInvalid, psycopg.Error) as err:  # the beat thread counts any failure as silence
             raise OSError(str(err)) from None
 
     def remove(self) -> None:
@@ -225,14 +325,22 @@ class PgHeartbeat:
             pass  # a leftover heartbeat of a released lease proves nothing (lease_state ignores it)
 
     def current(self) -> dict[str, Any] | None:
+        """The beat with its `age` on the database's clock, or None."""
         import psycopg
 
         try:
             with _connect(self.url) as conn:
-                row = conn.execute("SELECT record FROM handoff_heartbeat WHERE ledger = %s", (self.ledger,)).fetchone()
+                row = conn.execute(
+                    "SELECT record, extract(epoch from now() - beat_at) FROM handoff_heartbeat WHERE ledger = %s",
+                    (self.ledger,),
+                ).fetchone()
         except (LedgerInvalid, psycopg.Error):
             return None  # no readable heartbeat is no proof of life
-        return dict(row[0]) if row else None
+        if not row:
+            return None
+        beat = dict(row[0])
+        beat["age"] = max(0.0, float(row[1]))
+        return beat
 
 
 class PgJournal(JournalBase):

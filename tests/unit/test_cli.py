@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from engine.journal import journal_path
 from tests.conftest import handoff
@@ -45,7 +46,10 @@ def test_status_text_has_the_articles_summary(article):
 def test_status_lists_awaiting_approvals(fleet):
     """An awaiting target appears in `awaiting` with its step and asker."""
     data = json.loads(handoff("status", fleet, "--json").stdout)
-    assert data["awaiting"] == [{"target": "db-1", "step": "cutover", "by": "agent", "since": "2026-09-10T02:11Z"}]
+    assert data["awaiting"] == [{"target": "db-1", "step": "cutover", "by": "agent", "since": "2026-09-10T02:11Z",
+                                 "argv": ["echo", "cutover", "db-1", "0/9A3F2C10"], "checkpoint": "0/9A3F2C10",
+                                 "hash": data["awaiting"][0]["hash"]}]
+    assert re.fullmatch(r"[0-9a-f]{16}", data["awaiting"][0]["hash"])
 
 
 def test_check_exit_codes(tmp_path, article):

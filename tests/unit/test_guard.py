@@ -124,6 +124,6 @@ def test_approval_holds_for_any_interpreter_or_ledger_path():
     step.run = ["{python}", "{ledger_dir}/sim.py", "cutover", "{target}"]
     target = l.targets["db-1"]
     ops.approve(l, "db-1", WHO, step=None, comment=None, ledger_dir="/srv/a")
-    assert l.targets["db-1"].approvals[0].hash == approval_hash("db-1", target, step.run)
+    assert l.targets["db-1"].approvals[0].hash == approval_hash("db-1", target, step)
     assert ops.rendered_command(l, "db-1", step, "/srv/b", python="/usr/bin/python3.12")[0] == "/usr/bin/python3.12"
     assert guard.check(l, "db-1", step).allowed

@@ -1,45 +1,37 @@
-"""The heartbeat sidecar and the rules that make a lease live, dead or stale."""
+"""One lease, three kinds of holder: the heartbeat sidecar and the rules that make a lease
+live, dead or stale (engine.lease), the same for a session, a Claude Code session and a
+Temporal workflow."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import time
 
+import pytest
+
+from engine.lease import Heartbeat, HeartbeatThread, LeaseState, lease_state, new_session_id, where_pids_count
 from engine.model import SessionLease
-from engine.session.lease import (
-    Heartbeat,
-    HeartbeatThread,
-    LeaseState,
-    heartbeat_path,
-    lease_state,
-    new_session_id,
-)
-from engine.session.runner import process_start_time
+from engine.procs import process_start_time
 
 HOST = socket.gethostname()
-NOW = 1_750_000_000.0
-
-
-def _stamp(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+HERE = where_pids_count()
 
 
 def _my_lease(**kw) -> SessionLease:
-    base = dict(
-        id="s1", host=HOST, pid=os.getpid(), pid_start=process_start_time(os.getpid()),
-        user="alice", started_at=_stamp(NOW - 600),
-    )
+    base = dict(id="s1", host=HOST, pid=os.getpid(), pid_start=process_start_time(os.getpid()),
+                boot_id=HERE["boot_id"], pid_ns=HERE["pid_ns"], user="alice")
     base.update(kw)
     return SessionLease(**base)
 
 
 def _beat(session="s1", age=3.0, **kw) -> dict:
-    return {"session": session, "pid": 1, "host": HOST, "at": NOW - age, "phase": "acting",
-            "budget_used": 0.42, "detail": "", **kw}
+    return {"session": session, "pid": 1, "host": HOST, "at": 0, "phase": "acting", "budget_used": 0.42,
+            "detail": "", "age": age, **kw}
 
 
 def _dead_pid() -> tuple[int, float]:
@@ -49,64 +41,92 @@ def _dead_pid() -> tuple[int, float]:
     return proc.pid, start or 0.0
 
 
-def test_heartbeat_path_is_beside_the_ledger(tmp_path):
-    """The sidecar sits in the ledger's folder, named after it."""
-    ledger = str(tmp_path / "fleet.yaml")
-    assert heartbeat_path(ledger) == ledger + ".heartbeat"
+def test_heartbeat_write_and_read_with_age_on_the_filesystems_clock(tmp_path):
+    """A written heartbeat reads back with its fields and an age measured by file mtimes, not by `at`."""
+    ledger = tmp_path / "l.yaml"
+    ledger.write_text("task: t\ntargets: {}\n")
+    beat = Heartbeat(str(tmp_path / "l.yaml.heartbeat"), str(ledger))
+    beat.write("s1", budget_used=0.5, phase="running", detail="x")
+    got = beat.current()
+    assert got["session"] == "s1" and got["phase"] == "running" and got["budget_used"] == 0.5
+    assert 0 <= got["age"] < 5
+    # The writer's clock says an hour ago; the file says now: the file wins.
+    data = json.loads((tmp_path / "l.yaml.heartbeat").read_text())
+    data["at"] = time.time() - 3600
+    (tmp_path / "l.yaml.heartbeat").write_text(json.dumps(data))
+    assert beat.current()["age"] < 5
+    os.utime(tmp_path / "l.yaml.heartbeat", (time.time() - 500, time.time() - 500))
+    assert 495 < beat.current()["age"] < 510
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.yaml", "l.yaml.heartbeat"]  # no probe or temp left
 
 
-def test_heartbeat_write_and_read(tmp_path):
-    """A written heartbeat reads back with every field and leaves no temp file."""
-    path = str(tmp_path / "l.yaml.heartbeat")
-    Heartbeat(path).write("s1", budget_used=0.5, phase="acting", detail="db-18 cutover")
-    data = Heartbeat.read(path)
-    assert data["session"] == "s1" and data["pid"] == os.getpid() and data["host"] == HOST
-    assert data["budget_used"] == 0.5 and data["phase"] == "acting"
-    assert data["detail"] == "db-18 cutover" and abs(data["at"] - time.time()) < 60
-    assert os.listdir(tmp_path) == ["l.yaml.heartbeat"]
+def test_heartbeat_is_readable_by_whoever_reads_the_ledger(tmp_path):
+    """A new heartbeat takes the ledger's group/other read bits (mkstemp's 0600 hid it from the team)."""
+    ledger = tmp_path / "l.yaml"
+    ledger.write_text("task: t\ntargets: {}\n")
+    os.chmod(ledger, 0o664)
+    Heartbeat(str(tmp_path / "l.yaml.heartbeat"), str(ledger)).write("s1", phase="running")
+    mode = stat.S_IMODE(os.stat(tmp_path / "l.yaml.heartbeat").st_mode)
+    assert mode == 0o664
 
 
-def test_heartbeat_missing_or_torn_reads_none(tmp_path):
-    """Missing, half-written, non-JSON or wrongly shaped heartbeats read as None."""
-    path = tmp_path / "hb"
-    assert Heartbeat.read(str(path)) is None
-    full = json.dumps({"session": "s1", "at": 1.0, "pid": 1})
-    for text in (full[: len(full) // 2], "", "\xff garbage", "[1, 2]", '{"session": "s1"}',
-                 '{"session": "s1", "at": "soon"}'):
-        path.write_text(text)
-        assert Heartbeat.read(str(path)) is None, text
-    path.write_bytes(b"\xff\xfe")
-    assert Heartbeat.read(str(path)) is None
+def test_heartbeat_missing_torn_or_symlinked_reads_none(tmp_path):
+    """Missing, half-written, non-JSON, wrongly shaped or symlinked heartbeats are no proof of life."""
+    ledger = tmp_path / "l.yaml"
+    ledger.write_text("task: t\n")
+    path = tmp_path / "l.yaml.heartbeat"
+    beat = Heartbeat(str(path), str(ledger))
+    assert beat.current() is None
+    for body in ('{"session": "s1", "at"', "[]", '{"at": 1}', "\xff\xfe"):
+        path.write_text(body, errors="surrogateescape")
+        assert beat.current() is None, body
+    path.unlink()
+    real = tmp_path / "elsewhere.json"
+    real.write_text(json.dumps({"session": "s1", "at": time.time()}))
+    path.symlink_to(real)
+    assert beat.current() is None
 
 
-def test_heartbeat_thread_beats_until_stopped(tmp_path):
-    """The thread rewrites the file with state_fn's values, and stops on request."""
-    path = str(tmp_path / "hb")
-    thread = HeartbeatThread(path, "s9", interval=0.05,
-                             state_fn=lambda: {"budget_used": 0.1, "phase": "verifying"})
-    thread.start()
-    deadline = time.monotonic() + 10
-    while thread.beats < 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    thread.stop()
-    assert not thread.is_alive() and thread.daemon
-    assert thread.beats >= 3 and thread.last_error is None
-    data = Heartbeat.read(path)
-    assert data["session"] == "s9" and data["phase"] == "verifying"
-    beats = thread.beats
-    time.sleep(0.15)
-    assert thread.beats == beats
+def test_heartbeat_never_written_through_a_symlink(tmp_path):
+    """A planted `ledger.heartbeat -> victim` is refused, and the victim is untouched."""
+    from engine.store.sidecar import SidecarRefused
+
+    ledger = tmp_path / "l.yaml"
+    ledger.write_text("task: t\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / "l.yaml.heartbeat").symlink_to(victim)
+    with pytest.raises(SidecarRefused, match="is a symlink"):
+        Heartbeat(str(tmp_path / "l.yaml.heartbeat"), str(ledger)).write("s1")
+    assert victim.read_text() == "precious"
+
+
+def test_heartbeat_thread_counts_silence_when_it_cannot_beat(tmp_path, monkeypatch):
+    """A thread that cannot write its heartbeat says, after half the stale limit, that its holder may not act."""
+    monkeypatch.setenv("HANDOFF_LEASE_STALE_AFTER", "0.4")
+    ledger = tmp_path / "l.yaml"
+    ledger.write_text("task: t\n")
+    (tmp_path / "l.yaml.heartbeat").mkdir()  # a folder where the heartbeat goes: every write fails
+    thread = HeartbeatThread(Heartbeat(str(tmp_path / "l.yaml.heartbeat"), str(ledger)), "s9", interval=10)
+    assert thread.can_act() is None
+    assert thread.beat() is False and thread.last_error is not None
+    time.sleep(0.3)
+    assert "could not write its heartbeat" in thread.can_act()
 
 
 def test_heartbeat_thread_survives_a_failing_state_fn(tmp_path):
     """A broken state_fn is recorded, and the heartbeat is written anyway."""
+    ledger = tmp_path / "l.yaml"
+    ledger.write_text("task: t\n")
+
     def broken():
         raise KeyError("oops")
 
-    thread = HeartbeatThread(str(tmp_path / "hb"), "s9", interval=10, state_fn=broken)
-    thread.beat()
+    beat = Heartbeat(str(tmp_path / "hb"), str(ledger))
+    thread = HeartbeatThread(beat, "s9", interval=10, state_fn=broken)
+    assert thread.beat() is True
     assert isinstance(thread.last_error, KeyError)
-    assert Heartbeat.read(str(tmp_path / "hb"))["phase"] == "running"
+    assert beat.current()["phase"] == "running"
 
 
 def test_new_session_ids_are_unique_short_and_sortable():
@@ -118,60 +138,71 @@ def test_new_session_ids_are_unique_short_and_sortable():
 
 def test_no_lease():
     """No lease: status none."""
-    state = lease_state(None, None, now=NOW, host=HOST)
+    state = lease_state(None, None)
     assert isinstance(state, LeaseState) and state.status == "none"
 
 
 def test_live_lease_with_fresh_heartbeat():
     """A running holder with a recent heartbeat is live, described for a human."""
-    state = lease_state(_my_lease(), _beat(age=3), now=NOW, host=HOST)
+    state = lease_state(_my_lease(), _beat(age=3))
     assert state.status == "live" and state.heartbeat_age == 3
     assert f"session s1 on {HOST} pid {os.getpid()} (alice)" in state.detail
     assert "heartbeat 3s ago" in state.detail and "42%" in state.detail
 
 
-def test_dead_holder_on_this_host():
-    """A holder on this host whose pid is gone is dead, whatever its heartbeat says."""
+def test_dead_holder_on_this_host_boot_and_pid_namespace():
+    """A holder here (same host, boot and pid namespace) whose pid is gone is dead at once."""
     pid, start = _dead_pid()
-    state = lease_state(_my_lease(pid=pid, pid_start=start), _beat(age=1), now=NOW, host=HOST)
+    state = lease_state(_my_lease(pid=pid, pid_start=start), _beat(age=1))
     assert state.status == "dead" and "no longer running" in state.detail
 
 
 def test_recycled_pid_counts_as_dead():
     """Our own pid with another start time is someone else's process: dead."""
     lease = _my_lease(pid_start=process_start_time(os.getpid()) - 5)
-    state = lease_state(lease, _beat(age=1), now=NOW, host=HOST)
+    state = lease_state(lease, _beat(age=1))
     assert state.status == "dead" and "another process" in state.detail
+
+
+def test_a_fresh_heartbeat_is_live_when_the_pid_cannot_be_checked_here():
+    """Same host name but another pid namespace (a container on the host's network) or another boot:
+    the pid proves nothing and a fresh heartbeat means live."""
+    pid, start = _dead_pid()
+    for other in ({"pid_ns": "pid:[1]"}, {"boot_id": "another-boot"}, {"pid_ns": None}, {"boot_id": None}):
+        lease = _my_lease(pid=pid, pid_start=start, **other)
+        assert lease_state(lease, _beat(age=0.0000005)).status == "live", other
+        assert lease_state(lease, _beat(age=400), limit=180).status == "stale", other
 
 
 def test_dead_pid_on_another_host_is_judged_by_heartbeat():
     """A pid on another host cannot be checked here; the heartbeat decides."""
     pid, start = _dead_pid()
     lease = _my_lease(host="elsewhere-1", pid=pid, pid_start=start)
-    assert lease_state(lease, _beat(age=5), now=NOW, host=HOST).status == "live"
-    state = lease_state(lease, _beat(age=400), now=NOW, host=HOST)
+    assert lease_state(lease, _beat(age=5)).status == "live"
+    state = lease_state(lease, _beat(age=400), limit=180)
     assert state.status == "stale" and "last heartbeat 6m ago" in state.detail
 
 
-def test_stale_without_heartbeat():
-    """No heartbeat and an old (or unknown) start is stale; a fresh start is live."""
-    other = dict(host="elsewhere-1")
-    assert lease_state(_my_lease(**other), None, now=NOW, host=HOST).status == "stale"
-    young = _my_lease(started_at=_stamp(NOW - 10), **other)
-    assert lease_state(young, None, now=NOW, host=HOST).status == "live"
-    unknown = _my_lease(started_at=None, **other)
-    assert lease_state(unknown, None, now=NOW, host=HOST).status == "stale"
+def test_no_heartbeat_is_stale_unless_the_pid_runs_here():
+    """A holder beats before its lease is visible: without a heartbeat of its own a lease is stale,
+    unless its pid is checkable here and running."""
+    assert lease_state(_my_lease(host="elsewhere-1"), None).status == "stale"
+    assert lease_state(_my_lease(), None).status == "live"
+    claude = SessionLease(id="cc-123", runtime="claude-code", host=HOST, user="bob")
+    state = lease_state(claude, None)
+    assert state.status == "stale" and "Claude Code session cc-123" in state.detail
 
 
-def test_heartbeat_of_another_session_is_ignored():
-    """A leftover heartbeat from an earlier session proves nothing about this one."""
-    state = lease_state(_my_lease(host="elsewhere-1"), _beat(session="old", age=1),
-                        now=NOW, host=HOST)
+def test_heartbeat_of_another_holder_is_ignored():
+    """A leftover heartbeat from an earlier holder proves nothing about this one."""
+    state = lease_state(_my_lease(host="elsewhere-1"), _beat(session="old", age=1))
     assert state.status == "stale" and state.heartbeat_age is None
 
 
-def test_stale_after_is_configurable():
-    """The staleness threshold is a parameter."""
+def test_stale_limit_comes_from_the_environment(monkeypatch):
+    """HANDOFF_LEASE_STALE_AFTER sets the limit (default 180 s)."""
     lease = _my_lease(host="elsewhere-1")
-    assert lease_state(lease, _beat(age=30), now=NOW, host=HOST, stale_after=10).status == "stale"
-    assert lease_state(lease, _beat(age=30), now=NOW, host=HOST, stale_after=60).status == "live"
+    assert lease_state(lease, _beat(age=170)).status == "live"
+    monkeypatch.setenv("HANDOFF_LEASE_STALE_AFTER", "10")
+    assert lease_state(lease, _beat(age=30)).status == "stale"
+    assert lease_state(lease, _beat(age=5)).status == "live"

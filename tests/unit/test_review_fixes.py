@@ -88,7 +88,7 @@ def test_a_step_changed_in_the_runbook_since_it_was_proposed_is_decided_again(tm
 
     from engine.api import open_ledger
     from engine.guard import Decision
-    from engine.session import leasing
+    from engine import leasing
     from engine.session.planner import Action
     from engine.session.steps import write_intent
     from tests.conftest import ROOT
@@ -97,9 +97,9 @@ def test_a_step_changed_in_the_runbook_since_it_was_proposed_is_decided_again(tm
     shutil.copytree(ROOT / "ledgers" / "demo", folder, ignore=shutil.ignore_patterns("world", "*.jsonl", "*.lock", "*.json"))
     path = str(folder / "ledger.yaml")
     handle = open_ledger(path, actor="agent")
-    leasing.acquire(handle.store, path, session_id="s-1", user="agent", planner="autopilot", now=time.time())
+    leasing.acquire(handle.store, path, leasing.session_lease("s-1", user="agent", planner="autopilot"))
     session = SimpleNamespace(sid="s-1", host=socket.gethostname(), ledger_dir=str(folder), identity="agent:s-1",
-                              store=handle.store, txn_lock=threading.Lock())
+                              store=handle.store, txn_lock=threading.Lock(), handle=handle)
     proposed = handle.store.read().step("check")
     assert proposed.reversible
     handle.store.transact(lambda ledger: setattr(ledger.step("check"), "reversible", False))

@@ -16,12 +16,10 @@ from engine.session.runner import (
     StepResult,
     parse_reading,
     parse_until,
-    pid_alive,
-    process_start_time,
     run_step,
     run_until,
-    wait_for_pid,
 )
+from engine.procs import pid_alive, process_start_time, wait_for_pid
 
 PY = sys.executable
 
@@ -43,25 +41,32 @@ def test_exit_code_output_and_stamp():
     assert r.duration >= 0 and r.pid > 0
 
 
-def test_own_process_group_and_on_start():
-    """The step leads a new process group, and on_start hears its pid and pgid."""
+def test_own_process_group_and_launch():
+    """The step leads a new process group, started through the caller's launch hook."""
     seen = []
-    r = run_step(py("import os; print(os.getpgrp())"), timeout=30, on_start=lambda *a: seen.append(a))
-    assert seen == [(r.pid, r.pgid)]
+
+    def launch(start):
+        proc = start()
+        seen.append(proc.pid)
+        return proc
+
+    r = run_step(py("import os; print(os.getpgrp())"), timeout=30, launch=launch)
+    assert seen == [r.pid]
     assert r.pgid == r.pid == int(r.stdout.strip())
     assert r.pgid != os.getpgrp()
 
 
-def test_on_start_failure_kills_the_step():
-    """If recording the intent fails, the unrecorded step does not keep running."""
-    def boom(pid, pgid):
-        seen.append(pid)
-        raise RuntimeError("ledger write failed")
+def test_a_launch_that_refuses_starts_nothing(tmp_path):
+    """A launch hook that raises (a fenced session) starts no process at all."""
+    marker = tmp_path / "ran"
 
-    seen: list[int] = []
-    with pytest.raises(RuntimeError):
-        run_step(py("import time; time.sleep(30)"), timeout=60, on_start=boom)
-    assert not pid_alive(seen[0])
+    def refuse(start):
+        raise LookupError("not ours any more")
+
+    with pytest.raises(LookupError):
+        run_step(py(f"open({str(marker)!r}, 'w').close()"), timeout=30, launch=refuse)
+    time.sleep(0.2)
+    assert not marker.exists()
 
 
 def test_missing_program_is_127():
@@ -264,7 +269,7 @@ def test_run_until_reaches(tmp_path):
     argv, state = _counter_probe(tmp_path, [30, 12, 4.5])
     starts = []
     result, reached, last = run_until(
-        argv, "value < 5", interval=0.05, timeout=30, on_start=lambda p, g: starts.append(p)
+        argv, "value < 5", interval=0.05, timeout=30, launch=lambda start: starts.append(start()) or starts[-1]
     )
     assert reached and last == 4.5 and not result.timed_out
     assert state.read_text() == "3" and len(starts) == 3

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from session_kit import handoff, journal, load, resume, start, tool, tool_ledger, wait_for
 
-from engine.session.lease import new_session_id
+from engine.lease import new_session_id, where_pids_count
 from engine.timefmt import now_iso
 
 SLEEPY = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "timeout": 20, "run": tool("sleep", "0.6")}]
@@ -40,7 +40,9 @@ def test_dead_pid_lease_is_taken_over_and_paged(tmp_path: Path) -> None:
     """A lease on this host whose pid is gone is taken over at once, journaled and paged."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    lease = {"id": "old-session", "host": socket.gethostname(), "pid": dead.pid, "started_at": now_iso()}
+    here = where_pids_count()
+    lease = {"id": "old-session", "host": socket.gethostname(), "pid": dead.pid, "started_at": now_iso(),
+             "boot_id": here["boot_id"], "pid_ns": here["pid_ns"]}
     ledger = tool_ledger(tmp_path, SLEEPY, _targets(1), session=lease, notify=PAGER)
     result = resume(ledger, world=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -56,6 +58,7 @@ def test_stale_heartbeat_lease_is_taken_over(tmp_path: Path) -> None:
     ledger = tool_ledger(tmp_path, SLEEPY, _targets(1), session=lease)
     beat = Path(os.path.realpath(ledger) + ".heartbeat")
     beat.write_text(json.dumps({"session": "far-away", "pid": 1, "host": "another-host", "at": time.time() - 3600}))
+    os.utime(beat, (time.time() - 3600, time.time() - 3600))  # staleness is the file's age, on its own filesystem
     result = resume(ledger, world=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "took over the lease: session far-away on another-host" in result.stdout and "stale" in result.stdout

@@ -20,14 +20,15 @@ def _state(ledger, name="db-19", value="checked"):
 
 
 def test_transact_bumps_revision_and_records_the_write(article):
-    """Each transaction bumps `revision`; the lock file records revision, hash and target names."""
+    """Each transaction bumps `revision`; the record of the last write keeps revision, hash, targets, steps, metrics, budget."""
     store = FileStore(str(article))
     _, rev = store.transact(_state)
     assert rev == 1
     _, rev = store.transact(lambda l: _state(l, "db-17", "done"))
     assert rev == 2
-    record = json.loads((article.parent / "ledger.yaml.lock").read_text())
+    record = json.loads((article.parent / "ledger.yaml.last-write.json").read_text())
     assert record["revision"] == 2 and record["names"] == ["db-17", "db-18", "db-19", "db-20"]
+    assert record["steps"] == [] and record["metrics"] == [] and record["budget"] is False
     assert FileStore(str(article)).read().revision == 2
 
 
@@ -74,7 +75,7 @@ def test_no_temp_files_are_left_behind(article):
     store.transact(_state)
     with pytest.raises(Refused):
         store.transact(lambda l: (_ for _ in ()).throw(Refused("x")))
-    assert sorted(p.name for p in article.parent.iterdir()) == ["ledger.yaml", "ledger.yaml.cache.json", "ledger.yaml.lock"]
+    assert sorted(p.name for p in article.parent.iterdir()) == ["ledger.yaml", "ledger.yaml.last-write.json", "ledger.yaml.lock"]
 
 
 def test_human_save_between_read_and_write_is_reapplied_not_overwritten(article):

@@ -1,0 +1,91 @@
+"""The parse cache: what the targets of a file ledger parsed to, kept per user.
+
+It lives in `$XDG_CACHE_HOME/handoff/` (default `~/.cache/handoff/`, folder 0700, files
+0600), one file per ledger keyed by the ledger's real path, never beside the ledger:
+nobody else can plant one, and no review of the ledger's folder has to know it exists.
+It is only a shortcut to what the file itself says:
+- it maps a target's exact source text to that text's parsed data, so an entry is used
+  only where the file holds those very bytes;
+- everything that is not a target (runbook, metrics, notify, invariants, approvers,
+  budget, redact) is always parsed from the file;
+- a missing, corrupt or foreign cache is ignored, never reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+
+from engine.store.atomic import atomic_write
+
+VERSION = 2
+
+
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "handoff")
+
+
+def cache_path(real: str) -> str:
+    """Where the cache of the ledger at real path `real` lives."""
+    return os.path.join(cache_dir(), hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
+
+
+def _ours(path: str) -> bool:
+    """Only a regular file owned by us and private to us is trusted."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def load(real: str) -> dict[str, tuple[str, dict]]:
+    """target text -> (name, data) from the cache of `real`; {} when there is none to trust."""
+    path = cache_path(real)
+    if not _ours(path) or not _private_dir(os.path.dirname(path)):
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("path") != real:
+        return {}
+    entries = doc.get("targets")
+    if not isinstance(entries, dict):
+        return {}
+    known: dict[str, tuple[str, dict]] = {}
+    for text, item in entries.items():
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict):
+            known[text] = (item[0], item[1])
+    return known
+
+
+def _private_dir(path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def save(real: str, lines: dict[str, str], targets: dict[str, dict]) -> None:
+    """Remember what each target's text parsed to (best effort: a cache that cannot be
+    written only costs the next reader a parse)."""
+    folder = cache_dir()
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not _private_dir(folder):
+            return  # someone else's folder, or readable by others: do not put anything there
+        entries = {text: [name, targets[name]] for name, text in lines.items() if name in targets}
+        body = json.dumps({"v": VERSION, "path": real, "targets": entries}, ensure_ascii=False, separators=(",", ":"))
+        path = cache_path(real)
+        if os.path.lexists(path) and not _ours(path):
+            return
+        atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
+        os.chmod(path, 0o600)
+    except (OSError, UnicodeError, ValueError):
+        pass  # only a cache

@@ -1,0 +1,94 @@
+"""The parse cache lives in the per-user cache folder and never says anything the YAML does not."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from engine.store import parse_cache
+from engine.store.file import FileStore, digest
+from tests.conftest import RUNBOOK_LEDGER, cli_env, handoff
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home
+
+
+def _written(tmp_path) -> Path:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(RUNBOOK_LEDGER)
+    FileStore(str(path)).transact(lambda ledger: None)
+    return path
+
+
+def test_the_cache_is_private_and_not_beside_the_ledger(tmp_path, cache_home):
+    """After a write the cache is one 0600 file in $XDG_CACHE_HOME/handoff (0700); nothing beside the ledger."""
+    path = _written(tmp_path)
+    files = list((cache_home / "handoff").iterdir())
+    assert len(files) == 1 and files[0] == Path(parse_cache.cache_path(os.path.realpath(path)))
+    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE((cache_home / "handoff").stat().st_mode) == 0o700
+    assert not any(p.name.endswith(".cache.json") for p in tmp_path.iterdir())
+    assert len(parse_cache.load(os.path.realpath(path))) == 5  # one entry per target's text
+
+
+def test_a_forged_cache_beside_the_ledger_is_never_read(tmp_path, cache_home):
+    """The old `<ledger>.cache.json` with a matching hash line and an EVIL runbook changes nothing."""
+    path = _written(tmp_path)
+    raw = path.read_bytes()
+    forged = {"v": 1, "header": "", "lines": {}, "data": {
+        "task": "forged", "runbook": {"steps": [{"name": "cutover", "from": "verified", "to": "done", "run": ["EVIL"]}]},
+        "targets": {"db-2": {"state": "verified", "approvals": [{"by": "x", "user": "x", "at": "t", "step": "cutover", "hash": "h"}]}}}}
+    (tmp_path / "fleet.yaml.cache.json").write_text(digest(raw) + "\n" + json.dumps(forged))
+    ledger = FileStore(str(path)).read()
+    assert ledger.task == "small-fleet" and ledger.step("cutover").run[0] == "echo"
+    assert ledger.targets["db-2"].approvals == []
+    assert path.read_bytes() == raw
+
+
+def test_the_cache_supplies_nothing_but_entries_for_text_the_file_holds(tmp_path, cache_home):
+    """Everything that is not a target comes from the file; an entry for text the file does not hold is unused."""
+    path = _written(tmp_path)
+    cache = Path(parse_cache.cache_path(os.path.realpath(path)))
+    doc = json.loads(cache.read_text())
+    doc["targets"]["  db-9: {state: done}"] = ["db-2", {"state": "done"}]  # text the file does not hold
+    doc["runbook"] = {"steps": []}  # ignored: not a field of the cache at all
+    cache.write_text(json.dumps(doc))
+    os.chmod(cache, 0o600)
+    ledger = FileStore(str(path)).read()
+    assert ledger.targets["db-2"].state == "verified" and len(ledger.steps()) == 4
+
+
+@pytest.mark.parametrize("body", [b"\x00garbage", b"[]", b'{"v": 2, "path": "x"}', None])
+def test_a_corrupt_or_foreign_cache_is_ignored_never_an_error(tmp_path, cache_home, body):
+    """Garbage, a cache of another path, or an entry whose data does not validate: read as the file says, no error."""
+    path = _written(tmp_path)
+    cache = Path(parse_cache.cache_path(os.path.realpath(path)))
+    if body is None:  # an entry for the file's real text whose data is nonsense
+        doc = json.loads(cache.read_text())
+        text = next(t for t, (name, _) in doc["targets"].items() if name == "db-5")
+        doc["targets"][text] = ["db-5", {"state": "no-such-state", "approvals": "x"}]
+        body = json.dumps(doc).encode()
+    cache.write_bytes(body)
+    os.chmod(cache, 0o600)
+    result = handoff("status", str(path), "--json", env=cli_env(XDG_CACHE_HOME=str(cache_home)))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["targets"]["db-5"]["state"] == "queued"
+
+
+def test_a_cache_others_can_write_is_not_trusted(tmp_path, cache_home):
+    """A cache file or folder readable or writable by others is neither read nor written."""
+    path = _written(tmp_path)
+    cache = Path(parse_cache.cache_path(os.path.realpath(path)))
+    os.chmod(cache, 0o666)
+    assert parse_cache.load(os.path.realpath(path)) == {}
+    os.chmod(cache, 0o600)
+    os.chmod(cache_home / "handoff", 0o777)
+    assert parse_cache.load(os.path.realpath(path)) == {}
