@@ -134,6 +134,7 @@ class HeartbeatThread(threading.Thread):
         self.interval = interval
         self.state_fn = state_fn
         self.last_error: BaseException | None = None
+        self.lost = False  # another holder's heartbeat replaced ours: we were taken over
         self.beats = 0
         self._last_ok = time.monotonic()
         self._stop_event = threading.Event()
@@ -144,7 +145,15 @@ class HeartbeatThread(threading.Thread):
             self.beat()
 
     def beat(self) -> bool:
-        """Write one heartbeat now; True if it was written."""
+        """Write one heartbeat now; True if it was written. A holder whose place another
+        holder has taken (a fresh heartbeat of theirs) never writes over theirs again."""
+        if self.lost:
+            return False
+        theirs = self.heartbeat.current()
+        if theirs is not None and theirs.get("session") != self.holder and theirs.get("age", 1e9) <= stale_after():
+            self.lost = True
+            self.last_error = RuntimeError(f"the heartbeat is {theirs.get('session')}'s now: another holder took over")
+            return False
         if self.state_fn is not None:
             try:
                 self._state = {**self._state, **self.state_fn()}
@@ -164,7 +173,10 @@ class HeartbeatThread(threading.Thread):
         return time.monotonic() - self._last_ok
 
     def can_act(self) -> str | None:
-        """None while this holder may act; otherwise why not (it could not beat for half the stale limit)."""
+        """None while this holder may act; otherwise why not (it was taken over, or it could
+        not beat for half the stale limit)."""
+        if self.lost:
+            return f"was taken over ({self.last_error})"
         limit = stale_after() / 2
         silent = self.silent_for()
         if silent <= limit:

@@ -11,6 +11,7 @@ Whatever the path, what was approved (argv, checkpoint, hash) is printed.
 
 from __future__ import annotations
 
+import json
 import sys
 
 from engine.errors import ApprovalChanged
@@ -28,11 +29,15 @@ def show(pending, target: str, out=sys.stdout) -> None:
 
 
 def _ask(target: str) -> bool:
+    # A plain line read, not input(): readline's own terminal handling can swallow Ctrl-C.
+    sys.stdout.write(f"Type {visible(target)} to approve it (anything else cancels): ")
+    sys.stdout.flush()
     try:
-        typed = input(f"Type {visible(target)} to approve it (anything else cancels): ")
-    except (EOFError, KeyboardInterrupt):
-        print("", file=sys.stderr)
-        return False
+        typed = sys.stdin.readline()
+    except KeyboardInterrupt:
+        typed = ""
+    if not typed.endswith("\n"):
+        print("", file=sys.stderr)  # Ctrl-D or Ctrl-C left the cursor on the prompt's line
     return typed.strip() == target
 
 
@@ -58,7 +63,7 @@ def cmd_approve(args) -> int:
         print(f"handoff: {visible(err.message)}", file=sys.stderr)
         return 1
     print(visible(f"{args.target}: {approval.step} approved by {approval.by} ({approval.user}) at {approval.at}"))
-    print(visible("  argv: " + " ".join(repr(a) for a in pending.argv)))
+    print(visible("  argv: " + json.dumps(pending.argv, ensure_ascii=False)))
     print(visible(f"  checkpoint: {approval.checkpoint or '-'}"))
     print(f"  hash: {approval.hash}")
     return 0

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from engine import guard, ops
+from engine import failpoints, guard, ops
 from engine.api import open_ledger
 from engine.errors import HandoffError, Refused, UsageError
 from engine.identity import hostname, os_user
@@ -96,7 +96,7 @@ class Session:
         real = open_ledger(self.opts.ledger, actor=self.opts.actor)
         if real.read_only:
             raise UsageError(f"cannot drive this ledger: {real.read_only_reason}")
-        refusal = preflight(real.load(), allow_unenforced=self.opts.allow_unenforced)
+        refusal = preflight(real.snapshot(), allow_unenforced=self.opts.allow_unenforced)
         if refusal:
             # A refused session changes nothing: one journal record, and the reason.
             real.journal.append("session_refused", f"session refused to start: {refusal}", actor=self.identity,
@@ -109,7 +109,10 @@ class Session:
                        session=self.sid, user=os_user())
         lease = leasing.session_lease(self.sid, user=self.handle.actor, planner=planner.name,
                                       allow_unenforced=True if self.opts.allow_unenforced else None)
-        previous, rev = leasing.acquire(self.store, location, lease)
+        try:
+            previous, rev = leasing.acquire(self.store, location, lease)
+        except Refused as err:  # the file changed between the checks above and now: it cannot be driven as it is
+            raise UsageError(f"{self.opts.ledger}: the session cannot start: {err.message}", title=err.title) from None
         self.planner = planner
         self.beat = beat = HeartbeatThread(self.store.heartbeat(), self.sid, state_fn=self._beat)
         beat.start()
@@ -302,6 +305,7 @@ class Session:
                     continue
                 intent = write_intent(self, action, self.statuses)
                 if isinstance(intent, Intent):
+                    failpoints.reached("after-intent")
                     self._start(intent)
                     started += 1
                     ledger, view = self.store.read(), None

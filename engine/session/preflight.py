@@ -2,6 +2,8 @@
 
 A session that refuses to start changes nothing (no lease, no heartbeat, no lock file,
 no rewritten ledger); the caller journals one record of the refusal. Refused:
+- a file that lost targets, steps, metrics or its budget, or went back in time, since
+  the engine last wrote it (until a human accepts it with `handoff check`);
 - an invariant the engine does not understand (it would not be enforced), unless the
   session is started with --allow-unenforced; each is listed with the closest sentence
   the engine understands;
@@ -12,12 +14,13 @@ no rewritten ledger); the caller journals one record of the refusal. Refused:
 from __future__ import annotations
 
 from engine.invariants import closest_form, parse_all
-from engine.model import Ledger
+from engine.store.base import Snapshot
 
 
-def preflight(ledger: Ledger, *, allow_unenforced: bool = False) -> str | None:
-    """Why a session cannot start on `ledger` (one reason a line), or None."""
-    problems: list[str] = []
+def preflight(snap: Snapshot, *, allow_unenforced: bool = False) -> str | None:
+    """Why a session cannot start on the ledger read as `snap` (one reason a line), or None."""
+    ledger = snap.ledger
+    problems: list[str] = [w for w in snap.warnings if snap.missing or snap.rollback]
     for inv in parse_all(ledger):
         if inv.kind == "unenforced" and not allow_unenforced:
             problems.append(f"invariant {inv.text!r} is not understood, so nothing would enforce it; "

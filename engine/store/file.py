@@ -34,6 +34,7 @@ from engine.store import parse_cache
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.filelock import FileLock
 from engine.store.record import read_record, regressions, write_record
+from engine.store.sidecar import SidecarRefused
 from engine.store.convert import to_data, to_ledger, to_ledger_reusing
 
 T = TypeVar("T")
@@ -241,6 +242,9 @@ class FileStore:
             raise Refused(snap.warnings[-1], title="Ledger went back in time")
 
     def _transact_locked(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
+        if os.path.islink(self.record_path):  # refused before the ledger is touched, not after
+            raise SidecarRefused(f"{self.record_path} is a symlink; the engine never follows one beside a ledger: "
+                                 "remove it (nothing was changed)")
         raw = self._raw()
         for _ in range(_CAS_RETRIES):
             # Parsed afresh from the bytes on disk every time: a file that does not parse

@@ -144,3 +144,53 @@ def test_a_session_on_a_postgres_ledger_beats_in_the_database(tmp_path):
     finally:
         handoff("stop", location)
         first.wait(timeout=60)
+
+
+def test_import_over_an_existing_ledger_is_refused_unless_replace(url, tmp_path):
+    """`handoff import` never silently replaces a ledger: refused without --replace; with it the revision moves forward."""
+    import yaml
+
+    assert handoff("approve", url, "db-18", "--step", "x", "--as", "alice").returncode != 0  # no runbook: nothing to approve
+    assert handoff("pause", url, "--reason", "one", "--as", "alice").returncode == 0
+    assert handoff("unpause", url, "--as", "alice").returncode == 0  # revision 2
+    old = tmp_path / "old.yaml"
+    old.write_text(ARTICLE)  # revision 0: an old copy
+    refused = handoff("import", str(old), url)
+    assert refused.returncode == 1 and "already exists" in refused.stderr and "--replace" in refused.stderr
+    assert "revision: 2" in handoff("export", url).stdout
+    replaced = handoff("import", str(old), url, "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert yaml.safe_load(handoff("export", url).stdout)["revision"] == 3  # above every earlier one, never back to 0
+
+
+def test_import_replace_is_refused_while_a_live_holder_has_the_lease(url, tmp_path):
+    """--replace under a live session's lease (its heartbeat fresh in the database) is refused; nothing changes."""
+    from engine import leasing
+    from engine.store.postgres import PostgresStore
+
+    store = PostgresStore(url)
+    leasing.acquire(store, url, leasing.session_lease("live-one", user="alice", planner="autopilot"))
+    before = handoff("export", url).stdout
+    old = tmp_path / "old.yaml"
+    old.write_text(ARTICLE)
+    refused = handoff("import", str(old), url, "--replace")
+    assert refused.returncode == 1 and "session live-one" in refused.stderr and "handoff stop" in refused.stderr
+    assert handoff("export", url).stdout == before
+
+
+def test_a_writer_frozen_in_the_lock_is_named(url):
+    """A transaction sitting on the ledger's lock: a writer gives up after HANDOFF_LOCK_TIMEOUT and names it."""
+    import psycopg
+
+    from engine.store.postgres import _LOCK_CLASS, split_location
+
+    conn_url, name = split_location(url)
+    with psycopg.connect(conn_url, application_name="handoff pid 777 on bastion-3 (frozen)") as conn:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, name))
+            result = subprocess.run([sys.executable, "-m", "engine.cli.main", "pause", url, "--reason", "x"],
+                                    capture_output=True, text=True, timeout=60,
+                                    env={**os.environ, "HANDOFF_LOCK_TIMEOUT": "1"})
+    assert result.returncode == 1, result.stderr
+    assert "locked for more than 1s by handoff pid 777 on bastion-3 (frozen)" in result.stderr
+    assert "paused" not in handoff("export", url).stdout.split("targets:")[0]
