@@ -9,12 +9,12 @@ from engine.errors import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("import", help="copy a YAML ledger into PostgreSQL (postgresql://host/db#name)")
-    p.add_argument("file")
-    p.add_argument("url")
+    p = sub.add_parser("import", help="share a ledger between hosts: copy a YAML ledger into PostgreSQL (postgresql://host/db#name)")
+    p.add_argument("file", help="the YAML ledger to copy")
+    p.add_argument("url", help="postgresql://host/db#name: where it goes (never replaces a live ledger)")
     p.set_defaults(handler=cmd_import)
-    p = sub.add_parser("export", help="print a PostgreSQL ledger as YAML")
-    p.add_argument("url")
+    p = sub.add_parser("export", help="print a PostgreSQL ledger as YAML, to read, diff or keep")
+    p.add_argument("url", help="postgresql://host/db#name")
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
     p.set_defaults(handler=cmd_export)
 

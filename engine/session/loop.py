@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from engine import guard, ops
+from engine.checks.readiness import refuse_to_start
 from engine.api import open_ledger
 from engine.errors import HandoffError, Refused, UsageError
 from engine.identity import hostname, os_user
@@ -94,6 +95,8 @@ class Session:
         self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location
         self.out = Out(self.handle.journal, self.identity, json_mode=self.opts.json, stream=self.opts.stream,
                        session=self.sid, user=os_user())
+        if (refused := refuse_to_start(self.handle, self.out, self.opts.ledger)) is not None:
+            return refused  # it can never proceed as written: say why, take nothing (issue 9)
         previous, rev = leasing.acquire(self.store, location, session_id=self.sid, user=self.handle.actor,
                                         planner=planner.name, now=time.time())
         self.planner = planner
