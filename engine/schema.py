@@ -36,7 +36,9 @@ def ledger_schema() -> dict[str, Any]:
             field = props.get("properties", {}).get(info.alias or name)
             if field is not None:
                 _allow_numbers(field)
-    return {"$schema": DRAFT, "title": "handoff ledger (format v1)", **schema}
+    out = {"$schema": DRAFT, **schema}
+    out["title"] = "handoff ledger (format v1)"
+    return out
 
 
 def _allow_numbers(field: dict[str, Any]) -> None:

@@ -30,8 +30,8 @@ def check_invariants(ctx: Context, acting: bool) -> None:
                     suggestion=fix + " (`handoff check --explain` lists every form)")
         elif inv.kind == "metric" and inv.metric not in ledger.metrics:
             guess = closest(inv.metric or "", ledger.metrics)
-            ctx.add(ERROR, f'the pause threshold "{inv.text}" reads {inv.metric}, which has no `metrics` entry: a '
-                    "session cannot read it", *at, code="metric-missing",
+            ctx.add(ERROR, f'the pause threshold "{inv.text}" reads {inv.metric}, which has no source (no `metrics` '
+                    "entry): a session cannot read it", *at, code="metric-missing",
                     suggestion=f'did you mean "{guess}"?' if guess else
                     f"add metrics.{inv.metric}.run: a command printing the number (4.2, or 37%)")
         elif inv.kind == "precondition" and steps:
