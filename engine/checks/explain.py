@@ -3,6 +3,8 @@ reads the invariants of one ledger."""
 
 from __future__ import annotations
 
+import textwrap
+
 from engine.invariants import FORMS, Invariant, parse
 from engine.model import Ledger
 
@@ -11,7 +13,8 @@ def explain_forms() -> str:
     """Every form, as a sentence and as its structured equivalent, with what it does."""
     out = ["Invariants the engine understands (anything else is reported as unenforced, never ignored):", ""]
     for sentence, structured, what in FORMS:
-        out += [f"  {sentence}", f"      or {structured}", f"      {what}", ""]
+        out += [f"  {sentence}", f"      or {structured}",
+                textwrap.fill(what, 88, initial_indent="      ", subsequent_indent="      "), ""]
     out.append("Write each as one item of `invariants:`; `handoff check` says which it could not read.")
     return "\n".join(out)
 

@@ -86,7 +86,7 @@ class Locator:
             line = self._lines[index]
             if not line.startswith("  ") or line[2:3] in (" ", "#"):
                 continue
-            head = line[2:].split(":", 1)[0].strip() if not line[2:3] in "\"'" else _quoted_head(line[2:])
+            head = _quoted_head(line[2:]) if line[2:3] in ('"', "'") else line[2:].split(":", 1)[0].strip()
             if head in spellings:
                 column = 3
                 if field:

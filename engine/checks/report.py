@@ -6,6 +6,7 @@ from __future__ import annotations
 from engine.checks.analyse import analyse, source_text
 from engine.checks.finding import ERROR, Finding
 from engine.checks.locate import Locator
+from engine.invariants import parse
 
 
 def check_findings(handle, snap, statuses, contradictions: list[str], path: str) -> list[Finding]:
@@ -14,23 +15,17 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str)
     text = source_text(handle.store)
     found = analyse(snap.ledger, text, path)
     locator = Locator(text, path)
-    index = {(_text(item)): i for i, item in enumerate(snap.ledger.invariants)}
+    index = {parse(item).text: i for i, item in enumerate(snap.ledger.invariants)}  # the text a status carries
     out = [Finding(ERROR, line, path, code="store") for line in [*snap.warnings, *contradictions]]
-    explained = {f.line for f in found if f.code == "precondition-from"}
+    explained = [f.message for f in found if f.code == "precondition-from"]
     for status in statuses:
         if status.status != "violated":
             continue
         at = index.get(status.text)
         line, column = locator.value("invariants", at) if at is not None else (None, None)
-        if status.kind == "precondition" and line is not None and line in explained:
+        if status.kind == "precondition" and any(f'"{status.text}"' in message for message in explained):
             continue  # the analysis already said why the runbook and the invariant disagree, with the fix
         out.append(Finding(ERROR, f"invariant violated: {status.text} ({status.value})", path, line, column,
                            code="violated"))
     return out + found
 
-
-def _text(item) -> str:
-    """The text an invariant status carries for `item` (its sentence, or the structured form's)."""
-    from engine.invariants import parse
-
-    return parse(item).text

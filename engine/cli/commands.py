@@ -241,6 +241,8 @@ def problems(ledger) -> list[str]:
 
 
 def cmd_check(args) -> int:
+    if args.explain and args.json:
+        raise UsageError("--explain prints text for people; run it without --json")
     if args.explain:
         from engine.checks.explain import explain_forms
 
@@ -276,7 +278,7 @@ def report_check(args, ledger, statuses, findings) -> int:
     if args.json:
         json.dump({"ok": not problem, "problems": [f.text() for f in problem], "unenforced": unenforced,
                    "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses],
-                   "findings": [f.as_json() for f in findings]}, sys.stdout, ensure_ascii=False)
+                   "findings": [f.as_json() for f in findings]}, sys.stdout)
         sys.stdout.write("\n")
     else:
         from engine.textsafe import visible

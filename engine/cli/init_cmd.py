@@ -67,6 +67,8 @@ def cmd_init(args) -> int:
     path = Path(args.path)
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give the ledger's file name (for example {path / 'ledger.yaml'})")
+    if not path.parent.is_dir():
+        raise UsageError(f"the folder {path.parent} does not exist; create it first")
     if not _create(path, text.encode("utf-8")):
         print(visible(f"handoff: {path} already exists; nothing was written (choose another PATH, or remove it)"), file=sys.stderr)
         return EXISTS
@@ -135,6 +137,13 @@ def build(template: Path, name: str, targets: list[str] | None, *, actor: str | 
 
 def _create(path: Path, data: bytes) -> bool:
     """Write a new file atomically; False (nothing written) if `path` exists."""
+    try:
+        return _link_new(path, data)
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror}; nothing was written") from None
+
+
+def _link_new(path: Path, data: bytes) -> bool:
     folder = str(path.parent) or "."
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
@@ -167,11 +176,17 @@ def _schema_text() -> str:
 
 
 def _next_steps(path: Path, template: str, schema: Path | None) -> str:
-    shown = str(path)
-    out = [f"wrote {shown} from the {template} template" + (f" (and {schema} for editors)" if schema else ""), "next:",
-           f"  1. edit it: every run, check and verify, the metric and the notify command is a placeholder that fails",
-           "     until you replace it (the comment above each shows a real one); set task, owner_shift and targets",
-           f"  2. handoff check --strict {shown}        names each placeholder left and anything that would stall a session",
-           f"  3. handoff resume --ledger {shown} --dry-run   one full cycle on a copy, running only each step's check",
-           f"  then: handoff resume --ledger {shown}, and handoff-tui {shown} to watch and approve"]
-    return "\n".join(out)
+    import shlex
+
+    shown = shlex.quote(str(path))  # paste-able as it is
+    return "\n".join([
+        f"wrote {path} from the {template} template" + (f" (and {schema} for editors)" if schema else ""),
+        "next:",
+        "  1. edit it: each run, check, verify, metric and notify command is a placeholder that",
+        "     fails until you replace it (the comment above each shows a real one)",
+        f"  2. handoff check --strict {shown}",
+        "     names each placeholder left, and anything that would stall a session",
+        f"  3. handoff resume --ledger {shown} --dry-run",
+        "     one full cycle on a copy, running only each step's check",
+        f"  then: handoff resume --ledger {shown}; handoff-tui {shown} to watch and approve",
+    ])

@@ -264,6 +264,12 @@ def test_explain_prints_every_form_without_a_ledger():
         assert text in result.stdout
 
 
+def test_explain_is_not_mixed_into_json(article):
+    """--explain is text for people: with --json it is a usage error, not broken JSON."""
+    result = handoff("check", "--explain", "--json", article)
+    assert result.returncode == 2 and "without --json" in result.stderr and result.stdout == ""
+
+
 def test_explain_with_a_ledger_shows_how_each_invariant_reads(article):
     result = handoff("check", "--explain", article)
     assert "-> {require: {step: cutover, state: verified}}" in result.stdout

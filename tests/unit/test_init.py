@@ -83,6 +83,11 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, message):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_missing_folder_is_a_usage_error(tmp_path):
+    result = handoff("init", tmp_path / "nope" / "ledger.yaml", "--template", "blank")
+    assert result.returncode == 2 and "does not exist" in result.stderr and list(tmp_path.iterdir()) == []
+
+
 def test_target_and_targets_together_are_a_usage_error(tmp_path):
     names = tmp_path / "t.txt"
     names.write_text("a\n")
