@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable, TypeVar
 
 from engine import ops
+from engine.bundled import demo_dir  # noqa: F401 - re-exported: the TUI's --demo copies it
 from engine.errors import LedgerInvalid, ReadOnly
 from engine.identity import os_user
 from engine.invariants import InvariantStatus, evaluate, journal_readings

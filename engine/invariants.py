@@ -161,6 +161,109 @@ def _parse_structured(item: dict[str, Any]) -> Invariant:
     return Invariant(text, "unenforced", problem="unknown structured invariant; use require, max_touched or pause_if")
 
 
+# The forms `parse` understands, for people: `handoff check --explain` and docs/ledger.md.
+FORMS: tuple[tuple[str, str, str], ...] = (
+    ("never run STEP on a TARGET whose state != STATE",
+     "{require: {step: STEP, state: STATE}}",
+     "the guard refuses STEP on a target anywhere but STATE; also: do/start/execute/perform; "
+     "for/against; where/with/if its; is not/isn't/other than; or \"only run STEP when its state is STATE\""),
+    ("never touch more than N TARGETS concurrently",
+     "{max_touched: N}",
+     "at most N targets touched at once (from their first irreversible step until done, or while a step runs); "
+     "also: at most N ..., no more than N ...; at once/at a time/in parallel/simultaneously"),
+    ("pause if METRIC > VALUE[%]",
+     "{pause_if: {metric: METRIC, op: \">\", value: VALUE, unit: \"%\"}}",
+     "the session pauses the ledger when metrics.METRIC prints a reading past VALUE; ops: > >= < <= == != "
+     "or exceeds/above/over/greater than/below/under/less than; a reading and its threshold must agree on %"),
+)
+
+_WORD = r"[A-Za-z_][\w.-]*"
+_STOP = frozenset("a an the any on for of to if when whenever whose where with is its it state never only do dont "
+                  "don't run start execute perform unless until before after not than more no be and or pause stop "
+                  "halt goes rises falls drops exceeds above below over under greater less touch concurrently max "
+                  "at most once time same parallel in flight".split())
+_CUES = {
+    "metric": ("pause", "%", "rate", "error", "latency", "lag", ">", "<", "exceed", "above", "below", "over", "under"),
+    "max_touched": ("more than", "at most", "concurrent", "at once", "parallel", "simultaneous", "at a time",
+                    "in flight", "touch", "no more"),
+    "precondition": ("state", "unless", "whose", "only", "before", "until", "!=", "is not", "isn't"),
+}
+
+
+def closest_form(text: str) -> str:
+    """The sentence the engine would understand that is closest to `text`, with the
+    names and numbers of `text` kept where they can be found: what to write instead
+    of an invariant `parse` reports as unenforced. The result always parses."""
+    respelled = _respelled(str(text))
+    if respelled is not None:
+        return respelled  # a misspelt word or two: the same sentence, spelt right
+    lower = str(text).lower()
+    words = [w for w in re.findall(_WORD, str(text)) if w.lower() not in _STOP]
+    number = re.search(r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*(%|percent)?(?![\w.])", lower)
+    value = number.group(1) if number else "1"
+    unit = "%" if number and number.group(2) else ""
+    named = [w for w in words if "_" in w or any(c.isdigit() for c in w)]
+    metric = named[0] if named else (words[0] if words else "error_rate_5m")
+    op = next((sym for sym in (">=", "<=", "!=", "==", ">", "<") if sym in lower), None)
+    if op is None:
+        op = next((_WORD_OPS[w] for w in sorted(_WORD_OPS, key=len, reverse=True) if len(w) > 2 and w in lower), ">")
+    count = re.search(r"\b(\d+)\s+(" + _WORD + r")", str(text))
+    limit, noun = (count.group(1), count.group(2)) if count else (value.split(".")[0].lstrip("-") or "1", "targets")
+    step = words[0] if words else "STEP"
+    state = words[-1] if len(words) > 1 else "verified"
+    candidates = {
+        "metric": f"pause if {metric} {op} {value}{unit}",
+        "max_touched": f"never touch more than {limit} {noun} concurrently",
+        "precondition": f"never run {step} on a target whose state != {state}",
+    }
+    cues = {kind: sum(cue in lower for cue in _CUES[kind]) for kind in candidates}
+    best = max(candidates, key=lambda kind: (cues[kind], _similar(lower, candidates[kind])))
+    # Nothing in the text says which kind it is: show the form itself, not a guess made of its words.
+    sentence = candidates[best] if cues[best] else FORMS_EXAMPLES[best]
+    if parse(sentence).kind == "unenforced":  # names that the sentence forms cannot hold
+        sentence = FORMS_EXAMPLES[best]
+    return sentence
+
+
+_VOCAB = (
+    "never run do start execute perform a an any the on for against whose where with if its when state is not "
+    "isn't anything but other than only touch change work have more at most no concurrently once time in flight "
+    "parallel simultaneously touched pause whenever exceeds above over greater below under less percent"
+).split()
+
+
+def _respelled(text: str) -> str | None:
+    """`text` with misspelt sentence words replaced by close ones, if that makes it parse."""
+    import difflib
+    import itertools
+
+    options = []
+    for word in text.split():
+        bare = word.lower().strip(".,")
+        if bare in _VOCAB or any(c.isdigit() for c in bare) or not bare.isalpha():
+            options.append([word])
+        else:
+            options.append([word, *difflib.get_close_matches(bare, _VOCAB, n=3, cutoff=0.7)])
+    for combo in itertools.islice(itertools.product(*options), 256):
+        candidate = " ".join(combo)
+        if candidate != text and parse(candidate).kind != "unenforced":
+            return candidate
+    return None
+
+
+FORMS_EXAMPLES = {
+    "precondition": "never run cutover on a target whose state != verified",
+    "max_touched": "never touch more than 2 targets concurrently",
+    "metric": "pause if error_rate_5m > 0.5%",
+}
+
+
+def _similar(a: str, b: str) -> float:
+    from difflib import SequenceMatcher
+
+    return SequenceMatcher(None, a, b.lower()).ratio()
+
+
 def parse_all(ledger: Ledger) -> list[Invariant]:
     return [parse(item) for item in ledger.invariants]
 
@@ -233,35 +336,3 @@ def journal_readings(journal) -> MetricReader:
         return cache[name]
 
     return read
-
-
-_VOCAB = (
-    "never run do start execute perform a an any the on for against whose where with if its when state is not "
-    "isn't anything but other than only touch change work have more at most no concurrently once time in flight "
-    "parallel simultaneously touched pause whenever exceeds above over greater below under less percent"
-).split()
-_TEMPLATES = (
-    "never run STEP on a TARGET whose state != STATE",
-    "never touch more than N TARGETS concurrently",
-    "pause if METRIC > NUMBER",
-)
-
-
-def closest_form(text: str) -> str:
-    """The sentence the engine would understand that is closest to `text`: the same words
-    with misspelt ones corrected when that is enough, else the nearest general form."""
-    import difflib
-    import itertools
-
-    options = []
-    for word in text.split():
-        bare = word.lower().strip(".,")
-        if bare in _VOCAB or any(c.isdigit() for c in bare) or not bare.isalpha():
-            options.append([word])
-        else:
-            options.append([word, *difflib.get_close_matches(bare, _VOCAB, n=3, cutoff=0.7)])
-    for combo in itertools.islice(itertools.product(*options), 256):
-        candidate = " ".join(combo)
-        if parse(candidate).kind != "unenforced":
-            return candidate
-    return max(_TEMPLATES, key=lambda t: difflib.SequenceMatcher(None, text.lower(), t.lower()).ratio())

@@ -8,9 +8,9 @@ engine never drops what a human wrote.
 from __future__ import annotations
 
 import shlex
-from typing import Any, Iterable, Literal
+from typing import Annotated, Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 # The article's state machine; always known, so a ledger without a runbook is valid.
 BASE_STATES: tuple[str, ...] = (
@@ -39,7 +39,18 @@ SUMMARY_ORDER: tuple[str, ...] = (
 )
 HALT_STATES = frozenset({"failed", "blocked"})
 
-Argv = list[str]
+# A command: an argv list, or one string split the way a shell would (never run by one).
+ARGV_SCHEMA = {
+    "anyOf": [
+        {"type": "array", "items": {"type": ["string", "number", "boolean"]}},
+        {"type": "string", "description": "split like a shell would split it; never run by one"},
+    ]
+}
+Argv = Annotated[list[str], WithJsonSchema(ARGV_SCHEMA)]
+# In the schema only: `check` reports these, so editors show them as you type, while the
+# engine still loads such a ledger (it stays viewable, and the file is never rejected).
+POSITIVE = {"exclusiveMinimum": 0}
+CLOSED = {"additionalProperties": False}  # an unknown key in a step or metric is a typo: `check` says so
 
 
 def _argv(value: Any) -> Any:
@@ -122,6 +133,7 @@ class Target(Node):
 class Step(Node):
     """One runbook step: a transition `from` -> `to` done by running `run`."""
 
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
     name: str
     from_: str = Field(alias="from")
     to: str
@@ -148,6 +160,7 @@ class Runbook(Node):
 class Metric(Node):
     """A reading a session takes by running `run`, which prints a number (maybe with %)."""
 
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
     run: Argv
     description: str | None = None
 
@@ -175,10 +188,10 @@ class Pause(Node):
 class Budget(Node):
     """How much a session may spend before it hands off."""
 
-    steps: int | None = None
-    minutes: float | None = None
-    tokens: int | None = None
-    handoff_at: float | None = None
+    steps: int | None = Field(default=None, json_schema_extra=POSITIVE)
+    minutes: float | None = Field(default=None, json_schema_extra=POSITIVE)
+    tokens: int | None = Field(default=None, json_schema_extra=POSITIVE)
+    handoff_at: float | None = Field(default=None, json_schema_extra={**POSITIVE, "maximum": 1})
 
 
 class SessionLease(Node):
@@ -209,7 +222,8 @@ class Ledger(Node):
     started: str | None = None
     environment: str | None = None
     revision: int = 0
-    paused: Pause | None = None
+    paused: Pause | None = Field(default=None, json_schema_extra=lambda s: s["anyOf"].extend(
+        [{"type": "boolean"}, {"type": "string"}]))  # `paused: true`, `paused: "why"` (see _paused)
     session: SessionLease | None = None
     budget: Budget | None = None
     invariants: list[str | dict[str, Any]] = Field(default_factory=list)
@@ -218,7 +232,8 @@ class Ledger(Node):
     metrics: dict[str, Metric] = Field(default_factory=dict)
     redact: list[str] = Field(default_factory=list)
     runbook: Runbook | None = None
-    targets: dict[str, Target]
+    targets: dict[str, Target] = Field(json_schema_extra=lambda s: s.update(
+        additionalProperties={"anyOf": [s["additionalProperties"], {"type": "null"}]}))  # `db-19:` alone is queued
     handoff_note: str | None = None
     handoff_note_by: str | None = None
     handoff_note_at: str | None = None

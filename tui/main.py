@@ -22,8 +22,6 @@ from pathlib import Path
 
 from engine.errors import HandoffError
 
-DEMO_SOURCE = Path(__file__).resolve().parent.parent / "ledgers" / "demo"
-
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="handoff-tui", description="The operator screen over a handoff ledger.")
@@ -43,13 +41,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def prepare_demo(target: str) -> Path:
     """Copy the demo fleet into `target` (or a new temp folder); returns the ledger path."""
-    if not (DEMO_SOURCE / "ledger.yaml").is_file():
-        raise HandoffError(f"the demo fleet is missing: {DEMO_SOURCE / 'ledger.yaml'}", title="Demo")
+    from engine.api import demo_dir  # the same lookup in a checkout and in an installed wheel
+
+    source = demo_dir()
+    if not (source / "ledger.yaml").is_file():
+        raise HandoffError(f"the demo fleet is missing: {source / 'ledger.yaml'}", title="Demo")
     folder = Path(target) if target else Path(tempfile.mkdtemp(prefix="handoff-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / "ledger.yaml").exists():
         raise HandoffError(f"{folder / 'ledger.yaml'} already exists; choose an empty folder", title="Demo")
-    for item in DEMO_SOURCE.iterdir():
+    for item in source.iterdir():
         if item.is_file():
             shutil.copy2(item, folder / item.name)
     return folder / "ledger.yaml"

@@ -1,5 +1,8 @@
 """The ledger commands of `handoff`: check, status, approve, unapprove, reject, note,
-pause, unpause, retry, block, unblock, journal, schema."""
+pause, unpause, retry, block, unblock, journal, schema.
+
+Each `help=` is what an on-call engineer reads in `handoff --help`: what the command
+does for them, not how it works."""
 
 from __future__ import annotations
 
@@ -14,97 +17,107 @@ from engine.errors import HandoffError, UsageError
 
 
 def add_who(parser) -> None:
-    parser.add_argument("--as", dest="actor", metavar="NAME", help="who is acting (default: the login user)")
+    parser.add_argument("--as", dest="actor", metavar="NAME",
+                        help="your name in the journal (default: the login user, which is always recorded too)")
+
+
+def add_ledger(parser) -> None:
+    parser.add_argument("ledger", help="the ledger file (or its postgresql://host/db#name location)")
+
+
+def add_target(parser) -> None:
+    parser.add_argument("target", help="the target's name as the ledger spells it (db-18)")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("check", help="validate a ledger; exit 0 valid, 1 problems, 2 unreadable")
-    p.add_argument("ledger")
-    p.add_argument("--strict", action="store_true", help="an unenforced invariant is a problem too")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("check", help="find what would stop or stall a session, before it runs (exit 0 fine, 1 problems, 2 unreadable)")
+    p.add_argument("ledger", nargs="?", help="the ledger file (or its postgresql:// location); optional with --explain")
+    p.add_argument("--strict", action="store_true", help="warnings are problems too (for CI): no runbook, nobody paged, template placeholders, unused steps")
+    p.add_argument("--json", action="store_true", help="one JSON object: ok, problems, unenforced, invariants, findings (file, line, column, suggestion)")
+    p.add_argument("--explain", action="store_true", help="print every invariant form the engine understands (and how this ledger's read)")
     p.add_argument("--accept-removal", action="store_true", help="record that targets missing from the file were removed on purpose")
     p.add_argument("--accept-rollback", action="store_true",
                    help="record that the file going back in time (lower revision, lost step, metric or budget) is meant")
     add_who(p)
     p.set_defaults(handler=cmd_check)
 
-    p = sub.add_parser("status", help="the summary: counts, awaiting approvals, invariants, the handoff note")
-    p.add_argument("ledger")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("status", help="the shift summary: counts per state, who waits for approval, invariants, the handoff note")
+    add_ledger(p)
+    p.add_argument("--json", action="store_true", help="the same as one JSON object, for scripts")
     p.set_defaults(handler=cmd_status)
 
-    p = sub.add_parser("approve", help="approve a target's irreversible step: exactly the command shown, once")
-    p.add_argument("ledger")
-    p.add_argument("target")
-    p.add_argument("--step", help="the step to approve (default: the one it awaits)")
-    p.add_argument("--comment")
-    p.add_argument("--expect-hash", metavar="H", help="approve only if the command still has this hash (from `status --json`)")
-    p.add_argument("--yes", action="store_true", help="on a terminal, do not ask for the target's name")
+    p = sub.add_parser("approve", help="approve the irreversible step a target waits on: exactly the command shown, once")
+    add_ledger(p)
+    add_target(p)
+    p.add_argument("--step", help="approve this step ahead of time (default: the one the target waits on)")
+    p.add_argument("--comment", help="why it is safe now (\"lag 1.4s, go\"); goes to the journal")
+    p.add_argument("--expect-hash", metavar="H", help="approve only if the command still has this hash (`status --json` shows it)")
+    p.add_argument("--yes", action="store_true", help="on a terminal, approve without typing the target's name")
     add_who(p)
     p.set_defaults(handler=lambda a: _approve(a))
 
-    p = sub.add_parser("unapprove", help="withdraw an unused approval")
-    p.add_argument("ledger")
-    p.add_argument("target")
+    p = sub.add_parser("unapprove", help="take back an approval that no session has used yet")
+    add_ledger(p)
+    add_target(p)
     add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unapprove(a.target), f"approval on {a.target} withdrawn"))
 
-    p = sub.add_parser("reject", help="reject a target's awaiting step (the target is blocked)")
-    p.add_argument("ledger")
-    p.add_argument("target")
-    p.add_argument("--reason", required=True)
+    p = sub.add_parser("reject", help="say no to the step a target waits on; the target is blocked with your reason")
+    add_ledger(p)
+    add_target(p)
+    p.add_argument("--reason", required=True, help="why not (the next shift reads it)")
     add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.reject(a.target, _reason(a.reason)), f"{a.target} rejected and blocked"))
 
-    p = sub.add_parser("note", help="print the handoff note, or set it")
-    p.add_argument("ledger")
+    p = sub.add_parser("note", help="read the handoff note, or write it for the next shift (--set, --edit)")
+    add_ledger(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--set", dest="text", metavar="TEXT", help="the new note (`-` reads it from stdin)")
-    group.add_argument("--edit", action="store_true", help="edit it in $EDITOR")
+    group.add_argument("--edit", action="store_true", help="edit it in $EDITOR (refused if someone changed it meanwhile)")
     add_who(p)
     p.set_defaults(handler=cmd_note)
 
-    p = sub.add_parser("pause", help="pause the ledger: no session starts a step")
-    p.add_argument("ledger")
-    p.add_argument("--reason", required=True)
+    p = sub.add_parser("pause", help="stop sessions from starting steps (running ones finish); for incidents")
+    add_ledger(p)
+    p.add_argument("--reason", required=True, help="why (shown to everyone who opens the ledger)")
     add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.pause(_reason(a.reason)), "ledger paused"))
 
-    p = sub.add_parser("unpause", help="lift a pause")
-    p.add_argument("ledger")
+    p = sub.add_parser("unpause", help="lift a pause: sessions may start steps again")
+    add_ledger(p)
     add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unpause(), "ledger unpaused"))
 
-    p = sub.add_parser("retry", help="send a failed target back to the state its step started from")
-    p.add_argument("ledger")
-    p.add_argument("target")
-    p.add_argument("--force", action="store_true", help="also after a failed irreversible step (needs --reason)")
-    p.add_argument("--reason")
+    p = sub.add_parser("retry", help="after fixing the cause: send a failed target back to where its failed step started")
+    add_ledger(p)
+    add_target(p)
+    p.add_argument("--force", action="store_true", help="also after a failed irreversible step, once you checked the real system (needs --reason)")
+    p.add_argument("--reason", help="why it is safe to try again (goes to the journal)")
     add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.retry(a.target, force=a.force, reason=a.reason), f"{a.target} queued for a retry"))
 
-    p = sub.add_parser("block", help="block a target with a reason")
-    p.add_argument("ledger")
-    p.add_argument("target")
-    p.add_argument("--reason", required=True)
+    p = sub.add_parser("block", help="take a target out of the work until a person says otherwise")
+    add_ledger(p)
+    add_target(p)
+    p.add_argument("--reason", required=True, help="why, and what it waits for (ticket, team)")
     add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.block(a.target, _reason(a.reason)), f"{a.target} blocked"))
 
-    p = sub.add_parser("unblock", help="put a blocked or failed target where it really is")
-    p.add_argument("ledger")
-    p.add_argument("target")
-    p.add_argument("--to", required=True, metavar="STATE")
-    p.add_argument("--reason", required=True)
+    p = sub.add_parser("unblock", help="put a blocked or failed target back in the work, in the state it really is")
+    add_ledger(p)
+    add_target(p)
+    p.add_argument("--to", required=True, metavar="STATE", help="the state it is really in (queued to start over)")
+    p.add_argument("--reason", required=True, help="what changed (goes to the journal)")
     add_who(p)
     p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unblock(a.target, a.to, _reason(a.reason)), f"{a.target} is now {a.to}"))
 
-    p = sub.add_parser("journal", help="print the journal (the audit trail)")
-    p.add_argument("ledger")
+    p = sub.add_parser("journal", help="the audit trail: every step, approval, page and note, with who and when")
+    add_ledger(p)
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
     p.add_argument("--json", action="store_true", help="one JSON record per line")
     p.set_defaults(handler=cmd_journal)
 
-    p = sub.add_parser("schema", help="print the ledger's JSON Schema (for editors)")
+    p = sub.add_parser("schema", help="print the ledger's JSON Schema, so editors flag mistakes as you type")
     p.set_defaults(handler=cmd_schema)
 
 
@@ -233,29 +246,17 @@ def problems(ledger) -> list[str]:
     return out
 
 
-def stale_approvals(ledger) -> list[str]:
-    """Unused approvals that no longer match what their step would run (given before the
-    command, its timeout or the checkpoint changed, or under an older binding): they will
-    never be used, and the step will ask again."""
-    from engine.render import approval_hash
-
-    out = []
-    for name, t in ledger.targets.items():
-        for a in t.approvals:
-            step = ledger.step(a.step)
-            if a.used_at or step is None or step.reversible or not step.run:
-                continue
-            try:
-                current = approval_hash(name, t, step)
-            except HandoffError:
-                continue
-            if a.hash != current:
-                out.append(f"{name}: the approval of {a.step} by {a.by} at {a.at} no longer matches what would run "
-                           f"(hash {a.hash}, now {current}); approve it again")
-    return out
-
-
 def cmd_check(args) -> int:
+    if args.explain and args.json:
+        raise UsageError("--explain prints text for people; run it without --json")
+    if args.explain:
+        from engine.checks.explain import explain_forms
+
+        print(explain_forms())
+        if not args.ledger:
+            return 0
+    if not args.ledger:
+        raise UsageError("check needs a LEDGER (only --explain works without one)")
     accepting = args.accept_removal or args.accept_rollback
     handle = _open(args, read_only=not accepting)
     if accepting:
@@ -265,28 +266,37 @@ def cmd_check(args) -> int:
     snap = handle.snapshot()
     ledger = snap.ledger
     statuses = handle.invariants(ledger)
-    found = list(snap.warnings) + problems(ledger)
-    found += [f"invariant violated: {s.text} ({s.value})" for s in statuses if s.status == "violated"]
+    from engine.checks.report import check_findings
+
+    findings = check_findings(handle, snap, statuses, problems(ledger), args.ledger)
+    if args.explain:
+        from engine.checks.explain import explain_ledger
+        from engine.textsafe import visible
+
+        print(visible(explain_ledger(ledger)))
+    return report_check(args, ledger, statuses, findings)
+
+
+def report_check(args, ledger, statuses, findings) -> int:
+    """Print the findings (text or --json); exit 1 when any is a problem."""
+    from engine.checks import ERROR
+
+    problem = [f for f in findings if f.severity == ERROR or args.strict]
     unenforced = [f"invariant unenforced: {s.text} ({s.value})" for s in statuses if s.status == "unenforced"]
-    if args.strict:
-        found += unenforced
     if args.json:
-        json.dump({"ok": not found, "problems": found, "unenforced": unenforced,
-                   "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses]}, sys.stdout)
+        json.dump({"ok": not problem, "problems": [f.text() for f in problem], "unenforced": unenforced,
+                   "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses],
+                   "findings": [f.as_json() for f in findings]}, sys.stdout)
         sys.stdout.write("\n")
     else:
         from engine.textsafe import visible
 
-        for line in found:
-            print(visible(f"{args.ledger}: {line}"))
-        if not args.strict:
-            for line in unenforced:
-                print(visible(f"{args.ledger}: warning: {line}"))
-        for line in stale_approvals(ledger):
-            print(visible(f"{args.ledger}: warning: {line}"))
-        if not found:
+        for f in findings:
+            label = "" if f.severity == ERROR else "warning: "
+            print(visible(f"{f.where}: {label}{f.message}" + (f"; {f.suggestion}" if f.suggestion else "")))
+        if not problem:
             print(visible(f"{args.ledger}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))
-    return 1 if found else 0
+    return 1 if problem else 0
 
 
 # -- note --------------------------------------------------------------------------
@@ -368,11 +378,8 @@ def cmd_journal(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    from engine.model import Ledger
+    from engine.schema import ledger_schema
 
-    schema = Ledger.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "handoff ledger (format v1)"
-    json.dump(schema, sys.stdout, indent=2)
+    json.dump(ledger_schema(), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -21,10 +21,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"handoff: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from engine.cli import commands
+# `handoff --help` lists the commands by what an on-call engineer is doing.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reading", ("status", "journal", "note", "check")),
+    ("approving", ("approve", "unapprove", "reject")),
+    ("running", ("resume", "stop", "pause", "unpause")),
+    ("repairing", ("retry", "block", "unblock", "reconcile")),
+    ("setting up", ("init", "schema", "import", "export")),
+)
 
-    parser = _Parser(prog="handoff", description="Ledger-first execution: the engine's command line.")
+
+def build_parser() -> argparse.ArgumentParser:
+    from engine.cli import commands, init_cmd
+
+    parser = _Parser(prog="handoff", formatter_class=argparse.RawDescriptionHelpFormatter,
+                     description="Ledger-first execution: the engine's command line. "
+                                 "`handoff COMMAND --help` says more about each.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands.register(sub)
@@ -37,7 +49,31 @@ def build_parser() -> argparse.ArgumentParser:
         session_cmds = None
     if session_cmds is not None:
         session_cmds.register(sub)
+    init_cmd.register(sub)
+    _group_commands(parser, sub)
     return parser
+
+
+def _group_commands(parser: argparse.ArgumentParser, sub) -> None:
+    """Replace argparse's flat command list with the groups; a command no group names
+    (one added later) is listed under "other", never lost."""
+    import textwrap
+
+    helps = {action.dest: action.help or "" for action in sub._choices_actions}  # argparse keeps them nowhere public
+    width = max(len(name) for name in helps) + 4
+    lines = []
+    for title, names in GROUPS + (("other", tuple(n for n in helps if not any(n in g for _, g in GROUPS))),):
+        present = [n for n in names if n in helps]
+        if present:
+            lines.append(f"{title}:")
+            lines += [textwrap.fill(helps[n], 79, initial_indent=f"  {n:<{width - 2}}", subsequent_indent=" " * width)
+                      for n in present]
+    parser.epilog = "\n".join(lines)
+    parser.usage = "handoff COMMAND [ARGS]   (handoff COMMAND --help for each)"
+    sub.help = argparse.SUPPRESS
+    for name, command in sub.choices.items():
+        if command.description is None:
+            command.description = helps.get(name)  # `handoff init --help` opens with what it is for
 
 
 def main(argv: list[str] | None = None) -> int:

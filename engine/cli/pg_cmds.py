@@ -9,14 +9,14 @@ from engine.errors import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("import", help="copy a YAML ledger into PostgreSQL (postgresql://host/db#name)")
-    p.add_argument("file")
-    p.add_argument("url")
+    p = sub.add_parser("import", help="share a ledger between hosts: copy a YAML ledger into PostgreSQL (postgresql://host/db#name)")
+    p.add_argument("file", help="the YAML ledger to copy")
+    p.add_argument("url", help="postgresql://host/db#name: where it goes (an existing ledger only with --replace)")
     p.add_argument("--replace", action="store_true",
                    help="replace a ledger already there (refused while a session holds it; its revision never goes back)")
     p.set_defaults(handler=cmd_import)
-    p = sub.add_parser("export", help="print a PostgreSQL ledger as YAML")
-    p.add_argument("url")
+    p = sub.add_parser("export", help="print a PostgreSQL ledger as YAML, to read, diff or keep")
+    p.add_argument("url", help="postgresql://host/db#name")
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
     p.set_defaults(handler=cmd_export)
 

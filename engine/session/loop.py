@@ -32,7 +32,7 @@ from engine.session import gates
 from engine.session.dryrun import make_shadow
 from engine.session.handoff_note import generate, rules_in
 from engine.lease import HeartbeatThread, new_session_id
-from engine.session.preflight import preflight
+from engine.session.preflight import preflight, refusal_text
 from engine.store.filelock import lock_timeout
 from engine.session.out import Out
 from engine.session.planner import get_planner, touch_limit
@@ -96,12 +96,12 @@ class Session:
         real = open_ledger(self.opts.ledger, actor=self.opts.actor)
         if real.read_only:
             raise UsageError(f"cannot drive this ledger: {real.read_only_reason}")
-        refusal = preflight(real.snapshot(), allow_unenforced=self.opts.allow_unenforced)
-        if refusal:
-            # A refused session changes nothing: one journal record, and the reason.
-            real.journal.append("session_refused", f"session refused to start: {refusal}", actor=self.identity,
-                                user=os_user())
-            raise UsageError(f"{self.opts.ledger}: the session cannot start: {refusal}", title="Cannot proceed")
+        reasons = preflight(real, self.opts.ledger, allow_unenforced=self.opts.allow_unenforced)
+        if reasons:
+            # A refused session changes nothing: one journal record, and the reasons.
+            text = refusal_text(reasons, self.opts.ledger)
+            real.journal.append("session_refused", text, actor=self.identity, user=os_user(), problems=len(reasons))
+            raise UsageError(text, title="Cannot proceed")
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
         self.handle = open_ledger(location, actor=self.opts.actor) if self.dry_run else real
         self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location

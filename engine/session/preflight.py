@@ -1,39 +1,35 @@
 """What a session checks before it writes anything: can this ledger be driven as written?
 
 A session that refuses to start changes nothing (no lease, no heartbeat, no lock file,
-no rewritten ledger); the caller journals one record of the refusal. Refused:
+no rewritten ledger); the caller journals one record of the refusal and exits 2.
+Refused:
 - a file that lost targets, steps, metrics or its budget, or went back in time, since
   the engine last wrote it (until a human accepts it with `handoff check`);
-- an invariant the engine does not understand (it would not be enforced), unless the
-  session is started with --allow-unenforced; each is listed with the closest sentence
-  the engine understands;
-- a pause threshold whose metric has no `metrics` entry (it could never be checked);
-- an irreversible step with `until` or retries (an approval must run it exactly once).
+- everything `handoff check` calls a problem in a ledger with a runbook (engine.checks:
+  a broken runbook, a target stuck where no step leaves, a pause threshold with no
+  metric, an irreversible step with `until` or retries, ...), including an invariant
+  the engine does not understand, unless the session is started with
+  --allow-unenforced (then that one is only a warning, journaled).
+"Waiting on people, or nothing left" is not a refusal: the session starts and says so.
 """
 
 from __future__ import annotations
 
-from engine.invariants import closest_form, parse_all
-from engine.store.base import Snapshot
+from engine.checks.readiness import stuck_reasons
+
+SHOWN = 10  # reasons printed in full; `handoff check` lists the rest
 
 
-def preflight(snap: Snapshot, *, allow_unenforced: bool = False) -> str | None:
-    """Why a session cannot start on the ledger read as `snap` (one reason a line), or None."""
-    ledger = snap.ledger
-    problems: list[str] = [w for w in snap.warnings if snap.missing or snap.rollback]
-    for inv in parse_all(ledger):
-        if inv.kind == "unenforced" and not allow_unenforced:
-            problems.append(f"invariant {inv.text!r} is not understood, so nothing would enforce it; "
-                            f"the closest form the engine understands: {closest_form(inv.text)!r} "
-                            "(fix the sentence, or start with --allow-unenforced)")
-        elif inv.kind == "metric" and inv.metric not in ledger.metrics:
-            problems.append(f"the pause threshold {inv.text!r} reads {inv.metric}, which has no source: "
-                            f"add metrics.{inv.metric}.run to the ledger")
-    for step in ledger.steps():
-        if not step.reversible and (step.until or step.retries > 0):
-            what = "`until`" if step.until else f"retries: {step.retries}"
-            problems.append(f"runbook step {step.name} is irreversible but has {what}; an approval runs it exactly "
-                            "once: put the waiting or retrying in a following reversible step")
-    if not problems:
-        return None
-    return "\n  - " + "\n  - ".join(problems)
+def preflight(handle, path: str, *, allow_unenforced: bool = False) -> list[str]:
+    """Why a session cannot start on the ledger behind `handle` ([] when it can)."""
+    snap = handle.snapshot()
+    regressed = list(snap.warnings) if (snap.missing or snap.rollback) else []
+    return regressed + stuck_reasons(handle, path, allow_unenforced=allow_unenforced)
+
+
+def refusal_text(reasons: list[str], path: str) -> str:
+    """The one message (and journal record) of a refused session."""
+    more = len(reasons) - SHOWN
+    lines = reasons[:SHOWN] + ([f"... and {more} more: `handoff check {path}` lists them all"] if more > 0 else [])
+    return (f"this ledger can never proceed as written, so no session starts (nothing was changed); "
+            f"{len(reasons)} problem{'s' if len(reasons) != 1 else ''}:\n  - " + "\n  - ".join(lines))

@@ -33,9 +33,9 @@ def test_a_typo_in_an_invariant_refuses_the_session_and_names_the_closest_senten
     before = _folder_state(ledger.parent)
     result = resume(ledger, world=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "'never touch more then 2 dbs concurrently' is not understood" in result.stderr
-    assert "closest form the engine understands: 'never touch more than 2 dbs concurrently'" in result.stderr
-    assert "'do the right thing' is not understood" in result.stderr and "--allow-unenforced" in result.stderr
+    assert 'invariant unenforced (not understood): "never touch more then 2 dbs concurrently"' in result.stderr
+    assert 'write it as "never touch more than 2 dbs concurrently"' in result.stderr
+    assert 'invariant unenforced (not understood): "do the right thing"' in result.stderr
     after = _folder_state(ledger.parent)
     assert after.pop("ledger.yaml.journal.jsonl") and after == before
     (record,) = journal(ledger)
@@ -52,14 +52,14 @@ def test_allow_unenforced_runs_and_says_so_in_the_journal(tmp_path: Path) -> Non
     assert "NOT enforced" in result.stdout
 
 
-def test_the_articles_ledger_refused_for_a_metric_without_source_changes_nothing(tmp_path: Path) -> None:
-    """The article's own ledger (pause threshold with no `metrics` entry): exit 2; the file is byte-identical."""
+def test_the_articles_ledger_refused_changes_nothing(tmp_path: Path) -> None:
+    """The article's own ledger (no runbook; a pause threshold with no `metrics` entry): exit 2; the file is byte-identical."""
     path = tmp_path / "ledger.yaml"
     path.write_text(ARTICLE)
     before = _folder_state(tmp_path)
     result = resume(path, world=tmp_path)
     assert result.returncode == 2
-    assert "reads error_rate_5m, which has no source" in result.stderr
+    assert "no runbook: viewable, sessions cannot act" in result.stderr
     after = _folder_state(tmp_path)
     assert after.pop("ledger.yaml.journal.jsonl") and after == before
     assert [r["kind"] for r in journal(path)] == ["session_refused"]

@@ -35,7 +35,8 @@ def test_reversible_step_is_retried(tmp_path: Path) -> None:
 
 
 def test_irreversible_step_is_gated_then_runs_once_and_is_never_retried(tmp_path: Path) -> None:
-    """No approval: awaiting_approval and a page. Approved: it runs once; failing, it is not retried."""
+    """No approval: awaiting_approval and a page. Approved: it runs once; failing, it is not retried.
+    (`retries` on an irreversible step is refused before a session starts: tests/unit/test_check_findings.py.)"""
     steps = [{"name": "link", "from": "queued", "to": "linked", "reversible": False, "run": tool("fail", "{target}")}]
     pager = [{"run": ["{python}", "{ledger_dir}/tool.py", "say"]}]
     ledger = tool_ledger(tmp_path, steps, {"a": {}}, notify=pager)
