@@ -181,6 +181,18 @@ class Budget(Node):
     handoff_at: float | None = None
 
 
+class Agent(Node):
+    """How a model-driven session works on this ledger (`agent:`; the Claude planner and the
+    Claude Code hooks read it). `model`: the Claude model (default: the one named in
+    engine.planners.models); `review`: `deterministic` checks every handoff note against the
+    ledger, `model` adds an independent model's review; `unknown_commands`: what the Claude
+    Code hooks do with a command the runbook does not know (`allow`, `ask` a person, `deny`)."""
+
+    model: str | None = None
+    review: Literal["deterministic", "model"] = "deterministic"
+    unknown_commands: Literal["allow", "ask", "deny"] = "ask"
+
+
 class SessionLease(Node):
     """The lease of the agent session driving the ledger (heartbeat is a sidecar)."""
 
@@ -206,6 +218,7 @@ class Ledger(Node):
     paused: Pause | None = None
     session: SessionLease | None = None
     budget: Budget | None = None
+    agent: Agent | None = None
     invariants: list[str | dict[str, Any]] = Field(default_factory=list)
     approvers: list[str] | None = None
     notify: list[Notifier] = Field(default_factory=list)

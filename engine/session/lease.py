@@ -51,8 +51,10 @@ class Heartbeat:
         budget_used: float | None,
         phase: str,
         detail: str = "",
+        **extra: Any,
     ) -> None:
-        """Replace the file with `{session, pid, host, at, budget_used, phase, detail}`.
+        """Replace the file with `{session, pid, host, at, budget_used, phase, detail}` and
+        any `extra` fields (the planner, its tokens used of the budget, its cost so far).
 
         Atomic (a temp file in the same folder, then os.replace) so a reader never sees
         half a file; not fsynced, because a lost heartbeat costs nothing. Raises OSError.
@@ -65,6 +67,7 @@ class Heartbeat:
             "budget_used": budget_used,
             "phase": phase,
             "detail": detail,
+            **extra,
         }
         folder = os.path.dirname(os.path.abspath(self.path))
         fd, tmp = tempfile.mkstemp(
@@ -158,6 +161,7 @@ class HeartbeatThread(threading.Thread):
                 budget_used=self._state.get("budget_used"),
                 phase=str(self._state.get("phase", "running")),
                 detail=str(self._state.get("detail", "")),
+                **{k: v for k, v in self._state.items() if k not in ("budget_used", "phase", "detail")},
             )
             self.beats += 1
         except OSError as error:

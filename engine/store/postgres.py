@@ -194,14 +194,14 @@ class PgHeartbeat:
         self.ledger = ledger
         self._ready = False
 
-    def write(self, session_id: str, *, budget_used: float | None, phase: str, detail: str = "") -> None:
+    def write(self, session_id: str, *, budget_used: float | None, phase: str, detail: str = "", **extra) -> None:
         import os
         import socket
 
         import psycopg
 
         record = {"session": session_id, "pid": os.getpid(), "host": socket.gethostname(), "at": time.time(),
-                  "budget_used": budget_used, "phase": phase, "detail": detail}
+                  "budget_used": budget_used, "phase": phase, "detail": detail, **extra}
         try:
             with _connect(self.url, autocommit=True) as conn:
                 if not self._ready:  # a ledger imported before this table existed
