@@ -112,34 +112,32 @@ def _handler(api: FakeMessagesAPI):
             if body is not None and parts.path in ("/v1/messages", "/v1/messages/count_tokens"):
                 rule, reply = api.script.choose(parts.path, body)
             entry["rule"] = rule
-            try:
-                entry.update(self._answer(parts.path, body, reply, number))
-            finally:
-                api.write_log(entry)
+            status, payload, headers, stream = self._answer(parts.path, body, reply, number)
+            entry.update(status=status, stream=stream, reply=payload)
+            api.write_log(entry)  # before answering: a client that has its answer finds it logged
+            if stream:
+                self._stream(payload)
+            else:
+                self._json(status, payload, headers)
 
-        def _answer(self, path: str, body: dict[str, Any] | None, reply: dict[str, Any] | None, number: int) -> dict[str, Any]:
+        def _answer(self, path: str, body: dict[str, Any] | None, reply: dict[str, Any] | None,
+                    number: int) -> tuple[int, dict[str, Any], dict[str, str], bool]:
+            """(status, body, extra headers, stream it?) for one request."""
             if reply is not None and "status" in reply and reply["status"] >= 400:
                 return self._error(reply)
             if body is None or path not in ("/v1/messages", "/v1/messages/count_tokens"):
                 return self._error({"status": 404, "error": {"type": "not_found_error", "message": f"no route {path}"}})
             if path.endswith("/count_tokens"):
                 tokens = (reply or {}).get("input_tokens") or api.script.usage(body, [], None)["input_tokens"]
-                self._json(200, {"input_tokens": tokens})
-                return {"status": 200, "reply": {"input_tokens": tokens}}
-            message = _message(api, body, reply or {}, number)
-            if body.get("stream"):
-                self._stream(message)
-            else:
-                self._json(200, message)
-            return {"status": 200, "stream": bool(body.get("stream")), "reply": message}
+                return 200, {"input_tokens": tokens}, {}, False
+            return 200, _message(api, body, reply or {}, number), {}, bool(body.get("stream"))
 
-        def _error(self, reply: dict[str, Any]) -> dict[str, Any]:
+        def _error(self, reply: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str], bool]:
             status = int(reply["status"])
             error = {"type": ERROR_TYPES.get(status, "api_error"), "message": "scripted error", **reply.get("error", {})}
             headers = {"retry-after": "0"} if status in (429, 529) else {}
             headers.update(reply.get("headers", {}))
-            self._json(status, {"type": "error", "error": error, "request_id": "req_fake"}, headers)
-            return {"status": status, "reply": {"error": error}}
+            return status, {"type": "error", "error": error, "request_id": "req_fake"}, headers, False
 
         def _json(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             raw = json.dumps(data).encode()
