@@ -194,7 +194,7 @@ class ClaudePlanner:
         if use.name == "read_target":
             return redact(_target_text(s, ledger, args["target"])), False, ""
         if use.name == "write_handoff_note":
-            text, problems = s.store_note(args["text"])
+            _text, problems, _rev = s.store_note(args["text"])
             if not problems:
                 return "saved; the reviewer found nothing missing or wrong", False, ""
             return redact("saved, with a Reviewer: section appended:\n" + "\n".join(f"- {p}" for p in problems)), False, ""

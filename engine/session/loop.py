@@ -413,12 +413,14 @@ class Session:
         self._join_workers()
         note = self.planner.final_note(self, why)
         model_problems = self.planner.review_note(self, note, self.note_at_start) if note else None
-        text, _problems = self.store_note(note, ending=why, model_problems=model_problems)
-        self.out.say(f'handoff_note: "{text.strip()}"', kind="handoff")
+        text, _problems, rev = self.store_note(note, ending=why, model_problems=model_problems)
+        self.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
 
-    def store_note(self, note: str | None, *, ending: str | None = None, model_problems: list[str] | None = None) -> tuple[str, list[str]]:
+    def store_note(self, note: str | None, *, ending: str | None = None,
+                   model_problems: list[str] | None = None) -> tuple[str, list[str], int | None]:
         """Review and write a handoff note: the planner's `note`, or (None) one generated from
-        the ledger. What the review finds is appended as a `Reviewer:` section and journaled."""
+        the ledger. What the review finds is appended as a `Reviewer:` section and journaled.
+        Returns (the note as stored, the problems found, the revision written)."""
 
         def fn(ledger: Ledger):
             text = note if note is not None else generate(ledger, ledger_path=self.opts.ledger, ending=ending or "", session=self.sid)
@@ -433,7 +435,8 @@ class Session:
         by = "the engine's" if note is None else f"the {self.planner.name} planner's"
         self.out.say(f"note review: {by} note " + (f"has {len(found)} problem(s); a Reviewer: section lists them" if found else "passes"),
                      kind="note_review", rev=rev, problems=found or None, author=self.planner.name if note is not None else "engine")
-        return text, found
+        return text, found, rev
+
 
 def resume(opts: Options) -> int:
     """Run one session; the exit code of `handoff resume`."""

@@ -211,7 +211,9 @@ def test_reviewer_amends_a_planner_note_that_omits_an_awaiting_target(tmp_path: 
     """end_session, then the note (asked in words: the default model refuses forced tools); the note
     leaves out d, which awaits approval: a Reviewer: section names it. A person's note is kept as written."""
     ledger = tool_ledger(tmp_path, STEPS, AWAITING, invariants=INVARIANTS)
-    with api(tmp_path, [END, note_rule("b and c are replicating; a is queued.")]) as fake:
+    first = {**END, "reply": {"content": [tool_use("write_handoff_note", text="Mid-session: d awaits approval of link."),
+                                          *END["reply"]["content"]]}}
+    with api(tmp_path, [first, note_rule("b and c are replicating; a is queued.")]) as fake:
         environ = env(tmp_path, fake)
         result = handoff("resume", "--ledger", str(ledger), "--planner", "claude", environ=environ)
         requests = messages(fake)
@@ -222,7 +224,8 @@ def test_reviewer_amends_a_planner_note_that_omits_an_awaiting_target(tmp_path: 
     head, reviewer = note.split("\nReviewer: (checked against the ledger at ")
     assert head == "b and c are replicating; a is queued."
     assert reviewer.endswith(")\n- d awaits approval of link, but the note does not name it\n")
-    (record,) = [r for r in journal(ledger) if r["kind"] == "note_review"]
+    mid, record = [r for r in journal(ledger) if r["kind"] == "note_review"]
+    assert "problems" not in mid and mid["msg"] == "note review: the claude planner's note passes"  # the mid-session note
     assert record["problems"] == ["d awaits approval of link, but the note does not name it"] and record["author"] == "claude"
 
     person = handoff("note", str(ledger), "--set", "All quiet; a is done.", "--as", "erin", environ=environ)
