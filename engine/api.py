@@ -166,9 +166,9 @@ class LedgerHandle:
         def fn(ledger: Ledger):
             problems = review(text, ledger, previous=ledger.handoff_note, since=ledger.handoff_note_at)
             records = ops.set_note(ledger, self.who, text, base=base)
-            verdict = f"{len(problems)} problem(s): " + "; ".join(problems) if problems else "passes"
-            records.append({"kind": "note_review", "msg": f"note review: the note by {self.who} {verdict}",
-                            "problems": problems or None, "author": self.actor})
+            if problems:  # on the note's own record: one journal record per write
+                records[0]["msg"] += f"; the reviewer found {len(problems)} problem(s): " + "; ".join(problems)
+                records[0]["review"] = problems
             return problems, records
 
         return self._change(fn)

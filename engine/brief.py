@@ -60,8 +60,9 @@ def step_line(step: Step) -> str:
     return f"{step.name}: {step.from_} -> {step.to}, {kind}{about}"
 
 
-def movable(ledger: Ledger, limit: int = MOVABLE_MAX) -> tuple[list[str], int]:
-    """The first `limit` "target (state): step -> to, ..." lines, and how many there are.
+def movable(ledger: Ledger, limit: int = MOVABLE_MAX) -> tuple[list[str], int, int]:
+    """The first `limit` "target (state): step -> to, ..." lines, how many there are, and
+    how many of them the touched-target limit lets start (or be asked for) now.
 
     Targets already mid-change come first (finishing them frees a touched slot), then
     those the touched-target limit lets start now, then those it holds back (marked)."""
@@ -99,7 +100,7 @@ def movable(ledger: Ledger, limit: int = MOVABLE_MAX) -> tuple[list[str], int]:
                     rank = 2
             ranked.append((rank, line))
     ranked.sort(key=lambda item: item[0])  # stable: ledger order within a rank
-    return [line for _, line in ranked[:limit]], total
+    return [line for _, line in ranked[:limit]], total, sum(1 for rank, _ in ranked if rank < 2)
 
 
 def build(ledger: Ledger, ctx: BriefContext) -> str:
@@ -110,6 +111,8 @@ def build(ledger: Ledger, ctx: BriefContext) -> str:
     out.append("Counts: " + (", ".join(f"{n} {s}" for s, n in ledger.counts().items()) or "no targets"))
     if ledger.paused is not None:
         out.append(f"PAUSED by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}. Nothing may start.")
+    if ctx.session:
+        out.append(f"This session: {ctx.session} (its own steps in flight name it)")
     if ctx.ending:
         out.append(f"THE SESSION IS ENDING: {ctx.ending}. Propose nothing new.")
     if ctx.budget:
@@ -140,7 +143,7 @@ def build(ledger: Ledger, ctx: BriefContext) -> str:
             lines.append(f"- {n}: {t.state}: {_cut(t.reason or 'no reason recorded', 160)}")
     out.extend(_more(lines, len(waiting)))
 
-    can, total = movable(ledger)
+    can, total, _ready = movable(ledger)
     out.append(f"Can move now ({total}):" if total else "Can move now: nothing")
     out.extend(_more(can, total))
 

@@ -27,6 +27,7 @@ from typing import TextIO
 
 from engine import ops
 from engine.api import open_ledger
+from engine.brief import movable
 from engine.errors import HandoffError, UsageError
 from engine.identity import hostname, os_user
 from engine.invariants import parse_all
@@ -39,7 +40,7 @@ from engine.session.attempt import Attempt, _Views, attempt
 from engine.session.handoff_note import generate, rules_in
 from engine.session.lease import HeartbeatThread, new_session_id
 from engine.session.out import Out
-from engine.session.planner import Action, Autopilot, get_planner, touch_limit
+from engine.session.planner import Action, get_planner, touch_limit
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
 from engine.session.steps import Intent, apply, run_intent
 from engine.timefmt import now_iso
@@ -337,9 +338,9 @@ class Session:
                 self._waiting_said = awaiting
             return False
         people = sum(1 for t in ledger.targets.values() if t.state in ("awaiting_approval", "blocked", "failed"))
-        movable = len(Autopilot().propose(ledger)) if self.planner.name != "autopilot" else 0
-        if movable:
-            self.ending = f"the planner proposes nothing more ({movable} target(s) could still move; {people} wait on people)"
+        ready = movable(ledger, limit=0)[2] if self.planner.name != "autopilot" else 0
+        if ready:
+            self.ending = f"the planner proposes nothing more ({ready} step(s) could start or be asked for now; {people} target(s) wait on people)"
         else:
             self.ending = f"nothing can proceed without a human ({people} target(s) wait on people)"
         return False

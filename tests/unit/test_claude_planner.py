@@ -236,7 +236,8 @@ def test_reviewer_amends_a_planner_note_that_omits_an_awaiting_target(tmp_path: 
         "- d awaits approval of link, but the note does not name it",
         "- the note says a is done; the ledger says queued, nothing in flight"]
     last = journal(ledger)[-1]
-    assert last["kind"] == "note_review" and last["actor"] == "erin" and len(last["problems"]) == 2
+    assert last["kind"] == "note" and last["actor"] == "erin" and last["text"] == "All quiet; a is done."
+    assert ["- " + p for p in last["review"]] == person.stdout.splitlines()[2:] and "the reviewer found 2 problem(s): d awaits" in last["msg"]
 
 
 def test_model_review_adds_its_problems_from_its_own_conversation(tmp_path: Path) -> None:

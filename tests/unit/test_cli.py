@@ -100,13 +100,13 @@ def test_reject_blocks(fleet):
 
 
 def test_note_print_set_and_stdin(fleet):
-    """note prints the note; --set TEXT and --set - (stdin) set it with the author; each edit and its review is journaled."""
+    """note prints the note; --set TEXT and --set - (stdin) set it with the author; each edit is journaled."""
     assert handoff("note", fleet).stdout.strip() == "first note"
     assert handoff("note", fleet, "--set", "db-1 waits on carol", "--as", "bob").returncode == 0
     assert handoff("note", fleet, "--set", "-", "--as", "dave", input="from stdin\nline two\n").returncode == 0
     out = handoff("note", fleet).stdout
     assert out.startswith("# by dave at ") and "from stdin\nline two" in out
-    assert [r["kind"] for r in _journal(fleet)] == ["note", "note_review", "note", "note_review"]
+    assert [r["kind"] for r in _journal(fleet)] == ["note", "note"]
 
 
 def test_note_edit_uses_editor(fleet, tmp_path):
