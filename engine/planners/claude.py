@@ -99,6 +99,9 @@ class ClaudePlanner:
                 calls += 1
                 self._say_text(s, response)
                 uses = [b for b in response.content if b.type == "tool_use"]
+                if uses and self._spent(s):
+                    s.out.say(f"the token budget reached the hand-off point; {len(uses)} tool call(s) of the planner not acted on",
+                              kind="warning")
                 if not uses or self._spent(s):
                     break
                 results = []
@@ -110,6 +113,8 @@ class ClaudePlanner:
                 messages += [{"role": "assistant", "content": _blocks(response)}, {"role": "user", "content": results}]
                 if s.ending:
                     break
+            else:
+                s.out.say(f"planner turn {self.turns} reached {MAX_ROUNDS} model calls; the next turn starts fresh", kind="warning")
         finally:
             self._account(s, str(self.turns), usage, calls)
         return started, gated

@@ -78,8 +78,11 @@ def test_guard_refuses_bad_proposals_however_the_model_argues(tmp_path: Path) ->
 
 
 def test_malformed_tool_calls_get_error_results_never_a_crash(tmp_path: Path) -> None:
-    """An unknown tool, a missing field, an unknown target or step: is_error tool results; nothing runs."""
-    ledger = tool_ledger(tmp_path, STEPS, FLEET, invariants=INVARIANTS)
+    """An unknown tool, a missing field, an unknown target or step: is_error tool results; nothing runs.
+    The brief and the tool results are redacted like the journal: no secret reaches the model."""
+    fleet = {**FLEET, "b": {"state": "replicating", "reason": "the lag probe logs in with hunter22"}}
+    ledger = tool_ledger(tmp_path, STEPS, fleet, invariants=INVARIANTS, redact=[r"hunter\d+"],
+                         handoff_note="Replication user: PGPASSWORD=s3cret-pw; do not print it.")
     calls = [tool_use("rm_rf", path="/"), tool_use("run_step", target="a", step="check"),
              tool_use("run_step", target="zz", step="check", reason="r"), tool_use("run_step", target="a", step="explode", reason="r"),
              tool_use("read_target", target=7), tool_use("read_target", target="b")]
@@ -103,6 +106,9 @@ def test_malformed_tool_calls_get_error_results_never_a_crash(tmp_path: Path) ->
     assert sum(1 for r in journal(ledger) if r["kind"] == "warning" and "malformed" in r["msg"]) == 3
     assert [t["state"] for t in load(ledger)["targets"].values()] == ["queued", "replicating", "replicating", "checked"]
     assert last_user(requests[1]).startswith("error: there is no tool")
+    assert "the lag probe logs in with [REDACTED]" in texts[5] and "PGPASSWORD=[REDACTED]" in last_user(requests[0])
+    sent = json.dumps([r["body"] for r in requests])
+    assert "hunter22" not in sent and "s3cret-pw" not in sent
 
 
 def test_demo_fleet_driven_to_the_end_with_approvals_given_mid_run(tmp_path: Path) -> None:
