@@ -149,8 +149,20 @@ class LedgerHandle:
     def reject(self, target: str, reason: str) -> None:
         self._change(lambda l: (None, ops.reject(l, target, self.who, reason)))
 
-    def set_note(self, text: str, *, base: str | None = None) -> None:
-        self._change(lambda l: (None, ops.set_note(l, self.who, text, base=base)))
+    def set_note(self, text: str, *, base: str | None = None) -> list[str]:
+        """Store a person's handoff note exactly as written; returns what the deterministic
+        review (engine.review) finds in it, which is also journaled, never added to it."""
+        from engine.review import review
+
+        def fn(ledger: Ledger):
+            problems = review(text, ledger, previous=ledger.handoff_note, since=ledger.handoff_note_at)
+            records = ops.set_note(ledger, self.who, text, base=base)
+            if problems:  # on the note's own record: one journal record per write
+                records[0]["msg"] += f"; the reviewer found {len(problems)} problem(s): " + "; ".join(problems)
+                records[0]["review"] = problems
+            return problems, records
+
+        return self._change(fn)
 
     def ack_note(self) -> None:
         """The incoming operator read the note (journal only; the ledger is not rewritten)."""

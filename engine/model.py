@@ -194,6 +194,18 @@ class Budget(Node):
     handoff_at: float | None = Field(default=None, json_schema_extra={**POSITIVE, "maximum": 1})
 
 
+class Agent(Node):
+    """How a model-driven session works on this ledger (`agent:`; the Claude planner and the
+    Claude Code hooks read it). `model`: the Claude model (default: the one named in
+    engine.planners.models); `review`: `deterministic` checks every handoff note against the
+    ledger, `model` adds an independent model's review; `unknown_commands`: what the Claude
+    Code hooks do with a command the runbook does not know (`allow`, `ask` a person, `deny`)."""
+
+    model: str | None = None
+    review: Literal["deterministic", "model"] = "deterministic"
+    unknown_commands: Literal["allow", "ask", "deny"] = "allow"  # reading and investigating is the agent's job
+
+
 class SessionLease(Node):
     """The lease of whoever drives the ledger: a session, a Claude Code session or a
     Temporal workflow (`runtime`). Its heartbeat lives beside the ledger, not in it.
@@ -226,6 +238,7 @@ class Ledger(Node):
         [{"type": "boolean"}, {"type": "string"}]))  # `paused: true`, `paused: "why"` (see _paused)
     session: SessionLease | None = None
     budget: Budget | None = None
+    agent: Agent | None = None
     invariants: list[str | dict[str, Any]] = Field(default_factory=list)
     approvers: list[str] | None = None
     notify: list[Notifier] = Field(default_factory=list)

@@ -15,6 +15,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# No test may reach the real Anthropic API: drop the caller's credentials and endpoint
+# before anything starts (the demo's script plans with Claude when a key is set); the
+# Claude planner's tests set their own, pointing at tests.fakes.messages_api.
+for _name in [n for n in os.environ if n.startswith("ANTHROPIC_")]:
+    del os.environ[_name]
+
 # The article's sample ledger as it prints it, with its targets indented two spaces.
 ARTICLE = """\
 # ledger.yaml (the agent's only source of truth)

@@ -181,6 +181,25 @@ def status_data(handle, ledger) -> dict[str, Any]:
         "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in handle.invariants(ledger)],
         "handoff_note": ledger.handoff_note,
         "paused": ledger.paused.model_dump(mode="json") if ledger.paused else None,
+        "session": session_figures(handle, ledger),
+    }
+
+
+def session_figures(handle, ledger) -> dict[str, Any] | None:
+    """The session holding the lease: its planner, model tokens used of its budget and its
+    spend, from what it journaled (its start and its last per-turn usage); None if none."""
+    lease = ledger.session
+    if lease is None:
+        return None
+    start = handle.journal.last_of("session_start", session=lease.id) or {}
+    usage = handle.journal.last_of("planner_usage", session=lease.id) or {}
+    return {
+        "id": lease.id,
+        "planner": lease.planner,
+        "model": start.get("model"),
+        "tokens_used": usage.get("tokens_used", 0),
+        "tokens_budget": usage.get("tokens_budget", start.get("tokens_budget")),
+        "cost_usd": usage.get("cost_usd_total") if usage else 0.0,
     }
 
 
@@ -210,6 +229,12 @@ def cmd_status(args) -> int:
         out.append(f"invariant {inv['status']:<10} {inv['text']}  [{inv['value']}]")
     state = handle.session_state(ledger)
     out.append(f"session: {state.status}" + (f" - {state.detail}" if state.detail else ""))
+    figures = data["session"]
+    if figures and figures["planner"] and figures["planner"] != "autopilot":
+        of = f" of {figures['tokens_budget']:,}" if figures["tokens_budget"] else ""
+        cost = "cost unknown" if figures["cost_usd"] is None else f"${figures['cost_usd']:.2f} spent"
+        out.append(f"planner: {figures['planner']} ({figures['model'] or 'model unknown'}), "
+                   f"{figures['tokens_used']:,}{of} tokens used, {cost}")
     note = ledger.handoff_note
     if note:
         by = f" (by {ledger.handoff_note_by} at {ledger.handoff_note_at})" if ledger.handoff_note_by else ""
@@ -318,7 +343,7 @@ def cmd_note(args) -> int:
         if text == base:
             print("note unchanged")
             return 0
-        handle.set_note(text, base=base)
+        problems = handle.set_note(text, base=base)
     else:
         if args.text == "-":
             try:
@@ -327,8 +352,12 @@ def cmd_note(args) -> int:
                 raise UsageError(f"the note on stdin is not UTF-8 (byte {err.start}); nothing was changed") from None
         else:
             text = args.text
-        handle.set_note(text)
+        problems = handle.set_note(text)
     print("handoff note saved")
+    if problems:
+        print(visible(f"the reviewer found {len(problems)} problem(s); your note is stored as you wrote it:"))
+        for problem in problems:
+            print(visible(f"- {problem}"))
     return 0
 
 

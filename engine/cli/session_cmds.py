@@ -1,25 +1,42 @@
 """The session commands of `handoff`: resume, stop, reconcile (the session issue's contract).
 
-  handoff resume --ledger LEDGER [--dry-run] [--planner autopilot|claude] [--max-steps N]
-                 [--max-minutes M] [--handoff-at 0.75] [--wait] [--as NAME] [--json]
+  handoff resume --ledger LEDGER [--dry-run] [--planner autopilot|claude] [--model M]
+                 [--max-tokens N] [--max-steps N] [--max-minutes M] [--handoff-at 0.75]
+                 [--wait] [--as NAME] [--json]
   handoff stop LEDGER
   handoff reconcile LEDGER TARGET (--accept-checkpoint | --to STATE) --reason R
 
-`resume` exits 0 handed off cleanly (or nothing left, or only people can move it),
-2 usage or invalid ledger, 3 ledger and reality disagree, 4 paused, 5 lease held.
+`resume` exits as RESUME_EXITS says (also printed by `handoff resume --help`).
 """
 
 from __future__ import annotations
+
+import argparse
 
 from engine.cli.commands import add_who
 from engine.errors import UsageError
 
 
+RESUME_EXITS = """\
+exit codes:
+  0  handed off cleanly (or nothing left, or only people can move it)
+  2  usage, invalid ledger, no Anthropic credential for --planner claude, or it can never proceed as written
+     (it says why and changes nothing but one journal record)
+  3  the ledger and reality disagree
+  4  paused by an invariant or an operator
+  5  another live holder has the lease
+  6  a service the session needs stayed unavailable (the planner's API, or the ledger's database)"""
+
+
 def register(sub) -> None:
-    p = sub.add_parser("resume", help="run an agent session: verify reality, act where invariants and approvals allow, hand off before the budget ends")
+    p = sub.add_parser("resume", help="run an agent session: verify reality, act where invariants and approvals allow, hand off before the budget ends",
+                       epilog=RESUME_EXITS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ledger", required=True, help="the ledger file (or its postgresql://host/db#name location)")
     p.add_argument("--dry-run", action="store_true", help="rehearse on a copy (<name>.dryrun.yaml), running only each step's check form")
-    p.add_argument("--planner", default="autopilot", choices=("autopilot", "claude"), help="who proposes the next step: autopilot (default, runbook order) or claude")
+    p.add_argument("--planner", default="autopilot", choices=("autopilot", "claude"),
+                   help="who proposes the next step: autopilot (default, runbook order) or claude (needs ANTHROPIC_API_KEY or another SDK credential)")
+    p.add_argument("--model", metavar="M", help="the Claude model (default: the ledger's agent.model, else the built-in default)")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="hand off after the model has used this many tokens (default: budget.tokens)")
     p.add_argument("--max-steps", type=int, metavar="N", help="hand off after this many steps (default: the ledger's budget.steps)")
     p.add_argument("--max-minutes", type=float, metavar="M", help="hand off after this many minutes (default: budget.minutes, else 60)")
     p.add_argument("--handoff-at", type=float, metavar="F", help="hand off at this fraction of the budget (default: budget.handoff_at, else 0.75)")
@@ -50,7 +67,8 @@ def cmd_resume(args) -> int:
     from engine.session.loop import Options, resume
 
     return resume(Options(
-        ledger=args.ledger, dry_run=args.dry_run, planner=args.planner, max_steps=args.max_steps,
+        ledger=args.ledger, dry_run=args.dry_run, planner=args.planner, model=args.model, max_tokens=args.max_tokens,
+        max_steps=args.max_steps,
         max_minutes=args.max_minutes, handoff_at=args.handoff_at, wait=args.wait, actor=args.actor, json=args.json,
         allow_unenforced=args.allow_unenforced,
     ))

@@ -7,8 +7,13 @@ planner propose, let the guard decide, gate irreversible steps behind approvals,
 run steps write-ahead (engine.session.steps). End on purpose: finish what runs, write
 a handoff note generated from the ledger, give the lease back.
 
+Every proposal, autopilot's or the Claude planner's, becomes work (or a refusal)
+through `Session.attempt` (engine.session.attempt): one guard, one step runner. Every
+handoff note the session writes passes the deterministic review (engine.review).
+
 Exit codes: 0 handed off (or nothing left, or only humans can move it); 2 usage or
-invalid ledger; 3 ledger and reality disagree; 4 paused; 5 another session holds it.
+invalid ledger; 3 ledger and reality disagree; 4 paused; 5 another session holds it;
+6 a service the session needs stayed unavailable (the planner's API).
 """
 
 from __future__ import annotations
@@ -20,26 +25,27 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from engine import failpoints, guard, ops
+from engine import leasing, ops
 from engine.api import open_ledger
+from engine.brief import movable
 from engine.errors import HandoffError, Refused, UsageError
 from engine.identity import hostname, os_user
 from engine.invariants import parse_all
+from engine.lease import HeartbeatThread, new_session_id
 from engine.model import Ledger
 from engine.render import describe
-from engine import leasing
+from engine.review import amend, review
 from engine.session import gates
+from engine.session.attempt import Attempt, _Views, attempt
 from engine.session.dryrun import make_shadow
 from engine.session.handoff_note import generate, rules_in
-from engine.lease import HeartbeatThread, new_session_id
-from engine.session.preflight import preflight, refusal_text
-from engine.store.filelock import lock_timeout
 from engine.session.out import Out
-from engine.session.planner import get_planner, touch_limit
-from engine.session.reconcile import reconcile_in_flight, settle_used_approval, verify_checkpoints
-
-from engine.session.gates import without_reversible_runs
-from engine.session.steps import Intent, apply, run_intent, write_intent
+from engine.session.preflight import preflight, refusal_text
+from engine.session.planner import Action, get_planner, touch_limit
+from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
+from engine.session.steps import Intent, apply, run_intent
+from engine.store.filelock import lock_timeout
+from engine.timefmt import now_iso
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old
@@ -52,6 +58,8 @@ class Options:
     ledger: str
     dry_run: bool = False
     planner: str = "autopilot"
+    model: str | None = None
+    max_tokens: int | None = None
     max_steps: int | None = None
     max_minutes: float | None = None
     handoff_at: float | None = None
@@ -86,13 +94,16 @@ class Session:
         self.said: set[tuple[str, str, str]] = set()
         self.beat: HeartbeatThread | None = None
         self.lock_wait: tuple[str, float] | None = None  # (holder, when) while waiting on the ledger's lock
+        self.views = _Views()
         self.t0 = time.monotonic()
+        self.started_iso = now_iso()
+        self.note_at_start: str | None = None
 
     # -- set-up and tear-down --------------------------------------------------------
 
     def run(self) -> int:
-        planner = get_planner(self.opts.planner)
         self._check_flags()
+        planner = get_planner(self.opts.planner, model=self.opts.model, max_tokens=self.opts.max_tokens)
         real = open_ledger(self.opts.ledger, actor=self.opts.actor)
         if real.read_only:
             raise UsageError(f"cannot drive this ledger: {real.read_only_reason}")
@@ -102,6 +113,7 @@ class Session:
             text = refusal_text(reasons, self.opts.ledger)
             real.journal.append("session_refused", text, actor=self.identity, user=os_user(), problems=len(reasons))
             raise UsageError(text, title="Cannot proceed")
+        planner.setup(self, real.load())
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
         self.handle = open_ledger(location, actor=self.opts.actor) if self.dry_run else real
         self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location
@@ -120,9 +132,12 @@ class Session:
         restore = self._signals()
         try:
             self._limits(self.store.read())
+            model = getattr(planner, "model", None)
             self.out.say(f"session {self.sid} started by {self.handle.who} on {self.host} (planner {planner.name}"
+                         f"{' with ' + model if model else ''}"
                          f"{', DRY RUN on ' + os.path.basename(location) if self.dry_run else ''}; budget {self._budget_text()})",
-                         kind="session_start", rev=rev, planner=planner.name, dry_run=self.dry_run or None)
+                         kind="session_start", rev=rev, planner=planner.name, model=model, dry_run=self.dry_run or None,
+                         tokens_budget=planner.figures().get("tokens_budget"))
             if self.opts.allow_unenforced:
                 self.out.say("started with --allow-unenforced: invariants the engine does not understand are NOT enforced",
                              kind="warning", allow_unenforced=True)
@@ -134,7 +149,7 @@ class Session:
             self.out.say(f"session error: {err}", kind="error")
             # A refusal here (a template the runbook cannot fill, a shrunken or busy
             # ledger) means the ledger cannot be driven as it is: exit 2, as DESIGN says.
-            self.code = err.exit_code if err.exit_code in (2, 3, 4, 5) else 2
+            self.code = err.exit_code if err.exit_code in (2, 3, 4, 5, 6) else 2
         finally:
             restore()
             self._join_workers()
@@ -152,6 +167,8 @@ class Session:
             raise UsageError("--max-minutes must be more than 0")
         if o.handoff_at is not None and not 0 < o.handoff_at <= 1:
             raise UsageError("--handoff-at is a fraction of the budget, more than 0 and at most 1 (default 0.75)")
+        if o.max_tokens is not None and o.max_tokens < 1:
+            raise UsageError("--max-tokens must be at least 1")
 
     def _limits(self, ledger: Ledger) -> None:
         budget = ledger.budget
@@ -162,20 +179,32 @@ class Session:
 
     def _budget_text(self) -> str:
         steps = f"{self.max_steps} steps, " if self.max_steps else ""
-        return f"{steps}{self.max_minutes:g} min, hand off at {self.handoff_at:.0%}"
+        tokens = self.planner.figures().get("tokens_budget")
+        tokens = f"{tokens:,} tokens, " if tokens else ""
+        return f"{steps}{tokens}{self.max_minutes:g} min, hand off at {self.handoff_at:.0%}"
+
+    def budget_text_now(self) -> str:
+        """Where the session is in its budget, for the planner's brief."""
+        steps = f"steps {self.steps_used} of {self.max_steps}, " if self.max_steps else ""
+        minutes = (time.monotonic() - self.t0) / 60.0
+        return (f"{steps}{minutes:.1f} of {self.max_minutes:g} min; {self.budget_used():.0%} used, "
+                f"the session hands off at {self.handoff_at:.0%}")
 
     def budget_used(self) -> float:
         used = (time.monotonic() - self.t0) / (self.max_minutes * 60.0)
         if self.max_steps:
             used = max(used, self.steps_used / self.max_steps)
-        return used
+        return max(used, self.planner.tokens_used_fraction())
 
     def _beat(self) -> dict:
         phase = "ending" if self.ending else "running"
         if self.lock_wait is not None and time.monotonic() - self.lock_wait[1] < 2 * lock_timeout():
             phase = f"waiting for lock held by {self.lock_wait[0]}"
+        if self.planner.name != "autopilot":
+            phase += f" ({self.planner.name}: {self.planner.spend_text()})"  # the TUI header shows the phase
         return {"budget_used": round(self.budget_used(), 3), "phase": phase,
-                "detail": f"{len(self.workers)} running, {self.steps_used} steps"}
+                "detail": f"{len(self.workers)} running, {self.steps_used} steps",
+                "planner": self.planner.name, **self.planner.figures()}
 
     def _lock_wait(self, holder: str) -> bool:
         """The ledger's lock is held too long by someone else: keep waiting, and say so."""
@@ -214,6 +243,7 @@ class Session:
 
     def _read_note(self, ledger: Ledger) -> None:
         note = (ledger.handoff_note or "").strip()
+        self.note_at_start = ledger.handoff_note
         if not note:
             self.out.say("no handoff_note in the ledger")
             return
@@ -264,61 +294,57 @@ class Session:
             self.ending = f"session budget {self.budget_used():.0%} used"
 
     def _act(self, ledger: Ledger) -> tuple[int, int]:
-        """Propose, decide, gate or start. Gates need no worker slot; starts do."""
-        started = gated = 0
+        """Let the planner propose; each proposal goes through `attempt`. Returns (started, gated)."""
+        if getattr(self.planner, "turn", None) is not None:
+            return self._turn(ledger)
         actions = self.planner.propose(ledger, busy=set(self.workers))
         if not actions:
             return 0, 0
-        if time.monotonic() - self.metrics_at >= ACT_METRICS_EVERY:
-            if not self._invariants(ledger, acting=True):
-                return 0, 0
-            ledger = self.store.read()
+        ledger = self._fresh(ledger)
+        if ledger is None:
+            return 0, 0
+        started = gated = 0
         hold = False  # an earlier target waits only for running reversible steps: let them drain
-        view = None
         for action in actions:
             if self.ending:
                 break
-            name, step = action.target, action.step
-            if step.reversible and not self.dry_run and not self._can_start():
-                continue  # no slot or budget, and a reversible step never needs a gate: skip the rendering
-            try:
-                argv = ops.rendered_command(ledger, name, step, self.ledger_dir)
-            except Refused as err:
-                self.out.say(f"{name}: cannot render {step.name}: {err}", target=name, kind="warning")
-                continue
-            decision = guard.check(ledger, name, step, statuses=self.statuses)
-            if not decision.allowed and not decision.needs_approval and self.workers:
-                # Refused now; would it pass once the running reversible steps end?
-                view = view or without_reversible_runs(ledger)
-                later = guard.check(view, name, step, statuses=self.statuses)
-                if later.allowed:
-                    hold = True
-                    continue
-                if later.needs_approval:
-                    decision = later
-            if self.dry_run and (name, step.name, decision.reason) not in self.said:
-                self.said.add((name, step.name, decision.reason))  # each decision once, not every poll
-                self.out.say(f"{name}: dry run: {step.name} would run {describe(argv)} -> guard: "
-                             f"{'allowed' if decision.allowed else 'refused'} ({decision.reason})", target=name, kind="decision")
-            if decision.allowed:
-                if hold or not self._can_start():
-                    continue
-                intent = write_intent(self, action, self.statuses)
-                if isinstance(intent, Intent):
-                    failpoints.reached("after-intent")
-                    self._start(intent)
-                    started += 1
-                    ledger, view = self.store.read(), None
-                elif intent.used is not None:
-                    settle_used_approval(self, name, step, intent.approval, intent.used)
-                    gated += 1
-                    ledger, view = self.store.read(), None
-            elif decision.needs_approval:
-                view = view or without_reversible_runs(ledger)
-                if self.planner.should_ask(view, action) and self._gate(action, argv, decision):
-                    gated += 1
-                    ledger, view = self.store.read(), None
+            result = self.attempt(action, ledger=ledger, may_start=not hold)
+            if result.kind == "held":
+                hold = True
+            elif result.kind in ("started", "awaiting", "settled"):
+                started += result.kind == "started"
+                gated += result.kind != "started"
+                ledger = self.store.read()
         return started, gated
+
+    def _turn(self, ledger: Ledger) -> tuple[int, int]:
+        """One turn of a planner that proposes through tool calls, when the ledger changed."""
+        if not self.planner.wants_turn(self, ledger):
+            return 0, 0
+        ledger = self._fresh(ledger)
+        if ledger is None:
+            return 0, 0
+        from engine.planners.client import PlannerRefused, PlannerUnavailable
+
+        try:
+            return self.planner.turn(self, ledger)
+        except (PlannerUnavailable, PlannerRefused) as err:
+            self.planner.unavailable = True
+            self.out.say(f"the planner cannot go on: {err}. Proposing nothing more; running steps finish.", kind="planner_unavailable")
+            self.ending, self.code = f"the planner's API {'stayed unavailable' if err.exit_code == 6 else 'refused the session'}", err.exit_code
+            return 0, 0
+
+    def _fresh(self, ledger: Ledger) -> Ledger | None:
+        """The ledger with invariants read at most ACT_METRICS_EVERY ago; None if one now fails."""
+        if time.monotonic() - self.metrics_at < ACT_METRICS_EVERY:
+            return ledger
+        if not self._invariants(ledger, acting=True):
+            return None
+        return self.store.read()
+
+    def attempt(self, action: Action, reason: str | None = None, *, ledger: Ledger | None = None, may_start: bool = True) -> Attempt:
+        """Decide one proposal and act on it: start it, gate it, or refuse it (engine.session.attempt)."""
+        return attempt(self, action, reason, ledger=ledger, may_start=may_start)
 
     def _can_start(self) -> bool:
         """A free worker slot and step budget left (below the hand-off fraction)."""
@@ -338,7 +364,11 @@ class Session:
                 self._waiting_said = awaiting
             return False
         people = sum(1 for t in ledger.targets.values() if t.state in ("awaiting_approval", "blocked", "failed"))
-        self.ending = f"nothing can proceed without a human ({people} target(s) wait on people)"
+        ready = movable(ledger, limit=0)[2] if self.planner.name != "autopilot" else 0
+        if ready:
+            self.ending = f"the planner proposes nothing more ({ready} step(s) could start or be asked for now; {people} target(s) wait on people)"
+        else:
+            self.ending = f"nothing can proceed without a human ({people} target(s) wait on people)"
         return False
 
     # -- invariants, gates, steps -------------------------------------------------------
@@ -412,15 +442,32 @@ class Session:
         wait = f"Finishing {running} running step(s), then writing" if running else "Writing"
         self.out.say(f"{why}. {wait} handoff_note and exiting cleanly.", kind="handoff_start", budget_used=round(self.budget_used(), 3))
         self._join_workers()
+        note = self.planner.final_note(self, why)
+        model_problems = self.planner.review_note(self, note, self.note_at_start) if note else None
+        text, _problems, rev = self.store_note(note, ending=why, model_problems=model_problems)
+        self.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
+
+    def store_note(self, note: str | None, *, ending: str | None = None,
+                   model_problems: list[str] | None = None) -> tuple[str, list[str], int | None]:
+        """Review and write a handoff note: the planner's `note`, or (None) one generated from
+        the ledger. What the review finds is appended as a `Reviewer:` section and journaled.
+        Returns (the note as stored, the problems found, the revision written)."""
 
         def fn(ledger: Ledger):
-            text = generate(ledger, ledger_path=self.opts.ledger, ending=why, session=self.sid)
-            return text, ops.set_note(ledger, ops.Who(self.identity, os_user()), text, base=None)
+            text = note if note is not None else generate(ledger, ledger_path=self.opts.ledger, ending=ending or "", session=self.sid)
+            problems = review(text, ledger, previous=self.note_at_start, since=self.started_iso)
+            text = amend(text, problems, model_problems=model_problems)
+            return (text, problems), ops.set_note(ledger, ops.Who(self.identity, os_user()), text, base=None)
 
-        (text, records), rev = apply(self.store, fn, self.txn_lock)
+        ((text, problems), records), rev = apply(self.store, fn, self.txn_lock)
         for r in records:
             self.out.record(r["kind"], r["msg"], rev=rev, text=r.get("text"))
-        self.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
+        found = problems + [f"(model review) {p}" for p in model_problems or []]
+        by = "the engine's" if note is None else f"the {self.planner.name} planner's"
+        self.out.say(f"note review: {by} note " + (f"has {len(found)} problem(s); a Reviewer: section lists them" if found else "passes"),
+                     kind="note_review", rev=rev, problems=found or None, author=self.planner.name if note is not None else "engine")
+        return text, found, rev
+
 
 def resume(opts: Options) -> int:
     """Run one session; the exit code of `handoff resume`."""

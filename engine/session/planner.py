@@ -6,8 +6,12 @@ order) that starts where the target is. It proposes; it never decides: every
 proposal goes through `engine.guard.check` in the session, and again inside the
 transaction that writes the intent.
 
-`claude` arrives in a later issue; asking for it now is a usage error (exit 2) with
-a clear message, never a silent fallback to autopilot.
+`claude` (engine.planners.claude) proposes through a model's tool calls; both go
+through the same `Session.attempt`. Planners share a small interface: `name`,
+`setup(session, ledger)`, `should_ask(ledger, action)`, `figures()` (what the heartbeat
+and `handoff status` show), `final_note(session, why)` (the planner's own handoff note,
+or None for the engine's) and `review_note(...)`; autopilot also has `propose`, the
+Claude planner `wants_turn` and `turn`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,21 @@ class Autopilot:
     """Runbook order within a target, ledger order across targets."""
 
     name = "autopilot"
+
+    def setup(self, session, ledger: Ledger) -> None:
+        """Nothing to choose: autopilot reads only the runbook."""
+
+    def tokens_used_fraction(self) -> float:
+        return 0.0
+
+    def figures(self) -> dict:
+        return {"tokens_used": 0, "tokens_budget": None, "cost_usd": 0.0}
+
+    def final_note(self, session, why: str) -> None:
+        return None  # the engine's generated note is autopilot's note
+
+    def review_note(self, session, note: str, previous: str | None) -> None:
+        return None
 
     def propose(self, ledger: Ledger, busy: set[str] | frozenset[str] = frozenset()) -> list[Action]:
         """Every target's next step, in ledger order (`busy` targets are skipped)."""
@@ -91,14 +110,15 @@ def next_action_text(ledger: Ledger, name: str) -> str | None:
     return f"{step.name} (irreversible): needs a human approval first"
 
 
-def get_planner(name: str) -> Autopilot:
-    """The planner called `name`; exit 2 for one that does not exist (yet)."""
+def get_planner(name: str, *, model: str | None = None, max_tokens: int | None = None):
+    """The planner called `name`; exit 2 for one that does not exist, or for `claude`
+    without a credential the anthropic SDK can find (checked before anything is written)."""
     if name == "autopilot":
+        if model or max_tokens:
+            raise UsageError("--model and --max-tokens are for --planner claude", title="Not for autopilot")
         return Autopilot()
     if name == "claude":
-        raise UsageError(
-            "the claude planner is not available yet (it arrives in a later issue); "
-            "run without --planner, or with --planner autopilot",
-            title="Planner not available",
-        )
-    raise UsageError(f"unknown planner {name!r}; choose autopilot", title="Unknown planner")
+        from engine.planners.claude import ClaudePlanner
+
+        return ClaudePlanner(model=model, max_tokens=max_tokens)
+    raise UsageError(f"unknown planner {name!r}; choose autopilot or claude", title="Unknown planner")

@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 from urllib.parse import urldefrag
 
 from engine.codec import emit_document, parse_document
-from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
+from engine.errors import LedgerInvalid, ReadOnly, Refused
 from engine.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import to_data, to_ledger

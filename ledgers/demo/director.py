@@ -12,7 +12,9 @@
    minutes) while only approvals are missing, so an approval given in the TUI runs
    while the newcomer watches.
 
-Run by `handoff-tui --demo` as its own detached process; stdlib only.
+Every session is planned by Claude (`--planner claude`) when ANTHROPIC_API_KEY is set,
+and by the deterministic autopilot otherwise. Run by `handoff-tui --demo` as its own
+detached process; stdlib only.
 """
 
 from __future__ import annotations
@@ -38,19 +40,21 @@ def main(argv: list[str]) -> int:
     with open(os.path.join(here, "director.pid"), "w", encoding="utf-8") as fh:
         fh.write(f"{os.getpid()}\n")
     sim = [sys.executable, os.path.join(here, "sim.py")]
+    # With an Anthropic key the demo's sessions are planned by Claude; without one, by autopilot.
+    planner = ["--planner", "claude"] if os.environ.get("ANTHROPIC_API_KEY") else []
     handoff = [sys.executable, "-m", "engine.cli.main"]
     _run([*sim, "fail", "db-23", "check", "2",
           "pg_upgrade --check: extension postgis 2.5 has no PostgreSQL 16 build; upgrade postgis first"])
     time.sleep(2.0)  # let the operator's screen settle before anything moves
-    _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent"])
+    _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent", *planner])
     time.sleep(6.0)  # approvals and the failure are on screen; then the world drifts
     _run([*sim, "drift", "db-18", "0/9A41D7F8"])
-    _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent"])
+    _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent", *planner])
     time.sleep(10.0)  # the drift is on screen; then a human resolves it
     _run([*handoff, "reconcile", ledger, "db-18", "--accept-checkpoint", "--as", "demo-oncall",
           "--reason", "checked by hand: replication was restarted at 0/9A41D7F8, data verified"])
     return _run([*handoff, "resume", "--ledger", ledger, "--as", "demo-agent",
-                 "--wait", "--max-minutes", "10", "--max-steps", "60"])
+                 "--wait", "--max-minutes", "10", "--max-steps", "60", *planner])
 
 
 if __name__ == "__main__":

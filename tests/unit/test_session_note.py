@@ -65,6 +65,7 @@ def test_autopilot_asks_only_for_approvals_that_could_run() -> None:
     assert planner.should_ask(ledger, Action("db-18", ledger.step("cutover")))  # already holds its slot
 
 
-def test_claude_planner_says_it_is_not_available() -> None:
-    with pytest.raises(UsageError, match="not available yet"):
-        get_planner("claude")
+def test_unknown_planner_is_a_usage_error() -> None:
+    """A planner that does not exist is refused by name (exit 2), never replaced by autopilot."""
+    with pytest.raises(UsageError, match="unknown planner 'gpt'; choose autopilot or claude"):
+        get_planner("gpt")

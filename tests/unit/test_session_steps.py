@@ -147,14 +147,6 @@ def test_operator_pause_exits_4_without_running_anything(tmp_path: Path) -> None
     assert not (ledger.parent / "argv.log").exists()
 
 
-def test_claude_planner_is_not_available_yet(tmp_path: Path) -> None:
-    ledger = tool_ledger(tmp_path, [_one("check", tool("say", "ok"))], {"a": {}})
-    result = resume(ledger, "--planner", "claude", world=tmp_path)
-    assert result.returncode == 2
-    assert "not available yet" in result.stderr
-    assert not Path(str(ledger) + ".journal.jsonl").exists()
-
-
 def test_json_prints_journal_records(tmp_path: Path) -> None:
     """--json: every line on stdout is a journal record."""
     ledger = tool_ledger(tmp_path, [_one("check", tool("say", "ok"))], {"a": {}})
