@@ -23,14 +23,14 @@ import os
 from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 
-from engine.codec import emit_document, parse_document
+from engine.codec import Parsed, parse_document, splice
 from engine.errors import LedgerInvalid, ReadOnly, Refused
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.sidecar import open_sidecar
-from engine.store.convert import to_data, to_ledger, to_ledger_reusing
+from engine.store.convert import change, to_ledger_reusing
 
 T = TypeVar("T")
 MAX_BYTES = 64 * 1024 * 1024
@@ -38,19 +38,20 @@ _CAS_RETRIES = 8
 
 
 class _Parse:
-    """A parsed document kept by hash: its data, header and per-target line text."""
+    """A parsed document kept by hash: the codec's Parsed (data and text blocks) and
+    the Ledger validated from it."""
 
-    __slots__ = ("data", "header", "lines", "targets", "ledger")
+    __slots__ = ("doc", "data", "lines", "targets", "ledger")
 
     def known(self) -> dict[str, tuple[str, dict]]:
         """target text -> (name, data): what the next parse of this ledger need not redo."""
         return {text: (name, self.targets[name]) for name, text in self.lines.items() if name in self.targets}
 
-    def __init__(self, data, header, lines, ledger=None):
-        self.data = data
-        self.header = header
-        self.lines = lines
-        self.targets = data.get("targets") or {}
+    def __init__(self, doc: Parsed, ledger=None):
+        self.doc = doc
+        self.data = doc.data
+        self.lines = doc.lines
+        self.targets = doc.data.get("targets") or {}
         self.ledger = ledger  # validated once; shared by readers, never mutated
 
 
@@ -136,7 +137,7 @@ class FileStore:
             parsed = parse_document(text, self.path, previous.known() if previous else None)
             if not isinstance(parsed.data, dict):
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
-            hit = _Parse(parsed.data, parsed.header, parsed.lines)
+            hit = _Parse(parsed)
         self._cache = {key: hit}
         return key, hit, text
 
@@ -153,15 +154,13 @@ class FileStore:
                 doc = json.loads(fh.read())
         except (OSError, ValueError):
             return None
-        if not isinstance(doc, dict) or doc.get("v") != 1:
+        if not isinstance(doc, dict) or doc.get("v") != 2:
             return None
-        data, header, lines = doc.get("data"), doc.get("header"), doc.get("lines")
-        if not (isinstance(data, dict) and isinstance(header, str) and isinstance(lines, dict)):
-            return None
-        return _Parse(data, header, lines)
+        parsed = Parsed.from_json(doc)
+        return _Parse(parsed) if parsed is not None else None
 
-    def _write_sidecar(self, key: str, data: dict, header: str, lines: dict[str, str]) -> None:
-        body = json.dumps({"v": 1, "header": header, "lines": lines, "data": data}, ensure_ascii=False, separators=(",", ":"))
+    def _write_sidecar(self, key: str, parsed: Parsed) -> None:
+        body = json.dumps({"v": 2, **parsed.to_json()}, ensure_ascii=False, separators=(",", ":"))
         try:
             atomic_write(self.parse_cache_path, key.encode() + b"\n" + body.encode("utf-8"), durable=False)
         except (OSError, UnicodeError):
@@ -239,28 +238,20 @@ class FileStore:
                 snap, parsed = self._snapshot(raw)
                 if snap.missing and not accept_shrink:
                     raise Refused(snap.warnings[0], title="Ledger shrank")
-                # Unchanged targets keep their text (and are not re-validated or dumped)
-                # only in a file the engine wrote last; the first write after a hand
-                # edit validates everything and normalises the whole layout.
-                record = self.last_write()
-                ours = record is not None and record.get("hash") == snap.digest
-                if ours:
-                    ledger = cow_ledger(snap.ledger)
-                else:
-                    ledger = to_ledger(parsed.data, self.path, raw.decode("utf-8", "replace"))
+                # Only what the change touched is written again; every other line of
+                # the file (the engine's or a human's) keeps its text.
+                ledger = cow_ledger(snap.ledger)
                 result = fn(ledger)
                 ledger.revision = max(ledger.revision, _rev(parsed.data)) + 1
                 targets = ledger.targets
                 try:
+                    names = None
                     if isinstance(targets, CowTargets):
                         ledger.targets = targets.plain()
-                        ledger.check_states(targets.changed)
-                        data = to_data(ledger, reuse=parsed.targets, changed=targets.changed)
-                    else:
-                        ledger.check_states()
-                        data = to_data(ledger)
-                    text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
-                    out = text.encode("utf-8")
+                        names = targets.changed | targets.removed
+                    ledger.check_states(names)
+                    doc = splice(parsed.doc, change(snap.ledger, ledger, names))
+                    out = doc.text.encode("utf-8")
                 except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
                     raise Refused(str(err), title="Cannot write that") from None
                 # Compare-and-swap: if someone saved the file since we read it, start over.
@@ -271,10 +262,10 @@ class FileStore:
                 atomic_write(self.path, out)
                 self.saw_external_edit = snap.external_edit
                 new_key = digest(out)
-                self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
-                self._known = {line: ledger.targets[name] for name, line in lines.items() if name in ledger.targets}
+                self._cache = {new_key: _Parse(doc, ledger)}
+                self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
                 self._record(fd, ledger, new_key)
-                self._write_sidecar(new_key, data, parsed.header, lines)
+                self._write_sidecar(new_key, doc)
                 return result, ledger.revision
             raise Refused(
                 f"{self.path} kept changing while we tried to write it ({_CAS_RETRIES} tries); "

@@ -17,11 +17,12 @@ import time
 from typing import Any, AsyncIterator, Callable, TypeVar
 from urllib.parse import urldefrag
 
-from engine.codec import emit_document, parse_document
+from engine.codec import parse_document, splice
 from engine.errors import LedgerInvalid, ReadOnly, Refused
 from engine.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
-from engine.store.convert import to_data, to_ledger
+from engine.store.convert import change, to_ledger
+from engine.store.cow import cow_ledger
 from engine.store.file import digest
 from engine.journal import JournalBase, make_record
 
@@ -117,11 +118,16 @@ class PostgresStore:
             with conn.transaction():
                 revision, body = self._row(conn, lock=True)
                 snap, parsed = self._parse(body, fresh=True)
-                ledger = snap.ledger
+                ledger = cow_ledger(snap.ledger)
                 result = fn(ledger)
                 ledger.revision = max(ledger.revision, revision) + 1
-                data = to_data(ledger)
-                text, _ = emit_document(data, parsed.header, parsed.lines, parsed.data.get("targets"))
+                targets = ledger.targets
+                try:
+                    ledger.targets = targets.plain()
+                    ledger.check_states(targets.changed)
+                    text = splice(parsed, change(snap.ledger, ledger, targets.changed | targets.removed)).text
+                except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
+                    raise Refused(str(err), title="Cannot write that") from None
                 updated = conn.execute(
                     "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s",
                     (ledger.revision, text, self.name, revision),
