@@ -160,8 +160,11 @@ def _folded(text: str, indent: str) -> list[str] | None:
     return [">" + chomp] + rows
 
 
-def _styled(text: str, style: str | None, indent: str) -> list[str] | None:
-    """`text` in the style asked for (the first line is what follows `key: `), or None."""
+def _styled(text: str, style: str | list[str] | None, indent: str) -> list[str] | None:
+    """`text` in the style asked for (the first line is what follows `key: `), or None.
+    A list is a block scalar's source lines (indicator first), to be indented to here."""
+    if isinstance(style, list):
+        return [style[0]] + [indent + line if line.strip() else "" for line in style[1:]]
     if style == "|":
         out = _text_block(text, indent, literal=True)
     elif style == ">":
@@ -181,7 +184,7 @@ def _styled(text: str, style: str | None, indent: str) -> list[str] | None:
     return out
 
 
-def block(value: Any, indent: int = 0, styles: dict[str, str | None] | None = None) -> list[str]:
+def block(value: Any, indent: int = 0, styles: dict[str, Any] | None = None) -> list[str]:
     """A mapping or list in block style (used for everything but targets). `styles`:
     key -> the style its text should be written in, when it can be."""
     pad = " " * indent
@@ -228,10 +231,11 @@ def block(value: Any, indent: int = 0, styles: dict[str, str | None] | None = No
     return [pad + scalar(value, flow=False)]
 
 
-def target_lines(name: str, data: dict, indent: int = 2) -> list[str]:
+def target_lines(name: str, data: dict, indent: int = 2, name_text: str | None = None) -> list[str]:
     """One target: a single flow line when short, else a flow mapping wrapped at its
-    commas with continuation lines aligned under the first key, as the article writes db-18."""
-    head = f"{' ' * indent}{key(name)}: {{"
+    commas with continuation lines aligned under the first key, as the article writes db-18.
+    `name_text`: the name as a human wrote it (kept when the target is rewritten)."""
+    head = f"{' ' * indent}{name_text or key(name)}: {{"
     items = [f"{key(k)}: {flow(v)}" for k, v in data.items()]
     line = head + ", ".join(items) + "}"
     if len(line) <= FLOW_WIDTH:

@@ -109,3 +109,31 @@ def value_style(text: str, path: tuple[str, ...] = ()) -> str | None:
             return None
         node = next((v for k, v in node.value if isinstance(k, ScalarNode) and k.value == key), None)
     return node.style if isinstance(node, ScalarNode) else None
+
+
+def block_source(text: str) -> list[str] | None:
+    """The source of one entry's value when it is a block scalar (`|` or `>`): its
+    indicator, then its lines as written. None for any other value (or a comment on the
+    indicator's line). Lets a note moved elsewhere keep the line breaks a human chose."""
+    node = strict.compose(text, "<entry>")
+    if not isinstance(node, MappingNode) or len(node.value) != 1:
+        return None
+    value = node.value[0][1]
+    if not isinstance(value, ScalarNode) or value.style not in ("|", ">"):
+        return None
+    lines = text.split("\n")
+    head = lines[value.start_mark.line][value.start_mark.column :].rstrip()
+    if "#" in head:
+        return None
+    return [head] + lines[value.start_mark.line + 1 : last_line(value, lines) + 1]
+
+
+def key_source(text: str) -> str | None:
+    """How the first key of one entry's text is written (`1.10`, `"db 1"`), or None."""
+    node = strict.compose(text, "<entry>")
+    if not isinstance(node, MappingNode) or not node.value:
+        return None
+    key = node.value[0][0]
+    if not isinstance(key, ScalarNode) or key.start_mark.line != key.end_mark.line:
+        return None
+    return text.split("\n")[key.start_mark.line][key.start_mark.column : key.end_mark.column]

@@ -150,7 +150,15 @@ def _styles(parsed: Parsed, key: str, change: Change) -> dict[str, str | None] |
     if key == "handoff_note":
         return {"handoff_note": note}
     moved = not same(change.top_before.get("handoff_note", MISSING), change.top_after.get("handoff_note", MISSING))
-    return {"text": note if moved else previous}
+    if not moved:
+        return {"text": previous}
+    old = next(b[2].replace("\r\n", "\n") for b in parsed.blocks if b[0] == TOP and b[1] == "handoff_note")
+    # The note moves here as the human wrote it, line breaks and all, when it can.
+    source = layout.block_source(old)
+    if source is None:
+        return {"text": note}
+    cut = min((len(line) - len(line.lstrip(" ")) for line in source[1:] if line.strip()), default=0)
+    return {"text": [source[0]] + [line[cut:] for line in source[1:]]}
 
 
 def _top_rows(key: str, value: Any, styles) -> list[str]:
@@ -168,7 +176,16 @@ def _top_rows(key: str, value: Any, styles) -> list[str]:
     return rows
 
 
-def _target_rows(name: str, value: Any, indent: int) -> list[str]:
+def _target_rows(name: str, value: Any, indent: int, old: str | None = None) -> list[str]:
+    """A target's lines; its name spelled as in `old` (its text before) when that reads the same."""
+    spelled = layout.key_source(old.replace("\r\n", "\n")) if old is not None else None
+    if spelled is not None and spelled != emit.key(name):
+        rows = emit.target_lines(name, value, indent, spelled)
+        try:
+            read_back("\n".join(rows), {name: value}, depth=1)
+            return rows
+        except ValueError:
+            pass
     rows = emit.target_lines(name, value, indent)
     read_back("\n".join(rows), {name: value}, depth=1)
     return rows
@@ -244,7 +261,7 @@ def _splice_targets(doc: _Doc, changed: list[str], targets: dict) -> None:
     where = {b[1]: i for i, b in enumerate(doc.blocks) if b[0] == TARGET}
     for name in sorted((n for n in changed if n in where), key=where.__getitem__, reverse=True):
         if name in targets:
-            doc.replace(where[name], _target_rows(name, targets[name], doc.indent), pad)
+            doc.replace(where[name], _target_rows(name, targets[name], doc.indent, doc.blocks[where[name]][2]), pad)
         else:
             doc.remove(where[name], pad)
     for name in targets:
