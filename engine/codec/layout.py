@@ -61,7 +61,10 @@ def _scalar_ranges(node, out: list) -> None:
     while stack:
         node = stack.pop()
         if isinstance(node, ScalarNode):
-            out.append(((node.start_mark.line, node.start_mark.column), (node.end_mark.line, node.end_mark.column)))
+            start = (node.start_mark.line, node.start_mark.column)
+            if node.style in ("|", ">"):
+                start = (node.start_mark.line + 1, 0)  # its indicator's line may end in a comment
+            out.append((start, (node.end_mark.line, node.end_mark.column)))
         elif isinstance(node, MappingNode):
             for key, value in node.value:
                 stack.append(key)

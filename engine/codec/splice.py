@@ -105,8 +105,7 @@ class _Doc:
         if before:
             at = tops[before[-1]] + 1
             if before[-1] == "targets":
-                while at < len(self.blocks) and self.blocks[at][0] == TARGET or self._gap_inside(at):
-                    at += 1
+                at = 1 + max((i for i, b in enumerate(self.blocks) if b[0] == TARGET), default=at - 1)
             self.blocks.insert(at, block)
             return
         after = [k for k in ORDER[rank + 1 :] if k in tops]
@@ -117,14 +116,6 @@ class _Doc:
         if self.blocks and self.blocks[-1][0] == GAP and self.blocks[-1][2] == "":
             at -= 1  # before the final newline
         self.blocks.insert(at, block)
-
-    def _gap_inside(self, at: int) -> bool:
-        """Is block `at` a gap between two targets (a comment about the next one)?"""
-        return (
-            at < len(self.blocks) - 1
-            and self.blocks[at][0] == GAP
-            and any(b[0] == TARGET for b in self.blocks[at + 1 : at + 2])
-        )
 
     def insert_target(self, name: str, rows: list[str]) -> None:
         last = max((i for i, b in enumerate(self.blocks) if b[0] == TARGET), default=None)
