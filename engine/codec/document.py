@@ -95,25 +95,36 @@ class Parsed:
                 numbers.find(value, [key], found)
         for name in self.numbered:
             numbers.find((self.data.get("targets") or {}).get(name), ["targets", name], found)
-        return {"data": self.data, "blocks": self.blocks, "split": self.split, "opaque": self.opaque,
-                "indent": self.indent, "crlf": self.crlf, "numbers": found}
+        return {"data": self.data, "kinds": "".join(_KIND_CODE[b[0]] for b in self.blocks), "keys": [b[1] for b in self.blocks],
+                "texts": [b[2] for b in self.blocks], "split": self.split, "opaque": self.opaque, "indent": self.indent,
+                "crlf": self.crlf, "numbers": found}
 
     @classmethod
-    def from_json(cls, doc: Any) -> "Parsed | None":
-        """The Parsed `to_json` wrote, or None for anything else (a damaged cache)."""
+    def from_json(cls, doc: Any, raw: bytes) -> "Parsed | None":
+        """The Parsed `to_json` wrote, or None for anything else: a damaged cache, or one
+        whose text is not `raw` (the file's bytes) exactly."""
         if not isinstance(doc, dict):
             return None
-        data, blocks, found = doc.get("data"), doc.get("blocks"), doc.get("numbers")
-        if not (isinstance(data, dict) and isinstance(blocks, list) and isinstance(found, list)):
+        data, kinds, keys, texts, found = (doc.get(k) for k in ("data", "kinds", "keys", "texts", "numbers"))
+        if not (isinstance(data, dict) and isinstance(kinds, str) and isinstance(keys, list) and isinstance(texts, list)
+                and isinstance(found, list) and len(kinds) == len(keys) == len(texts) and set(kinds) <= set(_KIND)):
             return None
-        if not all(isinstance(b, list) and len(b) == 3 and b[0] in (GAP, TOP, TARGET) and isinstance(b[2], str) for b in blocks):
+        try:
+            if "\n".join(texts).encode("utf-8") != raw.removeprefix(b"\xef\xbb\xbf"):
+                return None
+        except (TypeError, UnicodeError):
             return None
         if not numbers.restore(data, found):
             return None
+        blocks = [[_KIND[k], key, text] for k, key, text in zip(kinds, keys, texts)]
         numbered = {entry[1] for entry in found if len(entry) > 2 and entry[0] == "targets"}
         indent = doc.get("indent")
         return cls(data, blocks, bool(doc.get("split")), bool(doc.get("opaque")), indent if isinstance(indent, int) else 2,
                    bool(doc.get("crlf")), numbered)
+
+
+_KIND = {"g": GAP, "o": TOP, "t": TARGET}
+_KIND_CODE = {v: k for k, v in _KIND.items()}
 
 
 def _header(lines: list[str]) -> str:
@@ -156,13 +167,13 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
     while end < len(lines) and (not lines[end] or lines[end][0] in " #\t"):
         end += 1
     block = lines[start + 1 : end]
-    targets, _, slow, spans = _reader.read_lines(block, known)
-    entries = [(first, last, name, targets[name]) for name, (first, last) in spans.items()]
+    targets, texts, slow, spans = _reader.read_lines(block, known)
+    entries = [(first, last, name, targets[name], texts[name]) for name, (first, last) in spans.items()]
     if slow:
         entries.extend(_slow_targets(block, start + 1, slow, path))
         entries.sort(key=lambda entry: entry[0])  # stable: a chunk's targets keep their order
         merged: dict[str, Any] = {}
-        for _, _, name, value in entries:
+        for _, _, name, value, _ in entries:
             if name in merged:
                 strict.load(text, path)
                 raise LedgerInvalid(f"duplicate target {name!r}; remove or rename one", path=path)
@@ -174,14 +185,13 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
     if not isinstance(data, dict):
         raise LedgerInvalid("the ledger must be a mapping of keys (task:, targets:, ...)", path=path, line=1, column=1)
     data["targets"] = targets
-    region = (start, [(start + 1 + first, start + 1 + last, name) for first, last, name, _ in entries])
-    return _assemble(lines, root, data, region, crlf)
+    return _assemble(lines, root, data, (start, entries), crlf)
 
 
-def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any]]:
+def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any, None]]:
     """Read the non-canonical targets with the strict loader: (first, last line in the
-    block, name, data) each."""
-    found: list[tuple[int, int, str, Any]] = []
+    block, name, data, None) each."""
+    found: list[tuple[int, int, str, Any, None]] = []
     for first, last in _chunks(block, slow):
         piece = block[first : last + 1]
         # The chunk's root (NAME: target) stands for the `targets:` mapping, one level down.
@@ -200,59 +210,68 @@ def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any]]:
         if spans is None or len(spans) != len(value):
             # Not one target per line range: no span for any of them (the entry is
             # rewritten whole if one changes).
-            found.extend((first, last, str(name), target) for name, target in value.items())
+            found.extend((first, last, str(name), target, None) for name, target in value.items())
             continue
         for (a, b, name), target in zip(spans, value.values()):
-            found.append((first + a, first + b, str(name), target))
+            found.append((first + a, first + b, str(name), target, None))
     return found
 
 
 def _assemble(lines: list[str], root, data: Any, region, crlf: bool) -> Parsed:
-    """Cut the text into blocks: gaps, top-level entries and (with `region`, the targets
-    head's line and each target's span) targets."""
+    """Cut the text into blocks: gaps, top-level entries and (with `region`: the targets
+    head's line, and (first, last, name, data, text or None) per target, lines counted
+    from the head's next) targets."""
     spans = layout.entry_spans(root, lines)
     if spans is None or not isinstance(data, dict):
         return Parsed(data, [[GAP, None, "\n".join(lines)]], opaque=True, crlf=crlf)
-    cuts: list[tuple[int, int, str, str]] = []
     split = False
-    indent = 2
     if region is not None:
-        start, targets = region
-        split = _spans_fit(targets, data.get("targets"), lines)
-        if split:
-            indent = len(lines[targets[0][0]]) - len(lines[targets[0][0]].lstrip(" ")) if targets else 2
-            cuts.extend((first, last, TARGET, name) for first, last, name in targets)
+        head, entries = region
+        split = _entries_fit(entries, data.get("targets"), lines, head + 1)
+    blocks: list[list] = []
+    at = 0
+
+    def cut(first: int, last: int, kind: str, key: str | None, text: str | None = None) -> bool:
+        nonlocal at
+        if first < at:
+            return False
+        if first > at:
+            blocks.append([GAP, None, "\n".join(lines[at:first])])
+        blocks.append([kind, key, "\n".join(lines[first : last + 1]) if text is None else text])
+        at = last + 1
+        return True
+
     for first, last, key in spans:
         if key == "targets" and region is not None:
             if split:
-                last = region[0]
-            else:
-                # The targets entry as one block: up to its last target's last line.
-                last = max([region[0]] + [t[1] for t in region[1]])
-        cuts.append((first, last, TOP, key))
-    cuts.sort()
-    blocks: list[list] = []
-    at = 0
-    for first, last, kind, key in cuts:
-        if first < at:
+                cut(first, first, TOP, key)
+                for a, b, name, _, text in entries:
+                    cut(head + 1 + a, head + 1 + b, TARGET, name, text)
+                continue
+            # The targets entry as one block: up to its last target's last line.
+            last = max([head] + [head + 1 + e[1] for e in entries])
+        if not cut(first, last, TOP, key):
             return Parsed(data, [[GAP, None, "\n".join(lines)]], opaque=True, crlf=crlf)
-        if first > at:
-            blocks.append([GAP, None, "\n".join(lines[at:first])])
-        blocks.append([kind, key, "\n".join(lines[first : last + 1])])
-        at = last + 1
     if at < len(lines):
         blocks.append([GAP, None, "\n".join(lines[at:])])
+    indent = 2
+    if split and entries:
+        line = lines[head + 1 + entries[0][0]]
+        indent = len(line) - len(line.lstrip(" "))
     return Parsed(data, blocks, split=split, indent=indent, crlf=crlf)
 
 
-def _spans_fit(spans: list[tuple[int, int, str]], targets: Any, lines: list[str]) -> bool:
-    """Is every target one span, in order, all at one indentation, none overlapping?"""
-    if not isinstance(targets, dict) or [s[2] for s in spans] != list(targets):
+def _entries_fit(entries: list, targets: Any, lines: list[str], offset: int) -> bool:
+    """Is every target one span of lines, in order, all at one indentation, none
+    overlapping? (The fast reader's are at two spaces by construction.)"""
+    if not isinstance(targets, dict) or len(entries) != len(targets):
         return False
-    columns = {len(lines[first]) - len(lines[first].lstrip(" ")) for first, _, _ in spans}
+    if any(e[2] != name for e, name in zip(entries, targets)):
+        return False
+    columns = {2 if e[4] is not None else len(lines[offset + e[0]]) - len(lines[offset + e[0]].lstrip(" ")) for e in entries}
     if len(columns) > 1 or 0 in columns:
         return False
-    return all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+    return all(a[1] < b[0] for a, b in zip(entries, entries[1:]))
 
 
 def canonical(data: dict, header: str = "") -> Parsed:

@@ -78,7 +78,9 @@ def change(before: Ledger, after: Ledger, names: set[str] | None = None) -> Chan
         top_data(before),
         top_data(after),
         {n: target_data(before.targets[n]) for n in names if n in before.targets},
-        {n: target_data(t) for n, t in after.targets.items() if n in names},
+        {n: target_data(t) for n, t in after.targets.items() if n in names}
+        if any(n not in before.targets for n in names)  # an added target: keep the model's order
+        else {n: target_data(after.targets[n]) for n in names if n in after.targets},
     )
 
 

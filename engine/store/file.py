@@ -130,7 +130,7 @@ class FileStore:
         hit = self._cache.get(key)
         text = ""
         if hit is None:
-            hit = self._read_sidecar(key)
+            hit = self._read_sidecar(key, raw)
         if hit is None:
             text = decode(raw, self.path)
             previous = next(iter(self._cache.values()), None)
@@ -146,7 +146,7 @@ class FileStore:
     # engine wrote. Its first line is the hash; anything else (a hand edit, a torn or
     # foreign file) falls back to parsing. It is only a cache: never fsynced.
 
-    def _read_sidecar(self, key: str) -> _Parse | None:
+    def _read_sidecar(self, key: str, raw: bytes) -> _Parse | None:
         try:
             with open(self.parse_cache_path, "rb") as fh:
                 if fh.readline().strip() != key.encode():
@@ -156,7 +156,7 @@ class FileStore:
             return None
         if not isinstance(doc, dict) or doc.get("v") != 2:
             return None
-        parsed = Parsed.from_json(doc)
+        parsed = Parsed.from_json(doc, raw)
         return _Parse(parsed) if parsed is not None else None
 
     def _write_sidecar(self, key: str, parsed: Parsed) -> None:

@@ -22,7 +22,7 @@ def test_a_new_reader_takes_the_engine_write_from_the_sidecar(tmp_path):
     assert Path(store.parse_cache_path).exists()
     fresh = FileStore(store.path)
     key = fresh.snapshot().digest
-    assert fresh._read_sidecar(key) is not None
+    assert fresh._read_sidecar(key, Path(store.path).read_bytes()) is not None
     assert fresh.read().targets["db-19"].next_action == "check it"
     assert fresh.read().targets["db-18"].checkpoint == "0/9A3F2C10"
 
@@ -33,7 +33,7 @@ def test_a_hand_edit_is_read_from_the_file_not_the_sidecar(tmp_path):
     path = Path(store.path)
     path.write_text(path.read_text().replace("check it", "edited in vim"), encoding="utf-8")
     fresh = FileStore(store.path)
-    assert fresh._read_sidecar(fresh.snapshot().digest) is None
+    assert fresh._read_sidecar(fresh.snapshot().digest, path.read_bytes()) is None
     assert fresh.read().targets["db-19"].next_action == "edited in vim"
 
 
