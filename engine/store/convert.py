@@ -156,17 +156,8 @@ def top_data(ledger: Ledger) -> dict[str, Any]:
     return data
 
 
-def to_data(ledger: Ledger, *, reuse: dict[str, Any] | None = None, changed: set[str] | None = None) -> dict[str, Any]:
-    """The whole ledger as plain data, in canonical order.
-
-    With `reuse` and `changed` (a copy-on-write transaction), a target not in `changed`
-    takes its data from `reuse` (the last read) instead of being dumped again."""
+def to_data(ledger: Ledger) -> dict[str, Any]:
+    """The whole ledger as plain data, in canonical order."""
     data = top_data(ledger)
-    if reuse is None or changed is None:
-        data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
-    else:
-        data["targets"] = {
-            name: (reuse[name] if name not in changed and name in reuse else target_data(t))
-            for name, t in ledger.targets.items()
-        }
+    data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
     return data
