@@ -273,3 +273,28 @@ def test_a_file_without_a_final_newline_gets_one_only_where_the_engine_writes(tm
     path.write_text("task: t\ntargets:\n  a: {state: queued}", encoding="utf-8")
     FileStore(str(path)).transact(lambda l: setattr(l.targets["a"], "reason", "x"))
     assert path.read_text() == "task: t\nrevision: 1\ntargets:\n  a: {state: queued, reason: x}\n"
+
+
+def test_a_session_keeps_the_humans_note_as_previous_note_and_every_comment(tmp_path):
+    """`handoff resume` on a hand-written ledger: its note replaces alice's, which stays as previous_note; no comment is lost."""
+    from session_kit import resume, tool, tool_ledger
+
+    path = tool_ledger(tmp_path, [], {"a": {}})
+    run = json.dumps(tool("say", "ok"))
+    path.write_text(
+        "# checked in by alice\ntask: tool-test   # one target\nrunbook:\n  steps:\n"
+        f"    - {{name: check, from: queued, to: checked, reversible: true, run: {run}}}   # safe to repeat\n"
+        "targets:\n  # the only one\n  a: {state: queued}   # app team says go\n"
+        "handoff_note: >\n  Do NOT run link on a\n  before Monday.\n"
+        "handoff_note_by: alice\nhandoff_note_at: 2026-09-09T14:00Z\n",
+        encoding="utf-8",
+    )
+    before = _comments(path.read_text())
+    result = resume(path, world=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ledger = FileStore(str(path)).read()
+    assert ledger.handoff_note_by.startswith("agent:")
+    assert (ledger.previous_note.text, ledger.previous_note.by, ledger.previous_note.at) == (
+        "Do NOT run link on a before Monday.\n", "alice", "2026-09-09T14:00Z")
+    assert _comments(path.read_text()) == before
+    assert "previous_note:\n  text: >\n    Do NOT run link on a\n    before Monday.\n" in path.read_text()

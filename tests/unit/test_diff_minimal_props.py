@@ -120,6 +120,7 @@ def test_engine_changes_keep_every_comment_and_untouched_line(doc, operations, f
             expected = {**seen["data"], "revision": revision}
             assert _read_strictly(text, path) == expected
             assert same(parse_document(text, path).data, strict.load(text, path))
+            assert to_data(FileStore(path).read()) == expected  # the parse cache the write left says the same
         final = open(path, encoding="utf-8").read()
         for token in doc.comments:
             assert final.count(token + " ") + final.count(token + "\n") == 1, (token, final)
