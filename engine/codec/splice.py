@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.codec import emit, layout, numbers
-from engine.codec.document import ORDER, Parsed, canonical, read_back
+from engine.codec.canonical import ORDER, TOP_ORDER, canonical, read_back
+from engine.codec.document import Parsed
 from engine.codec.layout import GAP, TARGET, TOP
 from engine.codec.numbers import same
 
@@ -99,7 +100,8 @@ class _Doc:
         """A new top-level entry: after the nearest entry before it in canonical order,
         else before the nearest one after it, else at the end."""
         block = [TOP, key, self.rows(rows)]
-        rank = ORDER.index(key) if key in ORDER else len(ORDER)
+        # An unknown key's place is after the known ones above the targets, as in a new document.
+        rank = ORDER.index(key) if key in ORDER else len(TOP_ORDER)
         tops = {b[1]: i for i, b in enumerate(self.blocks) if b[0] == TOP}
         before = [k for k in ORDER[:rank] if k in tops]
         if before:
