@@ -126,32 +126,23 @@ class _Doc:
         self.blocks.insert(last + 1, [TARGET, name, self.rows(rows)])
 
 
-def _note_styles(parsed: Parsed) -> tuple[str | None, str | None]:
-    """How the document writes its note and its previous note's text (None: plain or absent)."""
-    found = {b[1]: b[2].replace("\r\n", "\n") for b in parsed.blocks if b[0] == TOP and b[1] in ("handoff_note", "previous_note")}
-    note = layout.value_style(found["handoff_note"]) if "handoff_note" in found else None
-    previous = layout.value_style(found["previous_note"], ("text",)) if "previous_note" in found else None
-    return note, previous
-
-
-def _styles(parsed: Parsed, key: str, change: Change) -> dict[str, str | None] | None:
-    """The text styles a rewritten note keeps: the note's own, and for the previous
-    note the style of the note it was (when the note changed in this write)."""
-    if key not in ("handoff_note", "previous_note") or not any(b[0] == TOP and b[1] in ("handoff_note", "previous_note") for b in parsed.blocks):
+def _styles(parsed: Parsed, key: str, change: Change) -> dict[str, Any] | None:
+    """The text style a rewritten note keeps: the old note's; and for the previous
+    note, when the note moved there in this write, the old note's very lines."""
+    if key not in ("handoff_note", "previous_note"):
         return None
-    note, previous = _note_styles(parsed)
+    old = {b[1]: b[2].replace("\r\n", "\n") for b in parsed.blocks if b[0] == TOP and b[1] in ("handoff_note", "previous_note")}
     if key == "handoff_note":
-        return {"handoff_note": note}
-    moved = not same(change.top_before.get("handoff_note", MISSING), change.top_after.get("handoff_note", MISSING))
-    if not moved:
-        return {"text": previous}
-    old = next(b[2].replace("\r\n", "\n") for b in parsed.blocks if b[0] == TOP and b[1] == "handoff_note")
-    # The note moves here as the human wrote it, line breaks and all, when it can.
-    source = layout.block_source(old)
-    if source is None:
-        return {"text": note}
-    cut = min((len(line) - len(line.lstrip(" ")) for line in source[1:] if line.strip()), default=0)
-    return {"text": [source[0]] + [line[cut:] for line in source[1:]]}
+        return {"handoff_note": layout.value_style(old["handoff_note"])} if "handoff_note" in old else None
+    if "handoff_note" in old and not same(change.top_before.get("handoff_note", MISSING), change.top_after.get("handoff_note", MISSING)):
+        source = layout.block_source(old["handoff_note"])
+        if source is None:
+            return {"text": layout.value_style(old["handoff_note"])}
+        cut = min((len(line) - len(line.lstrip(" ")) for line in source[1:] if line.strip()), default=0)
+        return {"text": [source[0]] + [line[cut:] for line in source[1:]]}
+    if "previous_note" in old:
+        return {"text": layout.value_style(old["previous_note"], ("text",))}
+    return None
 
 
 def _top_rows(key: str, value: Any, styles) -> list[str]:

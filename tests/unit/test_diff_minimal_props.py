@@ -79,6 +79,7 @@ def _subsequence(needles: list[str], hay: list[str]) -> bool:
     return all(any(line == needle for line in it) for needle in needles)
 
 
+# HYP_N: more examples for a long hunt (60 keep the suite fast; 4,000 ran clean when this was written).
 @settings(max_examples=int(os.environ.get("HYP_N", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(ledgers(), st.lists(OPS, min_size=1, max_size=6), st.lists(st.booleans(), min_size=6, max_size=6))
 def test_engine_changes_keep_every_comment_and_untouched_line(doc, operations, fresh_store):
