@@ -131,6 +131,24 @@ def write_engine_ledger(path: str, n: int = 10_000, seed: int = 7) -> bytes:
     return raw
 
 
+def add_comments(text: str) -> str:
+    """The engine's text as a team keeps it in git: a comment above every 50th target,
+    one at the end of every 20th target's line, and a few in the top part."""
+    out = []
+    count = 0
+    for line in text.split("\n"):
+        if line.startswith("  db-"):
+            if count % 50 == 0:
+                out.append(f"  # batch {count // 50}: app team signs off before cutover")
+            if count % 20 == 7 and line.endswith("}"):
+                line += "   # owner: app team, ticket PLAT-" + str(4000 + count)
+            count += 1
+        elif line.startswith(("invariants:", "runbook:", "targets:")):
+            out.append(f"# {line.rstrip(':')} as agreed in the change review")
+        out.append(line)
+    return "\n".join(out)
+
+
 def first_awaiting(data: dict[str, Any]) -> str:
     return next(name for name, t in data["targets"].items() if t["state"] == "awaiting_approval")
 

@@ -226,6 +226,16 @@ class SessionLease(Node):
     stop_requested_by: str | None = None
 
 
+class PreviousNote(Node):
+    """The handoff note a newer one replaced, kept so a human's words outlive a session's."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, coerce_numbers_to_str=True)
+
+    text: str
+    by: str | None = None
+    at: str | None = None
+
+
 class Ledger(Node):
     """The whole ledger: the only memory of the job."""
 
@@ -250,12 +260,22 @@ class Ledger(Node):
     handoff_note: str | None = None
     handoff_note_by: str | None = None
     handoff_note_at: str | None = None
+    previous_note: PreviousNote | None = None
 
-    @field_validator("started", "task", "owner_shift", "environment", mode="before")
+    @field_validator("started", "task", "owner_shift", "environment", "handoff_note", "handoff_note_by", "handoff_note_at", mode="before")
     @classmethod
     def _scalar_text(cls, value: Any) -> Any:
+        # A number where text is wanted is the text a person typed: `1.30` stays "1.30".
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)
+        return value
+
+    @field_validator("previous_note", mode="before")
+    @classmethod
+    def _previous_note(cls, value: Any) -> Any:
+        # Written by hand as a bare text, it is a note with no author or time.
+        if isinstance(value, str):
+            return {"text": value}
         return value
 
     @field_validator("paused", mode="before")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ApprovalChanged, Conflict, Refused
-from engine.model import Approval, Ledger, Pause, Step, Target
+from engine.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.render import approval_hash, describe, fields_for, render
 from engine.timefmt import now_iso
 from engine.touched import is_touched
@@ -262,7 +262,8 @@ def retry(ledger: Ledger, name: str, who: Who, *, force: bool, reason: str | Non
 
 
 def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Records:
-    """Set the handoff note; with `base`, refuse if it changed since the writer read it."""
+    """Set the handoff note; with `base`, refuse if it changed since the writer read it.
+    The note it replaces is kept as `previous_note` (see `_keeps_previous`)."""
     current = ledger.handoff_note or ""
     if base is not None and current != base:
         raise Conflict(
@@ -270,10 +271,25 @@ def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Record
             f"{ledger.handoff_note_at or 'an unknown time'} while you were editing it",
             theirs=current,
         )
+    if current.strip() and current != text and _keeps_previous(ledger.handoff_note_by, who.name, ledger.previous_note is not None):
+        ledger.previous_note = PreviousNote(text=current, by=ledger.handoff_note_by, at=ledger.handoff_note_at)
     ledger.handoff_note = text
     ledger.handoff_note_by = who.name
     ledger.handoff_note_at = now_iso()
     return [_record("note", f"handoff note set by {who}", None, text=text)]
+
+
+AGENT_PREFIX = "agent:"  # how a session signs what it writes (engine.session.loop)
+
+
+def _keeps_previous(old_by: str | None, new_by: str, have_previous: bool) -> bool:
+    """Does the note being replaced become `previous_note`? Yes, unless its author is
+    revising it, or one session replaces another's note while an earlier note (a
+    human's) is kept: a human's words must outlive any number of sessions."""
+    if old_by == new_by:
+        return False
+    both_agents = (old_by or "").startswith(AGENT_PREFIX) and new_by.startswith(AGENT_PREFIX)
+    return not (both_agents and have_previous)
 
 
 def pause(ledger: Ledger, who: Who, reason: str) -> Records:

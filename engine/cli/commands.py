@@ -74,6 +74,7 @@ def register(sub) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--set", dest="text", metavar="TEXT", help="the new note (`-` reads it from stdin)")
     group.add_argument("--edit", action="store_true", help="edit it in $EDITOR (refused if someone changed it meanwhile)")
+    group.add_argument("--previous", action="store_true", help="print the note the current one replaced")
     add_who(p)
     p.set_defaults(handler=cmd_note)
 
@@ -180,6 +181,7 @@ def status_data(handle, ledger) -> dict[str, Any]:
         "touched": len(touched(ledger)),
         "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in handle.invariants(ledger)],
         "handoff_note": ledger.handoff_note,
+        "previous_note": ledger.previous_note.model_dump(mode="json") if ledger.previous_note else None,
         "paused": ledger.paused.model_dump(mode="json") if ledger.paused else None,
         "session": session_figures(handle, ledger),
     }
@@ -242,6 +244,11 @@ def cmd_status(args) -> int:
         out.extend("  " + line for line in note.rstrip("\n").split("\n"))
     else:
         out.append("handoff_note: (none)")
+    previous = ledger.previous_note
+    if previous is not None:
+        by = f" by {previous.by}" if previous.by else ""
+        at = f" at {previous.at}" if previous.at else ""
+        out.append(f"previous_note{by}{at}: see `handoff note --previous`")
     print(visible("\n".join(out)))
     return 0
 
@@ -330,6 +337,15 @@ def report_check(args, ledger, statuses, findings) -> int:
 def cmd_note(args) -> int:
     from engine.textsafe import visible
 
+    if args.previous:
+        previous = _open(args, read_only=True).load().previous_note
+        if previous is None:
+            print("no previous note")
+            return 0
+        if previous.by or previous.at:
+            print(visible(f"# by {previous.by or 'someone'} at {previous.at or 'an unknown time'}"))
+        print(visible(previous.text.rstrip("\n")))
+        return 0
     if args.text is None and not args.edit:
         ledger = _open(args, read_only=True).load()
         if ledger.handoff_note_by:

@@ -1,11 +1,12 @@
-"""A whole ledger document: split it, read each part the fastest safe way, write it back.
+"""A whole ledger document: split it into blocks, read each part the fastest safe way.
 
-Reading: the leading comment block is kept as the header; the `targets:` block is read
-by the fast reader, target by target, with the strict YAML loader for any target that
-is not in canonical one-line form; the rest of the document (short) is read by the
-strict loader with the targets block blanked out, so every line number stays true.
-Writing: canonical order and layout; a target whose data did not change keeps its
-line text (one line, or the emitter's wrapped lines) byte for byte.
+Reading: the `targets:` block is read by the fast reader, target by target, with the
+strict YAML loader for any target that is not in canonical one-line form; the rest of
+the document (short) is read by the strict loader with the targets block blanked out,
+so every line number stays true. The text is kept as blocks (see `engine.codec.layout`):
+every top-level entry, every target, and the gaps between them, byte for byte, so a
+write can replace only what changed (`engine.codec.splice`).
+A new document (no text to keep) is written by `engine.codec.canonical`.
 """
 
 from __future__ import annotations
@@ -14,39 +15,61 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.codec import emit, strict
-from engine.codec.fast import FastReader
+from engine.codec import layout, numbers, strict
+from engine.codec.fast import FastReader, neutral
+from engine.codec.layout import GAP, TARGET, TOP
 from engine.errors import LedgerInvalid
 
-TOP_ORDER = (
-    "task",
-    "owner_shift",
-    "started",
-    "environment",
-    "revision",
-    "paused",
-    "session",
-    "budget",
-    "invariants",
-    "approvers",
-    "notify",
-    "metrics",
-    "redact",
-    "runbook",
-)
-TAIL_ORDER = ("targets", "handoff_note", "handoff_note_by", "handoff_note_at")
-_TARGETS_HEAD = re.compile(r"targets:[ \t]*(?:#.*)?$")
+_TARGETS_HEAD = re.compile(r"targets:[ \t]*(?:#.*)?\r?$")
 
 _reader = FastReader()
 
 
 @dataclass
 class Parsed:
-    """What a document holds: its data, its header comment, and per-target line text."""
+    """What a document holds (its data) and how it is written (its blocks).
+
+    `blocks`: [kind, key, text] in file order, kind one of layout.GAP/TOP/TARGET; the
+    document is their texts joined by newlines. `split`: every target is a block of its
+    own (else the whole `targets:` entry is one). `opaque`: the text cannot be split at
+    all (a flow mapping at the top), so a write re-emits all of it. `numbered`: targets
+    whose data hold a number with a spelling of its own (see `engine.codec.numbers`)."""
 
     data: Any
-    header: str = ""
-    lines: dict[str, str] = field(default_factory=dict)
+    blocks: list[list] = field(default_factory=list)
+    split: bool = False
+    opaque: bool = False
+    indent: int = 2
+    crlf: bool = False
+    _numbered: set[str] | None = field(default=None, repr=False, compare=False)
+    _lines: dict[str, str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def numbered(self) -> set[str]:
+        """Targets whose data hold a number with a spelling (worked out once, when a
+        write needs it: a reader never pays for it)."""
+        if self._numbered is None:
+            targets = self.data.get("targets") if isinstance(self.data, dict) else None
+            self._numbered = {n for n, v in targets.items() if numbers.holds(v)} if isinstance(targets, dict) else set()
+        return self._numbered
+
+    @property
+    def text(self) -> str:
+        return "\n".join(block[2] for block in self.blocks)
+
+    @property
+    def lines(self) -> dict[str, str]:
+        """Target name -> its text, for every target that is a block of its own."""
+        if self._lines is None:
+            self._lines = {b[1]: b[2] for b in self.blocks if b[0] == TARGET}
+        return self._lines
+
+    @property
+    def header(self) -> str:
+        """The comment lines that open the document (kept by a canonical rewrite)."""
+        return _header(self.blocks[0][2].split("\n")) if self.blocks and self.blocks[0][0] == GAP else ""
+
+
 
 
 def _header(lines: list[str]) -> str:
@@ -62,11 +85,12 @@ def _header(lines: list[str]) -> str:
 
 
 def _chunks(lines: list[str], slow: list[int]) -> list[tuple[int, int]]:
-    """Group the slow lines into (first, last) ranges of neighbouring lines."""
+    """Group the slow lines into (first, last) ranges: neighbours, and lines with only
+    comments or blank lines between them, are one range (one loader call, and a
+    target written over several lines with a comment inside stays whole)."""
     ranges: list[tuple[int, int]] = []
     for index in slow:
-        # Neighbouring slow targets are read in one go: one loader call, not one each.
-        if ranges and ranges[-1][1] == index - 1:
+        if ranges and all(neutral(lines[i]) for i in range(ranges[-1][1] + 1, index)):
             ranges[-1] = (ranges[-1][0], index)
         else:
             ranges.append((index, index))
@@ -79,51 +103,45 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
     `known`: target text -> (name, data) from the last read of this ledger; those
     targets are not parsed again."""
     lines = text.split("\n")
-    header = _header(lines)
+    crlf = lines[0].endswith("\r")
     start = next((i for i, line in enumerate(lines) if _TARGETS_HEAD.match(line)), None)
     if start is None:
-        return Parsed(strict.load(text, path), header)
+        root = strict.compose(text, path)
+        return _assemble(lines, root, strict.construct(root, path), None, crlf)
     end = start + 1
     while end < len(lines) and (not lines[end] or lines[end][0] in " #\t"):
         end += 1
     block = lines[start + 1 : end]
-    targets, line_text, slow = _reader.read_lines(block, known)
+    targets, texts, slow, spans = _reader.read_lines(block, known)
+    entries = [(first, last, name, targets[name], texts[name]) for name, (first, last) in spans.items()]
     if slow:
-        # Merge in file order; a name met twice is left to the strict loader to report.
-        found = _slow_targets(block, start + 1, slow, path)
-        fast_names = iter(targets)
-        slow_set = set(slow)
+        entries.extend(_slow_targets(block, start + 1, slow, path))
+        entries.sort(key=lambda entry: entry[0])  # stable: a chunk's targets keep their order
         merged: dict[str, Any] = {}
-        for index, line in enumerate(block):
-            group = found.get(index)
-            if group is None and _starts(line) and index not in slow_set:
-                group = {(name := next(fast_names)): targets[name]}
-            for name, value in (group or {}).items():
-                if name in merged:
-                    strict.load(text, path)
-                    raise LedgerInvalid(f"duplicate target {name!r}; remove or rename one", path=path)
-                merged[name] = value
+        for _, _, name, value, _ in entries:
+            if name in merged:
+                strict.load(text, path)
+                raise LedgerInvalid(f"duplicate target {name!r}; remove or rename one", path=path)
+            merged[name] = value
         targets = merged
     rest = "\n".join(lines[: start + 1] + [""] * (end - start - 1) + lines[end:])
-    data = strict.load(rest, path)
+    root = strict.compose(rest, path)
+    data = strict.construct(root, path)
     if not isinstance(data, dict):
         raise LedgerInvalid("the ledger must be a mapping of keys (task:, targets:, ...)", path=path, line=1, column=1)
     data["targets"] = targets
-    return Parsed(data, header, line_text)
+    return _assemble(lines, root, data, (start, entries), crlf)
 
 
-def _starts(line: str) -> bool:
-    """Does this line of the targets block begin a target (`  NAME: ...`)?"""
-    return line.startswith("  ") and line[2:3] not in (" ", "#", "")
-
-
-def _slow_targets(block, offset, slow, path) -> dict[int, dict[str, Any]]:
-    """Read the non-canonical targets with the strict loader: {first line index: {name: data}}."""
-    found: dict[int, dict[str, Any]] = {}
+def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any, None]]:
+    """Read the non-canonical targets with the strict loader: (first, last line in the
+    block, name, data, None) each."""
+    found: list[tuple[int, int, str, Any, None]] = []
     for first, last in _chunks(block, slow):
-        chunk = "\n".join(block[first : last + 1])
+        piece = block[first : last + 1]
         # The chunk's root (NAME: target) stands for the `targets:` mapping, one level down.
-        value = strict.load(chunk, path, line_offset=offset + first, depth_offset=1)
+        node = strict.compose("\n".join(piece), path, line_offset=offset + first, depth_offset=1)
+        value = strict.construct(node, path, line_offset=offset + first)
         if value is None:
             continue
         if not isinstance(value, dict):
@@ -133,56 +151,69 @@ def _slow_targets(block, offset, slow, path) -> dict[int, dict[str, Any]]:
                 line=offset + first + 1,
                 column=1,
             )
-        found[first] = {str(name): target for name, target in value.items()}
+        spans = layout.entry_spans(node, piece, 0, None)
+        if spans is None or len(spans) != len(value):
+            # Not one target per line range: no span for any of them (the entry is
+            # rewritten whole if one changes).
+            found.extend((first, last, str(name), target, None) for name, target in value.items())
+            continue
+        for (a, b, name), target in zip(spans, value.values()):
+            found.append((first + a, first + b, str(name), target, None))
     return found
 
 
-def emit_document(data: dict, header: str = "", previous: dict[str, str] | None = None, previous_data: dict | None = None) -> tuple[str, dict[str, str]]:
-    """Canonical text of a ledger; returns (text, line text per target).
+def _assemble(lines: list[str], root, data: Any, region, crlf: bool) -> Parsed:
+    """Cut the text into blocks: gaps, top-level entries and (with `region`: the targets
+    head's line, and (first, last, name, data, text or None) per target, lines counted
+    from the head's next) targets."""
+    spans = layout.entry_spans(root, lines)
+    if spans is None or not isinstance(data, dict):
+        return Parsed(data, [[GAP, None, "\n".join(lines)]], opaque=True, crlf=crlf)
+    split = False
+    if region is not None:
+        head, entries = region
+        split = _entries_fit(entries, data.get("targets"), lines, head + 1)
+    blocks: list[list] = []
+    at = 0
 
-    `previous`/`previous_data` are the line texts and target data of the last read or
-    write: a target whose data is unchanged keeps its line as it was.
-    """
-    out: list[str] = [header.rstrip("\n")] if header.strip() else []
-    top = {k: data[k] for k in TOP_ORDER if k in data and data[k] is not None}
-    for k, v in data.items():
-        # An unknown key is written even when null: the engine never drops what a human wrote.
-        if k not in top and k not in TAIL_ORDER and k not in TOP_ORDER:
-            top[k] = v
-    top_lines = emit.block(top)
-    out.extend(top_lines)
-    # An empty `targets:` would read back as null in any other YAML tool.
-    out.append("targets:" if data.get("targets") else "targets: {}")
-    lines: dict[str, str] = {}
-    prev = previous or {}
-    prev_data = previous_data or {}
-    for name, target in (data.get("targets") or {}).items():
-        old = prev.get(name)
-        if old is not None and prev_data.get(name) == target:
-            out.append(old)
-            lines[name] = old
-            continue
-        rows = emit.target_lines(name, target)
-        out.extend(rows)
-        lines[name] = "\n".join(rows)
-    tail = {k: data[k] for k in TAIL_ORDER[1:] if data.get(k) is not None}
-    tail_lines = emit.block(tail)
-    out.extend(tail_lines)
-    _read_back(top_lines, tail_lines, data)
-    return "\n".join(out) + "\n", lines
+    def cut(first: int, last: int, kind: str, key: str | None, text: str | None = None) -> bool:
+        nonlocal at
+        if first < at:
+            return False
+        if first > at:
+            blocks.append([GAP, None, "\n".join(lines[at:first])])
+        blocks.append([kind, key, "\n".join(lines[first : last + 1]) if text is None else text])
+        at = last + 1
+        return True
+
+    for first, last, key in spans:
+        if key == "targets" and region is not None:
+            if split:
+                cut(first, first, TOP, key)
+                for a, b, name, _, text in entries:
+                    cut(head + 1 + a, head + 1 + b, TARGET, name, text)
+                continue
+            # The targets entry as one block: up to its last target's last line.
+            last = max([head] + [head + 1 + e[1] for e in entries])
+        if not cut(first, last, TOP, key):
+            return Parsed(data, [[GAP, None, "\n".join(lines)]], opaque=True, crlf=crlf)
+    if at < len(lines):
+        blocks.append([GAP, None, "\n".join(lines[at:])])
+    indent = 2
+    if split and entries:
+        line = lines[head + 1 + entries[0][0]]
+        indent = len(line) - len(line.lstrip(" "))
+    return Parsed(data, blocks, split=split, indent=indent, crlf=crlf)
 
 
-def _read_back(top_lines: list[str], tail_lines: list[str], data: dict) -> None:
-    """Read the (short) non-target part back and compare: the engine must never write a
-    file it cannot read, or one that reads as something else. Targets are one flow line
-    each, JSON-quoted, and covered by the property tests."""
-    text = "\n".join([*top_lines, "targets: {}", *tail_lines]) + "\n"
-    expected = {k: v for k, v in data.items() if k != "targets"}
-    try:
-        got = strict.load(text, "<emitted>")
-    except LedgerInvalid as err:
-        raise ValueError(f"the engine produced YAML it cannot read back ({err}); nothing was written") from None
-    got.pop("targets", None)
-    if got != expected:
-        changed = sorted(k for k in set(got) | set(expected) if got.get(k) != expected.get(k))
-        raise ValueError(f"the engine's YAML for {', '.join(changed)} would read back differently; nothing was written")
+def _entries_fit(entries: list, targets: Any, lines: list[str], offset: int) -> bool:
+    """Is every target one span of lines, in order, all at one indentation, none
+    overlapping? (The fast reader's are at two spaces by construction.)"""
+    if not isinstance(targets, dict) or len(entries) != len(targets):
+        return False
+    if any(e[2] != name for e, name in zip(entries, targets)):
+        return False
+    columns = {2 if e[4] is not None else len(lines[offset + e[0]]) - len(lines[offset + e[0]].lstrip(" ")) for e in entries}
+    if len(columns) > 1 or 0 in columns:
+        return False
+    return all(a[1] < b[0] for a, b in zip(entries, entries[1:]))

@@ -3,6 +3,9 @@
 Scalars are written plain when they read back as the same string (for our loader and
 for YAML 1.1 tools alike), otherwise as JSON-style double-quoted strings, which YAML
 reads identically. A short target is one flow line, `db-17: {state: done, ...}`.
+A number read with a spelling of its own (`1.30`, `1e3`) is written as it was read.
+A text may be asked for in a style (plain, quoted, literal `|` or folded `>`): the
+style a human gave the value it replaces; it is used when the text can be written so.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from engine.codec.numbers import spelling
 from engine.codec.strict import is_plain_string
 
 # Plain inside a flow mapping: a conservative word, so the fast reader can trust it.
@@ -61,6 +65,9 @@ def scalar(value: Any, flow: bool = True) -> str:
         return "true"
     if value is False:
         return "false"
+    text = spelling(value)
+    if text is not None:
+        return text
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -92,8 +99,9 @@ def _is_container(value: Any) -> bool:
     return isinstance(value, (dict, list, tuple)) and len(value) > 0
 
 
-def _text_block(text: str, indent: str) -> list[str] | None:
-    """A multi-line or long string as a `|` or `>` block, or None when quoting is safer."""
+def _text_block(text: str, indent: str, literal: bool = False) -> list[str] | None:
+    """A multi-line or long string as a `|` or `>` block (`|` always with `literal`),
+    or None when quoting is safer."""
     if _UNSAFE.search(text) or "\r" in text or any(ord(c) < 32 and c not in "\n\t" for c in text):
         return None
     body = text.rstrip("\n")
@@ -106,7 +114,7 @@ def _text_block(text: str, indent: str) -> list[str] | None:
     lines = body.split("\n")
     if any(line != line.rstrip() for line in lines):
         return None
-    if len(lines) == 1 and len(body) > WRAP and "  " not in body and "\t" not in body:
+    if not literal and len(lines) == 1 and len(body) > WRAP and "  " not in body and "\t" not in body:
         # One long line: fold it at word boundaries, as the article's note is written.
         words, rows, row = body.split(" "), [], ""
         for word in words:
@@ -117,18 +125,79 @@ def _text_block(text: str, indent: str) -> list[str] | None:
                 row = f"{row} {word}" if row else word
         rows.append(row)
         return [">" + chomp] + [indent + r for r in rows]
-    if len(lines) == 1:
+    if len(lines) == 1 and not literal:
         return None
     return ["|" + chomp] + [(indent + line) if line else "" for line in lines]
 
 
-def block(value: Any, indent: int = 0) -> list[str]:
-    """A mapping or list in block style (used for everything but targets)."""
+def _folded(text: str, indent: str) -> list[str] | None:
+    """`text` as a folded (`>`) block: each line wrapped at single spaces, one blank
+    line for each line break. None when folding cannot say it exactly."""
+    body = text.rstrip("\n")
+    chomp = {0: "-", 1: ""}.get(len(text) - len(body))
+    if chomp is None or not body or _UNSAFE.search(text) or any(ord(c) < 32 and c != "\n" for c in text):
+        return None
+    lines = body.split("\n")
+    if not lines[0] or any(line != line.strip(" ") or line[:1] == "\t" for line in lines):
+        return None
+    rows: list[str] = []
+    for number, line in enumerate(lines):
+        if number:
+            rows.append("")
+        if not line:
+            continue
+        if "  " in line or len(line) <= WRAP:
+            rows.append(indent + line)
+            continue
+        row = ""
+        for word in line.split(" "):
+            if row and len(row) + 1 + len(word) > WRAP:
+                rows.append(indent + row)
+                row = word
+            else:
+                row = f"{row} {word}" if row else word
+        rows.append(indent + row)
+    return [">" + chomp] + rows
+
+
+def _styled(text: str, style: str | list[str] | None, indent: str) -> list[str] | None:
+    """`text` in the style asked for (the first line is what follows `key: `), or None.
+    A list is a block scalar's source lines (indicator first), to be indented to here."""
+    if isinstance(style, list):
+        return [style[0]] + [indent + line if line.strip() else "" for line in style[1:]]
+    if style == "|":
+        out = _text_block(text, indent, literal=True)
+    elif style == ">":
+        if "\n" in text.rstrip("\n"):
+            # A text with lines of its own reads better as it is: folded would put a
+            # blank line between every two of them.
+            out = _text_block(text, indent, literal=True)
+        else:
+            out = _folded(text, indent)
+    elif style == '"':
+        out = [quote(text)] if not _SURROGATES.search(text) else None
+    elif style == "'":
+        ok = "\n" not in text and text == text.strip(" ") and not _NOT_PLAIN.search(text) and "\t" not in text
+        out = ["'" + text.replace("'", "''") + "'"] if ok and text else None
+    else:
+        out = [text] if "\n" not in text and plain_ok(text, False) else None
+    return out
+
+
+def block(value: Any, indent: int = 0, styles: dict[str, Any] | None = None) -> list[str]:
+    """A mapping or list in block style (used for everything but targets). `styles`:
+    key -> the style its text should be written in, when it can be."""
     pad = " " * indent
     out: list[str] = []
     if isinstance(value, dict):
         for k, v in value.items():
             head = f"{pad}{key(k)}:"
+            if styles and isinstance(v, str) and k in styles:
+                text = _styled(v, styles[k], pad + "  ")
+                if text is not None:
+                    out.append(f"{head} {text[0]}")
+                    out.extend(text[1:])
+                    continue
             if isinstance(v, str) and ("\n" in v or len(v) > WRAP):
                 text = _text_block(v, pad + "  ")
                 if text is not None:
@@ -137,7 +206,7 @@ def block(value: Any, indent: int = 0) -> list[str]:
                     continue
             if isinstance(v, dict) and v:
                 out.append(head)
-                out.extend(block(v, indent + 2))
+                out.extend(block(v, indent + 2, styles))
             elif isinstance(v, (list, tuple)) and v:
                 line = f"{head} {flow(v)}"
                 if all(not _is_container(i) for i in v) and len(line) <= FLOW_WIDTH and k != "invariants":
@@ -162,10 +231,11 @@ def block(value: Any, indent: int = 0) -> list[str]:
     return [pad + scalar(value, flow=False)]
 
 
-def target_lines(name: str, data: dict) -> list[str]:
+def target_lines(name: str, data: dict, indent: int = 2, name_text: str | None = None) -> list[str]:
     """One target: a single flow line when short, else a flow mapping wrapped at its
-    commas with continuation lines aligned under the first key, as the article writes db-18."""
-    head = f"  {key(name)}: {{"
+    commas with continuation lines aligned under the first key, as the article writes db-18.
+    `name_text`: the name as a human wrote it (kept when the target is rewritten)."""
+    head = f"{' ' * indent}{name_text or key(name)}: {{"
     items = [f"{key(k)}: {flow(v)}" for k, v in data.items()]
     line = head + ", ".join(items) + "}"
     if len(line) <= FLOW_WIDTH:

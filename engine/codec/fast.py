@@ -4,9 +4,11 @@ A canonical target is one line, `  NAME: {key: value, ...}`, whose values are sa
 plain words, numbers, true/false/null or JSON-style strings. Such a line is turned into
 JSON by quoting its plain words (outside strings only; each distinct outside-string
 segment is translated once and cached) and the whole block is read by one
-`json.loads`. Anything else (hand-written layout, comments, multi-line flows, escapes
-JSON does not share with YAML) falls back to the strict YAML loader for that target
-only. The property tests check the two readers agree on everything the emitter writes.
+`json.loads`. A comment after the closing brace is left out of the JSON; blank and
+comment-only lines between targets are skipped. Anything else (hand-written layout,
+comments inside a flow mapping, escapes JSON does not share with YAML) falls back to
+the strict YAML loader for that target only. The property tests check the two readers
+agree, comments included. Floats keep their spelling as the strict loader's do.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import json
 import re
 
 from engine.codec.emit import plain_ok
+from engine.codec.numbers import make_float
 from engine.codec.strict import MAX_DEPTH
 
 _TOKEN = re.compile(
     r"(?P<punct>[{}\[\],])|(?P<colon>: )|(?P<space> )"
-    r"|(?P<num>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?(?![A-Za-z0-9_.+/-]))"
+    # `-0` alone is left to the loader: JSON reads it as 0 and would lose its spelling.
+    r"|(?P<num>(?!-0(?![.eE0-9]))-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?(?![A-Za-z0-9_.+/-]))"
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_.+/-]*)"
 )
 # Raw characters JSON takes as they are but YAML folds or refuses.
@@ -28,6 +32,8 @@ _LITERALS = {"true": "true", "false": "false", "null": "null"}
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 # Where a target starts in a targets block: a line indented by exactly two spaces.
 _TARGET_START = re.compile(r"\n(?=  [^ ])")
+# A comment after a flow mapping's closing brace (no quote in it: see `_uncomment`).
+_TRAILING_COMMENT = re.compile(r"\}[ \t]+#[^\"]*\Z")
 # A target's own braces sit at depth 3 of the document (root, targets, target), so
 # this many levels of brackets in its line reach the strict loader's MAX_DEPTH.
 _DEPTH_ROOM = MAX_DEPTH - 2
@@ -71,6 +77,26 @@ def _depth(segments: list[str]) -> int:
     return deepest
 
 
+def neutral(line: str) -> bool:
+    """A blank or comment-only line: no data, neither a target nor part of one."""
+    stripped = line.lstrip(" \t")
+    return not stripped or stripped[0] == "#"
+
+
+def _uncomment(line: str) -> str:
+    """The line without a comment after its closing brace. The brace must be outside
+    double-quoted strings (an even number of quotes before it); single quotes never
+    reach JSON, so a line holding one goes to the loader whatever this returns."""
+    m = _TRAILING_COMMENT.search(line)
+    if m is None or line.count('"', 0, m.start()) % 2:
+        return line
+    return line[: m.start() + 1]
+
+
+def _loads(text: str):
+    return json.loads(text, object_pairs_hook=_no_dup_pairs, parse_float=make_float)
+
+
 def _no_dup_pairs(pairs):
     result = dict(pairs)
     if len(result) != len(pairs):
@@ -106,13 +132,15 @@ class FastReader:
             parts[i] = out
         return '"'.join(parts)
 
-    def read_lines(self, lines: list[str], known: dict[str, tuple[str, dict]] | None = None) -> tuple[dict[str, dict], dict[str, str], list[int]]:
+    def read_lines(self, lines: list[str], known: dict[str, tuple[str, dict]] | None = None) -> tuple[dict[str, dict], dict[str, str], list[int], dict[str, tuple[int, int]]]:
         """Parse canonical lines of a targets block.
 
-        Returns (targets, line text per target, indexes of lines that need YAML).
-        Names are in file order; a duplicate name is left for the YAML loader to report.
-        `known` maps a target's text, as read last time, to its (name, data): a reader
-        re-reading a big ledger after a small change only parses the changed targets.
+        Returns (targets, line text per target, indexes of lines that need YAML, first
+        and last line index per target). Blank and comment-only lines between targets
+        are in none of them. Names are in file order; a duplicate name is left for the
+        YAML loader to report. `known` maps a target's text, as read last time, to its
+        (name, data): a reader re-reading a big ledger after a small change only parses
+        the changed targets.
         """
         names: list[str] = []
         values: list = []
@@ -137,10 +165,10 @@ class FastReader:
         else:
             self._scan(lines, 0, names, values, texts, where, slow)
         if not names:
-            return {}, {}, slow
+            return {}, {}, slow, {}
         todo = [i for i, v in enumerate(values) if isinstance(v, str)]
         try:
-            fresh = json.loads("[" + ",".join(values[i] for i in todo) + "]", object_pairs_hook=_no_dup_pairs)
+            fresh = _loads("[" + ",".join(values[i] for i in todo) + "]")
         except ValueError:
             fresh = None
         if fresh is None:
@@ -151,12 +179,14 @@ class FastReader:
             parsed[i] = value
         targets: dict[str, dict] = {}
         line_text: dict[str, str] = {}
-        for name, value, text in zip(names, parsed, texts):
+        spans: dict[str, tuple[int, int]] = {}
+        for name, value, text, span in zip(names, parsed, texts, where):
             if name in targets:
-                return {}, {}, list(range(len(lines)))
+                return {}, {}, _all_but_neutral(lines), {}
             targets[name] = value
             line_text[name] = text
-        return targets, line_text, slow
+            spans[name] = span
+        return targets, line_text, slow, spans
 
     def _scan(self, lines, offset, names, values, texts, where, slow) -> None:
         """The line-by-line reading of `lines` (the block's lines from `offset`)."""
@@ -166,7 +196,8 @@ class FastReader:
             index += 1
             line = lines[index]
             if not line.startswith("  ") or line[2:3] in (" ", "#", ""):
-                slow.append(offset + index)
+                if not neutral(line):
+                    slow.append(offset + index)
                 continue
             first = index
             if index + 1 < total and lines[index + 1].startswith("   "):
@@ -183,6 +214,8 @@ class FastReader:
                 line = group[0] + " " + " ".join(g.lstrip() for g in group[1:])
             else:
                 text = line
+            if "#" in line:
+                line = _uncomment(line)
             if line[2] == '"':
                 try:
                     name, end = json.JSONDecoder().raw_decode(line, 2)
@@ -210,20 +243,27 @@ class FastReader:
     def _one_by_one(self, lines, names, values, texts, where, slow):
         targets: dict[str, dict] = {}
         line_text: dict[str, str] = {}
+        spans: dict[str, tuple[int, int]] = {}
         for name, value, text, (first, last) in zip(names, values, texts, where):
             if isinstance(value, str):
                 try:
-                    parsed = json.loads(value, object_pairs_hook=_no_dup_pairs)
+                    parsed = _loads(value)
                 except ValueError:
                     parsed = None
             else:
                 parsed = value  # known from the last read
             if parsed is None or name in targets:
                 if name in targets:
-                    return {}, {}, list(range(len(lines)))
+                    return {}, {}, _all_but_neutral(lines), {}
                 slow.extend(range(first, last + 1))
                 continue
             targets[name] = parsed
             line_text[name] = text
+            spans[name] = (first, last)
         slow.sort()
-        return targets, line_text, slow
+        return targets, line_text, slow, spans
+
+
+def _all_but_neutral(lines: list[str]) -> list[int]:
+    """Every line with data: a duplicate name sends the whole block to the loader."""
+    return [i for i, line in enumerate(lines) if not neutral(line)]

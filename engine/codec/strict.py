@@ -4,6 +4,8 @@ Refused, with file:line:col and what to do: aliases (billion laughs), nesting pa
 MAX_DEPTH, duplicate keys at any level, explicit tags. Resolved as in YAML 1.2's core
 schema, not 1.1: `no`, `on`, `012`, `12:30:00`, `0/9A3F2C10` and timestamps stay
 strings; only true/false, null/~, decimal integers and decimal floats are not.
+Mapping keys are always their source text (`1.10:` is the name "1.10", not 1.1, and it
+is not a duplicate of `1.1:`); numbers remember their spelling (`engine.codec.numbers`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import BaseResolver
 
+from engine.codec.numbers import make_float, make_int
 from engine.errors import LedgerInvalid
 
 MAX_DEPTH = 32
@@ -53,14 +56,17 @@ CoreResolver.add_implicit_resolver("tag:yaml.org,2002:float", FLOAT, list("-+.01
 
 
 class StrictConstructor(SafeConstructor):
-    """SafeConstructor that refuses duplicate keys instead of keeping the last one."""
+    """SafeConstructor that refuses duplicate keys instead of keeping the last one, reads
+    keys as their source text and numbers with their spelling."""
 
     line_offset = 0  # set when the text is a piece of a file (see `compose`)
 
     def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
         seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            # A key is a name a person typed: `1.10`, `no` and `null` are names, as written.
+            key = key_node.value if isinstance(key_node, ScalarNode) else self.construct_object(key_node, deep=True)
             try:
                 hash(key)
             except TypeError:
@@ -74,7 +80,18 @@ class StrictConstructor(SafeConstructor):
                     key_node.start_mark,
                 )
             seen[key] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
+            mapping[key] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+    def construct_yaml_int(self, node):  # noqa: D401 - PyYAML hook
+        return make_int(node.value)
+
+    def construct_yaml_float(self, node):  # noqa: D401 - PyYAML hook
+        return make_float(node.value)
+
+
+StrictConstructor.add_constructor("tag:yaml.org,2002:int", StrictConstructor.construct_yaml_int)
+StrictConstructor.add_constructor("tag:yaml.org,2002:float", StrictConstructor.construct_yaml_float)
 
 
 class StrictLoader(_Parser, StrictConstructor, CoreResolver):

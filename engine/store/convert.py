@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from engine.codec import strict
+from engine.codec.splice import Change
 from engine.errors import LedgerInvalid
 from engine.model import Ledger, Target
 
@@ -68,6 +69,21 @@ def to_ledger_reusing(data: Any, path: str, text: str, lines: dict[str, str], kn
     return ledger
 
 
+def change(before: Ledger, after: Ledger, names: set[str] | None = None) -> Change:
+    """What a transaction changed, as the document writer needs it: the model's data
+    before and after, all of the top level and the targets in `names` (all when None)."""
+    if names is None:
+        names = set(before.targets) | set(after.targets)
+    return Change(
+        top_data(before),
+        top_data(after),
+        {n: target_data(before.targets[n]) for n in names if n in before.targets},
+        {n: target_data(t) for n, t in after.targets.items() if n in names}
+        if any(n not in before.targets for n in names)  # an added target: keep the model's order
+        else {n: target_data(after.targets[n]) for n in names if n in after.targets},
+    )
+
+
 def _doc_path(data: dict, loc: tuple) -> tuple:
     """Pydantic's error location without its model-internal parts (union tags, aliases)."""
     out = []
@@ -125,11 +141,8 @@ def target_data(target: Target) -> dict[str, Any]:
     return data
 
 
-def to_data(ledger: Ledger, *, reuse: dict[str, Any] | None = None, changed: set[str] | None = None) -> dict[str, Any]:
-    """The whole ledger as plain data, in canonical order.
-
-    With `reuse` and `changed` (a copy-on-write transaction), a target not in `changed`
-    takes its data from `reuse` (the last read) instead of being dumped again."""
+def top_data(ledger: Ledger) -> dict[str, Any]:
+    """Everything but the targets as plain data, in canonical order."""
     data = ledger.model_dump(by_alias=True, exclude_none=True, exclude={"targets"})
     for key in ("invariants", "notify", "metrics", "redact"):
         if not data.get(key):
@@ -140,11 +153,11 @@ def to_data(ledger: Ledger, *, reuse: dict[str, Any] | None = None, changed: set
         data["session"].pop("stop_requested", None)
     top = ledger.model_copy(update={"targets": {}})
     _keep_null_extras(top, data)
-    if reuse is None or changed is None:
-        data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
-    else:
-        data["targets"] = {
-            name: (reuse[name] if name not in changed and name in reuse else target_data(t))
-            for name, t in ledger.targets.items()
-        }
+    return data
+
+
+def to_data(ledger: Ledger) -> dict[str, Any]:
+    """The whole ledger as plain data, in canonical order."""
+    data = top_data(ledger)
+    data["targets"] = {name: target_data(t) for name, t in ledger.targets.items()}
     return data

@@ -24,7 +24,7 @@ import os
 from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 
-from engine.codec import emit_document, parse_document
+from engine.codec import Parsed, parse_document, splice
 from engine.errors import LedgerInvalid, ReadOnly, Refused
 from engine.lease import Heartbeat
 from engine.model import Ledger, Target
@@ -35,7 +35,7 @@ from engine.store.cow import CowTargets, cow_ledger
 from engine.store.filelock import FileLock
 from engine.store.record import read_record, regressions, write_record
 from engine.store.sidecar import SidecarRefused
-from engine.store.convert import to_data, to_ledger, to_ledger_reusing
+from engine.store.convert import change, to_ledger, to_ledger_reusing
 
 T = TypeVar("T")
 MAX_BYTES = 64 * 1024 * 1024
@@ -43,19 +43,20 @@ _CAS_RETRIES = 8
 
 
 class _Parse:
-    """A parsed document kept by hash: its data, header and per-target line text."""
+    """A parsed document kept by hash: the codec's Parsed (data and text blocks) and
+    the Ledger validated from it."""
 
-    __slots__ = ("data", "header", "lines", "targets", "ledger", "from_disk_cache")
+    __slots__ = ("doc", "data", "lines", "targets", "ledger", "from_disk_cache")
 
     def known(self) -> dict[str, tuple[str, dict]]:
         """target text -> (name, data): what the next parse of this ledger need not redo."""
         return {text: (name, self.targets[name]) for name, text in self.lines.items() if name in self.targets}
 
-    def __init__(self, data, header, lines, ledger=None):
-        self.data = data
-        self.header = header
-        self.lines = lines
-        self.targets = data.get("targets") or {}
+    def __init__(self, doc: Parsed, ledger=None):
+        self.doc = doc
+        self.data = doc.data
+        self.lines = doc.lines
+        self.targets = doc.data.get("targets") or {}
         self.ledger = ledger  # validated once; shared by readers, never mutated
         self.from_disk_cache = False  # targets taken from the per-user parse cache
 
@@ -148,7 +149,7 @@ class FileStore:
                 parsed, from_disk = parse_document(text, self.path, None), False  # a bad cache is no error of the file's
             if not isinstance(parsed.data, dict):
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
-            hit = _Parse(parsed.data, parsed.header, parsed.lines)
+            hit = _Parse(parsed)
             hit.from_disk_cache = from_disk and bool(known)
         self._cache = {key: hit}
         return key, hit, text
@@ -165,8 +166,7 @@ class FileStore:
                 if not parsed.from_disk_cache:
                     raise
                 # What the per-user cache said does not validate: it is ignored, never reported.
-                fresh = parse_document(text, self.path, None)
-                parsed = _Parse(fresh.data, fresh.header, fresh.lines)
+                parsed = _Parse(parse_document(text, self.path, None))
                 self._cache = {key: parsed}
                 ledger = to_ledger(parsed.data, self.path, text)
             parsed.ledger = ledger
@@ -252,28 +252,21 @@ class FileStore:
             snap, parsed = self._snapshot(raw)
             self._refuse_regressions(snap, accept_shrink, accept_rollback)
             record = self.last_write()
-            # Unchanged targets keep their text (and are not re-validated or dumped)
-            # only in a file the engine wrote last; the first write after a hand
-            # edit validates everything and normalises the whole layout.
-            ours = record is not None and record.get("hash") == snap.digest
-            if ours:
-                ledger = cow_ledger(snap.ledger)
-            else:
-                ledger = to_ledger(parsed.data, self.path, raw.decode("utf-8", "replace"))
+            # Only what the change touched is written again; every other line of the
+            # file (the engine's or a human's) keeps its text.
+            ledger = cow_ledger(snap.ledger)
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
             ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
             targets = ledger.targets
             try:
+                names = None
                 if isinstance(targets, CowTargets):
                     ledger.targets = targets.plain()
-                    ledger.check_states(targets.changed)
-                    data = to_data(ledger, reuse=parsed.targets, changed=targets.changed)
-                else:
-                    ledger.check_states()
-                    data = to_data(ledger)
-                text, lines = emit_document(data, parsed.header, parsed.lines if ours else None, parsed.targets if ours else None)
-                out = text.encode("utf-8")
+                    names = targets.changed | targets.removed
+                ledger.check_states(names)
+                doc = splice(parsed.doc, change(snap.ledger, ledger, names))
+                out = doc.text.encode("utf-8")
             except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
                 raise Refused(str(err), title="Cannot write that") from None
             # Compare-and-swap at the swap itself: if someone saved the file since we
@@ -283,10 +276,10 @@ class FileStore:
                 continue
             self.saw_external_edit = snap.external_edit
             new_key = digest(out)
-            self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}
-            self._known = {line: ledger.targets[name] for name, line in lines.items() if name in ledger.targets}
+            self._cache = {new_key: _Parse(doc, ledger)}
+            self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
             write_record(self.record_path, real_path(self.path), ledger, new_key)
-            parse_cache.save(real_path(self.path), lines, data["targets"])
+            parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
             return result, ledger.revision
         raise Refused(
             f"{self.path} kept changing while we tried to write it ({_CAS_RETRIES} tries); "

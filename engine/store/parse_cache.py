@@ -72,15 +72,16 @@ def _private_dir(path: str) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
-def save(real: str, lines: dict[str, str], targets: dict[str, dict]) -> None:
+def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset()) -> None:
     """Remember what each target's text parsed to (best effort: a cache that cannot be
-    written only costs the next reader a parse)."""
+    written only costs the next reader a parse). `skip`: targets whose data JSON cannot
+    carry (numbers that remember their spelling, `1.30`): they are parsed each time."""
     folder = cache_dir()
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         if not _private_dir(folder):
             return  # someone else's folder, or readable by others: do not put anything there
-        entries = {text: [name, targets[name]] for name, text in lines.items() if name in targets}
+        entries = {text: [name, targets[name]] for name, text in lines.items() if name in targets and name not in skip}
         body = json.dumps({"v": VERSION, "path": real, "targets": entries}, ensure_ascii=False, separators=(",", ":"))
         path = cache_path(real)
         if os.path.lexists(path) and not _ours(path):

@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 from urllib.parse import urldefrag
 
-from engine.codec import emit_document, parse_document
+from engine.codec import parse_document, splice
 from engine.errors import LedgerInvalid, ReadOnly, Refused
 from engine.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
-from engine.store.convert import to_data, to_ledger
+from engine.store.convert import change, to_ledger
+from engine.store.cow import cow_ledger
 from engine.store.file import digest
 from engine.store.filelock import LockTimeout, lock_timeout
 from engine.journal import JournalBase, make_record
@@ -203,11 +204,16 @@ class PostgresStore:
     def _apply(self, conn, fn: Callable[[Ledger], T]) -> tuple[T, int]:
         revision, body = self._row(conn, lock=True)
         snap, parsed = self._parse(body, fresh=True)
-        ledger = snap.ledger
+        ledger = cow_ledger(snap.ledger)
         result = fn(ledger)
         ledger.revision = max(ledger.revision, revision) + 1
-        data = to_data(ledger)
-        text, _ = emit_document(data, parsed.header, parsed.lines, parsed.data.get("targets"))
+        targets = ledger.targets
+        try:
+            ledger.targets = targets.plain()
+            ledger.check_states(targets.changed)
+            text = splice(parsed, change(snap.ledger, ledger, targets.changed | targets.removed)).text
+        except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
+            raise Refused(str(err), title="Cannot write that") from None
         updated = conn.execute(
             "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s",
             (ledger.revision, text, self.name, revision),
@@ -239,8 +245,10 @@ class PostgresStore:
                     raise Refused(f"{state.detail} holds this ledger; stop it (`handoff stop {self.location}`) before "
                                   "replacing the ledger under it. Nothing was changed", title="Ledger in use")
                 if ledger.revision <= row[0]:
-                    ledger.revision = row[0] + 1
-                    text = emit_document(to_data(ledger), parsed.header, parsed.lines, parsed.data.get("targets"))[0]
+                    bumped = ledger.model_copy()
+                    bumped.revision = row[0] + 1
+                    text = splice(parsed, change(ledger, bumped, set())).text
+                    ledger = bumped
             conn.execute(
                 "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
                 "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",

@@ -194,3 +194,21 @@ def test_a_writer_frozen_in_the_lock_is_named(url):
     assert result.returncode == 1, result.stderr
     assert "locked for more than 1s by handoff pid 777 on bastion-3 (frozen)" in result.stderr
     assert "paused" not in handoff("export", url).stdout.split("targets:")[0]
+
+
+def test_a_write_keeps_the_human_layout_in_the_database(tmp_path):
+    """Issue 8 in PostgreSQL: a pause of an imported hand-written ledger changes only `revision` and `paused`."""
+    original = ("# reviewed in git\ntask: t   # the task\ntargets:\n  # first batch\n"
+                "  1.10: {state: queued, checkpoint: 1.30}   # app team says wait\n  db-2:\n    state: done\n"
+                "handoff_note: >\n  folded\n  note\n")
+    source = tmp_path / "ledger.yaml"
+    source.write_text(original)
+    location = f"{PG}#t-{uuid.uuid4().hex[:10]}"
+    assert handoff("import", str(source), location).returncode == 0
+    assert handoff("pause", location, "--reason", "wait", "--as", "alice").returncode == 0
+    exported = handoff("export", location).stdout
+    before, after = original.splitlines(), exported.splitlines()
+    added = [line for line in after if line not in before]
+    assert [line for line in before if line not in after] == []
+    assert added[:2] == ["revision: 1", "paused:"] and all(line.startswith("  ") for line in added[2:]), added
+    assert open_ledger(location, read_only=True).load().targets["1.10"].checkpoint == "1.30"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.codec import parse_document, strict
-from engine.codec.document import emit_document
+from engine.codec import emit_document
 from engine.errors import LedgerInvalid, Refused
 from engine.store.file import FileStore
 from tests.conftest import ARTICLE

@@ -269,7 +269,8 @@ class MainScreen(Screen[None]):
         if ledger is None:
             return
         panel = self.query_one(NotePanel)
-        panel.show(ledger.handoff_note, ledger.handoff_note_by, ledger.handoff_note_at, self.note_acknowledged, self.since)
+        panel.show(ledger.handoff_note, ledger.handoff_note_by, ledger.handoff_note_at, self.note_acknowledged, self.since,
+                   previous=ledger.previous_note)
         if open_it:
             panel.display = True
 

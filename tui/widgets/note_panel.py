@@ -1,11 +1,14 @@
 """The handoff-note panel: shown on open, above the table, leaving header and first rows visible.
 
 It carries the note (plain text, control characters made visible), who wrote
-it and when, and the "since you last looked" digest. Its height is capped so
+it and when, the note it replaced (a human's words a session's note pushed
+aside), and the "since you last looked" digest. Its height is capped so
 the table stays in view; the note scrolls inside it.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,20 +25,25 @@ class NotePanel(VerticalScroll):
     DEFAULT_CSS = """
     NotePanel { height: auto; max-height: 10; }
     NotePanel #note-since { margin-top: 1; }
+    NotePanel #note-previous { margin-top: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         # Made here, not looked up: `show` may run before they are mounted.
         self.note_text = Static(id="note-text")
+        self.previous_text = Static(id="note-previous")
         self.since_text = Static(id="note-since")
 
     def compose(self) -> ComposeResult:
         yield self.note_text
+        yield self.previous_text
         yield self.since_text
 
-    def show(self, note: str | None, by: str | None, at: str | None, acknowledged: bool, since: list[str]) -> None:
-        """Repaint with the note, its author and time, and the since-last-look lines."""
+    def show(self, note: str | None, by: str | None, at: str | None, acknowledged: bool, since: list[str],
+             previous: Any = None) -> None:
+        """Repaint with the note, its author and time, the note it replaced (`previous`:
+        the ledger's `previous_note`, with text, by, at) and the since-last-look lines."""
         title = Text("Handoff note", style="bold", end="")
         if by:
             title.append(f" by {clean_line(by)}")
@@ -46,6 +54,16 @@ class NotePanel(VerticalScroll):
         self.border_title = title
         self.border_subtitle = Text("n hide · N acknowledge · e edit", end="")
         self.note_text.update(safe(note.rstrip()) if note else Text("(no handoff note yet)", style="dim"))
+        self.previous_text.display = previous is not None
+        if previous is not None:
+            head = Text("Previous note", style="bold", end="")
+            if previous.by:
+                head.append(f" by {clean_line(previous.by)}")
+            if previous.at:
+                head.append(f" at {short_time(previous.at)}")
+            head.append(":\n")
+            head.append_text(safe(previous.text.rstrip(), style="dim"))
+            self.previous_text.update(head)
         since_widget = self.since_text
         since_widget.display = bool(since)
         if since:
