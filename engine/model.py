@@ -8,9 +8,9 @@ engine never drops what a human wrote.
 from __future__ import annotations
 
 import shlex
-from typing import Any, Iterable, Literal
+from typing import Annotated, Any, Iterable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # The article's state machine; always known, so a ledger without a runbook is valid.
 BASE_STATES: tuple[str, ...] = (
@@ -24,7 +24,6 @@ BASE_STATES: tuple[str, ...] = (
     "failed",
     "blocked",
 )
-TERMINAL_STATES = frozenset({"done"})
 # The order the article's summary line uses: finished first, then in flight, then waiting.
 SUMMARY_ORDER: tuple[str, ...] = (
     "done",
@@ -37,7 +36,6 @@ SUMMARY_ORDER: tuple[str, ...] = (
     "blocked",
     "failed",
 )
-HALT_STATES = frozenset({"failed", "blocked"})
 
 Argv = list[str]
 
@@ -48,6 +46,17 @@ def _argv(value: Any) -> Any:
         return shlex.split(value)
     if isinstance(value, list):
         return [v if isinstance(v, str) else str(v) for v in value]
+    return value
+
+
+def _pattern(value: str) -> str:
+    """A `redact:` item must compile: a bad one would break every later redaction."""
+    from engine.redact import BadPattern, check_patterns
+
+    try:
+        check_patterns([value])
+    except BadPattern as err:
+        raise ValueError(str(err)) from None
     return value
 
 
@@ -210,7 +219,7 @@ class Ledger(Node):
     approvers: list[str] | None = None
     notify: list[Notifier] = Field(default_factory=list)
     metrics: dict[str, Metric] = Field(default_factory=dict)
-    redact: list[str] = Field(default_factory=list)
+    redact: list[Annotated[str, AfterValidator(_pattern)]] = Field(default_factory=list)
     runbook: Runbook | None = None
     targets: dict[str, Target]
     handoff_note: str | None = None
@@ -307,5 +316,3 @@ class Ledger(Node):
         order = {s: i for i, s in enumerate(SUMMARY_ORDER)}
         return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
 
-
-Status = Literal["ok", "violated", "unknown", "unenforced"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.errors import Conflict, Refused
 from engine.model import Approval, Ledger, Pause, Step, Target
+from engine.redact import redact
 from engine.render import approval_hash, fields_for, render
 from engine.timefmt import now_iso
 from engine.touched import is_touched
@@ -39,6 +40,11 @@ def _target(ledger: Ledger, name: str) -> Target:
         sample = ", ".join(list(ledger.targets)[:5])
         raise Refused(f"no target named {name!r} in this ledger (targets include {sample})", title="No such target")
     return target
+
+
+def _clean(ledger: Ledger, text: str | None) -> str | None:
+    """What a person typed, with secrets masked before it is stored (the ledger's patterns too)."""
+    return text if not text else redact(text, ledger.redact)
 
 
 def _record(kind: str, msg: str, target: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -85,6 +91,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     """Record an approval bound to the exact command and checkpoint, and release the gate."""
     target = _target(ledger, name)
     the_step = approval_step(ledger, name, step)
+    comment = _clean(ledger, comment)
     if ledger.approvers is not None and who.user not in ledger.approvers:
         raise Refused(
             f"OS user {who.user!r} is not in this ledger's approvers ({', '.join(ledger.approvers) or 'none'})",
@@ -141,6 +148,7 @@ def reject(ledger: Ledger, name: str, who: Who, reason: str) -> Records:
     if target.state != "awaiting_approval":
         raise Refused(f"{name} is {target.state}, not awaiting approval; use `handoff block` instead", title="Nothing to reject")
     step = target.awaiting
+    reason = _clean(ledger, reason)
     _block(ledger, name, f"rejected by {who.name}: {reason}")
     return [_record("rejection", f"{name}: {step} rejected by {who}: {reason}", name, step=step, reason=reason)]
 
@@ -161,6 +169,7 @@ def block(ledger: Ledger, name: str, who: Who, reason: str) -> Records:
         raise Refused(f"{name} is done; there is nothing left to block", title="Already done")
     if target.in_flight is not None:
         raise Refused(f"{name} has {target.in_flight.step} running; block it when the step ends", title="Step running")
+    reason = _clean(ledger, reason)
     _block(ledger, name, f"blocked by {who.name}: {reason}")
     return [_record("block", f"{name}: blocked by {who}: {reason}", name, reason=reason)]
 
@@ -174,6 +183,7 @@ def unblock(ledger: Ledger, name: str, who: Who, to: str, reason: str) -> Record
         choices = ", ".join(sorted(s for s in ledger.states() if s not in ("blocked", "failed", "awaiting_approval")))
         raise Refused(f"cannot unblock {name} to {to!r}; choose one of: {choices}", title="Bad state")
     before = target.state
+    reason = _clean(ledger, reason)
     target.state = to
     target.reason = None
     target.last_action = f"unblocked by {who.name}: {reason}"
@@ -203,6 +213,7 @@ def retry(ledger: Ledger, name: str, who: Who, *, force: bool, reason: str | Non
         )
     if force and not (reason and reason.strip()):
         raise Refused("--force needs --reason: say why retrying is safe", title="Reason needed")
+    reason = _clean(ledger, reason)
     target.state = step.from_
     target.reason = None
     target.next_action = f"retry {step.name}"
@@ -220,6 +231,7 @@ def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Record
             f"{ledger.handoff_note_at or 'an unknown time'} while you were editing it",
             theirs=current,
         )
+    text = _clean(ledger, text) or ""
     ledger.handoff_note = text
     ledger.handoff_note_by = who.name
     ledger.handoff_note_at = now_iso()
@@ -227,6 +239,7 @@ def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Record
 
 
 def pause(ledger: Ledger, who: Who, reason: str) -> Records:
+    reason = _clean(ledger, reason)
     ledger.paused = Pause(by=who.name, why=reason, at=now_iso())
     return [_record("pause", f"ledger paused by {who}: {reason}", None, reason=reason)]
 

@@ -170,9 +170,12 @@ def cmd_status(args) -> int:
     snap = handle.snapshot()
     ledger = snap.ledger
     data = status_data(handle, ledger)
+    redactor = handle.journal.redactor  # the default shapes and the ledger's own patterns
     if args.json:
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        text = json.dumps(data, ensure_ascii=False)
+        safe = redactor.document(data, text)  # a secret written in by hand is not shown either
+        sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
         return 0
     from engine.textsafe import visible
 
@@ -198,7 +201,7 @@ def cmd_status(args) -> int:
         out.extend("  " + line for line in note.rstrip("\n").split("\n"))
     else:
         out.append("handoff_note: (none)")
-    print(visible("\n".join(out)))
+    print(visible(redactor.text("\n".join(out))))
     return 0
 
 
@@ -264,10 +267,11 @@ def cmd_note(args) -> int:
     from engine.textsafe import visible
 
     if args.text is None and not args.edit:
-        ledger = _open(args, read_only=True).load()
+        handle = _open(args, read_only=True)
+        ledger = handle.load()
         if ledger.handoff_note_by:
             print(visible(f"# by {ledger.handoff_note_by} at {ledger.handoff_note_at}"))
-        print(visible((ledger.handoff_note or "").rstrip("\n")))
+        print(visible(handle.journal.redactor.text((ledger.handoff_note or "").rstrip("\n"))))
         return 0
     handle = _open(args)
     if args.edit:

@@ -12,6 +12,17 @@ import argparse
 import sys
 
 from engine.errors import HandoffError
+from engine.redact import redact
+
+
+EXIT_CODES = """exit codes of `handoff resume`:
+  0  handed off cleanly, nothing left, or only people can move it
+  2  usage, invalid ledger, or it can never proceed as written
+  3  the ledger and reality disagree
+  4  paused by an invariant or an operator
+  5  another live session holds the lease
+  6  a service the session needs stayed unavailable (the ledger's database, the planner's API)
+other commands: 0 done, 1 refused (or not fully recorded), 2 usage or unreadable ledger"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,19 +35,20 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from engine.cli import commands
 
-    parser = _Parser(prog="handoff", description="Ledger-first execution: the engine's command line.")
+    from engine.version import version
+
+    parser = _Parser(prog="handoff", description="Ledger-first execution: the engine's command line.",
+                     epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"handoff {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands.register(sub)
     from engine.cli import pg_cmds
 
     pg_cmds.register(sub)
-    try:
-        from engine.cli import session_cmds
-    except ImportError:  # the session commands are optional while they are being built
-        session_cmds = None
-    if session_cmds is not None:
-        session_cmds.register(sub)
+    from engine.cli import session_cmds
+
+    session_cmds.register(sub)
     return parser
 
 
@@ -55,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.handler(args)
     except HandoffError as err:
-        print(f"handoff: {err}", file=sys.stderr)
+        print(f"handoff: {redact(str(err))}", file=sys.stderr)
         code = err.exit_code
     except KeyboardInterrupt:
         code = 130

@@ -6,7 +6,8 @@
   handoff reconcile LEDGER TARGET (--accept-checkpoint | --to STATE) --reason R
 
 `resume` exits 0 handed off cleanly (or nothing left, or only people can move it),
-2 usage or invalid ledger, 3 ledger and reality disagree, 4 paused, 5 lease held.
+2 usage or invalid ledger, 3 ledger and reality disagree, 4 paused, 5 lease held,
+6 a service the session needs (the ledger's database, the planner's API) stayed unavailable.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from engine.errors import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("resume", help="run the agent session on a ledger until its budget or the work runs out")
+    p = sub.add_parser("resume", help="run the agent session on a ledger until its budget or the work runs out",
+                       epilog="exit codes: 0 handed off (or only people can move it), 2 usage or invalid ledger, "
+                              "3 ledger and reality disagree, 4 paused, 5 another live session holds the lease, "
+                              "6 a service the session needs (the ledger's database, the planner's API) stayed unavailable")
     p.add_argument("--ledger", required=True, help="the ledger file (or postgresql:// URL)")
     p.add_argument("--dry-run", action="store_true", help="work on a shadow copy <name>.dryrun.yaml; run only each step's check")
     p.add_argument("--planner", default="autopilot", choices=("autopilot", "claude"), help="who proposes actions (default autopilot)")

@@ -101,7 +101,8 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
             for name, value in (group or {}).items():
                 if name in merged:
                     strict.load(text, path)
-                    raise LedgerInvalid(f"duplicate target {name!r}; remove or rename one", path=path)
+                    raise LedgerInvalid(f"duplicate target {name!r} (names are text: 1 and \"1\" are the same); remove or rename one",
+                                        path=path, line=start + 2 + _line_of(block, index, name), column=3)
                 merged[name] = value
         targets = merged
     rest = "\n".join(lines[: start + 1] + [""] * (end - start - 1) + lines[end:])
@@ -110,6 +111,15 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
         raise LedgerInvalid("the ledger must be a mapping of keys (task:, targets:, ...)", path=path, line=1, column=1)
     data["targets"] = targets
     return Parsed(data, header, line_text)
+
+
+def _line_of(block: list[str], first: int, name: str) -> int:
+    """Index in `block` of the line from `first` on that starts target `name` (else `first`)."""
+    for index in range(first, len(block)):
+        line = block[index]
+        if _starts(line) and line[2:].split(":", 1)[0].strip().strip("'\"") == name:
+            return index
+    return first
 
 
 def _starts(line: str) -> bool:

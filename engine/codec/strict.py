@@ -76,6 +76,16 @@ class StrictConstructor(SafeConstructor):
             seen[key] = key_node.start_mark
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node):  # noqa: D401 - PyYAML hook
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:  # past Python's digit limit for int(): say where, in our words
+            raise ConstructorError(None, None, f"a number with {len(node.value)} digits is too long; "
+                                   "quote it if it is text", node.start_mark) from None
+
+
+StrictConstructor.add_constructor("tag:yaml.org,2002:int", StrictConstructor.construct_yaml_int)
+
 
 class StrictLoader(_Parser, StrictConstructor, CoreResolver):
     """The loader: parser (libyaml if available), strict constructor, core resolver."""

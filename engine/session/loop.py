@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from engine import guard, ops
-from engine.api import open_ledger
-from engine.errors import HandoffError, Refused, UsageError
+from engine.access import open_writer
+from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
 from engine.identity import hostname, os_user
 from engine.invariants import parse_all
 from engine.model import Ledger
@@ -88,9 +88,13 @@ class Session:
         planner = get_planner(self.opts.planner)
         self._check_flags()
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
-        self.handle = open_ledger(location, actor=self.opts.actor)
+        self.handle = open_writer(location, actor=self.opts.actor)
         if self.handle.read_only:
             raise UsageError(f"cannot drive this ledger: {self.handle.read_only_reason}")
+        if hasattr(self.handle.store, "patience"):
+            from engine.store.postgres import outage_limit
+
+            self.handle.store.patience = outage_limit()  # from now on a brief database outage is ridden out
         self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location
         self.out = Out(self.handle.journal, self.identity, json_mode=self.opts.json, stream=self.opts.stream,
                        session=self.sid, user=os_user())
@@ -109,6 +113,8 @@ class Session:
                 self.out.say(f"took over the lease: {previous.detail}", kind="lease_takeover", previous=previous.holder)
                 self.page("lease_takeover", f"session {self.sid} took over from {previous.detail}")
             self.code = self._body()
+        except ServiceUnavailable as err:
+            self._unavailable(err)
         except HandoffError as err:
             self.out.say(f"session error: {err}", kind="error")
             # A refusal here (a template the runbook cannot fill, a shrunken or busy
@@ -118,11 +124,27 @@ class Session:
             restore()
             self._join_workers()
             beat.stop()
-            released = leasing.release(self.store, self.sid)
+            released, why = self._release()
             beat.heartbeat.remove() if released is not None else None
-            self.out.say(f"session {self.sid} ended (exit {self.code})" + ("" if released is not None else "; the lease was no longer ours"),
-                         kind="session_end", rev=released, exit_code=self.code)
+            self.out.say(f"session {self.sid} ended (exit {self.code})" + why, kind="session_end", rev=released, exit_code=self.code)
         return self.code
+
+    def _unavailable(self, err: ServiceUnavailable) -> None:
+        """A service stayed away: start nothing new, let running steps finish, exit 6."""
+        self.ending = self.ending or f"a service the session needs stayed unavailable: {err}"
+        self.code = 6
+        if self.workers:
+            self.out.say(f"{err}; starting nothing new, waiting for {len(self.workers)} running step(s)", kind="error")
+        else:
+            self.out.say(f"{err}; ending the session", kind="error")
+
+    def _release(self) -> tuple[int | None, str]:
+        """Give the lease back; (revision, '') or (None, why not)."""
+        try:
+            released = leasing.release(self.store, self.sid)
+        except HandoffError as err:  # the database is still away: the lease goes stale and is taken over
+            return None, f"; the lease could not be released ({err}); the next session takes it over once it is stale"
+        return released, "" if released is not None else "; the lease was no longer ours"
 
     def _check_flags(self) -> None:
         o = self.opts
@@ -220,6 +242,9 @@ class Session:
                     continue
             self.wake.wait(self.opts.poll)
             self.wake.clear()
+        if self.code == 6:  # the ledger's database is away: no note can be written, let running steps end
+            self._join_workers()
+            return 6
         self._finish(self.ending)
         return self.code
 
@@ -316,8 +341,8 @@ class Session:
     def _gate(self, action, argv: list[str], decision) -> bool:
         return gates.gate(self, action, argv, decision)
 
-    def page(self, event: str, message: str) -> None:
-        gates.page(self, event, message)
+    def page(self, event: str, message: str) -> bool | None:
+        return gates.page(self, event, message)
 
     def _start(self, intent: Intent) -> None:
         step = intent.step
@@ -337,6 +362,10 @@ class Session:
     def _worker(self, intent: Intent) -> None:
         try:
             run_intent(self, intent)
+        except ServiceUnavailable as err:  # the step ran, its result could not be written: the next session settles it
+            self._unavailable(err)
+            self.out.say(f"{intent.target}: {intent.step.name} finished but could not be recorded ({err}); "
+                         "its intent stays in the ledger for the next session to settle", target=intent.target, kind="error")
         except Exception as err:  # noqa: BLE001 - journaled and recorded; the session goes on
             self.out.say(f"{intent.target}: session error while running {intent.step.name}: {type(err).__name__}: {err}",
                          target=intent.target, kind="error")

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 
 from engine.codec import emit_document, parse_document
-from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.errors import LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
@@ -63,14 +63,19 @@ def digest(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
+def too_big(size: int, path: str) -> LedgerInvalid:
+    """The error for a file over MAX_BYTES, with its real size."""
+    shown = f"{size / (1024 * 1024 * 1024):.1f} GiB" if size >= 1024 ** 3 else f"{size / (1024 * 1024):.0f} MiB"
+    return LedgerInvalid(
+        f"is {shown}; ledgers over {MAX_BYTES // (1024 * 1024)} MiB are refused (keep history in the journal, not the ledger)",
+        path=path,
+    )
+
+
 def decode(raw: bytes, path: str) -> str:
     """UTF-8 or a clear error at the first bad byte."""
     if len(raw) > MAX_BYTES:
-        raise LedgerInvalid(
-            f"is {len(raw) // (1024 * 1024)} MiB; ledgers over {MAX_BYTES // (1024 * 1024)} MiB are refused "
-            "(keep history in the journal, not the ledger)",
-            path=path,
-        )
+        raise too_big(len(raw), path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -116,7 +121,10 @@ class FileStore:
     def _raw(self) -> bytes:
         try:
             with open(self.path, "rb") as fh:
-                return fh.read(MAX_BYTES + 1)
+                raw = fh.read(MAX_BYTES + 1)
+                if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
+                    raise too_big(os.fstat(fh.fileno()).st_size, self.path)
+                return raw
         except FileNotFoundError:
             raise LedgerInvalid("no such ledger file; check the path", path=self.path) from None
         except IsADirectoryError:
@@ -268,7 +276,10 @@ class FileStore:
                 if now != raw:
                     raw = now
                     continue
-                atomic_write(self.path, out)
+                try:
+                    atomic_write(self.path, out)
+                except OSError as err:  # disk full, a read-only mount: the old file stands
+                    raise WriteFailed(f"cannot write {self.path}: {os_error_text(err)}; nothing was changed") from None
                 self.saw_external_edit = snap.external_edit
                 new_key = digest(out)
                 self._cache = {new_key: _Parse(data, parsed.header, lines, ledger)}

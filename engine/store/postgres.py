@@ -6,27 +6,38 @@ file byte for byte and import is a parse: the ledger stays diffable in git.
 - transact: `SELECT ... FOR UPDATE` serialises writers; the UPDATE also checks the
   revision (compare-and-swap) so a writer that skipped the lock cannot be overwritten.
 - watch: LISTEN/NOTIFY on `handoff_ledger`, payload = ledger name.
-- journal: the `handoff_journal` table, same records as the file journal.
+- journal: the `handoff_journal` table, same records as the file journal; an append
+  takes a per-ledger advisory lock, so `seq` order is commit order (a reader reading
+  `seq > offset` never skips a record committed late).
+- errors: every driver error is one line in our words (the password masked). A refused
+  connection fails at once; a running session sets `patience`, and a brief outage is
+  then ridden out with backoff (the work is retried on a fresh connection) until it
+  lasts longer than that, which is ServiceUnavailable (`handoff resume` exit 6).
+- psycopg is the `postgres` extra: without it, a postgresql:// location says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from typing import Any, AsyncIterator, Callable, TypeVar
 from urllib.parse import urldefrag
 
 from engine.codec import emit_document, parse_document
-from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, ServiceUnavailable, UsageError
 from engine.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import to_data, to_ledger
 from engine.store.file import digest
-from engine.journal import JournalBase, make_record
+from engine.journal import JournalBase, JournalWriteError, gap_record, make_record
+from engine.redact import redact
 
 T = TypeVar("T")
 CHANNEL = "handoff_ledger"
+OUTAGE_ENV = "HANDOFF_DB_OUTAGE_SECONDS"
+DEFAULT_OUTAGE = 60.0  # how long a running session rides out a database outage
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_ledger (
     name text PRIMARY KEY,
@@ -53,18 +64,90 @@ def split_location(location: str) -> tuple[str, str]:
     return url, name or "default"
 
 
-def _connect(url: str, **kw):
-    import psycopg
+def shown(location: str) -> str:
+    """A location fit to print: a password in it is masked."""
+    return redact(location)
 
+
+def outage_limit() -> float:
+    """Seconds a running session waits out a database outage (HANDOFF_DB_OUTAGE_SECONDS)."""
     try:
-        return psycopg.connect(url, **kw)
+        return max(0.0, float(os.environ.get(OUTAGE_ENV, DEFAULT_OUTAGE)))
+    except ValueError:
+        return DEFAULT_OUTAGE
+
+
+def driver():
+    """The psycopg module, or a one-line error naming the extra to install."""
+    try:
+        import psycopg
+    except ImportError:
+        raise UsageError("a postgresql:// ledger needs the PostgreSQL driver: "
+                         "pip install 'handoff-tui[postgres]' (the `postgres` extra)") from None
+    return psycopg
+
+
+class DatabaseError(HandoffError):
+    """PostgreSQL refused what the engine asked (privileges, a broken schema)."""
+
+    title = "PostgreSQL error"
+    exit_code = 2
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return redact(lines[0] if lines else type(err).__name__)
+
+
+_HINTS = {
+    "42501": "; grant this role SELECT, INSERT, UPDATE and DELETE on the handoff_* tables",  # insufficient_privilege
+    "25006": "; this server is read-only (a standby?): use the primary",  # read_only_sql_transaction
+}
+
+
+class Db:
+    """Connections to one database. `patience` > 0 (a running session) rides out an
+    outage: the work is retried on a new connection with backoff for that long."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.shown = shown(url)
+        self.patience = 0.0
+
+    def run(self, work: Callable[[Any], T], *, autocommit: bool = False) -> T:
+        """`work(conn)` in one connection (committed when it returns); errors in our words."""
+        psycopg = driver()
+        deadline: float | None = None
+        pause = 0.25
+        while True:
+            try:
+                with psycopg.connect(self.url, autocommit=autocommit, connect_timeout=10) as conn:
+                    return work(conn)
+            except psycopg.OperationalError as err:  # refused, dropped, the server going away
+                if self.patience <= 0:
+                    raise LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}", path=self.shown) from None
+                now = time.monotonic()
+                deadline = deadline or now + self.patience
+                if now + pause > deadline:
+                    raise ServiceUnavailable(f"PostgreSQL at {self.shown} stayed unreachable for {self.patience:g}s "
+                                             f"({_first_line(err)})") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
+            except psycopg.Error as err:
+                hint = _HINTS.get(getattr(err, "sqlstate", None) or "", "")
+                raise DatabaseError(f"PostgreSQL refused it: {_first_line(err)}{hint}", path=self.shown) from None
+
+
+def _connect(url: str, **kw):
+    psycopg = driver()
+    try:
+        return psycopg.connect(url, connect_timeout=10, **kw)
     except psycopg.OperationalError as err:
-        raise LedgerInvalid(f"cannot reach PostgreSQL: {str(err).strip().splitlines()[0]}", path=url) from None
+        raise LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}", path=shown(url)) from None
 
 
-def ensure_schema(url: str) -> None:
-    with _connect(url, autocommit=True) as conn:
-        conn.execute(SCHEMA)
+def ensure_schema(db: Db) -> None:
+    db.run(lambda conn: conn.execute(SCHEMA), autocommit=True)
 
 
 class PostgresStore:
@@ -73,9 +156,19 @@ class PostgresStore:
     def __init__(self, location: str, *, read_only: bool = False) -> None:
         self.location = location
         self.url, self.name = split_location(location)
-        self.path = location
+        self.path = shown(location)
         self.read_only = read_only
+        self.db = Db(self.url)
         self._cache: tuple[str, Any, Ledger | None] | None = None
+
+    @property
+    def patience(self) -> float:
+        return self.db.patience
+
+    @patience.setter
+    def patience(self, seconds: float) -> None:
+        """Ride out database outages this long (the journal shares the setting)."""
+        self.db.patience = seconds
 
     def _row(self, conn, *, lock: bool = False) -> tuple[int, str]:
         from psycopg.errors import UndefinedTable
@@ -84,9 +177,9 @@ class PostgresStore:
         try:
             row = conn.execute(sql, (self.name,)).fetchone()
         except UndefinedTable:
-            raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.location}`", path=self.location) from None
+            raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.path}`", path=self.path) from None
         if row is None:
-            raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.location}`", path=self.location)
+            raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.path}`", path=self.path)
         return row[0], row[1]
 
     def _parse(self, body: str, *, fresh: bool = False) -> tuple[Snapshot, Any]:
@@ -94,17 +187,16 @@ class PostgresStore:
         if self._cache and self._cache[0] == key and not fresh:
             parsed, ledger = self._cache[1], self._cache[2]
         else:
-            parsed = parse_document(body, self.location)
+            parsed = parse_document(body, self.path)
             ledger = None
         if ledger is None or fresh:
-            ledger = to_ledger(parsed.data, self.location, body)
+            ledger = to_ledger(parsed.data, self.path, body)
             if not fresh:
                 self._cache = (key, parsed, ledger)
         return Snapshot(ledger, key), parsed
 
     def snapshot(self) -> Snapshot:
-        with _connect(self.url) as conn:
-            _, body = self._row(conn)
+        _, body = self.db.run(self._row)
         return self._parse(body)[0]
 
     def read(self) -> Ledger:
@@ -113,7 +205,8 @@ class PostgresStore:
     def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False) -> tuple[T, int]:
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
-        with _connect(self.url) as conn:
+
+        def work(conn):
             with conn.transaction():
                 revision, body = self._row(conn, lock=True)
                 snap, parsed = self._parse(body, fresh=True)
@@ -129,14 +222,17 @@ class PostgresStore:
                 if updated != 1:
                     raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
-        return result, ledger.revision
+            return result, ledger.revision
+
+        return self.db.run(work)
 
     def import_text(self, text: str) -> int:
         """Create or replace the ledger from YAML text (validated first)."""
-        parsed = parse_document(text, self.location)
-        ledger = to_ledger(parsed.data, self.location, text)
-        ensure_schema(self.url)
-        with _connect(self.url) as conn:
+        parsed = parse_document(text, self.path)
+        ledger = to_ledger(parsed.data, self.path, text)
+        ensure_schema(self.db)
+
+        def work(conn):
             with conn.transaction():
                 conn.execute(
                     "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
@@ -144,44 +240,57 @@ class PostgresStore:
                     (self.name, ledger.revision, text),
                 )
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+
+        self.db.run(work)
         return ledger.revision
 
     def export_text(self) -> str:
-        with _connect(self.url) as conn:
-            return self._row(conn)[1]
+        return self.db.run(self._row)[1]
 
     def heartbeat(self) -> "PgHeartbeat":
         return PgHeartbeat(self.url, self.name)
 
     def open_journal(self, *, read_only: bool = False) -> "PgJournal":
-        return PgJournal(self.url, self.name, read_only=read_only)
+        return PgJournal(self.db, self.name, read_only=read_only)
 
     async def watch(self, stop_event: asyncio.Event | None = None, debounce_ms: int = 50) -> AsyncIterator[WatchEvent]:
-        import psycopg
-
+        """Snapshots on NOTIFY. A lost connection is said once (as a LedgerInvalid, so the
+        last good state stays on screen) and the watch reconnects with backoff."""
+        psycopg = driver()
         last = None
         try:
             last = self.snapshot().digest
         except LedgerInvalid:
             pass
-        conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
-        try:
-            await conn.execute(f"LISTEN {CHANNEL}")
-            while not (stop_event and stop_event.is_set()):
-                names = [n.payload async for n in conn.notifies(timeout=0.5)]
-                if self.name not in names:
-                    continue
-                await asyncio.sleep(debounce_ms / 1000)
-                try:
-                    snap = await asyncio.to_thread(self.snapshot)
-                except LedgerInvalid as err:
-                    yield err
-                    continue
-                if snap.digest != last:
-                    last = snap.digest
-                    yield snap
-        finally:
-            await conn.close()
+        pause = 0.5
+        while not (stop_event and stop_event.is_set()):
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=10)
+            except psycopg.OperationalError as err:
+                yield LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}; retrying", path=self.path)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 10.0)
+                continue
+            try:
+                await conn.execute(f"LISTEN {CHANNEL}")
+                pause = 0.5
+                names = [self.name]  # (re)connected: look once, something may have changed meanwhile
+                while not (stop_event and stop_event.is_set()):
+                    if self.name in names:
+                        await asyncio.sleep(debounce_ms / 1000)
+                        try:
+                            snap = await asyncio.to_thread(self.snapshot)
+                        except LedgerInvalid as err:
+                            yield err
+                        else:
+                            if snap.digest != last:
+                                last = snap.digest
+                                yield snap
+                    names = [n.payload async for n in conn.notifies(timeout=0.5)]
+            except psycopg.OperationalError as err:
+                yield LedgerInvalid(f"lost the connection to PostgreSQL: {_first_line(err)}; reconnecting", path=self.path)
+            finally:
+                await conn.close()
 
 
 class PgHeartbeat:
@@ -238,29 +347,44 @@ class PgHeartbeat:
 class PgJournal(JournalBase):
     """The journal in a table; `seq` is the row id, used as the read offset."""
 
-    def __init__(self, url: str, ledger: str, *, read_only: bool = False, redact: list[str] | None = None) -> None:
-        super().__init__(f"{url}#{ledger} (handoff_journal)", redact=redact, read_only=read_only)
-        self.url = url
+    def __init__(self, db: Db, ledger: str, *, read_only: bool = False, redact: list[str] | None = None) -> None:
+        super().__init__(f"{db.shown}#{ledger} (handoff_journal)", redact=redact, read_only=read_only)
+        self.db = db
         self.ledger = ledger
+        self._gaps: list[dict[str, Any]] = []  # records lost while the database was away
 
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
         record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:
             return record
-        with _connect(self.url, autocommit=True) as conn:
-            row = conn.execute(
-                "INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
-                (self.ledger, json.dumps(record, ensure_ascii=False)),
-            ).fetchone()
-        record["seq"] = row[0]
+        rows = []
+        for gap in self._gaps:
+            gap_kind, gap_msg, gap_fields = gap_record(gap)
+            gap_rev, gap_target = gap_fields.pop("rev"), gap_fields.pop("target")
+            rows.append(make_record(self.redactor, gap_kind, gap_msg, actor=actor, rev=gap_rev, target=gap_target, fields=gap_fields))
+        rows.append(record)
+
+        def work(conn):
+            # One writer per ledger at a time: seq order is commit order.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('handoff_journal'), hashtext(%s))", (self.ledger,))
+            seqs = [conn.execute("INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
+                                 (self.ledger, json.dumps(row, ensure_ascii=False))).fetchone()[0] for row in rows]
+            return seqs[-1]
+
+        try:
+            record["seq"] = self.db.run(work)
+        except HandoffError as err:
+            if rev is not None:
+                self._gaps.append({"rev": rev, "kind": kind, "target": target, "msg": str(record.get("msg"))[:200], "error": str(err)})
+            raise JournalWriteError(f"{self.path}: the journal record could not be written: {err}", rev=rev, reason=str(err)) from None
+        self._gaps.clear()
         return record
 
     def _select(self, where: str, params: tuple, order: str = "ASC", limit: int | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT seq, record FROM handoff_journal WHERE ledger = %s {where} ORDER BY seq {order}"
         if limit:
             sql += f" LIMIT {int(limit)}"
-        with _connect(self.url) as conn:
-            rows = conn.execute(sql, (self.ledger, *params)).fetchall()
+        rows = self.db.run(lambda conn: conn.execute(sql, (self.ledger, *params)).fetchall())
         out = []
         for seq, record in rows:
             record = dict(record)
