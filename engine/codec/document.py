@@ -101,8 +101,7 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
             for name, value in (group or {}).items():
                 if name in merged:
                     strict.load(text, path)
-                    raise LedgerInvalid(f"duplicate target {name!r} (names are text: 1 and \"1\" are the same); remove or rename one",
-                                        path=path, line=start + 2 + _line_of(block, index, name), column=3)
+                    raise _duplicate(name, path, start, block)
                 merged[name] = value
         targets = merged
     rest = "\n".join(lines[: start + 1] + [""] * (end - start - 1) + lines[end:])
@@ -113,13 +112,18 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
     return Parsed(data, header, line_text)
 
 
-def _line_of(block: list[str], first: int, name: str) -> int:
-    """Index in `block` of the line from `first` on that starts target `name` (else `first`)."""
-    for index in range(first, len(block)):
-        line = block[index]
-        if _starts(line) and line[2:].split(":", 1)[0].strip().strip("'\"") == name:
-            return index
-    return first
+def _duplicate(name: str, path: str, start: int, block: list[str]) -> LedgerInvalid:
+    """The error for a target name met twice (`1` and `"1"` are one name), at its second line."""
+    seen = 0
+    line = None
+    for index, text in enumerate(block):
+        if _starts(text) and text[2:].split(":", 1)[0].strip().strip("'\"") == name:
+            seen += 1
+            if seen == 2:
+                line = start + 2 + index
+                break
+    return LedgerInvalid(f"duplicate target {name!r} (names are text: 1 and \"1\" are the same); remove or rename one",
+                         path=path, line=line, column=3 if line else None)
 
 
 def _starts(line: str) -> bool:
@@ -143,7 +147,12 @@ def _slow_targets(block, offset, slow, path) -> dict[int, dict[str, Any]]:
                 line=offset + first + 1,
                 column=1,
             )
-        found[first] = {str(name): target for name, target in value.items()}
+        group: dict[str, Any] = {}
+        for name, target in value.items():
+            if str(name) in group:  # YAML's 1 and "1" differ; target names do not
+                raise _duplicate(str(name), path, offset - 1, block)
+            group[str(name)] = target
+        found[first] = group
     return found
 
 

@@ -213,7 +213,7 @@ class FileStore:
         try:
             with open(self.lock_path, "rb") as fh:
                 raw = fh.read()
-        except (FileNotFoundError, PermissionError):
+        except OSError:  # none, not ours to read, a folder: no record (a write says what is wrong)
             return None
         try:
             record = json.loads(raw) if raw.strip() else None
