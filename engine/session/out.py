@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from engine.errors import HandoffError
 from engine.journal import Journal, JournalWriteError, make_record
 from engine.textsafe import visible
 
@@ -52,14 +53,15 @@ class Out:
     def _append(self, kind: str, msg: str, target: str | None, rev: int | None, fields: dict[str, Any]) -> dict[str, Any]:
         try:
             return self.journal.append(kind, msg, actor=self.actor, rev=rev, target=target, **self.fields, **fields)
-        except JournalWriteError as err:
-            # Disk full, the database away: the line still reaches the terminal, marked,
-            # and the journal notes the gap at its next write.
+        except HandoffError as err:
+            # Disk full, the database away, the journal made a folder: the line still
+            # reaches the terminal, marked, and the journal notes a gap at its next write.
+            reason = err.reason if isinstance(err, JournalWriteError) else str(err)
             self.lost += 1
             record = make_record(self.journal.redactor, kind, msg, actor=self.actor, rev=rev, target=target,
                                  fields={**self.fields, **fields})
-            record["journal_error"] = err.reason
-            record["msg"] = f"{record['msg']} [NOT in the journal: {err.reason}]"
+            record["journal_error"] = reason
+            record["msg"] = f"{record['msg']} [NOT in the journal: {reason}]"
             return record
 
     def _emit(self, record: dict[str, Any]) -> None:
