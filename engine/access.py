@@ -15,10 +15,11 @@ from typing import Any
 
 from engine import ops
 from engine.identity import os_user
+from engine.journal import SUFFIX as JOURNAL_SUFFIX
 from engine.store import open_store
+from engine.store.sidecar import cannot_write
 
-# Files beside a ledger that every change writes (the journal's name is engine.journal's).
-_WRITTEN_BESIDE = (".lock", ".journal.jsonl")
+LOCK_SUFFIX = ".lock"  # engine.store.file's lock sidecar
 
 
 def is_url(location: str) -> bool:
@@ -34,11 +35,10 @@ def writable_reason(path: str) -> str | None:
         return f"{path} is not writable by {user}"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"the folder {folder} is not writable by {user} (writes replace the file)"
-    for suffix in _WRITTEN_BESIDE:
-        beside = real + suffix
-        if os.path.lexists(beside) and not os.path.isdir(beside) and not os.access(beside, os.W_OK):
-            return (f"{beside} is not writable by {user}; ask its owner to give the ledger's group write "
-                    "access (chmod g+w), as the engine does for the files it creates")
+    for beside in (real + LOCK_SUFFIX, real + JOURNAL_SUFFIX):  # every change writes both
+        reason = cannot_write(beside)
+        if reason:
+            return reason
     return None
 
 

@@ -31,7 +31,7 @@ from engine.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import to_data, to_ledger
 from engine.store.file import digest
-from engine.journal import JournalBase, JournalWriteError, gap_record, make_record
+from engine.journal_base import JournalBase, JournalWriteError, gap_record, make_record
 from engine.redact import redact
 
 T = TypeVar("T")
