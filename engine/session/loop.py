@@ -131,6 +131,8 @@ class Session:
 
     def _unavailable(self, err: ServiceUnavailable) -> None:
         """A service stayed away: start nothing new, let running steps finish, exit 6."""
+        if self.code == 6:
+            return  # already said (the main loop and a step's worker both meet it)
         self.ending = self.ending or f"a service the session needs stayed unavailable: {err}"
         self.code = 6
         if self.workers:
@@ -142,8 +144,10 @@ class Session:
         """Give the lease back; (revision, '') or (None, why not)."""
         try:
             released = leasing.release(self.store, self.sid)
-        except HandoffError as err:  # the database is still away: the lease goes stale and is taken over
-            return None, f"; the lease could not be released ({err}); the next session takes it over once it is stale"
+        except ServiceUnavailable:  # the database is still away: the lease goes stale and is taken over
+            return None, "; the lease could not be released (the database is unreachable): the next session takes it over once it is stale"
+        except HandoffError as err:
+            return None, f"; the lease could not be released ({err}): the next session takes it over once it is stale"
         return released, "" if released is not None else "; the lease was no longer ours"
 
     def _check_flags(self) -> None:
@@ -364,8 +368,9 @@ class Session:
             run_intent(self, intent)
         except ServiceUnavailable as err:  # the step ran, its result could not be written: the next session settles it
             self._unavailable(err)
-            self.out.say(f"{intent.target}: {intent.step.name} finished but could not be recorded ({err}); "
-                         "its intent stays in the ledger for the next session to settle", target=intent.target, kind="error")
+            self.out.say(f"{intent.target}: {intent.step.name} finished but could not be recorded (the ledger's database "
+                         "is unreachable); its intent stays in the ledger for the next session to settle",
+                         target=intent.target, kind="error")
         except Exception as err:  # noqa: BLE001 - journaled and recorded; the session goes on
             self.out.say(f"{intent.target}: session error while running {intent.step.name}: {type(err).__name__}: {err}",
                          target=intent.target, kind="error")

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from engine.errors import HandoffError
 from engine.journal import Journal, JournalWriteError, make_record
 from engine.textsafe import visible
+from engine.timefmt import now_iso
 
 
 class Out:
@@ -29,6 +30,7 @@ class Out:
         self.stream = stream or sys.stdout
         self.fields = fields  # added to every record (session id, OS user)
         self.lost = 0  # records the journal could not take
+        self.lost_reason: str | None = None
         self._lock = threading.Lock()
 
     def clean(self, text: str) -> str:
@@ -58,10 +60,14 @@ class Out:
             # reaches the terminal, marked, and the journal notes a gap at its next write.
             reason = err.reason if isinstance(err, JournalWriteError) else str(err)
             self.lost += 1
+            if reason != self.lost_reason:  # say why once, then only mark the lines
+                self.lost_reason = reason
+                self._emit({"ts": now_iso(), "msg": f"the journal cannot be written ({self.journal.redactor.text(reason)}); "
+                                                    "lines marked [not in the journal] are only here"})
             record = make_record(self.journal.redactor, kind, msg, actor=self.actor, rev=rev, target=target,
                                  fields={**self.fields, **fields})
             record["journal_error"] = reason
-            record["msg"] = f"{record['msg']} [NOT in the journal: {reason}]"
+            record["msg"] = f"{record['msg']} [not in the journal]"
             return record
 
     def _emit(self, record: dict[str, Any]) -> None:

@@ -107,12 +107,15 @@ _HINTS = {
 
 class Db:
     """Connections to one database. `patience` > 0 (a running session) rides out an
-    outage: the work is retried on a new connection with backoff for that long."""
+    outage: the work is retried on a new connection with backoff for that long. Once
+    one call has given up, the next ones fail at once until a connection works again
+    (a session ending for the outage must not wait it out once per journal line)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.shown = shown(url)
         self.patience = 0.0
+        self.gave_up = False
 
     def run(self, work: Callable[[Any], T], *, autocommit: bool = False) -> T:
         """`work(conn)` in one connection (committed when it returns); errors in our words."""
@@ -122,13 +125,15 @@ class Db:
         while True:
             try:
                 with psycopg.connect(self.url, autocommit=autocommit, connect_timeout=10) as conn:
+                    self.gave_up = False
                     return work(conn)
             except psycopg.OperationalError as err:  # refused, dropped, the server going away
                 if self.patience <= 0:
                     raise LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}", path=self.shown) from None
                 now = time.monotonic()
                 deadline = deadline or now + self.patience
-                if now + pause > deadline:
+                if self.gave_up or now + pause > deadline:
+                    self.gave_up = True
                     raise ServiceUnavailable(f"PostgreSQL at {self.shown} stayed unreachable for {self.patience:g}s "
                                              f"({_first_line(err)})") from None
                 time.sleep(pause)
