@@ -243,20 +243,22 @@ def cmd_check(args) -> int:
     unenforced = [f"invariant unenforced: {s.text} ({s.value})" for s in statuses if s.status == "unenforced"]
     if args.strict:
         found += unenforced
+    redactor, where = handle.journal.redactor, handle.display_location
     if args.json:
-        json.dump({"ok": not found, "problems": found, "unenforced": unenforced,
-                   "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses]}, sys.stdout)
+        json.dump(redactor.value({"ok": not found, "problems": found, "unenforced": unenforced,
+                                  "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses]}),
+                  sys.stdout)
         sys.stdout.write("\n")
     else:
         from engine.textsafe import visible
 
-        for line in found:
-            print(visible(f"{args.ledger}: {line}"))
+        lines = [f"{where}: {line}" for line in found]
         if not args.strict:
-            for line in unenforced:
-                print(visible(f"{args.ledger}: warning: {line}"))
+            lines += [f"{where}: warning: {line}" for line in unenforced]
         if not found:
-            print(visible(f"{args.ledger}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))
+            lines.append(f"{where}: ok ({len(ledger.targets)} targets, revision {ledger.revision})")
+        for line in lines:
+            print(visible(redactor.text(line)))
     return 1 if found else 0
 
 

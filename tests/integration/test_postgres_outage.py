@@ -194,7 +194,7 @@ def test_starting_a_session_on_a_database_ledger_logs_to_the_state_folder(tmp_pa
 
 
 def test_the_header_shows_a_database_url_without_its_password(tmp_path):
-    """The TUI header (and any error) shows the location with its password masked."""
+    """The TUI header, `check`, `status` and `journal` show the location with its password masked."""
     from tui.controller import Controller
 
     name = f"t-{uuid.uuid4().hex[:10]}"
@@ -202,6 +202,11 @@ def test_the_header_shows_a_database_url_without_its_password(tmp_path):
     location = f"postgresql://postgres:HeaderPw6@127.0.0.1/test#{name}"
     controller = Controller(open_ledger(location, read_only=True))
     assert "HeaderPw6" not in controller.location and "postgres:[REDACTED]@127.0.0.1" in controller.location
+    for args in (("check", location), ("status", location), ("journal", location)):
+        result = subprocess.run([sys.executable, "-m", "engine.cli.main", *args], capture_output=True, text=True,
+                                env=cli_env(), cwd=str(ROOT), timeout=60)
+        assert result.returncode in (0, 1), result.stderr
+        assert "HeaderPw6" not in result.stdout + result.stderr
 
 
 WRITER = """
