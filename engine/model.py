@@ -12,6 +12,8 @@ from typing import Annotated, Any, Iterable
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.redact import BadPattern, check_patterns
+
 # The article's state machine; always known, so a ledger without a runbook is valid.
 BASE_STATES: tuple[str, ...] = (
     "queued",
@@ -51,8 +53,6 @@ def _argv(value: Any) -> Any:
 
 def _pattern(value: str) -> str:
     """A `redact:` item must compile: a bad one would break every later redaction."""
-    from engine.redact import BadPattern, check_patterns
-
     try:
         check_patterns([value])
     except BadPattern as err:
