@@ -165,6 +165,40 @@ def median_time(fn: Callable[[], Any], runs: int = 7, setup: Callable[[], Any] |
     return statistics.median(times)
 
 
+Case = tuple[Callable[[], Any], "Callable[[], Any] | None"]
+
+
+def interleaved(cases: dict[str, Case], runs: int) -> dict[str, float]:
+    """Median wall time of each case's `fn()` over `runs` runs, taken in rotation (one run
+    of each, then the next round), so every side gets the same number of runs under the
+    same load: a busy minute on a shared machine slows both sides, not one. Each case
+    is (fn, setup); setup is not timed."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, (fn, setup) in cases.items():
+            if setup is not None:
+                setup()
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def cache_path(ledger: str) -> str:
+    """Where the store keeps its parse cache for `ledger` (the per-user cache folder)."""
+    from engine.store.parse_cache import cache_path as path_for
+
+    return path_for(os.path.realpath(ledger))
+
+
+def without_cache(ledger: str) -> None:
+    """Forget the parse cache, as after a hand edit, on a new host, or in CI."""
+    try:
+        os.unlink(cache_path(ledger))
+    except FileNotFoundError:
+        pass  # already cold
+
+
 def run_process(argv: list[str], **kw: Any) -> None:
     """Run a whole process; fail loudly if it fails (a benchmark of an error is no benchmark)."""
     proc = subprocess.run(argv, capture_output=True, **kw)
@@ -172,8 +206,9 @@ def run_process(argv: list[str], **kw: Any) -> None:
         raise RuntimeError(f"{argv[:4]}... exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
 
 
-def row(name: str, ours: float, theirs: float, goal: str, met: bool) -> str:
-    """One line of the side-by-side table: both times, then ours/theirs (below 1 means we are faster)."""
+def row(name: str, ours: float, theirs: float, goal: float | None = None) -> str:
+    """One line of the side-by-side table: both times, then ours/theirs (below 1 means we
+    are faster), and against `goal` (the highest ratio that meets it) when there is one."""
     ratio = ours / theirs if theirs else float("inf")
-    return (f"{name:<48} {ours * 1000:9.1f} ms vs {theirs * 1000:9.1f} ms  ours/theirs {ratio:6.3f}"
-            f"  goal {goal:<12} {'met' if met else 'NOT MET'}")
+    verdict = "(no goal)" if goal is None else f"goal <= {goal:<5g} {'met' if ratio <= goal else 'NOT MET'}"
+    return f"{name:<58} {ours * 1000:9.1f} ms vs {theirs * 1000:9.1f} ms  ours/theirs {ratio:6.3f}  {verdict}"

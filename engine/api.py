@@ -18,16 +18,21 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, TypeVar
+from urllib.parse import urldefrag
 
 from engine import ops
+from engine.access import writable_reason
 from engine.bundled import demo_dir  # noqa: F401 - re-exported: the TUI's --demo copies it
-from engine.errors import LedgerInvalid, ReadOnly
+from engine.errors import JournalIncomplete, LedgerInvalid, ReadOnly
 from engine.identity import os_user
 from engine.invariants import InvariantStatus, evaluate, journal_readings
+from engine.journal import JournalWriteError
 from engine.lease import LeaseState, lease_state
 from engine.model import Approval, Ledger
 from engine.ops import PendingCommand
+from engine.redact import redact
 from engine.store import Snapshot, open_store
+from engine.store.sidecar import open_sidecar
 
 T = TypeVar("T")
 
@@ -47,15 +52,6 @@ class LedgerBroken:
     error: LedgerInvalid
 
 
-def _writable(path: str) -> str | None:
-    """Why this user cannot change the ledger, or None if they can."""
-    real = os.path.realpath(path)
-    folder = os.path.dirname(real) or "."
-    if not os.access(real, os.W_OK):
-        return f"{path} is not writable by {os_user()}"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"the folder {folder} is not writable by {os_user()} (writes replace the file)"
-    return None
 
 
 class LedgerHandle:
@@ -68,13 +64,19 @@ class LedgerHandle:
         self.actor = actor or self.os_user
         self.who = ops.Who(self.actor, self.os_user)
         is_url = location.startswith(("postgresql://", "postgres://"))
-        reason = None if (read_only or is_url) else _writable(location)
+        reason = None if (read_only or is_url) else writable_reason(location)
         self.read_only = read_only or reason is not None
         self.read_only_reason = "--read-only" if read_only else reason
         self.store = open_store(location, read_only=self.read_only)
         self.journal = self.store.open_journal(read_only=self.read_only)
         self.ledger_dir = os.getcwd() if is_url else ops.ledger_dir(location)
+        self.is_url = is_url
         self._snapshot: Snapshot | None = None
+
+    @property
+    def display_location(self) -> str:
+        """The location as people may see it: a password in a URL is masked."""
+        return redact(self.location)
 
     # -- reading -----------------------------------------------------------------
 
@@ -120,20 +122,26 @@ class LedgerHandle:
                 accept_rollback: bool = False) -> T:
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
+        self.journal.check_writable()  # an unusable journal is refused before the ledger changes
         (result, records), revision = self.store.transact(fn, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
-        if getattr(self.store, "saw_external_edit", False):
-            self.journal.append(
-                "external_edit",
-                f"the ledger was edited outside the engine before revision {revision}; the change was applied on top of that edit",
-                actor=self.actor,
-                rev=revision,
-            )
-        for record in records:
-            record = dict(record)
-            kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)
-            # An operation may name the user itself (approve does); the OS user is the same.
-            record.setdefault("user", self.os_user)
-            self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
+        # The ledger is written first: the journal never records a change a retry then drops.
+        try:
+            if getattr(self.store, "saw_external_edit", False):
+                self.journal.append(
+                    "external_edit",
+                    f"the ledger was edited outside the engine before revision {revision}; the change was applied on top of that edit",
+                    actor=self.actor,
+                    rev=revision,
+                )
+            for record in records:
+                record = dict(record)
+                kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)
+                # An operation may name the user itself (approve does); the OS user is the same.
+                record.setdefault("user", self.os_user)
+                self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
+        except JournalWriteError as err:
+            raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in the journal: {err.reason}; "
+                                    "the next journal record notes the gap") from None
         return result
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
@@ -216,7 +224,8 @@ class LedgerHandle:
         group), so closing the TUI or losing SSH never kills a step midway."""
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); no session was started")
-        log = open(os.path.realpath(self.location) + ".session.log", "ab")
+        log = os.fdopen(open_sidecar(session_log_path(self.location), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                     ledger=self.location if not self.is_url else ""), "ab")
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(self.location), "--as", self.actor, *(args or [])],
@@ -230,6 +239,19 @@ class LedgerHandle:
         finally:
             log.close()
         return proc.pid
+
+
+def session_log_path(location: str) -> str:
+    """Where a session started from the TUI writes its output: beside a file ledger; for a
+    database ledger (no folder of its own), in the per-user state folder."""
+    if not location.startswith(("postgresql://", "postgres://")):
+        return os.path.realpath(location) + ".session.log"
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    folder = os.path.join(state, "handoff")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    name = urldefrag(location)[1] or "default"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "ledger"
+    return os.path.join(folder, f"postgres-{safe}.session.log")
 
 
 def open_ledger(location: str, *, actor: str | None = None, read_only: bool = False) -> LedgerHandle:

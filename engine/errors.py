@@ -108,3 +108,41 @@ class LeaseHeld(HandoffError):
 
     title = "Session running"
     exit_code = 5
+
+
+class WriteFailed(HandoffError):
+    """The system refused a write (disk full, read-only mount): nothing was changed."""
+
+    title = "Cannot write"
+    exit_code = 1
+
+
+class JournalIncomplete(HandoffError):
+    """The ledger changed but its journal record could not be written whole."""
+
+    title = "Not in the journal"
+    exit_code = 1
+
+
+class ServiceUnavailable(HandoffError):
+    """A service the engine needs (the ledger's database) stayed unreachable."""
+
+    title = "Service unavailable"
+    exit_code = 6
+
+
+def os_error_text(err: OSError) -> str:
+    """`No space left on device (the disk is full)`: what the system said, and what it means."""
+    import errno
+
+    meaning = {
+        errno.ENOSPC: "the disk is full: free some space",
+        errno.EDQUOT: "the disk quota is used up: free some space",
+        errno.EROFS: "the file system is mounted read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "not permitted",
+        errno.EISDIR: "it is a folder",
+        errno.EIO: "the disk reported an I/O error",
+    }.get(err.errno or 0)
+    said = err.strerror or str(err)
+    return f"{said} ({meaning})" if meaning and meaning.lower() != said.lower() else said

@@ -18,18 +18,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from engine.compare import OPS, holds
 from engine.model import Ledger
 from engine.timefmt import age_text, parse_iso
 from engine.touched import touched
 
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-}
 _WORD_OPS = {
     "exceeds": ">",
     "is above": ">",
@@ -149,7 +142,7 @@ def _parse_structured(item: dict[str, Any]) -> Invariant:
             return Invariant(f"pause if {spec}", parsed.kind, metric=parsed.metric, op=parsed.op, value=parsed.value, percent=parsed.percent, problem=parsed.problem)
         if isinstance(spec, dict) and spec.get("metric") and spec.get("value") is not None:
             op = _norm_op(str(spec.get("op", ">")))
-            if op not in _OPS:
+            if op not in OPS:
                 raise ValueError(f"unknown comparison {spec.get('op')!r}")
             value = str(spec["value"]).strip()
             percent = value.endswith("%") or str(spec.get("unit", "")).strip() in ("%", "percent")
@@ -317,7 +310,7 @@ def _metric_status(inv: Invariant, ledger: Ledger, readings: MetricReader | None
     shown = f"{inv.metric} {value:g}{unit} ({age_text(age)} ago)"
     if percent != inv.percent:
         return InvariantStatus(inv.text, inv.kind, "unknown", f"{shown}: reading and threshold differ in unit", age, inv)
-    violated = _OPS[inv.op or ">"](value, inv.value or 0.0)
+    violated = holds(value, inv.op or ">", inv.value or 0.0)
     return InvariantStatus(inv.text, inv.kind, "violated" if violated else "ok", shown, age, inv)
 
 

@@ -2,24 +2,36 @@
 
 Every transition, step, approval, note edit, pause, discrepancy, page, metric reading
 and log line, with time, actor and revision. It is the audit trail and the stream the
-TUI's log pane and `handoff journal --follow` tail. Appends are single O_APPEND writes,
-fsynced; a torn last line (a crash mid-append) is skipped with a warning, never fatal.
-Secrets are redacted before anything is written.
+TUI's log pane and `handoff journal --follow` tail. Secrets are redacted before
+anything is written.
+
+An append holds an exclusive lock on the journal while it writes, so `seq` (the byte
+offset of the record) is unique and increasing across processes; it starts on a line
+boundary (a torn last line, left by a crash, gets its newline first) and writes the
+whole record or nothing (a partial write is cut back off, and the caller is told).
+A record about a ledger change that could not be written is noted in a small file
+beside the journal, and the next append writes a `journal_gap` record naming the
+revision first: the audit trail never silently misses a change.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
 import time
-from typing import Any, Iterator
+from typing import Any
 
-from engine.redact import Redactor
+from engine.errors import HandoffError, os_error_text
+from engine.journal_base import MAX_WARNINGS, JournalBase, JournalWriteError, Warnings, gap_record, make_record
 from engine.store.sidecar import open_sidecar
-from engine.timefmt import now_iso
+
+__all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "gap_record",
+           "journal_path", "make_record", "print_warnings"]
 
 SUFFIX = ".journal.jsonl"
+GAP_SUFFIX = ".gap"
 
 
 def journal_path(ledger_path: str) -> str:
@@ -27,59 +39,78 @@ def journal_path(ledger_path: str) -> str:
     return os.path.realpath(ledger_path) + SUFFIX
 
 
-def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int | None, target: str | None, fields: dict[str, Any]) -> dict[str, Any]:
-    """One journal record, redacted: the same shape in every journal backend."""
-    record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
-    if rev is not None:
-        record["rev"] = rev
-    if target is not None:
-        record["target"] = target
-    record["msg"] = msg
-    record.update({k: v for k, v in fields.items() if v is not None})
-    return redactor.value(record)
-
-
-class JournalBase:
-    """What every journal backend shares: where it is, redaction, read-only, warnings."""
-
-    def __init__(self, path: str, *, redact: list[str] | None = None, read_only: bool = False) -> None:
-        self.path = path
-        self.read_only = read_only
-        self.redactor = Redactor(redact or ())
-        self.warnings: list[str] = []
-
-    def set_redact(self, patterns: list[str]) -> None:
-        self.redactor = Redactor(patterns)
-
-    def follow(self, offset: int | None = None, poll: float = 0.2) -> Iterator[dict[str, Any]]:
-        """Yield records as they are appended (blocking; for `handoff journal --follow`),
-        over the backend's own `read(offset)` and `end_offset()`."""
-        if offset is None:
-            offset = self.end_offset()
-        while True:
-            records, offset = self.read(offset)
-            yield from records
-            if not records:
-                time.sleep(poll)
-
-
 class Journal(JournalBase):
     """Append and read one ledger's journal file."""
 
+    def _ledger(self) -> str:
+        return self.path.removesuffix(SUFFIX)
+
+    def check_writable(self) -> None:
+        """The journal can be opened for appending (creating it if need be); raises
+        SidecarRefused (a folder, a symlink, no group write access) otherwise."""
+        if not self.read_only:
+            os.close(open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger()))
+
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Write one record durably and return it (with its byte offset as `seq`)."""
+        """Write one record durably and return it (with its byte offset as `seq`).
+
+        Raises JournalWriteError if it could not be written whole (disk full, I/O
+        error); nothing of it is left in the journal, and a record with a revision is
+        noted as a gap for the next append to record."""
         record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:
             return record
-        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = open_sidecar(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, ledger=self.path.removesuffix(SUFFIX))
+        line = _encode(record)
+        fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
         try:
-            record["seq"] = os.lseek(fd, 0, os.SEEK_END)
-            os.write(fd, line)
-            os.fsync(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # one writer at a time: `seq` is the true offset
+            try:
+                self._write_gaps(fd, actor)
+                record["seq"] = _write_whole(fd, line)
+            except OSError as err:
+                reason = os_error_text(err)
+                if rev is not None:
+                    self._note_gap({"rev": rev, "kind": kind, "target": target, "msg": _short(record.get("msg")), "error": reason})
+                raise JournalWriteError(f"{self.path}: the journal record could not be written: {reason}", rev=rev, reason=reason) from None
         finally:
-            os.close(fd)
+            os.close(fd)  # releases the lock
         return record
+
+    # -- gaps: ledger changes whose record could not be written --------------------
+
+    def _gap_path(self) -> str:
+        return self.path + GAP_SUFFIX
+
+    def _note_gap(self, gap: dict[str, Any]) -> None:
+        try:
+            fd = open_sidecar(self._gap_path(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
+            try:
+                _write_whole(fd, _encode(gap), torn_check=False)
+            finally:
+                os.close(fd)
+        except (OSError, HandoffError) as err:
+            # Even the note cannot be written: say so where a person will see it.
+            self.warnings.add(f"{self.path}: revision {gap.get('rev')} is not in the journal and the gap could not be noted ({err})")
+
+    def _write_gaps(self, fd: int, actor: str) -> None:
+        """Under the journal lock: write a `journal_gap` record for each noted gap, then forget them."""
+        try:
+            with open(self._gap_path(), "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            return
+        for line in raw.splitlines():
+            try:
+                gap = json.loads(line)
+            except ValueError:
+                continue  # a torn note: the next whole one still counts
+            if isinstance(gap, dict):
+                kind, msg, fields = gap_record(gap)
+                rev, target = fields.pop("rev"), fields.pop("target")
+                _write_whole(fd, _encode(make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)))
+        os.unlink(self._gap_path())
+
+    # -- reading -----------------------------------------------------------------
 
     def read(self, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """Complete records from byte `offset`; returns them and the offset to read from next.
@@ -92,23 +123,44 @@ class Journal(JournalBase):
                 data = fh.read()
         except FileNotFoundError:
             return [], offset
+        return self._parse(data, offset)
+
+    def _parse(self, data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
         records: list[dict[str, Any]] = []
         end = data.rfind(b"\n") + 1
         position = offset
         for raw in data[:end].split(b"\n")[:-1]:
             here = position
             position += len(raw) + 1
+            if not raw.strip():
+                continue
             try:
                 record = json.loads(raw)
             except ValueError:
-                self.warnings.append(f"{self.path}: skipped a damaged journal line at byte {here}")
+                self.warnings.add(f"{self.path}: skipped a damaged journal line at byte {here}")
                 continue
             if isinstance(record, dict):
                 record.setdefault("seq", here)
                 records.append(record)
         if end < len(data) and data[end:].strip() and self._is_torn(offset + end):
-            self.warnings.append(f"{self.path}: the last line is incomplete (a crash mid-append?); skipped")
+            self.warnings.add(f"{self.path}: the last line is incomplete (a crash mid-append?); skipped")
         return records, offset + end
+
+    def _window(self, start: int) -> list[dict[str, Any]]:
+        """The whole records that begin at or after byte `start` (a line cut by the
+        window's start is not a record, and not a damaged one either)."""
+        if start <= 0:
+            return self.read(0)[0]
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(start - 1)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        first = data.find(b"\n") + 1  # data[0] is the byte before `start`
+        if first == 0:
+            return []
+        return self._parse(data[first:], start - 1 + first)[0]
 
     def _is_torn(self, at: int) -> bool:
         # A partial line that has not grown for a moment is a crash, not a writer mid-write.
@@ -130,11 +182,7 @@ class Journal(JournalBase):
             size = os.path.getsize(self.path)
         except FileNotFoundError:
             return []
-        start = max(0, size - max(65536, n * 2048))
-        records, _ = self.read(start)
-        if start > 0 and records:
-            records = records[1:]  # the first may be a partial line
-        return records[-n:]
+        return self._window(max(0, size - max(65536, n * 2048)))[-n:]
 
     def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         """Records about one target (scans the whole journal; history views only)."""
@@ -151,15 +199,44 @@ class Journal(JournalBase):
         window = 256 * 1024
         while True:
             start = max(0, size - window)
-            records, _ = self.read(start)
-            if start > 0 and records:
-                records = records[1:]  # the first may be a partial line
-            for record in reversed(records):
+            for record in reversed(self._window(start)):
                 if record.get("kind") == kind and all(record.get(k) == v for k, v in match.items()):
                     return record
             if start == 0 or window >= 64 * 1024 * 1024:
                 return None
             window *= 4
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _short(text: Any, limit: int = 200) -> str:
+    text = str(text or "")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _write_whole(fd: int, data: bytes, *, torn_check: bool = True) -> int:
+    """Append `data` at the end of the (locked) file `fd` on a line boundary, fsynced;
+    returns the offset it starts at. On any error the file is cut back to where it
+    ended, so no fragment of `data` stays, and the error is raised."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    prefix = b""
+    if torn_check and end > 0 and os.pread(fd, 1, end - 1) != b"\n":
+        prefix = b"\n"  # a crash left half a line: never glue a record onto it
+    view = memoryview(prefix + data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except OSError:
+        try:
+            os.ftruncate(fd, end)
+        except OSError:
+            pass  # the fragment stays: the next append starts on a new line, readers skip it with a warning
+        raise
+    return end + len(prefix)
 
 
 def print_warnings(journal: Journal) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import shlex
 from typing import Annotated, Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+
+from engine.redact import BadPattern, check_patterns
 
 # The article's state machine; always known, so a ledger without a runbook is valid.
 BASE_STATES: tuple[str, ...] = (
@@ -24,7 +26,6 @@ BASE_STATES: tuple[str, ...] = (
     "failed",
     "blocked",
 )
-TERMINAL_STATES = frozenset({"done"})
 # The order the article's summary line uses: finished first, then in flight, then waiting.
 SUMMARY_ORDER: tuple[str, ...] = (
     "done",
@@ -37,7 +38,6 @@ SUMMARY_ORDER: tuple[str, ...] = (
     "blocked",
     "failed",
 )
-HALT_STATES = frozenset({"failed", "blocked"})
 
 # A command: an argv list, or one string split the way a shell would (never run by one).
 ARGV_SCHEMA = {
@@ -59,6 +59,15 @@ def _argv(value: Any) -> Any:
         return shlex.split(value)
     if isinstance(value, list):
         return [v if isinstance(v, str) else str(v) for v in value]
+    return value
+
+
+def _pattern(value: str) -> str:
+    """A `redact:` item must compile: a bad one would break every later redaction."""
+    try:
+        check_patterns([value])
+    except BadPattern as err:
+        raise ValueError(str(err)) from None
     return value
 
 
@@ -253,7 +262,7 @@ class Ledger(Node):
     approvers: list[str] | None = None
     notify: list[Notifier] = Field(default_factory=list)
     metrics: dict[str, Metric] = Field(default_factory=dict)
-    redact: list[str] = Field(default_factory=list)
+    redact: list[Annotated[str, AfterValidator(_pattern)]] = Field(default_factory=list)
     runbook: Runbook | None = None
     targets: dict[str, Target] = Field(json_schema_extra=lambda s: s.update(
         additionalProperties={"anyOf": [s["additionalProperties"], {"type": "null"}]}))  # `db-19:` alone is queued
@@ -361,5 +370,3 @@ class Ledger(Node):
         order = {s: i for i, s in enumerate(SUMMARY_ORDER)}
         return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
 
-
-Status = Literal["ok", "violated", "unknown", "unenforced"]

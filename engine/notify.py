@@ -5,8 +5,13 @@ incoming webhook expects, with the event name for filters). `run`: an argv, give
 message as its last argument; `{ledger_dir}` and `{python}` are filled in per argument
 and nothing goes through a shell. `on:` lists the events a notifier wants.
 
-A pager that fails never raises: the result says so and the session journals it and
-goes on. The job is already in trouble when it pages; the pager must not add to it.
+A delivery that fails for a passing reason (no connection, a timeout, HTTP 429 or 5xx,
+a command that exits non-zero) is tried again with a growing pause, a few times. A
+pager that still fails never raises: the result says so and the session journals it
+and goes on. The job is already in trouble when it pages; the pager must not add to it.
+
+Commands are run by the caller's runner (the session's, which kills a whole process
+group on timeout), passed in: this module knows nothing of sessions.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from engine.model import Notifier
-from engine.session.runner import run_step
 
 # The events the session pages on; `on:` in a notifier picks from these.
 EVENTS: tuple[str, ...] = (
@@ -34,13 +40,27 @@ EVENTS: tuple[str, ...] = (
 _PLACEHOLDER = re.compile(r"\{(ledger_dir|python)\}")
 
 
+ATTEMPTS = 3  # per delivery
+BACKOFF = 0.5  # seconds before the second attempt; doubled before each next one
+
+# run_command(argv, timeout=...) -> an object with exit_code, timed_out and output_tail
+# (engine.session.runner.run_step's StepResult).
+RunCommand = Callable[..., Any]
+
+
 @dataclass
 class PageResult:
-    """One delivery attempt: where to (secrets left out), and whether it worked."""
+    """One delivery: where to (secrets left out), whether it worked, and how many tries it took."""
 
     target: str
     ok: bool
     error: str | None
+    attempts: int = 1
+
+
+def listeners(notifiers: list[Notifier], event: str) -> list[Notifier]:
+    """The notifiers that want `event` (all of them, for a notifier with no `on:`)."""
+    return [n for n in notifiers if not n.on or event in n.on]
 
 
 def send_pages(
@@ -50,7 +70,10 @@ def send_pages(
     event: str,
     ledger_dir: str,
     python: str,
+    run_command: RunCommand,
     timeout: float = 5.0,
+    attempts: int = ATTEMPTS,
+    backoff: float = BACKOFF,
 ) -> list[PageResult]:
     """Send `message` to every notifier whose `on:` includes `event` (or has no `on:`).
 
@@ -58,18 +81,29 @@ def send_pages(
     both. Never raises for a failed delivery.
     """
     results: list[PageResult] = []
-    for notifier in notifiers:
-        if notifier.on and event not in notifier.on:
-            continue
+    for notifier in listeners(notifiers, event):
         if notifier.webhook:
-            results.append(_post(notifier.webhook, message, event, timeout))
+            url = notifier.webhook
+            results.append(_retry(lambda: _post(url, message, event, timeout), attempts, backoff))
         if notifier.run:
-            results.append(_run(notifier.run, message, ledger_dir, python, timeout))
+            template = notifier.run
+            results.append(_retry(lambda: _run(template, message, ledger_dir, python, timeout, run_command), attempts, backoff))
         if not notifier.webhook and not notifier.run:
-            results.append(
-                PageResult("notifier", False, "this notify entry has neither `webhook` nor `run`")
-            )
+            results.append(PageResult("notifier", False, "this notify entry has neither `webhook` nor `run`"))
     return results
+
+
+def _retry(deliver: Callable[[], tuple[PageResult, bool]], attempts: int, backoff: float) -> PageResult:
+    """Deliver until it works, fails for good, or `attempts` run out."""
+    pause = backoff
+    for attempt in range(1, max(1, attempts) + 1):
+        result, passing = deliver()
+        result.attempts = attempt
+        if result.ok or not passing or attempt == attempts:
+            return result
+        time.sleep(pause)
+        pause *= 2
+    return result
 
 
 def webhook_label(url: str) -> str:
@@ -78,10 +112,11 @@ def webhook_label(url: str) -> str:
     return f"webhook {host}"
 
 
-def _post(url: str, message: str, event: str, timeout: float) -> PageResult:
+def _post(url: str, message: str, event: str, timeout: float) -> tuple[PageResult, bool]:
+    """One POST; returns (result, whether a failure may pass if tried again)."""
     label = webhook_label(url)
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        return PageResult(label, False, "a webhook must be an http:// or https:// URL")
+        return PageResult(label, False, "a webhook must be an http:// or https:// URL"), False
     body = json.dumps({"text": message, "event": event}).encode("utf-8")
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json"}
@@ -91,30 +126,33 @@ def _post(url: str, message: str, event: str, timeout: float) -> PageResult:
             response.read(65536)  # let the server finish; the body itself is not needed
             status = response.status
     except urllib.error.HTTPError as error:
-        return PageResult(label, False, f"HTTP {error.code} {error.reason}")
+        return PageResult(label, False, f"HTTP {error.code} {error.reason}"), error.code == 429 or error.code >= 500
     except urllib.error.URLError as error:
-        return PageResult(label, False, f"cannot reach it: {error.reason}")
+        return PageResult(label, False, f"cannot reach it: {error.reason}"), True
     except TimeoutError:
-        return PageResult(label, False, f"no answer within {timeout:g}s")
-    except (OSError, ValueError) as error:
-        # ValueError: a URL urllib cannot use; OSError: the connection broke mid-way.
-        return PageResult(label, False, f"{type(error).__name__}: {error}")
+        return PageResult(label, False, f"no answer within {timeout:g}s"), True
+    except ValueError as error:  # a URL urllib cannot use: trying again will not help
+        return PageResult(label, False, f"{type(error).__name__}: {error}"), False
+    except OSError as error:  # the connection broke mid-way
+        return PageResult(label, False, f"{type(error).__name__}: {error}"), True
     if not 200 <= status < 300:
-        return PageResult(label, False, f"HTTP {status}")
-    return PageResult(label, True, None)
+        return PageResult(label, False, f"HTTP {status}"), status == 429 or status >= 500
+    return PageResult(label, True, None), False
 
 
-def _run(template: list[str], message: str, ledger_dir: str, python: str, timeout: float) -> PageResult:
+def _run(template: list[str], message: str, ledger_dir: str, python: str, timeout: float, run_command: RunCommand) -> tuple[PageResult, bool]:
     label = f"run {shlex.join(template)}"
     values = {"ledger_dir": ledger_dir, "python": python}
     # One pass per argument, so a path that itself contains "{python}" stays as it is.
     argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg) for arg in template]
     argv.append(message)
-    result = run_step(argv, timeout=timeout, tail_bytes=400)
+    result = run_command(argv, timeout=timeout, tail_bytes=400)
     if result.timed_out:
-        return PageResult(label, False, f"no exit within {timeout:g}s (killed)")
+        return PageResult(label, False, f"no exit within {timeout:g}s (killed)"), True
+    if result.exit_code in (126, 127):  # cannot be run at all: the same next time
+        return PageResult(label, False, f"exit {result.exit_code}: {result.output_tail.strip()}"), False
     if result.exit_code != 0:
         last = result.output_tail.strip().splitlines()[-1:] or [""]
         tail = f": {last[0]}" if last[0] else ""
-        return PageResult(label, False, f"exit {result.exit_code}{tail}")
-    return PageResult(label, True, None)
+        return PageResult(label, False, f"exit {result.exit_code}{tail}"), True
+    return PageResult(label, True, None), False

@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.model import Approval, Ledger, Pause, PreviousNote, Step, Target
+from engine.redact import redact
 from engine.render import approval_hash, describe, fields_for, render
 from engine.timefmt import now_iso
 from engine.touched import is_touched
@@ -39,6 +40,11 @@ def _target(ledger: Ledger, name: str) -> Target:
         sample = ", ".join(list(ledger.targets)[:5])
         raise Refused(f"no target named {name!r} in this ledger (targets include {sample})", title="No such target")
     return target
+
+
+def _clean(ledger: Ledger, text: str | None) -> str | None:
+    """What a person typed, with secrets masked before it is stored (the ledger's patterns too)."""
+    return text if not text else redact(text, ledger.redact)
 
 
 def _record(kind: str, msg: str, target: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -120,6 +126,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
                                   seen=expect_hash, now=None) from None
         raise
     the_step = pending.step
+    comment = _clean(ledger, comment)
     if expect_hash is not None and pending.hash != expect_hash:
         raise ApprovalChanged(
             f"{name}: what {the_step.name} would run changed since you looked (you saw hash {expect_hash}); "
@@ -191,6 +198,7 @@ def reject(ledger: Ledger, name: str, who: Who, reason: str) -> Records:
     if target.state != "awaiting_approval":
         raise Refused(f"{name} is {target.state}, not awaiting approval; use `handoff block` instead", title="Nothing to reject")
     step = target.awaiting
+    reason = _clean(ledger, reason)
     _block(ledger, name, f"rejected by {who.name}: {reason}")
     return [_record("rejection", f"{name}: {step} rejected by {who}: {reason}", name, step=step, reason=reason)]
 
@@ -211,6 +219,7 @@ def block(ledger: Ledger, name: str, who: Who, reason: str) -> Records:
         raise Refused(f"{name} is done; there is nothing left to block", title="Already done")
     if target.in_flight is not None:
         raise Refused(f"{name} has {target.in_flight.step} running; block it when the step ends", title="Step running")
+    reason = _clean(ledger, reason)
     _block(ledger, name, f"blocked by {who.name}: {reason}")
     return [_record("block", f"{name}: blocked by {who}: {reason}", name, reason=reason)]
 
@@ -224,6 +233,7 @@ def unblock(ledger: Ledger, name: str, who: Who, to: str, reason: str) -> Record
         choices = ", ".join(sorted(s for s in ledger.states() if s not in ("blocked", "failed", "awaiting_approval")))
         raise Refused(f"cannot unblock {name} to {to!r}; choose one of: {choices}", title="Bad state")
     before = target.state
+    reason = _clean(ledger, reason)
     target.state = to
     target.reason = None
     target.last_action = f"unblocked by {who.name}: {reason}"
@@ -253,6 +263,7 @@ def retry(ledger: Ledger, name: str, who: Who, *, force: bool, reason: str | Non
         )
     if force and not (reason and reason.strip()):
         raise Refused("--force needs --reason: say why retrying is safe", title="Reason needed")
+    reason = _clean(ledger, reason)
     target.state = step.from_
     target.reason = None
     target.next_action = f"retry {step.name}"
@@ -271,6 +282,7 @@ def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Record
             f"{ledger.handoff_note_at or 'an unknown time'} while you were editing it",
             theirs=current,
         )
+    text = _clean(ledger, text) or ""
     if current.strip() and current != text and _keeps_previous(ledger.handoff_note_by, who.name, ledger.previous_note is not None):
         ledger.previous_note = PreviousNote(text=current, by=ledger.handoff_note_by, at=ledger.handoff_note_at)
     ledger.handoff_note = text
@@ -293,6 +305,7 @@ def _keeps_previous(old_by: str | None, new_by: str, have_previous: bool) -> boo
 
 
 def pause(ledger: Ledger, who: Who, reason: str) -> Records:
+    reason = _clean(ledger, reason)
     ledger.paused = Pause(by=who.name, why=reason, at=now_iso())
     return [_record("pause", f"ledger paused by {who}: {reason}", None, reason=reason)]
 

@@ -23,10 +23,3 @@ def visible(text: object) -> str:
     value = text if isinstance(text, str) else str(text)
     return _CONTROL.sub(_show, value)
 
-
-def one_line(text: object, width: int | None = None) -> str:
-    """Visible, on one line (newlines and tabs shown as ⏎ and →), cut to `width` with an ellipsis."""
-    value = visible(text).replace("\r\n", "\n").replace("\n", " ⏎ ").replace("\t", " → ")
-    if width is not None and len(value) > width:
-        value = value[: max(0, width - 1)] + "…"
-    return value

@@ -11,18 +11,27 @@ def now_iso(at: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if at is None else at))
 
 
-def parse_iso(text: str | None) -> float | None:
-    """Epoch seconds for an ISO time like `2026-09-09T14:00Z` (seconds optional), or None."""
+def parse_time(text: str | None) -> datetime | None:
+    """An aware UTC datetime for an ISO time like `2026-09-09T14:00Z` (seconds optional,
+    no zone meaning UTC), or None for anything else. The one time parser."""
     if not text:
         return None
-    value = text.strip().replace("Z", "+00:00")
+    value = str(text).strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
     try:
         stamp = datetime.fromisoformat(value)
     except ValueError:
         return None
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
-    return stamp.timestamp()
+        stamp = stamp.replace(tzinfo=timezone.utc)  # the engine writes UTC
+    return stamp
+
+
+def parse_iso(text: str | None) -> float | None:
+    """Epoch seconds for an ISO time (see parse_time), or None."""
+    stamp = parse_time(text)
+    return None if stamp is None else stamp.timestamp()
 
 
 def age_text(seconds: float | None) -> str:

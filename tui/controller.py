@@ -45,7 +45,8 @@ class Controller:
 
     @property
     def location(self) -> str:
-        return str(self.handle.location)
+        """The ledger's location as shown on screen (a URL's password masked)."""
+        return str(self.handle.display_location)
 
     @property
     def user_state_key(self) -> str:

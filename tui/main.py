@@ -21,10 +21,14 @@ import tempfile
 from pathlib import Path
 
 from engine.errors import HandoffError
+from engine.redact import redact
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from engine.version import version
+
     parser = argparse.ArgumentParser(prog="handoff-tui", description="The operator screen over a handoff ledger.")
+    parser.add_argument("--version", action="version", version=f"handoff-tui {version()}")
     parser.add_argument("ledger", nargs="?", help="path to ledger.yaml (or a postgresql:// location)")
     parser.add_argument("--read-only", action="store_true", help="observe only: nothing can be changed")
     parser.add_argument("--as", dest="actor", metavar="NAME", help="who you are in the journal (default: login user)")
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         if demo_path is not None:
             director = start_director(demo_path)
     except HandoffError as error:
-        print(f"handoff-tui: {error}", file=sys.stderr)
+        print(f"handoff-tui: {redact(str(error))}", file=sys.stderr)
         return 2
     app.run()
     if demo_path is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable
 
-from engine.timefmt import age_text
+from engine.timefmt import age_text, parse_time
 
 Clock = Callable[[], datetime]
 
@@ -21,19 +21,8 @@ def utcnow() -> datetime:
 
 
 def parse_ts(value: str | None) -> datetime | None:
-    """An aware datetime from an ISO timestamp, or None when it is not one."""
-    if not value:
-        return None
-    text = str(value).strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed
+    """An aware datetime from an ISO timestamp, or None when it is not one (the engine's parser)."""
+    return parse_time(value)
 
 
 def ago(seconds: float | None) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from engine.checks.context import Context
 from engine.checks.finding import ERROR, WARNING, closest, did_you_mean, names
-from engine.model import BASE_STATES, HALT_STATES, Ledger, Step
+from engine.model import BASE_STATES, Ledger, Step
+
+PEOPLE_STATES = frozenset({"failed", "blocked"})  # a target here waits on a person, not on a step
 
 
 def reach(starts: set[str], steps: list[Step]) -> set[str]:
@@ -37,7 +39,7 @@ def check_flow(ctx: Context) -> None:
     leaves = {s.from_ for s in steps}
     declared = set(BASE_STATES) | set(ledger.runbook.states if ledger.runbook else []) | {s.to for s in steps}
     positions = {name: ledger.position(name) for name, t in ledger.targets.items() if t.state != "done"}
-    moving = {p for p in positions.values() if p not in HALT_STATES}
+    moving = {p for p in positions.values() if p not in PEOPLE_STATES}
     retry = _retry_points(ledger)
     # A new target starts queued, so anything reachable from there is reachable.
     reachable = reach({"queued"} | moving | retry, steps)
@@ -65,7 +67,7 @@ def check_flow(ctx: Context) -> None:
                 f"{'it really is' if one else 'they really are'} with `handoff reconcile TARGET --to STATE --reason ...`")
     for index, step in enumerate(steps):
         state = step.to
-        if state in leaves or state == "done" or state in HALT_STATES or state in stuck:
+        if state in leaves or state == "done" or state in PEOPLE_STATES or state in stuck:
             continue
         if any(s.to == state for s in steps[:index]):
             continue  # said once per state
@@ -79,7 +81,7 @@ def _stuck(positions: dict[str, str], leaves: set[str]) -> dict[str, list[str]]:
     """Targets sitting (not done, not waiting on a person) where no step starts, by state."""
     stuck: dict[str, list[str]] = {}
     for name, state in positions.items():
-        if state not in HALT_STATES and state != "done" and state not in leaves:
+        if state not in PEOPLE_STATES and state != "done" and state not in leaves:
             stuck.setdefault(state, []).append(name)
     return stuck
 

@@ -15,7 +15,7 @@ def stuck_reasons(handle, path: str, *, allow_unenforced: bool = False) -> list[
     """Why the ledger behind `handle` can never proceed as written ([] if it can, or if
     there is nothing left to do). `path` is what the findings are placed in.
     `allow_unenforced`: an invariant the engine does not understand is not a reason."""
-    ledger = handle.load()
+    ledger = handle.store.read()
     if all(t.state == "done" for t in ledger.targets.values()):
         return []  # nothing left: the session says so and hands off
     if not ledger.steps():

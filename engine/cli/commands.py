@@ -210,9 +210,12 @@ def cmd_status(args) -> int:
     snap = handle.snapshot()
     ledger = snap.ledger
     data = status_data(handle, ledger)
+    redactor = handle.journal.redactor  # the default shapes and the ledger's own patterns
     if args.json:
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        text = json.dumps(data, ensure_ascii=False)
+        safe = redactor.document(data, text)  # a secret written in by hand is not shown either
+        sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
         return 0
     from engine.textsafe import visible
 
@@ -249,7 +252,7 @@ def cmd_status(args) -> int:
         by = f" by {previous.by}" if previous.by else ""
         at = f" at {previous.at}" if previous.at else ""
         out.append(f"previous_note{by}{at}: see `handoff note --previous`")
-    print(visible("\n".join(out)))
+    print(visible(redactor.text("\n".join(out))))
     return 0
 
 
@@ -300,34 +303,35 @@ def cmd_check(args) -> int:
     statuses = handle.invariants(ledger)
     from engine.checks.report import check_findings
 
-    findings = check_findings(handle, snap, statuses, problems(ledger), args.ledger)
+    findings = check_findings(handle, snap, statuses, problems(ledger), handle.display_location)
     if args.explain:
         from engine.checks.explain import explain_ledger
         from engine.textsafe import visible
 
         print(visible(explain_ledger(ledger)))
-    return report_check(args, ledger, statuses, findings)
+    return report_check(args, handle, ledger, statuses, findings)
 
 
-def report_check(args, ledger, statuses, findings) -> int:
+def report_check(args, handle, ledger, statuses, findings) -> int:
     """Print the findings (text or --json); exit 1 when any is a problem."""
     from engine.checks import ERROR
 
     problem = [f for f in findings if f.severity == ERROR or args.strict]
     unenforced = [f"invariant unenforced: {s.text} ({s.value})" for s in statuses if s.status == "unenforced"]
+    redactor = handle.journal.redactor
     if args.json:
-        json.dump({"ok": not problem, "problems": [f.text() for f in problem], "unenforced": unenforced,
-                   "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses],
-                   "findings": [f.as_json() for f in findings]}, sys.stdout)
+        json.dump(redactor.value({"ok": not problem, "problems": [f.text() for f in problem], "unenforced": unenforced,
+                                  "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses],
+                                  "findings": [f.as_json() for f in findings]}), sys.stdout)
         sys.stdout.write("\n")
     else:
         from engine.textsafe import visible
 
         for f in findings:
             label = "" if f.severity == ERROR else "warning: "
-            print(visible(f"{f.where}: {label}{f.message}" + (f"; {f.suggestion}" if f.suggestion else "")))
+            print(visible(redactor.text(f"{f.where}: {label}{f.message}" + (f"; {f.suggestion}" if f.suggestion else ""))))
         if not problem:
-            print(visible(f"{args.ledger}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))
+            print(visible(f"{handle.display_location}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))
     return 1 if problem else 0
 
 
@@ -347,10 +351,11 @@ def cmd_note(args) -> int:
         print(visible(previous.text.rstrip("\n")))
         return 0
     if args.text is None and not args.edit:
-        ledger = _open(args, read_only=True).load()
+        handle = _open(args, read_only=True)
+        ledger = handle.load()
         if ledger.handoff_note_by:
             print(visible(f"# by {ledger.handoff_note_by} at {ledger.handoff_note_at}"))
-        print(visible((ledger.handoff_note or "").rstrip("\n")))
+        print(visible(handle.journal.redactor.text((ledger.handoff_note or "").rstrip("\n"))))
         return 0
     handle = _open(args)
     if args.edit:

@@ -12,6 +12,17 @@ import argparse
 import sys
 
 from engine.errors import HandoffError
+from engine.redact import redact
+
+
+EXIT_CODES = """exit codes of `handoff resume`:
+  0  handed off cleanly, nothing left, or only people can move it
+  2  usage, invalid ledger, or it can never proceed as written
+  3  the ledger and reality disagree
+  4  paused by an invariant or an operator
+  5  another live holder has the lease
+  6  a service the session needs stayed unavailable (the ledger's database, the planner's API)
+other commands: 0 done, 1 refused (or not fully recorded), 2 usage or unreadable ledger"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,22 +44,21 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     from engine.cli import commands, init_cmd
+    from engine.version import version
 
-    parser = _Parser(prog="handoff", formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = _Parser(prog="handoff", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
                      description="Ledger-first execution: the engine's command line. "
                                  "`handoff COMMAND --help` says more about each.")
+    parser.add_argument("--version", action="version", version=f"handoff {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands.register(sub)
     from engine.cli import pg_cmds
 
     pg_cmds.register(sub)
-    try:
-        from engine.cli import session_cmds
-    except ImportError:  # the session commands are optional while they are being built
-        session_cmds = None
-    if session_cmds is not None:
-        session_cmds.register(sub)
+    from engine.cli import session_cmds
+
+    session_cmds.register(sub)
     init_cmd.register(sub)
     _group_commands(parser, sub)
     return parser
@@ -68,7 +78,7 @@ def _group_commands(parser: argparse.ArgumentParser, sub) -> None:
             lines.append(f"{title}:")
             lines += [textwrap.fill(helps[n], 79, initial_indent=f"  {n:<{width - 2}}", subsequent_indent=" " * width)
                       for n in present]
-    parser.epilog = "\n".join(lines)
+    parser.epilog = "\n".join(lines) + "\n\n" + EXIT_CODES
     parser.usage = "handoff COMMAND [ARGS]   (handoff COMMAND --help for each)"
     sub.help = argparse.SUPPRESS
     for name, command in sub.choices.items():
@@ -91,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.handler(args)
     except HandoffError as err:
-        print(f"handoff: {err}", file=sys.stderr)
+        print(f"handoff: {redact(str(err))}", file=sys.stderr)
         code = err.exit_code
     except KeyboardInterrupt:
         code = 130

@@ -121,7 +121,7 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
         for _, _, name, value, _ in entries:
             if name in merged:
                 strict.load(text, path)
-                raise LedgerInvalid(f"duplicate target {name!r}; remove or rename one", path=path)
+                raise _duplicate(name, path, start, block)
             merged[name] = value
         targets = merged
     rest = "\n".join(lines[: start + 1] + [""] * (end - start - 1) + lines[end:])
@@ -131,6 +131,20 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
         raise LedgerInvalid("the ledger must be a mapping of keys (task:, targets:, ...)", path=path, line=1, column=1)
     data["targets"] = targets
     return _assemble(lines, root, data, (start, entries), crlf)
+
+
+def _duplicate(name: str, path: str, start: int, block: list[str]) -> LedgerInvalid:
+    """The error for a target name met twice (`1` and `"1"` are one name), at its second line."""
+    seen = 0
+    line = None
+    for index, text in enumerate(block):
+        if text.startswith("  ") and text[2:3] not in (" ", "#", "") and text[2:].split(":", 1)[0].strip().strip("'\"") == name:
+            seen += 1
+            if seen == 2:
+                line = start + 2 + index
+                break
+    return LedgerInvalid(f"duplicate target {name!r} (names are text: 1 and \"1\" are the same); remove or rename one",
+                         path=path, line=line, column=3 if line else None)
 
 
 def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any, None]]:

@@ -84,7 +84,11 @@ class StrictConstructor(SafeConstructor):
         return mapping
 
     def construct_yaml_int(self, node):  # noqa: D401 - PyYAML hook
-        return make_int(node.value)
+        try:
+            return make_int(node.value)
+        except ValueError:  # past Python's digit limit for int(): say where, in our words
+            raise ConstructorError(None, None, f"a number with {len(node.value)} digits is too long; "
+                                   "quote it if it is text", node.start_mark) from None
 
     def construct_yaml_float(self, node):  # noqa: D401 - PyYAML hook
         return make_float(node.value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from engine.errors import LedgerInvalid
+from engine.errors import LedgerInvalid, UsageError, os_error_text
 from engine.store.atomic import atomic_write
 from engine.store.file import FileStore
 
@@ -31,12 +31,17 @@ def make_shadow(path: str) -> str:
     except OSError as err:
         raise LedgerInvalid(f"cannot be read: {err.strerror}", path=path) from None
     shadow = shadow_path(path)
-    # The shadow's record of its last engine write: a fresh copy is a new start.
     try:
-        os.unlink(shadow + ".last-write.json")
-    except FileNotFoundError:
-        pass  # first dry run: nothing to forget
-    atomic_write(shadow, raw)
+        # The shadow's record of its last engine write: a fresh copy is a new start.
+        try:
+            os.unlink(shadow + ".last-write.json")
+        except FileNotFoundError:
+            pass  # first dry run: nothing to forget
+        atomic_write(shadow, raw)
+    except OSError as err:  # a folder this user cannot write, a read-only mount, a full disk
+        raise UsageError(f"--dry-run works on a copy beside the ledger ({shadow}) and cannot write it: "
+                         f"{os_error_text(err)}; copy the ledger to a folder you can write and dry-run that copy "
+                         "(nothing was changed)") from None
     store = FileStore(shadow)
 
     def forget_lease(ledger):

@@ -16,6 +16,7 @@ from engine.invariants import evaluate, parse_all
 from engine.model import Ledger
 from engine.render import describe
 from engine.session.probes import read_metric
+from engine.session.runner import run_step
 from engine.session.steps import NoChange, apply
 from engine.timefmt import now_iso
 
@@ -72,8 +73,8 @@ def pause(s, why: str) -> None:
     records, rev = apply(s.store, lambda ledger: ops.pause(ledger, who, why), s.txn_lock)
     for r in records or []:
         s.out.record(r["kind"], r["msg"], rev=rev, reason=r.get("reason"))
-    s.out.say(f"{why}. Ledger paused; paging {owner(s)}.", kind="paused", rev=rev)
-    s.page("paused", f"ledger paused by session {s.sid}: {why}")
+    paged = s.page("paused", f"ledger paused by session {s.sid}: {why}")
+    s.out.say(f"{why}. Ledger paused; {_paged(s, paged)}.", kind="paused", rev=rev)
     s.ending, s.code = f"paused: {why}", 4
 
 def gate(s, action, argv: list[str], decision) -> bool:
@@ -93,39 +94,55 @@ def gate(s, action, argv: list[str], decision) -> bool:
     ok, rev = apply(s.store, fn, s.txn_lock)
     if not ok:
         return False
-    who = owner(s)
-    paging = "Would page" if s.dry_run else "Paging"
-    s.out.say(f"{name}: {step.name} requires approval (irreversible). {paging} {who}.", target=name, kind="gate",
-                 step=step.name, argv=argv, hash=decision.hash, reason=decision.reason)
+    paged = s.page("approval_needed", f"{name}: {step.name} requires approval (irreversible): {describe(argv)}. "
+                                      f"{decision.reason}. Approve with: handoff approve {s.opts.ledger} {name}")
+    s.out.say(f"{name}: {step.name} requires approval (irreversible). {_capital(_paged(s, paged))}.", target=name,
+              kind="gate", step=step.name, argv=argv, hash=decision.hash, reason=decision.reason)
     s.out.say(f"ledger updated: {name}.state = awaiting_approval", target=name, kind="transition", rev=rev,
                  to="awaiting_approval", step=step.name)
-    s.page("approval_needed", f"{name}: {step.name} requires approval (irreversible): {describe(argv)}. "
-                                 f"{decision.reason}. Approve with: handoff approve {s.opts.ledger} {name}")
     return True
 
 def owner(s) -> str:
     ledger = s.store.read()
     return ledger.owner_shift or "the owner"
 
-def page(s, event: str, message: str) -> None:
-    """Page a human; a failing pager is journaled, never fatal. Dry runs page nobody."""
+def _paged(s, paged: bool | None) -> str:
+    """`paging platform-oncall` (the article's words) only when a page went out."""
+    if paged is None:
+        return f"would page {owner(s)} (dry run)"
+    return f"paging {owner(s)}" if paged else "nobody was paged"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def page(s, event: str, message: str) -> bool | None:
+    """Page a human; True if at least one page went out (None in a dry run, which pages
+    nobody). Every delivery is journaled: `page` sent, `page_failed` not sent after its
+    retries, `page_none` nobody to page. A failing pager is never fatal."""
     ledger = s.store.read()
-    text = f"[{ledger.task}] {message}"
+    text = s.out.clean(f"[{ledger.task}] {message}")  # a page leaves the machine: no secrets in it
     if s.dry_run:
         s.out.record("page", f"dry run: would page ({event}): {text}", event=event, dry_run=True)
-        return
-    if not ledger.notify:
-        s.out.say(f"no notify: entry in the ledger; nobody was paged about {event}", kind="page", event=event)
-        return
-    from engine.notify import send_pages
+        return None
+    from engine.notify import listeners, send_pages
 
-    for result in send_pages(ledger.notify, text, event=event, ledger_dir=s.ledger_dir, python=sys.executable):
+    if not listeners(ledger.notify, event):
+        why = "the ledger has no notify: entry" if not ledger.notify else f"no notify: entry listens for {event}"
+        s.out.say(f"nobody was paged about {event}: {why}", kind="page_none", event=event)
+        return False
+    sent = False
+    for result in send_pages(ledger.notify, text, event=event, ledger_dir=s.ledger_dir, python=sys.executable, run_command=run_step):
+        tries = f" after {result.attempts} tries" if result.attempts > 1 else ""
         if result.ok:
-            s.out.record("page", f"paged {result.target} ({event})", event=event, to=result.target, ok=True)
+            sent = True
+            s.out.record("page", f"paged {result.target} ({event}){tries}", event=event, to=result.target, ok=True,
+                         attempts=result.attempts)
         else:
-            s.out.say(f"page to {result.target} failed: {result.error}", kind="page", event=event, to=result.target,
-                         ok=False, error=result.error)
-
+            s.out.say(f"page to {result.target} about {event} failed{tries}: {result.error}", kind="page_failed", event=event,
+                      to=result.target, ok=False, error=result.error, attempts=result.attempts)
+    return sent
 
 
 def without_reversible_runs(ledger: Ledger) -> Ledger:

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from engine import leasing, ops
-from engine.api import open_ledger
+from engine.access import open_writer
 from engine.brief import movable
-from engine.errors import HandoffError, Refused, UsageError
+from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
 from engine.identity import hostname, os_user
 from engine.invariants import parse_all
 from engine.lease import HeartbeatThread, new_session_id
@@ -94,6 +94,7 @@ class Session:
         self.said: set[tuple[str, str, str]] = set()
         self.beat: HeartbeatThread | None = None
         self.lock_wait: tuple[str, float] | None = None  # (holder, when) while waiting on the ledger's lock
+        self.store_unavailable = False  # the ledger's database stayed away: nothing more can be written
         self.views = _Views()
         self.t0 = time.monotonic()
         self.started_iso = now_iso()
@@ -104,8 +105,8 @@ class Session:
     def run(self) -> int:
         self._check_flags()
         planner = get_planner(self.opts.planner, model=self.opts.model, max_tokens=self.opts.max_tokens)
-        real = open_ledger(self.opts.ledger, actor=self.opts.actor)
-        if real.read_only:
+        real = open_writer(self.opts.ledger, actor=self.opts.actor)
+        if real.read_only and not self.dry_run:  # a dry run writes only its copy (make_shadow says if it cannot)
             raise UsageError(f"cannot drive this ledger: {real.read_only_reason}")
         reasons = preflight(real, self.opts.ledger, allow_unenforced=self.opts.allow_unenforced)
         if reasons:
@@ -113,9 +114,13 @@ class Session:
             text = refusal_text(reasons, self.opts.ledger)
             real.journal.append("session_refused", text, actor=self.identity, user=os_user(), problems=len(reasons))
             raise UsageError(text, title="Cannot proceed")
-        planner.setup(self, real.load())
+        planner.setup(self, real.store.read())
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
-        self.handle = open_ledger(location, actor=self.opts.actor) if self.dry_run else real
+        self.handle = open_writer(location, actor=self.opts.actor) if self.dry_run else real
+        if hasattr(self.handle.store, "patience"):
+            from engine.store.postgres import outage_limit
+
+            self.handle.store.patience = outage_limit()  # from now on a brief database outage is ridden out
         self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location
         self.out = Out(self.handle.journal, self.identity, json_mode=self.opts.json, stream=self.opts.stream,
                        session=self.sid, user=os_user())
@@ -145,6 +150,8 @@ class Session:
                 self.out.say(f"took over the lease: {previous.detail}", kind="lease_takeover", previous=previous.holder)
                 self.page("lease_takeover", f"session {self.sid} took over from {previous.detail}")
             self.code = self._body()
+        except ServiceUnavailable as err:
+            self._unavailable(err)
         except HandoffError as err:
             self.out.say(f"session error: {err}", kind="error")
             # A refusal here (a template the runbook cannot fill, a shrunken or busy
@@ -154,10 +161,31 @@ class Session:
             restore()
             self._join_workers()
             beat.stop()
-            released = leasing.release(self.store, self.sid)
-            self.out.say(f"session {self.sid} ended (exit {self.code})" + ("" if released is not None else "; the lease was no longer ours"),
-                         kind="session_end", rev=released, exit_code=self.code)
+            released, why = self._release()
+            self.out.say(f"session {self.sid} ended (exit {self.code})" + why, kind="session_end", rev=released, exit_code=self.code)
         return self.code
+
+    def _unavailable(self, err: ServiceUnavailable) -> None:
+        """A service stayed away: start nothing new, let running steps finish, exit 6."""
+        if self.code == 6:
+            return  # already said (the main loop and a step's worker both meet it)
+        self.ending = self.ending or f"a service the session needs stayed unavailable: {err}"
+        self.code = 6
+        self.store_unavailable = True
+        if self.workers:
+            self.out.say(f"{err}; starting nothing new, waiting for {len(self.workers)} running step(s)", kind="error")
+        else:
+            self.out.say(f"{err}; ending the session", kind="error")
+
+    def _release(self) -> tuple[int | None, str]:
+        """Give the lease back; (revision, '') or (None, why not)."""
+        try:
+            released = leasing.release(self.store, self.sid)
+        except ServiceUnavailable:  # the database is still away: the lease goes stale and is taken over
+            return None, "; the lease could not be released (the database is unreachable): the next session takes it over once it is stale"
+        except HandoffError as err:
+            return None, f"; the lease could not be released ({err}): the next session takes it over once it is stale"
+        return released, "" if released is not None else "; the lease was no longer ours"
 
     def _check_flags(self) -> None:
         o = self.opts
@@ -275,6 +303,9 @@ class Session:
                     continue
             self.wake.wait(self.opts.poll)
             self.wake.clear()
+        if self.store_unavailable:  # the ledger's database is away: no note can be written, let running steps end
+            self._join_workers()
+            return 6
         self._finish(self.ending)
         return self.code
 
@@ -379,8 +410,8 @@ class Session:
     def _gate(self, action, argv: list[str], decision) -> bool:
         return gates.gate(self, action, argv, decision)
 
-    def page(self, event: str, message: str) -> None:
-        gates.page(self, event, message)
+    def page(self, event: str, message: str) -> bool | None:
+        return gates.page(self, event, message)
 
     def _start(self, intent: Intent) -> None:
         step = intent.step
@@ -404,6 +435,11 @@ class Session:
     def _worker(self, intent: Intent) -> None:
         try:
             run_intent(self, intent)
+        except ServiceUnavailable as err:  # the step ran, its result could not be written: the next session settles it
+            self._unavailable(err)
+            self.out.say(f"{intent.target}: {intent.step.name} finished but could not be recorded (the ledger's database "
+                         "is unreachable); its intent stays in the ledger for the next session to settle",
+                         target=intent.target, kind="error")
         except Exception as err:  # noqa: BLE001 - journaled and recorded; the session goes on
             self.out.say(f"{intent.target}: session error while running {intent.step.name}: {type(err).__name__}: {err}",
                          target=intent.target, kind="error")

@@ -14,8 +14,10 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from engine.journal import Journal
+from engine.errors import HandoffError
+from engine.journal import Journal, JournalWriteError, make_record
 from engine.textsafe import visible
+from engine.timefmt import now_iso
 
 
 class Out:
@@ -27,20 +29,46 @@ class Out:
         self.json_mode = json_mode
         self.stream = stream or sys.stdout
         self.fields = fields  # added to every record (session id, OS user)
+        self.lost = 0  # records the journal could not take
+        self.lost_reason: str | None = None
         self._lock = threading.Lock()
+
+    def clean(self, text: str) -> str:
+        """`text` with secrets masked (the ledger's `redact:` patterns too): for what the
+        session stores in the ledger or sends away, never for the argv it runs."""
+        return self.journal.redactor.text(text)
 
     def say(self, msg: str, *, kind: str = "log", target: str | None = None, rev: int | None = None, **fields: Any) -> dict[str, Any]:
         """Journal `msg` and print it; returns the journal record (with its `seq`)."""
-        record = self.journal.append(kind, msg, actor=self.actor, rev=rev, target=target, **self.fields, **fields)
+        record = self._append(kind, msg, target, rev, fields)
         self._emit(record)
         return record
 
     def record(self, kind: str, msg: str, *, target: str | None = None, rev: int | None = None, **fields: Any) -> dict[str, Any]:
-        """Journal only (metric readings, step output); printed only in --json mode."""
-        record = self.journal.append(kind, msg, actor=self.actor, rev=rev, target=target, **self.fields, **fields)
-        if self.json_mode:
+        """Journal only (metric readings, step output); printed only in --json mode, or
+        when the journal could not take it (then it is printed, saying so)."""
+        record = self._append(kind, msg, target, rev, fields)
+        if self.json_mode or "journal_error" in record:
             self._emit(record)
         return record
+
+    def _append(self, kind: str, msg: str, target: str | None, rev: int | None, fields: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.journal.append(kind, msg, actor=self.actor, rev=rev, target=target, **self.fields, **fields)
+        except HandoffError as err:
+            # Disk full, the database away, the journal made a folder: the line still
+            # reaches the terminal, marked, and the journal notes a gap at its next write.
+            reason = err.reason if isinstance(err, JournalWriteError) else str(err)
+            self.lost += 1
+            if reason != self.lost_reason:  # say why once, then only mark the lines
+                self.lost_reason = reason
+                self._emit({"ts": now_iso(), "msg": f"the journal cannot be written ({self.journal.redactor.text(reason)}); "
+                                                    "lines marked [not in the journal] are only here"})
+            record = make_record(self.journal.redactor, kind, msg, actor=self.actor, rev=rev, target=target,
+                                 fields={**self.fields, **fields})
+            record["journal_error"] = reason
+            record["msg"] = f"{record['msg']} [not in the journal]"
+            return record
 
     def _emit(self, record: dict[str, Any]) -> None:
         if self.json_mode:

@@ -22,7 +22,7 @@ SHOWN = 10  # reasons printed in full; `handoff check` lists the rest
 
 def preflight(handle, path: str, *, allow_unenforced: bool = False) -> list[str]:
     """Why a session cannot start on the ledger behind `handle` ([] when it can)."""
-    snap = handle.snapshot()
+    snap = handle.store.snapshot()
     regressed = list(snap.warnings) if (snap.missing or snap.rollback) else []
     return regressed + stuck_reasons(handle, path, allow_unenforced=allow_unenforced)
 

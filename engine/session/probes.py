@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from engine.model import Ledger, Step
+from engine.redact import Redactor
 from engine.render import fields_for, render
 from engine.session.runner import StepResult, parse_reading, run_step
 
@@ -38,34 +39,46 @@ def render_for(ledger: Ledger, name: str, template: list[str], ledger_dir: str, 
 
 @dataclass
 class ProbeResult:
-    """What a verify probe said: `value` is its last non-empty output line when it exited 0."""
+    """What a verify probe said: `value` is its last non-empty output line when it exited 0.
+    `output` has secrets masked; `problem` says why a probe that exited 0 still failed."""
 
     argv: list[str]
     ok: bool
     value: str | None
     exit_code: int | None
     output: str
+    problem: str | None = None
 
     def said(self) -> str:
         """What the probe said, for a discrepancy message."""
         if self.ok:
             return repr(self.value)
+        if self.problem:
+            return self.problem
         tail = self.output.strip().splitlines()[-1:] or ["no output"]
         code = "timed out" if self.exit_code is None else f"exit {self.exit_code}"
         return f"{code}: {tail[0][:200]}"
 
 
 def run_probe(ledger: Ledger, name: str, step: Step, ledger_dir: str) -> ProbeResult:
-    """Run `step.verify` for target `name`; ok only on exit 0 with non-empty output."""
+    """Run `step.verify` for target `name`; ok only on exit 0 with non-empty output that
+    holds no secret (a masked checkpoint would match the next masked reading: drift
+    detection and the approval hash would be blind)."""
     argv = render_for(ledger, name, step.verify or [], ledger_dir, f"verify of step {step.name}")
     result = run_step(argv, timeout=step.timeout or PROBE_TIMEOUT, cwd=ledger_dir, env=step_env())
-    return probe_result(result)
+    return probe_result(result, Redactor(ledger.redact))
 
 
-def probe_result(result: StepResult) -> ProbeResult:
+def probe_result(result: StepResult, redactor: Redactor) -> ProbeResult:
     lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
     ok = result.ok and bool(lines)
-    return ProbeResult(result.argv, ok, lines[-1] if ok else None, result.exit_code, result.stdout)
+    output = redactor.text(result.stdout)
+    secret = redactor.find(result.stdout)
+    if secret is not None:
+        problem = (f"exit {result.exit_code}, but its output holds what looks like a secret ({secret}); "
+                   "a checkpoint must never be one: make the probe print only the checkpoint")
+        return ProbeResult(result.argv, False, None, result.exit_code, output, problem)
+    return ProbeResult(result.argv, ok, lines[-1] if ok else None, result.exit_code, output)
 
 
 def read_metric(ledger: Ledger, metric: str, ledger_dir: str) -> tuple[float, bool]:
@@ -76,10 +89,15 @@ def read_metric(ledger: Ledger, metric: str, ledger_dir: str) -> tuple[float, bo
     values = {"ledger_dir": ledger_dir, "python": sys.executable}
     argv = render(spec.run, values, what=f"metric {metric}")
     result = run_step(argv, timeout=PROBE_TIMEOUT, cwd=ledger_dir, env=step_env())
+    redactor = Redactor(ledger.redact)
+    shown = redactor.text(" ".join(argv[-3:]))
     if not result.ok:
-        tail = result.output_tail.strip().splitlines()[-1:] or ["no output"]
+        tail = redactor.text(result.output_tail).strip().splitlines()[-1:] or ["no output"]
         code = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        raise ValueError(f"`{' '.join(argv[-3:])}` failed ({code}): {tail[0][:200]}")
+        raise ValueError(f"`{shown}` failed ({code}): {tail[0][:200]}")
+    secret = redactor.find(result.stdout)
+    if secret is not None:
+        raise ValueError(f"`{shown}` printed what looks like a secret ({secret}); a metric must print only a number")
     return parse_reading(result.stdout)
 
 

@@ -21,6 +21,7 @@ import time
 
 from engine.errors import Refused
 from engine.model import Ledger
+from engine.redact import redact
 from engine.render import describe
 from engine.session.planner import next_action_text
 from engine.session.probes import find_step_processes, run_probe
@@ -215,7 +216,7 @@ def _settle_as(s, name: str, inflight, state: str, reason: str, end) -> None:
             raise NoChange()
         t.touched_at = t.touched_at or now_iso()  # mid-change in the real world: stays touched
         t.in_flight = None
-        t.state, t.reason = state, reason
+        t.state, t.reason = state, s.out.clean(reason)
         t.next_action = "check the real system, then `handoff reconcile`"
         t.changed_at = now_iso()
         if end is not None:
@@ -254,7 +255,7 @@ def verify_checkpoints(s) -> list[str]:
             t = ledger.targets.get(name)
             if t is None:
                 raise NoChange()
-            t.reason, t.changed_at = reason, now_iso()
+            t.reason, t.changed_at = s.out.clean(reason), now_iso()
 
         _, rev = apply(s.store, mark, s.txn_lock)
         s.out.say(f"{name}: verifying checkpoint {target.checkpoint} ... MISMATCH: reality says {probe.said()}",
@@ -269,6 +270,7 @@ def verify_checkpoints(s) -> list[str]:
 def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | None, reason: str) -> str:
     """Resolve a drift or a block as the operator says; returns what was recorded."""
     ledger = handle.load()
+    reason = redact(reason, ledger.redact)  # it is stored and printed
     target = ledger.targets.get(name)
     if target is None:
         raise Refused(f"no target named {name!r} in this ledger", title="No such target")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 import os
 import re
 import selectors
@@ -23,10 +22,11 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Callable
 
+from engine.compare import holds
 from engine.procs import group_alive, kill_group
+from engine.timefmt import now_iso
 
 # The whole output is kept up to this size (its end, which is where a probe's answer is).
 STDOUT_CAP = 64 * 1024
@@ -35,11 +35,6 @@ TERM_GRACE = 2.0
 # After the step's own process exits, a background child may still hold the pipe open;
 # read what it writes for this long, then stop instead of hanging on it.
 PIPE_GRACE = 0.5
-
-
-def utc_now() -> str:
-    """Now as ISO-8601 UTC to the second: `YYYY-MM-DDTHH:MM:SSZ`."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -107,7 +102,7 @@ def run_step(
     if not argv:
         raise ValueError("run_step needs a non-empty argv")
     argv = [str(a) for a in argv]
-    started_at = utc_now()
+    started_at = now_iso()
     t0 = time.monotonic()
 
     def start() -> subprocess.Popen:
@@ -227,14 +222,6 @@ def parse_reading(text: str) -> tuple[float, bool]:
     return float(number), is_percent
 
 
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 _UNTIL = re.compile(
     r"^\s*(?:value\s*)?(<=|>=|==|!=|<|>)\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*%?\s*$"
 )
@@ -248,7 +235,7 @@ class Condition:
     threshold: float
 
     def __call__(self, value: float) -> bool:
-        return _OPS[self.op](value, self.threshold)
+        return holds(value, self.op, self.threshold)
 
     def __str__(self) -> str:
         return f"value {self.op} {self.threshold:g}"
@@ -291,7 +278,7 @@ def run_until(
     `should_stop()` says so (checked between attempts).
     """
     check = parse_until(condition) if isinstance(condition, str) else condition
-    started_at = utc_now()
+    started_at = now_iso()
     t0 = time.monotonic()
     deadline = t0 + timeout
     last_value: float | None = None

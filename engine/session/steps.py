@@ -245,7 +245,7 @@ def _record(s, it: Intent, outcome: Outcome, end: dict | None) -> None:
         if probe.ok:
             checkpoint = probe.value
         else:
-            probe_problem = f"{step.name} exited 0 but its verify {describe(probe.argv)} said {probe.said()}"
+            probe_problem = s.out.clean(f"{step.name} exited 0 but its verify {describe(probe.argv)} said {probe.said()}")
     res = outcome.result
     now = now_iso()
 
@@ -274,7 +274,7 @@ def _record(s, it: Intent, outcome: Outcome, end: dict | None) -> None:
             shown = f"; last reading {outcome.value:g}" if outcome.value is not None else ""
             t.last_action = f"{step.name} stopped when the session ended{shown}"
         else:
-            t.state, t.reason = "failed", f"{step.name} failed: {outcome.why}"
+            t.state, t.reason = "failed", s.out.clean(f"{step.name} failed: {outcome.why}")  # output can hold a password
             t.last_action = f"{step.name} failed"
             t.next_action = (f"read the output (`handoff journal`), then `handoff retry` {name}" if step.reversible else
                              f"{step.name} is irreversible and may have half-happened: check the real system, then `handoff reconcile`")

@@ -32,9 +32,11 @@ def to_ledger(data: Any, path: str, text: str) -> Ledger:
                 if f"target {str(name)!r} is in state" in message:
                     loc = ("targets", name, "state")
                     break
-        if loc and first.get("type") != "missing":
+        # A missing field is reported at the mapping that lacks it.
+        at = loc[:-1] if first.get("type") == "missing" else loc
+        if at:
             # Errors are rare: pay for a full compose to find the line.
-            node = strict.node_at(strict.compose(text, path), _doc_path(data, loc))
+            node = strict.node_at(strict.compose(text, path), _doc_path(data, at))
             line, column = node.start_mark.line + 1, node.start_mark.column + 1
         else:
             line, column = 1, 1

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
 
 from engine.codec import Parsed, parse_document, splice
-from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.errors import LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
 from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
@@ -70,14 +70,19 @@ def digest(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
+def too_big(size: int, path: str) -> LedgerInvalid:
+    """The error for a file over MAX_BYTES, with its real size."""
+    shown = f"{size / (1024 * 1024 * 1024):.1f} GiB" if size >= 1024 ** 3 else f"{size / (1024 * 1024):.0f} MiB"
+    return LedgerInvalid(
+        f"is {shown}; ledgers over {MAX_BYTES // (1024 * 1024)} MiB are refused (keep history in the journal, not the ledger)",
+        path=path,
+    )
+
+
 def decode(raw: bytes, path: str) -> str:
     """UTF-8 or a clear error at the first bad byte."""
     if len(raw) > MAX_BYTES:
-        raise LedgerInvalid(
-            f"is {len(raw) // (1024 * 1024)} MiB; ledgers over {MAX_BYTES // (1024 * 1024)} MiB are refused "
-            "(keep history in the journal, not the ledger)",
-            path=path,
-        )
+        raise too_big(len(raw), path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -124,7 +129,10 @@ class FileStore:
     def _raw(self) -> bytes:
         try:
             with open(self.path, "rb") as fh:
-                return fh.read(MAX_BYTES + 1)
+                raw = fh.read(MAX_BYTES + 1)
+                if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
+                    raise too_big(os.fstat(fh.fileno()).st_size, self.path)
+                return raw
         except FileNotFoundError:
             raise LedgerInvalid("no such ledger file; check the path", path=self.path) from None
         except IsADirectoryError:
@@ -271,14 +279,21 @@ class FileStore:
                 raise Refused(str(err), title="Cannot write that") from None
             # Compare-and-swap at the swap itself: if someone saved the file since we
             # read it, their file stays and the change is made again on top of it.
-            if atomic_write(self.path, out, expect=raw) is not None:
+            try:
+                theirs = atomic_write(self.path, out, expect=raw)
+            except OSError as err:  # disk full, a read-only mount: the old file stands
+                raise WriteFailed(f"cannot write {self.path}: {os_error_text(err)}; nothing was changed") from None
+            if theirs is not None:
                 raw = self._raw()
                 continue
             self.saw_external_edit = snap.external_edit
             new_key = digest(out)
             self._cache = {new_key: _Parse(doc, ledger)}
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
-            write_record(self.record_path, real_path(self.path), ledger, new_key)
+            try:
+                write_record(self.record_path, real_path(self.path), ledger, new_key)
+            except OSError:
+                pass  # the ledger is written; an older record only makes the next reader call it a hand edit
             parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
             return result, ledger.revision
         raise Refused(

@@ -3,10 +3,21 @@
 Location: `postgresql://host[:port]/dbname#LEDGER` (the fragment names the ledger; the
 rest is a libpq URL). The ledger row holds the canonical YAML text, so export is the
 file byte for byte and import is a parse: the ledger stays diffable in git.
-- transact: `SELECT ... FOR UPDATE` serialises writers; the UPDATE also checks the
-  revision (compare-and-swap) so a writer that skipped the lock cannot be overwritten.
+- transact: a per-ledger advisory lock serialises writers (a wait longer than
+  HANDOFF_LOCK_TIMEOUT names the holder, from its application_name); `SELECT ... FOR
+  UPDATE` and a revision compare-and-swap guard the row besides. A change is spliced
+  into the stored text: only what changed is written again. `fence` spawns a step's
+  process inside such a transaction, after re-reading the lease and the intent.
+- import: never over an existing ledger unless `--replace`, never under a live
+  holder's lease, and the revision never goes backwards.
 - watch: LISTEN/NOTIFY on `handoff_ledger`, payload = ledger name.
-- journal: the `handoff_journal` table, same records as the file journal.
+- journal: the `handoff_journal` table (engine.store.pg_journal).
+- connections (engine.store.pg_conn): every driver error is one line in our words (the
+  password masked). A refused connection fails at once; a running session sets
+  `patience`, and a brief outage is then ridden out with backoff (the work is retried
+  on a fresh connection) until it lasts longer than that, which is ServiceUnavailable
+  (`handoff resume` exit 6). psycopg is the `postgres` extra: without it, a
+  postgresql:// location says so.
 """
 
 from __future__ import annotations
@@ -16,45 +27,26 @@ import json
 import os
 import socket
 import sys
-from contextlib import contextmanager
-from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
-from urllib.parse import urldefrag
+from typing import Any, AsyncIterator, Callable, TypeVar
 
 from engine.codec import parse_document, splice
-from engine.errors import LedgerInvalid, ReadOnly, Refused
+from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
+from engine.lease import beat_record
 from engine.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import change, to_ledger
 from engine.store.cow import cow_ledger
 from engine.store.file import digest
 from engine.store.filelock import LockTimeout, lock_timeout
-from engine.journal import JournalBase, make_record
-from engine.lease import beat_record
+from engine.store.pg_conn import SCHEMA, Db, _connect, _first_line, driver, ensure_schema, outage_limit, shown, split_location
+from engine.store.pg_journal import PgJournal
+
+# Re-exported: the store's one import for what lives beside it.
+__all__ = ["CHANNEL", "SCHEMA", "Db", "PgHeartbeat", "PgJournal", "PostgresStore", "driver", "outage_limit", "shown",
+           "split_location"]
 
 T = TypeVar("T")
 CHANNEL = "handoff_ledger"
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS handoff_ledger (
-    name text PRIMARY KEY,
-    revision bigint NOT NULL,
-    body text NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE TABLE IF NOT EXISTS handoff_journal (
-    seq bigserial PRIMARY KEY,
-    ledger text NOT NULL,
-    record jsonb NOT NULL
-);
-CREATE INDEX IF NOT EXISTS handoff_journal_ledger ON handoff_journal (ledger, seq);
-CREATE TABLE IF NOT EXISTS handoff_heartbeat (
-    ledger text PRIMARY KEY,
-    record jsonb NOT NULL
-);
--- When the database received the beat: ages are measured on the database's clock.
-ALTER TABLE handoff_heartbeat ADD COLUMN IF NOT EXISTS beat_at timestamptz NOT NULL DEFAULT now();
-"""
-
-
 _LOCK_CLASS = 0x68616E64  # "hand": the first key of every ledger's advisory lock
 
 
@@ -64,43 +56,26 @@ def _app_name() -> str:
     return f"handoff pid {os.getpid()} on {socket.gethostname()} ({command})"[:63]
 
 
-def redact_url(url: str) -> str:
-    """A libpq URL without its password, for messages."""
-    import re
-
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-
-
-def split_location(location: str) -> tuple[str, str]:
-    """(libpq URL, ledger name) from `postgresql://.../db#name`."""
-    url, name = urldefrag(location)
-    return url, name or "default"
-
-
-def _connect(url: str, **kw):
-    import psycopg
-
-    try:
-        return psycopg.connect(url, **kw)
-    except psycopg.OperationalError as err:
-        raise LedgerInvalid(f"cannot reach PostgreSQL: {str(err).strip().splitlines()[0]}", path=url) from None
-
-
-def ensure_schema(url: str) -> None:
-    with _connect(url, autocommit=True) as conn:
-        conn.execute(SCHEMA)
-
-
 class PostgresStore:
     """A ledger in a PostgreSQL row."""
 
     def __init__(self, location: str, *, read_only: bool = False) -> None:
         self.location = location
         self.url, self.name = split_location(location)
-        self.path = location
+        self.path = shown(location)
         self.read_only = read_only
+        self.db = Db(self.url)
         self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
         self._cache: tuple[str, Any, Ledger | None] | None = None
+
+    @property
+    def patience(self) -> float:
+        return self.db.patience
+
+    @patience.setter
+    def patience(self, seconds: float) -> None:
+        """Ride out database outages this long (the journal shares the setting)."""
+        self.db.patience = seconds
 
     def _row(self, conn, *, lock: bool = False) -> tuple[int, str]:
         from psycopg.errors import UndefinedTable
@@ -109,9 +84,9 @@ class PostgresStore:
         try:
             row = conn.execute(sql, (self.name,)).fetchone()
         except UndefinedTable:
-            raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.location}`", path=self.location) from None
+            raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.path}`", path=self.path) from None
         if row is None:
-            raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.location}`", path=self.location)
+            raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.path}`", path=self.path)
         return row[0], row[1]
 
     def _parse(self, body: str, *, fresh: bool = False) -> tuple[Snapshot, Any]:
@@ -119,71 +94,66 @@ class PostgresStore:
         if self._cache and self._cache[0] == key and not fresh:
             parsed, ledger = self._cache[1], self._cache[2]
         else:
-            parsed = parse_document(body, self.location)
+            parsed = parse_document(body, self.path)
             ledger = None
         if ledger is None or fresh:
-            ledger = to_ledger(parsed.data, self.location, body)
+            ledger = to_ledger(parsed.data, self.path, body)
             if not fresh:
                 self._cache = (key, parsed, ledger)
         return Snapshot(ledger, key), parsed
 
     def snapshot(self) -> Snapshot:
-        with _connect(self.url) as conn:
-            _, body = self._row(conn)
+        _, body = self.db.run(self._row)
         return self._parse(body)[0]
 
     def read(self) -> Ledger:
         return self.snapshot().ledger
 
     def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
-        """Apply `fn` to the ledger row under the writers' lock (see `_locked`)."""
+        """Apply `fn` to the ledger row under the writers' lock; returns (fn's result, revision)."""
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
-        with self._locked() as conn:
-            return self._apply(conn, fn)
+        return self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn)))
 
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
         """Spawn only while the caller provably still holds the ledger (FileStore.fence):
         check, spawn and record happen in one database transaction holding the lock."""
         spawned: list[T] = []
+
+        def work(conn):
+            _, body = self._row(conn, lock=True)
+            check(self._parse(body, fresh=True)[0].ledger)
+            spawned.append(spawn())
+            self._apply(conn, lambda ledger: record(ledger, spawned[0]))
+
         try:
-            with self._locked() as conn:
-                _, body = self._row(conn, lock=True)
-                check(self._parse(body, fresh=True)[0].ledger)
-                spawned.append(spawn())
-                self._apply(conn, lambda ledger: record(ledger, spawned[0]))
+            self.db.run(lambda conn: self._locked(conn, lambda: work(conn)))
         except Exception as err:  # noqa: BLE001 - once spawned, a failed record is reported, never fatal to the process
             if not spawned:
                 raise
             return spawned[0], err
         return spawned[0], None
 
-    @contextmanager
-    def _locked(self) -> Iterator[Any]:
-        """A transaction holding this ledger's advisory lock. A wait longer than
-        HANDOFF_LOCK_TIMEOUT names the holder (its application_name says who it is)."""
+    def _locked(self, conn, work: Callable[[], T]) -> T:
+        """`work()` in a transaction of `conn` holding this ledger's advisory lock. A wait
+        past HANDOFF_LOCK_TIMEOUT names the holder, then gives up (LockTimeout) unless
+        `on_lock_wait` says to keep waiting (a running session does)."""
         from psycopg.errors import LockNotAvailable
 
-        timeout_ms = int(lock_timeout() * 1000)
         while True:
-            with _connect(self.url, application_name=_app_name()) as conn:
-                locked = False
-                try:
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{timeout_ms}ms",))
-                        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, self.name))
-                        conn.execute("SELECT set_config('lock_timeout', '0', true)")
-                        locked = True
-                        yield conn
-                        return
-                except LockNotAvailable:
-                    if locked:
-                        raise
-                    who = self._lock_holder()
-                if self.on_lock_wait is not None and self.on_lock_wait(who):
-                    continue
-                raise LockTimeout(f"the ledger {self.name!r} has been locked for more than {lock_timeout():g}s by {who}; "
-                                  "nothing was changed. If that process is stuck, end it; then try again")
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT set_config('application_name', %s, true)", (_app_name(),))
+                    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(lock_timeout() * 1000)}ms",))
+                    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, self.name))
+                    conn.execute("SELECT set_config('lock_timeout', '0', true)")
+                    return work()
+            except LockNotAvailable:
+                who = self._lock_holder()
+            if self.on_lock_wait is not None and self.on_lock_wait(who):
+                continue
+            raise LockTimeout(f"the ledger {self.name!r} has been locked for more than {lock_timeout():g}s by {who}; "
+                              "nothing was changed. If that process is stuck, end it; then try again")
 
     def _lock_holder(self) -> str:
         try:
@@ -202,6 +172,7 @@ class PostgresStore:
         return f"{name or 'a client'}" + (f" from {addr}" if addr else "") + (f" since {since:%Y-%m-%dT%H:%M:%SZ}" if since else "")
 
     def _apply(self, conn, fn: Callable[[Ledger], T]) -> tuple[T, int]:
+        """Inside the locked transaction: `fn` on a copy, spliced into the stored text."""
         revision, body = self._row(conn, lock=True)
         snap, parsed = self._parse(body, fresh=True)
         ledger = cow_ledger(snap.ledger)
@@ -229,175 +200,137 @@ class PostgresStore:
         goes backwards (the imported text gets one above the stored one)."""
         from engine.lease import lease_state
 
-        parsed = parse_document(text, self.location)
-        ledger = to_ledger(parsed.data, self.location, text)
-        ensure_schema(self.url)
-        with self._locked() as conn:
+        parsed = parse_document(text, self.path)
+        ledger = to_ledger(parsed.data, self.path, text)
+        ensure_schema(self.db)
+
+        def work(conn):
             row = conn.execute("SELECT revision, body FROM handoff_ledger WHERE name = %s FOR UPDATE", (self.name,)).fetchone()
+            body, revision = text, ledger.revision
             if row is not None:
                 if not replace:
-                    raise Refused(f"a ledger named {self.name!r} already exists at {redact_url(self.url)} (revision {row[0]}); "
+                    raise Refused(f"a ledger named {self.name!r} already exists at {self.path} (revision {row[0]}); "
                                   "nothing was changed. Export it first, then import with --replace if you mean to replace it",
                                   title="Ledger exists")
                 current = self._parse(row[1], fresh=True)[0].ledger
                 state = lease_state(current.session, self.heartbeat().current())
                 if state.status == "live":
-                    raise Refused(f"{state.detail} holds this ledger; stop it (`handoff stop {self.location}`) before "
+                    raise Refused(f"{state.detail} holds this ledger; stop it (`handoff stop {self.path}`) before "
                                   "replacing the ledger under it. Nothing was changed", title="Ledger in use")
                 if ledger.revision <= row[0]:
                     bumped = ledger.model_copy()
-                    bumped.revision = row[0] + 1
-                    text = splice(parsed, change(ledger, bumped, set())).text
-                    ledger = bumped
+                    bumped.revision = revision = row[0] + 1
+                    body = splice(parsed, change(ledger, bumped, set())).text
             conn.execute(
                 "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
                 "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",
-                (self.name, ledger.revision, text),
+                (self.name, revision, body),
             )
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
-        return ledger.revision
+            return revision
+
+        return self.db.run(lambda conn: self._locked(conn, lambda: work(conn)))
 
     def export_text(self) -> str:
-        with _connect(self.url) as conn:
-            return self._row(conn)[1]
+        return self.db.run(self._row)[1]
 
     def heartbeat(self) -> "PgHeartbeat":
-        return PgHeartbeat(self.url, self.name)
+        return PgHeartbeat(self.db, self.name)
 
     def open_journal(self, *, read_only: bool = False) -> "PgJournal":
-        return PgJournal(self.url, self.name, read_only=read_only)
+        return PgJournal(self.db, self.name, read_only=read_only)
 
     async def watch(self, stop_event: asyncio.Event | None = None, debounce_ms: int = 50) -> AsyncIterator[WatchEvent]:
-        import psycopg
-
+        """Snapshots on NOTIFY. A lost connection is said once (as a LedgerInvalid, so the
+        last good state stays on screen) and the watch reconnects with backoff."""
+        psycopg = driver()
         last = None
         try:
             last = self.snapshot().digest
         except LedgerInvalid:
             pass
-        conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
-        try:
-            await conn.execute(f"LISTEN {CHANNEL}")
-            while not (stop_event and stop_event.is_set()):
-                names = [n.payload async for n in conn.notifies(timeout=0.5)]
-                if self.name not in names:
-                    continue
-                await asyncio.sleep(debounce_ms / 1000)
-                try:
-                    snap = await asyncio.to_thread(self.snapshot)
-                except LedgerInvalid as err:
-                    yield err
-                    continue
-                if snap.digest != last:
-                    last = snap.digest
-                    yield snap
-        finally:
-            await conn.close()
+        pause = 0.5
+        while not (stop_event and stop_event.is_set()):
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=10)
+            except psycopg.OperationalError as err:
+                yield LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}; retrying", path=self.path)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 10.0)
+                continue
+            try:
+                await conn.execute(f"LISTEN {CHANNEL}")
+                pause = 0.5
+                names = [self.name]  # (re)connected: look once, something may have changed meanwhile
+                while not (stop_event and stop_event.is_set()):
+                    if self.name in names:
+                        await asyncio.sleep(debounce_ms / 1000)
+                        try:
+                            snap = await asyncio.to_thread(self.snapshot)
+                        except LedgerInvalid as err:
+                            yield err
+                        else:
+                            if snap.digest != last:
+                                last = snap.digest
+                                yield snap
+                    names = [n.payload async for n in conn.notifies(timeout=0.5)]
+            except psycopg.OperationalError as err:
+                yield LedgerInvalid(f"lost the connection to PostgreSQL: {_first_line(err)}; reconnecting", path=self.path)
+            finally:
+                await conn.close()
 
 
 class PgHeartbeat:
-    """The running session's heartbeat in `handoff_heartbeat` (one row per ledger), so a
-    session on another host sees it: a file beside nothing would let it take over a
-    live lease after the stale limit."""
+    """The lease holder's heartbeat in `handoff_heartbeat` (one row per ledger), so a
+    holder on another host sees it. Its age is measured on the database's clock
+    (`now()` when it was written against `now()` when it is read): no two hosts' clocks
+    are ever compared."""
 
-    def __init__(self, url: str, ledger: str) -> None:
-        self.url = url
+    def __init__(self, db: Db, ledger: str) -> None:
+        self.db = db
         self.ledger = ledger
         self._ready = False
 
     def write(self, holder: str, **state: Any) -> None:
-        """Record a beat; the database stamps it with its own `now()`. Raises OSError."""
-        import psycopg
+        """Record a beat; the database stamps it. Raises OSError when it cannot."""
+        record = json.dumps(beat_record(holder, **state))
 
-        record = beat_record(holder, **state)
+        def work(conn):
+            if not self._ready:  # a ledger imported before this table (or its beat_at column) existed
+                conn.execute(SCHEMA)
+                self._ready = True
+            conn.execute(
+                "INSERT INTO handoff_heartbeat (ledger, record, beat_at) VALUES (%s, %s::jsonb, now()) "
+                "ON CONFLICT (ledger) DO UPDATE SET record = EXCLUDED.record, beat_at = now()",
+                (self.ledger, record),
+            )
+
         try:
-            with _connect(self.url, autocommit=True) as conn:
-                if not self._ready:  # a ledger imported before this table existed
-                    conn.execute(SCHEMA)
-                    self._ready = True
-                conn.execute(
-                    "INSERT INTO handoff_heartbeat (ledger, record, beat_at) VALUES (%s, %s::jsonb, now()) "
-                    "ON CONFLICT (ledger) DO UPDATE SET record = EXCLUDED.record, beat_at = now()",
-                    (self.ledger, json.dumps(record)),
-                )
-        except (LedgerInvalid, psycopg.Error) as err:  # the beat thread counts any failure as silence
+            self.db.run(work, autocommit=True)
+        except HandoffError as err:  # the beat thread counts any failure as silence
             raise OSError(str(err)) from None
 
     def remove(self) -> None:
-        import psycopg
-
         try:
-            with _connect(self.url, autocommit=True) as conn:
-                conn.execute("DELETE FROM handoff_heartbeat WHERE ledger = %s", (self.ledger,))
-        except (LedgerInvalid, psycopg.Error):
+            self.db.run(lambda conn: conn.execute("DELETE FROM handoff_heartbeat WHERE ledger = %s", (self.ledger,)),
+                        autocommit=True)
+        except HandoffError:
             pass  # a leftover heartbeat of a released lease proves nothing (lease_state ignores it)
 
     def current(self) -> dict[str, Any] | None:
         """The beat with its `age` on the database's clock, or None."""
-        import psycopg
+        def work(conn):
+            return conn.execute(
+                "SELECT record, extract(epoch from now() - beat_at) FROM handoff_heartbeat WHERE ledger = %s",
+                (self.ledger,),
+            ).fetchone()
 
         try:
-            with _connect(self.url) as conn:
-                row = conn.execute(
-                    "SELECT record, extract(epoch from now() - beat_at) FROM handoff_heartbeat WHERE ledger = %s",
-                    (self.ledger,),
-                ).fetchone()
-        except (LedgerInvalid, psycopg.Error):
+            row = self.db.run(work)
+        except HandoffError:
             return None  # no readable heartbeat is no proof of life
         if not row:
             return None
         beat = dict(row[0])
         beat["age"] = max(0.0, float(row[1]))
         return beat
-
-
-class PgJournal(JournalBase):
-    """The journal in a table; `seq` is the row id, used as the read offset."""
-
-    def __init__(self, url: str, ledger: str, *, read_only: bool = False, redact: list[str] | None = None) -> None:
-        super().__init__(f"{url}#{ledger} (handoff_journal)", redact=redact, read_only=read_only)
-        self.url = url
-        self.ledger = ledger
-
-    def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
-        record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
-        if self.read_only:
-            return record
-        with _connect(self.url, autocommit=True) as conn:
-            row = conn.execute(
-                "INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
-                (self.ledger, json.dumps(record, ensure_ascii=False)),
-            ).fetchone()
-        record["seq"] = row[0]
-        return record
-
-    def _select(self, where: str, params: tuple, order: str = "ASC", limit: int | None = None) -> list[dict[str, Any]]:
-        sql = f"SELECT seq, record FROM handoff_journal WHERE ledger = %s {where} ORDER BY seq {order}"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        with _connect(self.url) as conn:
-            rows = conn.execute(sql, (self.ledger, *params)).fetchall()
-        out = []
-        for seq, record in rows:
-            record = dict(record)
-            record["seq"] = seq
-            out.append(record)
-        return out
-
-    def read(self, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-        records = self._select("AND seq > %s", (offset,))
-        return records, (records[-1]["seq"] if records else offset)
-
-    def tail(self, n: int = 200) -> list[dict[str, Any]]:
-        return list(reversed(self._select("", (), "DESC", n)))
-
-    def end_offset(self) -> int:
-        tail = self.tail(1)
-        return tail[-1]["seq"] if tail else 0
-
-    def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
-        return list(reversed(self._select("AND record->>'target' = %s", (target,), "DESC", limit)))
-
-    def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
-        rows = self._select("AND record->>'kind' = %s AND record @> %s::jsonb", (kind, json.dumps(match)), "DESC", 1)
-        return rows[0] if rows else None

@@ -17,6 +17,7 @@ import os
 import stat
 
 from engine.errors import HandoffError
+from engine.identity import os_user
 
 
 class SidecarRefused(HandoffError):
@@ -62,6 +63,16 @@ def open_sidecar(path: str, flags: int, *, ledger: str) -> int:
         os.close(fd)
         raise SidecarRefused(f"{path} is not a regular file; move it away (the engine keeps its own file there)")
     return fd
+
+
+def cannot_write(path: str) -> str | None:
+    """Why this user could not write the existing sidecar at `path`, or None (also when
+    it does not exist yet: it will be created with the ledger's group bits)."""
+    if not os.path.lexists(path) or os.path.isdir(path) or os.path.islink(path):
+        return None  # a folder or a symlink is refused, with its own message, when opened
+    if os.access(path, os.W_OK):
+        return None
+    return f"{path} is not writable by {os_user()}; ask its owner to give the ledger's group write access (chmod g+w)"
 
 
 def refusal(path: str, err: OSError) -> SidecarRefused:

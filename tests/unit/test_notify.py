@@ -12,6 +12,7 @@ import pytest
 
 from engine.model import Notifier
 from engine.notify import PageResult, send_pages
+from engine.session.runner import run_step
 
 PY = sys.executable
 
@@ -45,7 +46,8 @@ def _url(httpd, path="/T000/B000/secret"):
 
 
 def _send(notifiers, message="db-18 needs approval", event="approval_needed", **kw):
-    return send_pages(notifiers, message, event=event, ledger_dir="/srv/ledgers", python=PY, **kw)
+    kw.setdefault("backoff", 0.01)  # retries are tested for what they do, not for how long they wait
+    return send_pages(notifiers, message, event=event, ledger_dir="/srv/ledgers", python=PY, run_command=run_step, **kw)
 
 
 def _closed_port() -> int:
@@ -64,10 +66,32 @@ def test_webhook_posts_slack_json(server):
 
 
 def test_webhook_http_error_is_a_result(server):
-    """A 500 from the webhook is ok=False with the status, not an exception."""
+    """A 500 from the webhook is ok=False with the status, not an exception, after three tries."""
     server.status = 500
     [result] = _send([Notifier(webhook=_url(server))])
     assert not result.ok and "500" in result.error
+    assert result.attempts == 3 and len(server.received) == 3
+
+
+def test_webhook_is_retried_until_it_answers(server):
+    """A passing failure (503, then 200) is tried again: the page is sent on the second try."""
+    statuses = [503, 200]
+
+    class Flaky(_Recorder):
+        def do_POST(self):  # noqa: N802
+            self.server.status = statuses.pop(0)
+            super().do_POST()
+
+    server.RequestHandlerClass = Flaky
+    [result] = _send([Notifier(webhook=_url(server))])
+    assert result.ok and result.attempts == 2 and len(server.received) == 2
+
+
+def test_webhook_client_error_is_not_retried(server):
+    """A 404 will not pass by itself: one try, then the failure."""
+    server.status = 404
+    [result] = _send([Notifier(webhook=_url(server))])
+    assert not result.ok and result.attempts == 1 and len(server.received) == 1
 
 
 def test_webhook_to_closed_port_does_not_raise():
@@ -101,8 +125,8 @@ def test_run_notifier_failures_are_results():
     hanging = Notifier(run=[PY, "-c", "import time; time.sleep(30)"])
     results = _send([failing, missing, hanging], timeout=0.5)
     assert [r.ok for r in results] == [False, False, False]
-    assert results[0].error == "exit 4: no route"
-    assert "127" in results[1].error
+    assert results[0].error == "exit 4: no route" and results[0].attempts == 3
+    assert "127" in results[1].error and results[1].attempts == 1  # cannot run: not retried
     assert "0.5s" in results[2].error
 
 

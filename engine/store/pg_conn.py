@@ -1,0 +1,136 @@
+"""Connections to PostgreSQL for the store and its journal: the location's parts, the
+driver (the `postgres` extra, named when it is missing), errors in one line of our
+words with the password masked, and riding out an outage for a running session."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, TypeVar
+from urllib.parse import urldefrag
+
+from engine.errors import HandoffError, LedgerInvalid, ServiceUnavailable, UsageError
+from engine.redact import redact
+
+T = TypeVar("T")
+OUTAGE_ENV = "HANDOFF_DB_OUTAGE_SECONDS"
+DEFAULT_OUTAGE = 60.0  # how long a running session rides out a database outage
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS handoff_ledger (
+    name text PRIMARY KEY,
+    revision bigint NOT NULL,
+    body text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS handoff_journal (
+    seq bigserial PRIMARY KEY,
+    ledger text NOT NULL,
+    record jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS handoff_journal_ledger ON handoff_journal (ledger, seq);
+CREATE TABLE IF NOT EXISTS handoff_heartbeat (
+    ledger text PRIMARY KEY,
+    record jsonb NOT NULL
+);
+-- When the database received the beat: ages are measured on the database's clock.
+ALTER TABLE handoff_heartbeat ADD COLUMN IF NOT EXISTS beat_at timestamptz NOT NULL DEFAULT now();
+"""
+
+
+def split_location(location: str) -> tuple[str, str]:
+    """(libpq URL, ledger name) from `postgresql://.../db#name`."""
+    url, name = urldefrag(location)
+    return url, name or "default"
+
+
+def shown(location: str) -> str:
+    """A location fit to print: a password in it is masked."""
+    return redact(location)
+
+
+def outage_limit() -> float:
+    """Seconds a running session waits out a database outage (HANDOFF_DB_OUTAGE_SECONDS)."""
+    try:
+        return max(0.0, float(os.environ.get(OUTAGE_ENV, DEFAULT_OUTAGE)))
+    except ValueError:
+        return DEFAULT_OUTAGE
+
+
+def driver():
+    """The psycopg module, or a one-line error naming the extra to install."""
+    try:
+        import psycopg
+    except ImportError:
+        raise UsageError("a postgresql:// ledger needs the PostgreSQL driver: "
+                         "pip install 'handoff-tui[postgres]' (the `postgres` extra)") from None
+    return psycopg
+
+
+class DatabaseError(HandoffError):
+    """PostgreSQL refused what the engine asked (privileges, a broken schema)."""
+
+    title = "PostgreSQL error"
+    exit_code = 2
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return redact(lines[0] if lines else type(err).__name__)
+
+
+_HINTS = {
+    "42501": "; grant this role SELECT, INSERT, UPDATE and DELETE on the handoff_* tables",  # insufficient_privilege
+    "25006": "; this server is read-only (a standby?): use the primary",  # read_only_sql_transaction
+}
+
+
+class Db:
+    """Connections to one database. `patience` > 0 (a running session) rides out an
+    outage: the work is retried on a new connection with backoff for that long. Once
+    one call has given up, the next ones fail at once until a connection works again
+    (a session ending for the outage must not wait it out once per journal line)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.shown = shown(url)
+        self.patience = 0.0
+        self.gave_up = False
+
+    def run(self, work: Callable[[Any], T], *, autocommit: bool = False) -> T:
+        """`work(conn)` in one connection (committed when it returns); errors in our words."""
+        psycopg = driver()
+        deadline: float | None = None
+        pause = 0.25
+        while True:
+            try:
+                with psycopg.connect(self.url, autocommit=autocommit, connect_timeout=10) as conn:
+                    self.gave_up = False
+                    return work(conn)
+            except psycopg.OperationalError as err:  # refused, dropped, the server going away
+                if self.patience <= 0:
+                    raise LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}", path=self.shown) from None
+                now = time.monotonic()
+                deadline = deadline or now + self.patience
+                if self.gave_up or now + pause > deadline:
+                    self.gave_up = True
+                    raise ServiceUnavailable(f"PostgreSQL at {self.shown} stayed unreachable for {self.patience:g}s "
+                                             f"({_first_line(err)})") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
+            except psycopg.Error as err:
+                hint = _HINTS.get(getattr(err, "sqlstate", None) or "", "")
+                raise DatabaseError(f"PostgreSQL refused it: {_first_line(err)}{hint}", path=self.shown) from None
+
+
+def _connect(url: str, **kw):
+    psycopg = driver()
+    try:
+        return psycopg.connect(url, connect_timeout=10, **kw)
+    except psycopg.OperationalError as err:
+        raise LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}", path=shown(url)) from None
+
+
+def ensure_schema(db: Db) -> None:
+    db.run(lambda conn: conn.execute(SCHEMA), autocommit=True)
+
+

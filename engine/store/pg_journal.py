@@ -1,0 +1,81 @@
+"""The journal of a PostgreSQL ledger: the `handoff_journal` table, the same records as
+the file journal. `seq` is the row id and the read offset; an append takes a per-ledger
+advisory lock, so seq order is commit order and a reader of `seq > offset` never skips
+a record committed late. Records lost while the database was away are noted and the
+next append writes a `journal_gap` record for each first (in this process)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.errors import HandoffError
+from engine.journal_base import JournalBase, JournalWriteError, gap_record, make_record
+from engine.store.pg_conn import Db
+
+
+class PgJournal(JournalBase):
+    """The journal in a table; `seq` is the row id, used as the read offset."""
+
+    def __init__(self, db: Db, ledger: str, *, read_only: bool = False, redact: list[str] | None = None) -> None:
+        super().__init__(f"{db.shown}#{ledger} (handoff_journal)", redact=redact, read_only=read_only)
+        self.db = db
+        self.ledger = ledger
+        self._gaps: list[dict[str, Any]] = []  # records lost while the database was away
+
+    def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
+        record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
+        if self.read_only:
+            return record
+        rows = []
+        for gap in self._gaps:
+            gap_kind, gap_msg, gap_fields = gap_record(gap)
+            gap_rev, gap_target = gap_fields.pop("rev"), gap_fields.pop("target")
+            rows.append(make_record(self.redactor, gap_kind, gap_msg, actor=actor, rev=gap_rev, target=gap_target, fields=gap_fields))
+        rows.append(record)
+
+        def work(conn):
+            # One writer per ledger at a time: seq order is commit order.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('handoff_journal'), hashtext(%s))", (self.ledger,))
+            seqs = [conn.execute("INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
+                                 (self.ledger, json.dumps(row, ensure_ascii=False))).fetchone()[0] for row in rows]
+            return seqs[-1]
+
+        try:
+            record["seq"] = self.db.run(work)
+        except HandoffError as err:
+            if rev is not None:
+                self._gaps.append({"rev": rev, "kind": kind, "target": target, "msg": str(record.get("msg"))[:200], "error": str(err)})
+            raise JournalWriteError(f"{self.path}: the journal record could not be written: {err}", rev=rev, reason=str(err)) from None
+        self._gaps.clear()
+        return record
+
+    def _select(self, where: str, params: tuple, order: str = "ASC", limit: int | None = None) -> list[dict[str, Any]]:
+        sql = f"SELECT seq, record FROM handoff_journal WHERE ledger = %s {where} ORDER BY seq {order}"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        rows = self.db.run(lambda conn: conn.execute(sql, (self.ledger, *params)).fetchall())
+        out = []
+        for seq, record in rows:
+            record = dict(record)
+            record["seq"] = seq
+            out.append(record)
+        return out
+
+    def read(self, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        records = self._select("AND seq > %s", (offset,))
+        return records, (records[-1]["seq"] if records else offset)
+
+    def tail(self, n: int = 200) -> list[dict[str, Any]]:
+        return list(reversed(self._select("", (), "DESC", n)))
+
+    def end_offset(self) -> int:
+        tail = self.tail(1)
+        return tail[-1]["seq"] if tail else 0
+
+    def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
+        return list(reversed(self._select("AND record->>'target' = %s", (target,), "DESC", limit)))
+
+    def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
+        rows = self._select("AND record->>'kind' = %s AND record @> %s::jsonb", (kind, json.dumps(match)), "DESC", 1)
+        return rows[0] if rows else None
