@@ -21,12 +21,28 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable, TypeVar
 
 from engine import ops
-from engine.errors import LedgerInvalid, ReadOnly
+from engine.errors import Conflict, HandoffError, LedgerInvalid, ReadOnly, Refused, UsageError
 from engine.identity import hostname, os_user
 from engine.invariants import InvariantStatus, evaluate, journal_readings
-from engine.model import Approval, Ledger, Step
+from engine.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Step, Target
 from engine.render import approval_hash
 from engine.store import Snapshot, open_store
+from engine.textsafe import one_line, visible
+from engine.timefmt import age_text
+
+try:
+    from engine.errors import ApprovalChanged
+except ImportError:  # issue-7 shim: the lead's exactly-once work adds it to engine.errors
+
+    class ApprovalChanged(Conflict):  # type: ignore[no-redef]  # issue-7 shim
+        """What an approval was for changed since the approver looked (issue-7 shim)."""
+
+        title = "Changed since you looked"
+
+        def __init__(self, message: str, *, seen: str | None, now: "PendingCommand | None", **kw: Any) -> None:
+            super().__init__(message, **kw)
+            self.seen = seen
+            self.now = now
 
 T = TypeVar("T")
 
@@ -89,7 +105,7 @@ class LedgerHandle:
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        snap = self.store.snapshot()
+        snap = _rollback_shim(self.store, self.store.snapshot())
         self._snapshot = snap
         self.journal.set_redact(snap.ledger.redact)
         return snap
@@ -104,8 +120,8 @@ class LedgerHandle:
             if isinstance(event, LedgerInvalid):
                 yield LedgerBroken(event)
             else:
-                self._snapshot = event
-                yield LedgerChanged(event.ledger, event)
+                self._snapshot = _rollback_shim(self.store, event)
+                yield LedgerChanged(event.ledger, self._snapshot)
 
     def invariants(self, ledger: Ledger | None = None) -> list[InvariantStatus]:
         """Each invariant's status now; metric values are the session's last readings."""
@@ -118,12 +134,33 @@ class LedgerHandle:
         hash_ = approval_hash(target, ledger.targets[target], step.run)
         return PendingCommand(step, argv, not step.reversible, checkpoint, hash_)
 
+    def next_command(self, ledger: Ledger, target: str) -> PendingCommand | None:
+        """What would run next on `target`: the awaited step, else the first runbook step from
+        where it stands; None when nothing would (done, blocked, failed, no runbook).
+        Raises `Refused` when the step's template cannot be rendered for this target."""
+        t = ledger.targets[target]
+        if t.state == "awaiting_approval":
+            return self.pending_command(ledger, target)
+        if t.state in ("done", "blocked", "failed"):
+            return None
+        step = next((s for s in ledger.steps() if s.from_ == ledger.position(target)), None)
+        if step is None or not step.run:
+            return None
+        argv = ops.rendered_command(ledger, target, step, self.ledger_dir)
+        return PendingCommand(step, argv, not step.reversible, t.checkpoint, approval_hash(target, t, step.run))
+
     def session_state(self, ledger: Ledger | None = None):
         from engine.session.lease import lease_state
 
         ledger = ledger or self.load()
         beat = self.store.heartbeat().current()
-        return lease_state(ledger.session, beat, now=time.time(), host=hostname())
+        state = lease_state(ledger.session, beat, now=time.time(), host=hostname())
+        # issue-12 shim: the Claude planner's heartbeat carries these; the merge gives them a real home.
+        mine = beat if beat and ledger.session is not None and beat.get("session") == ledger.session.id else {}
+        for key in ("planner", "tokens_used", "tokens_budget", "cost_usd", "allow_unenforced"):
+            if not hasattr(state, key):
+                setattr(state, key, mine.get(key))
+        return state
 
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
@@ -149,8 +186,24 @@ class LedgerHandle:
             self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
         return result
 
-    def approve(self, target: str, *, step: str | None = None, comment: str | None = None) -> Approval:
-        return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir))
+    def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
+                expect_hash: str | None = None) -> Approval:
+        """Approve; with `expect_hash` (what the approver saw) a changed command, checkpoint or
+        state raises `ApprovalChanged` and nothing is written."""
+
+        def fn(ledger: Ledger):
+            if expect_hash is not None:  # issue-7 shim: the lead's engine checks this itself
+                try:
+                    now: PendingCommand | None = self.pending_command(ledger, target)
+                except Refused:
+                    now = None
+                if now is None or now.hash != expect_hash:
+                    what = "no longer awaits approval" if now is None else "has a different command or checkpoint"
+                    raise ApprovalChanged(f"{target} {what} since you looked; nothing was approved",
+                                          seen=expect_hash, now=now)
+            return ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir)
+
+        return self._change(fn)
 
     def unapprove(self, target: str) -> None:
         self._change(lambda l: (None, ops.unapprove(l, target, self.who)))
@@ -193,6 +246,13 @@ class LedgerHandle:
 
         return self._change(fn, accept_shrink=True)
 
+    def accept_rollback(self) -> int:  # issue-7 shim: the lead's version replaces this
+        """Record that the file going back (an older revision, a lost step) was meant."""
+        def fn(ledger: Ledger):
+            return ledger.revision, [{"kind": "rollback_accepted", "msg": f"rollback accepted by {self.who}; revision {ledger.revision} stands"}]
+
+        return self._change(fn)
+
     def start_session(self, args: list[str] | None = None) -> int:
         """Start `handoff resume` as its own detached process (own session and process
         group), so closing the TUI or losing SSH never kills a step midway."""
@@ -214,8 +274,29 @@ class LedgerHandle:
         return proc.pid
 
 
+def _rollback_shim(store: Any, snap: Snapshot) -> Snapshot:  # issue-7 shim
+    """`Snapshot.rollback` until the lead's store fills it: only "the revision went backwards"."""
+    if "rollback" in getattr(type(snap), "__dataclass_fields__", {}):
+        return snap
+    found: list[str] = []
+    record = store.last_write() if snap.external_edit and hasattr(store, "last_write") else None
+    written = record.get("revision") if isinstance(record, dict) else None
+    if isinstance(written, int) and snap.ledger.revision < written:
+        found.append(f"revision {snap.ledger.revision} is lower than the engine's last write ({written})")
+    snap.rollback = found  # type: ignore[attr-defined]
+    snap.warnings.extend(w for w in found if w not in snap.warnings)
+    return snap
+
+
 def open_ledger(location: str, *, actor: str | None = None, read_only: bool = False) -> LedgerHandle:
     """Open a ledger and read it once; raises LedgerInvalid (file:line:col) if it is bad."""
     handle = LedgerHandle(location, actor=actor, read_only=read_only)
     handle.load()
     return handle
+
+
+__all__ = [
+    "ApprovalChanged", "BASE_STATES", "Conflict", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
+    "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
+    "Snapshot", "Target", "UsageError", "age_text", "one_line", "open_ledger", "visible",
+]

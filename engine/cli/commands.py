@@ -159,7 +159,7 @@ def status_data(handle, ledger) -> dict[str, Any]:
         "targets": {name: t.model_dump(mode="json", by_alias=True) for name, t in ledger.targets.items()},
         "awaiting": awaiting,
         "touched": len(touched(ledger)),
-        "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in handle.invariants(ledger)],
+        "invariants": [{"text": s.text, "status": s.status, "value": s.value, "stale": s.stale} for s in handle.invariants(ledger)],
         "handoff_note": ledger.handoff_note,
         "paused": ledger.paused.model_dump(mode="json") if ledger.paused else None,
     }
@@ -188,7 +188,8 @@ def cmd_status(args) -> int:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})")
     out.append(f"touched: {data['touched']}")
     for inv in data["invariants"]:
-        out.append(f"invariant {inv['status']:<10} {inv['text']}  [{inv['value']}]")
+        status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]
+        out.append(f"invariant {status:<10} {inv['text']}  [{inv['value']}]")
     state = handle.session_state(ledger)
     out.append(f"session: {state.status}" + (f" - {state.detail}" if state.detail else ""))
     note = ledger.handoff_note
@@ -238,11 +239,14 @@ def cmd_check(args) -> int:
     found = list(snap.warnings) + problems(ledger)
     found += [f"invariant violated: {s.text} ({s.value})" for s in statuses if s.status == "violated"]
     unenforced = [f"invariant unenforced: {s.text} ({s.value})" for s in statuses if s.status == "unenforced"]
+    # A stale reading is not a problem with the file (a session reads the metric afresh), but
+    # `check` must not call it ok either: it is a warning, a problem under --strict.
+    stale = [f"invariant unknown (stale): {s.text} ({s.value})" for s in statuses if s.stale]
     if args.strict:
-        found += unenforced
+        found += unenforced + stale
     if args.json:
-        json.dump({"ok": not found, "problems": found, "unenforced": unenforced,
-                   "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses]}, sys.stdout)
+        json.dump({"ok": not found, "problems": found, "unenforced": unenforced, "stale": stale,
+                   "invariants": [{"text": s.text, "status": s.status, "value": s.value, "stale": s.stale} for s in statuses]}, sys.stdout)
         sys.stdout.write("\n")
     else:
         from engine.textsafe import visible
@@ -250,7 +254,7 @@ def cmd_check(args) -> int:
         for line in found:
             print(visible(f"{args.ledger}: {line}"))
         if not args.strict:
-            for line in unenforced:
+            for line in unenforced + stale:
                 print(visible(f"{args.ledger}: warning: {line}"))
         if not found:
             print(visible(f"{args.ledger}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))
