@@ -53,7 +53,7 @@ def sorted_by_state(tmux) -> str:
 
 
 def assert_meaning_without_colour(screen: str) -> None:
-    assert "⏸ awaiting_approval" in row_of(screen, "db-18")
+    assert "⚑ awaiting_approval" in row_of(screen, "db-18")
     assert "✗ failed" in row_of(screen, "db-27")
     assert "⊘ blocked" in row_of(screen, "db-20")
     assert row_of(screen, "db-18").startswith("▌") and row_of(screen, "db-27").startswith("▌")

@@ -50,7 +50,7 @@ async def test_open_shows_header_summary_note_and_rows(ledger_path: Path) -> Non
     assert "1 done · 1 awaiting_approval · 1 checked · 1 queued · 1 blocked · 2 failed" in text
     assert "Handoff note by bob at 2026-11-29 02:55Z" in text
     assert "Do NOT retry link on web-03" in text
-    assert "web-01" in text and "⏸ awaiting_approval" in text
+    assert "web-01" in text and "⚑ awaiting_approval" in text
 
 
 async def test_production_environment_has_danger_class(ledger_path: Path) -> None:

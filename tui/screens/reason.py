@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from tui.text import one_line, safe
+from tui.widgets.keybar import KeyBar
 
 
 @dataclass
@@ -72,6 +73,7 @@ class ReasonPrompt(ModalScreen[Reason | None]):
             with Horizontal(classes="buttons"):
                 yield Button(self.ok_label, id="ok", variant="error" if self.danger else "primary")
                 yield Button("Cancel", id="cancel")
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#reason", Input).focus()

@@ -34,7 +34,8 @@ class NotePanel(VerticalScroll):
         yield self.note_text
         yield self.since_text
 
-    def show(self, note: str | None, by: str | None, at: str | None, acknowledged: bool, since: list[str]) -> None:
+    def show(self, note: str | None, by: str | None, at: str | None, acknowledged: bool, since: list[str],
+             *, read_only: bool = False) -> None:
         """Repaint with the note, its author and time, and the since-last-look lines."""
         title = Text("Handoff note", style="bold", end="")
         if by:
@@ -44,7 +45,8 @@ class NotePanel(VerticalScroll):
         if acknowledged:
             title.append("  ✓ acknowledged")
         self.border_title = title
-        self.border_subtitle = Text("n hide · N acknowledge · e edit", end="")
+        # Only what this view can do: a read-only observer can hide the panel, nothing more.
+        self.border_subtitle = Text("n hide" if read_only else "n hide · N acknowledge · e edit", end="")
         self.note_text.update(safe(note.rstrip()) if note else Text("(no handoff note yet)", style="dim"))
         since_widget = self.since_text
         since_widget.display = bool(since)

@@ -16,7 +16,7 @@ from textual.widgets import Label, ProgressBar
 from tui.text import clean_line
 
 if TYPE_CHECKING:
-    from engine.model import Ledger
+    from engine.api import Ledger
 
 
 def summary_text(counts: dict[str, int]) -> str:
@@ -43,9 +43,12 @@ class SummaryBar(Horizontal):
         yield self.counts
         yield self.progress
 
-    def show(self, ledger: "Ledger") -> None:
-        """Repaint from `ledger`."""
+    def show(self, ledger: "Ledger", missing: int = 0) -> None:
+        """Repaint from `ledger`; `missing` targets the file lost are counted too (and not as done)."""
         counts = ledger.counts()
-        total = len(ledger.targets)
-        self.counts.update(Text(summary_text(counts) or "no targets", end=""))
+        total = len(ledger.targets) + missing
+        text = Text(summary_text(counts) or "no targets", end="")
+        if missing:
+            text.append(f" · {missing} missing from file", style="bold reverse")
+        self.counts.update(text)
         self.progress.update(total=max(total, 1), progress=counts.get("done", 0))
