@@ -22,10 +22,18 @@ def test_bidi_overrides_are_shown() -> None:
     assert "<U+202E>" in clean("db-\u202e81")
 
 
+def test_zero_width_and_separators_are_shown() -> None:
+    """Zero-width space, line/paragraph separators: the TUI uses the engine's one helper, which shows them."""
+    assert clean("db\u200b-18\u2028x\u2029") == "db<U+200B>-18<U+2028>x<U+2029>"
+    import tui.text
+
+    assert not hasattr(tui.text, "_TABLE") and not hasattr(tui.text, "_build_table")  # no second copy
+
+
 def test_one_line_shows_newlines() -> None:
     """Table cells and titles stay on one line."""
-    assert clean_line("a\nb") == "a⏎b"
-    assert one_line("a\nb").plain == "a⏎b"
+    assert clean_line("a\nb") == "a ⏎ b"
+    assert one_line("a\nb").plain == "a ⏎ b"
 
 
 def test_markup_is_not_parsed() -> None:

@@ -74,7 +74,8 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "look_again":
-            return self.changed is not None  # only offered once something changed under the dialog
+            # Offered once something changed under the dialog, and there is still something to approve.
+            return self.changed is not None and self.now is not None
         return True
 
     @property

@@ -62,7 +62,13 @@ class HelpScreen(ModalScreen[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#help-scroll").focus()
+        scroll = self.query_one("#help-scroll")
+        # Everything but the dialog's frame, title, mode line and the footer: the long tail scrolls.
+        scroll.styles.max_height = max(5, self.app.size.height - 8)
+        scroll.focus()
+
+    def on_resize(self, event) -> None:
+        self.query_one("#help-scroll").styles.max_height = max(5, event.size.height - 8)
 
     def action_close_help(self) -> None:
         self.dismiss(None)

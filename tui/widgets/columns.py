@@ -43,6 +43,7 @@ SPECS: tuple[Spec, ...] = (
 ALWAYS = ("name", "state", "age")
 JOIN_ORDER: tuple[str, ...] = ("next_action", "checkpoint", "reason", "last_action")
 MIN_NAME = 8
+MIN_JOIN = 12  # a column narrower than this says too little to be worth its room
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ def layout(natural: dict[str, int], available: int) -> list[Column]:
     for key in JOIN_ORDER:
         if natural.get(key, 0) <= 0:
             continue  # nothing to show (no target has a reason)
-        width = min(want[key], specs[key].comfortable)
-        if width + SEP > spare:
-            break
+        width = min(want[key], specs[key].comfortable, spare - SEP)
+        if width < min(want[key], MIN_JOIN):
+            break  # not even a useful sliver: this column and the ones after it wait for a wider terminal
         widths[key] = width
         spare -= width + SEP
     for key in sorted(widths, key=lambda k: specs[k].grow_order):

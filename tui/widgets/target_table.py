@@ -69,8 +69,9 @@ def missing_row(name: str, last: "Row | None") -> Row:
     """A target the file lost: what this screen last knew of it, or only its name."""
     if last is None:
         return Row(clean_line(name), MISSING, "restore the file, or :accept-removal", "", "", "", "not in the file")
-    was = "missing from file" if last.state == MISSING else f"was {last.state}"
-    return last._replace(state=MISSING, reason=was)
+    if last.state == MISSING:
+        return last
+    return last._replace(state=MISSING, reason=f"was {last.state}")
 
 
 @dataclass
