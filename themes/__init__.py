@@ -31,7 +31,10 @@ FALLBACKS: dict[str, str] = {
     "mode-readonly": "warning",
     "changed-row": "accent-muted",
     "state-missing": "error",
-    "cursor-background": "primary",
+    # The selected row in a theme that does not choose: the theme's own text and background,
+    # swapped (the pair it already keeps legible, and near the extremes in 16 colours and NO_COLOR).
+    "cursor-background": "foreground",
+    "cursor-foreground": "background",
 }
 # Contrast (WCAG) of the selected row's text on its background, in every theme and colour
 # mode (truecolor, 256, 16, NO_COLOR); tests/tui/test_contrast.py measures it.
@@ -141,11 +144,11 @@ THEME_NAMES: tuple[str, ...] = tuple(t.name for t in THEMES)
 def theme_defaults(theme: Theme) -> dict[str, str]:
     """Our variables for `theme`, resolved from its colour system where it sets none.
 
-    The cursor's text is black or white, whichever stands out more on the cursor's
-    background: one of the two always reaches 4.58:1, whatever that background is."""
+    A theme that sets its own cursor background but no text colour gets black or
+    white, whichever stands out more (one of the two always reaches 4.58:1)."""
     base = theme.to_color_system().generate()
     out = {name: base[source] for name, source in FALLBACKS.items() if source in base}
-    background = theme.variables.get("cursor-background") or out.get("cursor-background")
+    background = theme.variables.get("cursor-background")
     if background and "cursor-foreground" not in theme.variables:
         out["cursor-foreground"] = best_text_on(background)
     return out

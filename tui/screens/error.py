@@ -22,7 +22,7 @@ class ErrorScreen(ModalScreen[None]):
 
     | Key | Action | What it does |
     |---|---|---|
-    | escape / enter | dismiss | Close the error |
+    | escape | dismiss_error | Close the error (or Enter on OK) |
     """
 
     BINDINGS = [

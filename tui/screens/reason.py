@@ -32,8 +32,9 @@ class ReasonPrompt(ModalScreen[Reason | None]):
 
     | Key | Action | What it does |
     |---|---|---|
-    | enter | submit | Confirm (in the reason field) |
     | escape | cancel | Close without doing anything |
+
+    Enter in the reason field confirms (the Input's own submit, not a binding).
     """
 
     BINDINGS = [
