@@ -105,7 +105,7 @@ async def test_wrong_name_and_enter_shows_the_error_and_keeps_the_focus(ledger_p
         dialog = await open_dialog(pilot)
         await pilot.press(*"web-2", "enter")
         await pilot.pause()
-        assert "Type the target name exactly to approve an irreversible step (you typed 'web-2')" in dialog_text(app)
+        assert "✗ Type the target name exactly to approve (you typed 'web-2')" in dialog_text(app)
         assert app.focused is dialog.query_one("#confirm", Input)
         await pilot.press("ctrl+u", *"web-02", "enter", *"lag ok", "enter")
         await settle(pilot)

@@ -275,14 +275,17 @@ class MainActions:
         table = self.table
         box.border_subtitle = f"{table.row_count} of {table.total_count} match" if table.filter_text else ""
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
-            event.input.display = bool(event.value)
-            self.table.focus()
-        elif event.input.id == "cmdline":
-            event.input.display = False
-            self.table.focus()
-            self.run_line(event.value)
+    def action_submit_box(self) -> None:
+        """Enter in the filter (keep it) or the command line (run it); the table has the focus at once."""
+        box = self.focused
+        if not isinstance(box, Input):
+            return
+        self.set_focus(self.table)
+        if box.id == "filter":
+            box.display = bool(box.value)
+        elif box.id == "cmdline":
+            box.display = False
+            self.run_line(box.value)
 
     def run_line(self, line: str) -> None:
         """Carry out one `:` command line."""
@@ -331,16 +334,16 @@ class MainActions:
 
     def action_clear_filter(self) -> None:
         cmdline = self.query_one("#cmdline", Input)
-        if cmdline.display:
+        if cmdline.display and self.focused is cmdline:
             cmdline.display = False
-            self.table.focus()
+            self.set_focus(self.table)
             return
         box = self.query_one("#filter", Input)
         if box.display or self.table.filter_text:
             box.value = ""
             box.display = False
             self.table.set_filter("")
-            self.table.focus()
+            self.set_focus(self.table)
 
     def action_sort(self) -> None:
         key = self.table.cycle_sort()

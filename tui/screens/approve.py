@@ -28,13 +28,13 @@ from textual.widgets import Button, Input, Label, Static
 from engine.api import HandoffError
 from tui.screens.invariants import InvariantsScreen
 from tui.states import label
-from tui.text import clean_line, safe
+from tui.text import clean_line, one_line
 from tui.timefmt import short_time
 from tui.widgets.argv_view import ArgvView
 from tui.widgets.invariants import summary
 from tui.widgets.keybar import KeyBar
 
-WRONG_NAME = "Type the target name exactly to approve an irreversible step"
+WRONG_NAME = "Type the target name exactly to approve"
 
 
 @dataclass
@@ -211,7 +211,10 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
     def _wrong_name(self) -> None:
         typed = self.query_one("#confirm", Input).value
         hint = f" (you typed {clean_line(typed)!r})" if typed else ""
-        self.query_one("#confirm-error", Static).update(safe(f"✗ {WRONG_NAME}{hint}."))
+        # One line that never wraps: the dialog must not move under the caret as the error shows.
+        line = one_line(f"✗ {WRONG_NAME}{hint}")
+        line.overflow = "ellipsis"
+        self.query_one("#confirm-error", Static).update(line)
         self.query_one("#confirm", Input).focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:

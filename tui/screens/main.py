@@ -72,6 +72,7 @@ class MainScreen(MainActions, Screen[None]):
     | y | copy_name | Copy the selected target's name |
     | Y | copy_command | Copy its pending command |
     | escape | clear_filter | Clear the filter |
+    | enter | submit_box | In the filter or the command line: keep it / run it |
     """
 
     BINDINGS = [
@@ -116,8 +117,12 @@ class MainScreen(MainActions, Screen[None]):
                 tooltip="Copy the selected target's name to the clipboard (OSC 52, works over SSH)"),
         Binding("Y", "copy_command", "Copy command", id="main.copy_command", show=False,
                 tooltip="Copy the command that would run next on the selected target (OSC 52)"),
-        Binding("escape", "clear_filter", "Clear filter", id="main.clear_filter", show=False,
+        # Priority, like "/": Esc and Enter in the filter or the command line move the focus back to
+        # the table before the next key is read, so "q" or "a" typed right behind is a key, not text.
+        Binding("escape", "clear_filter", "Clear filter", id="main.clear_filter", show=False, priority=True,
                 tooltip="Clear the filter, or close the command line"),
+        Binding("enter", "submit_box", "Done", id="main.submit_box", show=False, priority=True,
+                tooltip="Keep the filter, or run the command line"),
     ]
 
     app: "HandoffApp"
@@ -316,6 +321,10 @@ class MainScreen(MainActions, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("filter", "command_line") and isinstance(self.focused, Input):
             return False  # a text box has the focus: the key is typed into it, in order
+        if action == "submit_box":
+            return self.focused is not None and self.focused.id in ("filter", "cmdline")
+        if action == "clear_filter":
+            return (self.focused is not None and self.focused.id in ("filter", "cmdline")) or bool(self.table.filter_text)
         paused = self.ledger is not None and self.ledger.paused is not None
         if action == "pause":
             return not paused
@@ -335,6 +344,8 @@ class MainScreen(MainActions, Screen[None]):
             assert isinstance(binding, Binding)
             if binding.action in seen or not self.offered(binding.action):
                 continue
+            if binding.action == "submit_box":
+                continue  # Enter inside a box, not a key of its own
             if self.check_action(binding.action, ()) is not True and binding.action not in ("filter", "command_line"):
                 continue
             seen.add(binding.action)
