@@ -21,6 +21,7 @@ from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -257,15 +258,23 @@ class HandoffApp(Mutations, App[None]):
 
     # -- messages from workers -------------------------------------------------------
 
+    def _showing(self) -> bool:
+        """Whether the main screen is there to paint (not before it exists, nor after it is gone)."""
+        return self.main is not None and self.main.is_attached
+
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         snapshot = message.snapshot
-        if self.main is None or snapshot.seq < self._shown_seq:
-            return  # an older reading than the one on screen
+        if not self._showing() or snapshot.seq < self._shown_seq:
+            return  # gone, or an older reading than the one on screen
         self._shown_seq = snapshot.seq
         self._ring_for_new_approvals(snapshot)
-        self.main.show_snapshot(snapshot)
-        for screen in self.screen_stack:
-            self._follow(screen, snapshot)
+        try:
+            self.main.show_snapshot(snapshot)
+            for screen in self.screen_stack:
+                self._follow(screen, snapshot)
+        except NoMatches:
+            # A worker's reading arrived while the app was taking its screens down on quit.
+            self.log.warning("a ledger reading arrived after the screen was gone")
 
     def _follow(self, screen: Screen, snapshot: Snapshot) -> None:
         """Dialogs and the detail view follow the live ledger too."""
@@ -285,14 +294,17 @@ class HandoffApp(Mutations, App[None]):
             self.bell()  # once per reading, however many started waiting
 
     def on_ledger_broken(self, message: LedgerBroken) -> None:
-        if self.main is None or message.seq < self._shown_seq:
+        if not self._showing() or message.seq < self._shown_seq:
             return
         self._shown_seq = message.seq
         self.main.show_broken(message.error)
 
     def on_journal_records(self, message: JournalRecords) -> None:
-        if self.main is not None and message.records:
-            self.main.add_journal(message.records)
+        if self._showing() and message.records:
+            try:
+                self.main.add_journal(message.records)
+            except NoMatches:
+                self.log.warning("journal lines arrived after the screen was gone")
 
     # -- the one error handler ---------------------------------------------------------
 

@@ -24,6 +24,7 @@ from tui.text import clean_line
 from tui.widgets.header import is_dangerous
 from tui.widgets.log_pane import LogPane
 from tui.widgets.note_panel import NotePanel
+from tui.widgets.table_view import SORTS
 from tui.widgets.target_table import TargetTable
 
 if TYPE_CHECKING:
@@ -312,8 +313,6 @@ class MainActions:
             self._show_match_count()
         elif name == "sort":
             key, _, order = arg.partition(" ")
-            from tui.widgets.target_table import SORTS
-
             if key not in SORTS:
                 self.notify(f"sort by one of: {', '.join(SORTS)}", severity="warning", markup=False)
                 return

@@ -20,10 +20,12 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Input
 
+import themes
 from engine.api import HandoffError
 from tui.cmdline import CommandSuggester
 from tui.messages import Snapshot
 from tui.screens.actions import MUTATING, MainActions
+from tui.text import clean_line
 from tui.timefmt import ago, parse_ts
 from tui.widgets.banners import Banners, broken_text
 from tui.widgets.header import HeaderBar, HeaderInfo
@@ -32,6 +34,7 @@ from tui.widgets.keybar import KeyBar
 from tui.widgets.log_pane import LogPane, LogTail
 from tui.widgets.note_panel import NotePanel
 from tui.widgets.summary import SummaryBar
+from tui.widgets.table_view import SORTS
 from tui.widgets.target_table import TargetTable
 
 if TYPE_CHECKING:
@@ -354,18 +357,17 @@ class MainScreen(MainActions, Screen[None]):
 
     def command_words(self, command: str) -> list[str]:
         """What may follow `:command` (for completion)."""
-        from themes import THEME_NAMES
-        from tui.widgets.target_table import SORTS
-
+        # Only names that are plain text: a suggestion is drawn in the box as it is.
+        names = [n for n in self.table.visible_names() if clean_line(n) == n]
         if command in ("approve", "reject"):
-            return [n for n in self.table.visible_names() if self.ledger and n in self.ledger.targets
+            return [n for n in names if self.ledger and n in self.ledger.targets
                     and self.ledger.targets[n].state == "awaiting_approval"]
         if command == "goto":
-            return self.table.visible_names()
+            return names
         if command == "sort":
             return list(SORTS)
         if command == "theme":
-            return list(THEME_NAMES)
+            return list(themes.THEME_NAMES)
         if command == "filter":
             return [f"state:{s}" for s in (self.ledger.states() if self.ledger else ())]
         return []

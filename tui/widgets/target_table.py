@@ -13,8 +13,7 @@ every row is drawn dim and the header says how old the state shown is.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -31,55 +30,15 @@ from tui.states import MISSING, TONES, look, needs_human
 from tui.text import clean_line
 from tui.timefmt import Clock, ago, parse_ts, utcnow
 from tui.widgets.columns import GUTTER, Column, fit, layout, total_width
+from tui.widgets.table_view import (SORTS, Row, View, missing_row, order_with_missing, queue_position, row_of,
+                                   view_order)
 
 if TYPE_CHECKING:
-    from engine.api import Ledger, Target
+    from engine.api import Ledger
 
 FLASH_SECONDS = 2.0
 AGE_TICK = 1.0  # seconds between repaints of the age column (only its visible cells)
-SORTS: tuple[str, ...] = ("ledger", "state", "name", "age")
 
-
-class Row(NamedTuple):
-    """One target as the table shows it: cleaned, one-line strings."""
-
-    name: str
-    state: str
-    next_action: str
-    last_action: str
-    checkpoint: str
-    changed_at: str
-    reason: str
-
-
-def row_of(name: str, target: "Target") -> Row:
-    """The table's view of one target (all text made safe here, once)."""
-    return Row(
-        clean_line(name),
-        target.state,
-        clean_line(target.next_action),
-        clean_line(target.last_action),
-        clean_line(target.checkpoint),
-        target.changed_at or "",
-        clean_line(target.reason),
-    )
-
-
-def missing_row(name: str, last: "Row | None") -> Row:
-    """A target the file lost: what this screen last knew of it, or only its name."""
-    if last is None:
-        return Row(clean_line(name), MISSING, "restore the file, or :accept-removal", "", "", "", "not in the file")
-    if last.state == MISSING:
-        return last
-    return last._replace(state=MISSING, reason=f"was {last.state}")
-
-
-@dataclass
-class _View:
-    """The filtered, sorted order of row keys and each key's position in it."""
-
-    order: list[str] = field(default_factory=list)
-    index: dict[str, int] = field(default_factory=dict)
 
 
 class TargetTable(ScrollView, can_focus=True):
@@ -144,7 +103,7 @@ class TargetTable(ScrollView, can_focus=True):
         self._clock = clock or utcnow
         self._rows: dict[str, Row] = {}
         self._keys: list[str] = []  # ledger order (missing targets where they were)
-        self._view = _View()
+        self._view = View()
         self._natural: dict[str, int] = {}
         self._columns: list[Column] = []
         self._laid_out_for = -1
@@ -203,7 +162,7 @@ class TargetTable(ScrollView, can_focus=True):
         gone = [n for n in missing if n not in new_rows]
         for name in gone:
             new_rows[name] = missing_row(name, old_rows.get(name))
-        keys = self._order_with_missing(list(ledger.targets), gone)
+        keys = order_with_missing(self._keys, list(ledger.targets), gone)
         changed = {name for name, row in new_rows.items() if old_rows.get(name) != row}
         membership_changed = keys != self._keys
         cursor_before = self.cursor_name
@@ -233,17 +192,6 @@ class TargetTable(ScrollView, can_focus=True):
                 self._flash[name] = until
             self.set_timer(FLASH_SECONDS + 0.05, self._end_flash)
         return changed if not first else set()
-
-    def _order_with_missing(self, names: list[str], gone: list[str]) -> list[str]:
-        """Ledger order, with each missing target kept where it was (new ones at the end)."""
-        if not gone:
-            return names
-        present = set(names) | set(gone)
-        order = [n for n in self._keys if n in present]
-        known = set(order)
-        order += [n for n in names if n not in known]
-        order += [n for n in gone if n not in known]
-        return order
 
     def _measure(self) -> None:
         # Natural widths from plain string lengths (cell_len only for the longest):
@@ -311,21 +259,6 @@ class TargetTable(ScrollView, can_focus=True):
             else:
                 self.refresh(Region(0, 0, self.size.width, 1))
 
-    def _matches(self, name: str, words: list[str]) -> bool:
-        row = self._rows[name]
-        hay = self._haystack.get(name)
-        if hay is None:
-            state = "missing from file" if row.state == MISSING else row.state
-            hay = "\0".join((row.name, state, row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
-            self._haystack[name] = hay
-        for word in words:
-            if word.startswith("state:"):
-                if not row.state.startswith(word[6:]) and not (row.state == MISSING and "missing".startswith(word[6:])):
-                    return False
-            elif word not in hay:
-                return False
-        return True
-
     def _epoch(self, name: str) -> float:
         epoch = self._changed_epoch.get(name)
         if epoch is None:
@@ -336,46 +269,19 @@ class TargetTable(ScrollView, can_focus=True):
 
     def _rebuild_view(self, queue: tuple[str | None, str | None] | None = None) -> None:
         keep, index_before = self.cursor_name, self.cursor
-        names = self._keys
-        if self.filter_text:
-            words = self.filter_text.lower().split()
-            names = [n for n in names if self._matches(n, words)]
-        if self.sort_key == "name":
-            names = sorted(names, key=lambda n: self._rows[n].name)
-        elif self.sort_key == "state":
-            position = {n: i for i, n in enumerate(self._keys)}
-            names = sorted(names, key=lambda n: (look(self._rows[n].state).rank, position[n]))
-        elif self.sort_key == "age":
-            names = sorted(names, key=self._epoch, reverse=True)
-        else:
-            names = list(names)
-        if self.sort_reverse:
-            names.reverse()
-        self._view = _View(names, {n: i for i, n in enumerate(names)})
+        names = view_order(self._keys, self._rows, filter_text=self.filter_text, sort_key=self.sort_key,
+                           reverse=self.sort_reverse, epoch=self._epoch, haystack=self._haystack)
+        self._view = View(names, {n: i for i, n in enumerate(names)})
         self.virtual_size = Size(self.virtual_size.width, len(names) + 1)
-        stay = self._stay_in_queue(queue, index_before) if queue and self.sort_key == "state" else None
+        stay = None
+        if queue and self.sort_key == "state" and queue[0] is not None and queue[1] is not None:
+            stay = queue_position(names, self._rows, queue[0], queue[1], index_before)
         if stay is not None:
             self.cursor = stay
         elif keep is not None and keep in self._view.index:
             self.cursor = self._view.index[keep]
         else:
             self.cursor = min(self.cursor, max(0, len(names) - 1))
-
-    def _stay_in_queue(self, queue: tuple[str | None, str | None], index: int) -> int | None:
-        """Under sort-by-state, the cursor's target moved to another group (it was approved,
-        say): stay in the group it was in, on the row that took its place (or the group's last)."""
-        name, old_state = queue
-        if name is None or old_state is None or name not in self._rows:
-            return None
-        rank = look(old_state).rank
-        if look(self._rows[name].state).rank == rank:
-            return None
-        order = self._view.order
-        same = [i for i, n in enumerate(order) if look(self._rows[n].state).rank == rank]
-        if not same:
-            return None
-        after = [i for i in same if i >= index]
-        return after[0] if after else same[-1]
 
     # -- cursor ------------------------------------------------------------------
 
