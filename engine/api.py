@@ -29,6 +29,7 @@ from engine.render import approval_hash
 from engine.store import Snapshot, open_store
 from engine.textsafe import one_line, visible
 from engine.timefmt import age_text
+from engine.userstate import load_user_state, save_user_state
 
 try:
     from engine.errors import ApprovalChanged
@@ -281,11 +282,22 @@ def _rollback_shim(store: Any, snap: Snapshot) -> Snapshot:  # issue-7 shim
     found: list[str] = []
     record = store.last_write() if snap.external_edit and hasattr(store, "last_write") else None
     written = record.get("revision") if isinstance(record, dict) else None
-    if isinstance(written, int) and snap.ledger.revision < written:
+    if isinstance(written, int) and snap.ledger.revision < written and not _moved_on(store, snap):
         found.append(f"revision {snap.ledger.revision} is lower than the engine's last write ({written})")
     snap.rollback = found  # type: ignore[attr-defined]
     snap.warnings.extend(w for w in found if w not in snap.warnings)
     return snap
+
+
+def _moved_on(store: Any, snap: Snapshot) -> bool:  # issue-7 shim
+    """Whether the file changed since `snap` was read: then an engine write landed between reading
+    the file and reading its record, and the older revision is no rollback."""
+    from engine.store.file import digest
+
+    try:
+        return digest(store._raw()) != snap.digest
+    except (AttributeError, LedgerInvalid):
+        return False
 
 
 def open_ledger(location: str, *, actor: str | None = None, read_only: bool = False) -> LedgerHandle:
@@ -298,5 +310,6 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 __all__ = [
     "ApprovalChanged", "BASE_STATES", "Conflict", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
-    "Snapshot", "Target", "UsageError", "age_text", "one_line", "open_ledger", "visible",
+    "Snapshot", "Target", "UsageError", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
+    "visible",
 ]

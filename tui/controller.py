@@ -110,14 +110,14 @@ class Controller:
         return self.handle.next_command(ledger, target)
 
     def load_user_state(self) -> dict[str, Any]:
-        from engine.userstate import load_user_state
+        from engine.api import load_user_state
 
         return load_user_state(self.user_state_key) or {}
 
     def save_user_state(self, data: dict[str, Any]) -> None:
         # Per-user state lives under the XDG state folder (the engine's helper),
         # never beside the ledger, so it is allowed in read-only mode too.
-        from engine.userstate import save_user_state
+        from engine.api import save_user_state
 
         save_user_state(self.user_state_key, data)
 

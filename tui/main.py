@@ -19,7 +19,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine.errors import HandoffError
 
 DEMO_SOURCE = Path(__file__).resolve().parent.parent / "ledgers" / "demo"
 
@@ -44,6 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def prepare_demo(target: str) -> Path:
     """Copy the demo fleet into `target` (or a new temp folder); returns the ledger path."""
+    from engine.api import HandoffError
     if not (DEMO_SOURCE / "ledger.yaml").is_file():
         raise HandoffError(f"the demo fleet is missing: {DEMO_SOURCE / 'ledger.yaml'}", title="Demo")
     folder = Path(target) if target else Path(tempfile.mkdtemp(prefix="handoff-demo-"))
@@ -59,7 +59,8 @@ def prepare_demo(target: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     """Run the app; returns the exit code (2 for a usage error or an unreadable ledger)."""
     args = parse_args(argv)
-    from tui.app import make_app  # after argument parsing: --help stays fast
+    from engine.api import HandoffError  # after argument parsing: --help stays fast
+    from tui.app import make_app
     from tui.demo import DemoRun
 
     demo: DemoRun | None = None

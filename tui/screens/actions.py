@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual.widgets import Input
 
 from engine.api import BASE_STATES, SUMMARY_ORDER, HandoffError
-from tui.cmdline import SPECS, Command, CommandError, available, parse
+from tui.cmdline import Command, CommandError, available, parse
 from tui.screens.approve import ApproveResult, ApproveScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen
@@ -435,4 +435,4 @@ class MainActions:
             return None, f"could not render the next command: {error}"
 
 
-__all__ = ["MainActions", "MUTATING", "SPECS"]
+__all__ = ["MainActions", "MUTATING"]
