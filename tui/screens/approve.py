@@ -28,13 +28,14 @@ from textual.widgets import Button, Input, Label, Static
 from engine.api import HandoffError
 from tui.screens.invariants import InvariantsScreen
 from tui.states import label
-from tui.text import clean_line, one_line
+from tui.text import clean_line, one_line, safe
 from tui.timefmt import short_time
 from tui.widgets.argv_view import ArgvView
 from tui.widgets.invariants import summary
 from tui.widgets.keybar import KeyBar
 
 WRONG_NAME = "Type the target name exactly to approve"
+TALL = 30  # rows from which the step's description shows too
 
 
 @dataclass
@@ -92,6 +93,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
             yield Label("Command, exactly as it will run (one argument per line):", classes="field-label")
             with VerticalScroll(id="argv-box"):
                 yield ArgvView(self.pending.argv, id="argv", classes="command")
+            yield Static(safe(self.pending.step.description or ""), id="step-description")
             yield Static(self._facts(), id="facts")
             yield Static(id="approve-invariants")
             yield Static(id="approve-changed", classes="error-text")
@@ -114,30 +116,31 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         return title
 
     def _facts(self) -> Text:
+        """Two lines that never wrap (the dialog's height must not depend on them)."""
         t = self.target
-        text = Text(end="")
-        text.append("checkpoint ", style="bold")
-        text.append(clean_line(self.pending.checkpoint or getattr(t, "checkpoint", None) or "(none)"))
+        first = Text(end="", no_wrap=True, overflow="ellipsis")
+        first.append("checkpoint ", style="bold")
+        first.append(clean_line(self.pending.checkpoint or getattr(t, "checkpoint", None) or "(none)"))
         verified = getattr(t, "verified_at", None)
-        text.append("  verified ", style="bold")
-        text.append(short_time(verified) if verified else "never")
-        text.append("  asked by ", style="bold")
-        text.append(clean_line(getattr(t, "awaiting_by", None) or "?"))
+        first.append("  verified ", style="bold")
+        first.append(short_time(verified) if verified else "never")
+        first.append("  asked by ", style="bold")
+        first.append(clean_line(getattr(t, "awaiting_by", None) or "?"))
+        second = Text(end="", no_wrap=True, overflow="ellipsis")
         ev = getattr(t, "evidence", None)
         if ev is not None:
             bits = [f"{ev.step}" if ev.step else "", f"exit {ev.exit_code}" if ev.exit_code is not None else "",
                     f"{ev.duration:.1f}s" if ev.duration is not None else ""]
-            text.append("\nlast step ", style="bold")
-            text.append(clean_line(" ".join(b for b in bits if b)))
-        text.append(f"  hash {str(self.pending.hash)[:16]}", style="dim")
-        return text
+            second.append("last step ", style="bold")
+            second.append(clean_line(" ".join(b for b in bits if b)) + "  ")
+        second.append(f"hash {str(self.pending.hash)[:16]}", style="dim")
+        return Text("\n", end="", no_wrap=True, overflow="ellipsis").join([first, second])
 
     def _invariant_line(self) -> Text:
+        """One line, worst first; ctrl+o (in the footer) lists them all."""
         line = summary(self.invariants, self.declared)
-        text = Text("invariants ", style="bold", end="")
+        text = Text("invariants ", style="bold", end="", no_wrap=True, overflow="ellipsis")
         text.append(line[0] if line else "none declared")
-        if line:
-            text.append("   ctrl+o: all", style="dim")
         return text
 
     def on_mount(self) -> None:
@@ -151,8 +154,13 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
 
     def _fit(self, height: int) -> None:
         """The argv box gets what the other rows leave (the rest scrolls inside it)."""
-        fixed = 16 + (1 if self.changed else 0)  # borders, title, badge, labels, facts, inputs, buttons, footer
-        self.query_one("#argv-box").styles.max_height = max(3, height - fixed)
+        # Borders 2, title, badge, label, facts 2, invariants, name label, name, error, comment, buttons, footer;
+        # and the two lines saying what changed, while they show.
+        fixed = 14 + (2 if self.changed else 0)
+        # The step's description only where there is room to spare (it says what the argv does).
+        described = bool(self.pending.step.description) and height >= TALL
+        self.query_one("#step-description").display = described
+        self.query_one("#argv-box").styles.max_height = max(3, height - fixed - (2 if described else 0))
 
     # -- following the ledger ------------------------------------------------------
 
@@ -193,6 +201,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         self.query_one("#approve-title", Label).update(self._title())
         self.query_one("#argv", ArgvView).set_argv(self.pending.argv)
         self.query_one("#facts", Static).update(self._facts())
+        self.query_one("#step-description", Static).update(safe(self.pending.step.description or ""))
         self.query_one("#approve-changed", Static).display = False
         self.query_one("#approve", Button).disabled = not self._confirmed()
         self._fit(self.app.size.height)
