@@ -110,11 +110,12 @@ async def test_approve_irreversible_needs_the_target_name(ledger_path: Path) -> 
         await settle(pilot)
         await select(pilot, "web-02")
         await pilot.press("a")
-        await pilot.pause()
+        await settle(pilot)
         assert isinstance(app.screen, ApproveScreen)
         text = screen_text(app)
         assert "IRREVERSIBLE" in text
-        argv = [line.strip(" █▌") for line in text.splitlines()]
+        # The dialog's lines, between its left and right borders (the table shows beside it).
+        argv = [line[line.index("█") + 1:line.rindex("█")].strip() for line in text.splitlines() if line.count("█") >= 2]
         start = argv.index("cutover")
         assert argv[start:start + 5] == ["cutover", "--target", "web-02", "--checkpoint", "0/9A3F2C10"]
         button = app.screen.query_one("#approve", Button)
