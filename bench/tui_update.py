@@ -5,7 +5,8 @@
 handoff-tui runs on a real pseudo-terminal (120x40). Another process (a writer
 kept alive, so its start-up is not counted) changes the first target's
 `next_action` to a new text (every character different from the last one:
-Textual sends only the cells that changed) with the engine's `transact` and reports when the
+Textual sends only the cells that changed; the first target that needs a human, which
+the screen opens on) with the engine's `transact` and reports when the
 transaction began and when it returned (the new file is in place). The
 benchmark reads the terminal until that text is drawn: the row has been
 repainted. No hook in the app is needed. Printed: medians from the write's
@@ -30,7 +31,9 @@ import json, sys, time
 sys.path.insert(0, sys.argv[2])
 from engine.api import open_ledger
 handle = open_ledger(sys.argv[1], actor="bench-writer")
-name = next(iter(handle.load().targets))
+targets = handle.load().targets
+# The screen opens on the first target that needs a human: change that one, so it is on screen.
+name = next((n for n, t in targets.items() if t.state in ("awaiting_approval", "failed", "blocked")), next(iter(targets)))
 print(json.dumps({"name": name}), flush=True)
 for line in sys.stdin:
     text = line.strip()

@@ -22,17 +22,23 @@ from urllib.parse import urldefrag
 
 from engine import ops
 from engine.access import writable_reason
-from engine.bundled import demo_dir  # noqa: F401 - re-exported: the TUI's --demo copies it
-from engine.errors import JournalIncomplete, LedgerInvalid, ReadOnly
+from engine.bundled import demo_dir
+from engine.errors import (ApprovalChanged, Conflict, HandoffError, JournalIncomplete, LedgerInvalid, ReadOnly, Refused,
+                           UsageError)
 from engine.identity import os_user
 from engine.invariants import InvariantStatus, evaluate, journal_readings
 from engine.journal import JournalWriteError
 from engine.lease import LeaseState, lease_state
-from engine.model import Approval, Ledger
+from engine.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Target
 from engine.ops import PendingCommand
 from engine.redact import redact
+from engine.render import approval_hash
 from engine.store import Snapshot, open_store
 from engine.store.sidecar import open_sidecar
+from engine.textsafe import one_line, visible
+from engine.timefmt import age_text, parse_time
+from engine.userstate import load_user_state, save_user_state
+from engine.version import version
 
 T = TypeVar("T")
 
@@ -97,7 +103,7 @@ class LedgerHandle:
                 yield LedgerBroken(event)
             else:
                 self._snapshot = event
-                yield LedgerChanged(event.ledger, event)
+                yield LedgerChanged(event.ledger, self._snapshot)
 
     def invariants(self, ledger: Ledger | None = None) -> list[InvariantStatus]:
         """Each invariant's status now; metric values are the session's last readings."""
@@ -107,6 +113,21 @@ class LedgerHandle:
         """What approving `target` (its awaiting step, or `step`) now would approve: its argv,
         checkpoint and hash. Pass the hash back to `approve(expect_hash=...)`."""
         return ops.pending_command(ledger, target, self.ledger_dir, step)
+
+    def next_command(self, ledger: Ledger, target: str) -> PendingCommand | None:
+        """What would run next on `target`: the awaited step, else the first runbook step from
+        where it stands; None when nothing would (done, blocked, failed, no runbook).
+        Raises `Refused` when the step's template cannot be rendered for this target."""
+        t = ledger.targets[target]
+        if t.state == "awaiting_approval":
+            return self.pending_command(ledger, target)
+        if t.state in ("done", "blocked", "failed"):
+            return None
+        step = next((s for s in ledger.steps() if s.from_ == ledger.position(target)), None)
+        if step is None or not step.run:
+            return None
+        argv = ops.rendered_command(ledger, target, step, self.ledger_dir)
+        return PendingCommand(step, argv, not step.reversible, t.checkpoint, approval_hash(target, t, step))
 
     def session_state(self, ledger: Ledger | None = None) -> LeaseState:
         """Who holds the lease, and whether they are live (engine.lease's rules)."""
@@ -259,3 +280,11 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
     handle = LedgerHandle(location, actor=actor, read_only=read_only)
     handle.load()
     return handle
+
+
+__all__ = [
+    "demo_dir", "ApprovalChanged", "BASE_STATES", "Conflict", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
+    "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
+    "Snapshot", "Target", "UsageError", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
+    "parse_time", "redact", "version", "visible",
+]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from engine.compare import OPS, holds
-from engine.model import Ledger
+from engine.model import METRIC_MAX_AGE, Ledger
 from engine.timefmt import age_text, parse_iso
 from engine.touched import touched
 
@@ -94,6 +94,12 @@ class InvariantStatus:
     value: str
     age: float | None = None
     invariant: Invariant | None = field(default=None, repr=False)
+    stale: bool = False  # unknown because the last reading is older than the metric's max_age
+
+    @property
+    def label(self) -> str:
+        """`ok`, `violated`, `unknown (stale)`: the status as every front end words it."""
+        return f"{self.status} (stale)" if self.stale else self.status
 
 
 def _norm_op(op: str) -> str:
@@ -308,6 +314,12 @@ def _metric_status(inv: Invariant, ledger: Ledger, readings: MetricReader | None
     age = max(0.0, now - at)
     unit = "%" if percent else ""
     shown = f"{inv.metric} {value:g}{unit} ({age_text(age)} ago)"
+    metric = ledger.metrics.get(inv.metric or "")
+    max_age = metric.max_age if metric is not None else METRIC_MAX_AGE
+    if age > max_age:
+        # An old reading proves nothing about now: never call it ok (or violated).
+        return InvariantStatus(inv.text, inv.kind, "unknown", f"{shown}: older than max_age {age_text(max_age)}",
+                               age, inv, stale=True)
     if percent != inv.percent:
         return InvariantStatus(inv.text, inv.kind, "unknown", f"{shown}: reading and threshold differ in unit", age, inv)
     violated = holds(value, inv.op or ">", inv.value or 0.0)

@@ -202,6 +202,11 @@ class LeaseState:
     budget_used: float | None = None  # 0..1 from the live holder's heartbeat
     phase: str | None = None  # what the live holder says it is doing
     beat: dict[str, Any] | None = None  # the live holder's heartbeat as written
+    planner: str | None = None  # from the lease and the live holder's heartbeat (the TUI header)
+    tokens_used: int | None = None
+    tokens_budget: int | None = None
+    cost_usd: float | None = None
+    allow_unenforced: bool = False  # started with --allow-unenforced
 
 
 def _ago(seconds: float) -> str:
@@ -270,4 +275,7 @@ def lease_state(lease: SessionLease | None, beat: dict | None, *, here: dict[str
         live += f", budget {used:.0%} used"
     else:
         used = None
-    return LeaseState("live", holder, live, age, float(used) if used is not None else None, phase or None, beat)
+    return LeaseState("live", holder, live, age, float(used) if used is not None else None, phase or None, beat,
+                      planner=beat.get("planner") or lease.planner, tokens_used=beat.get("tokens_used"),
+                      tokens_budget=beat.get("tokens_budget"), cost_usd=beat.get("cost_usd"),
+                      allow_unenforced=bool(lease.allow_unenforced))

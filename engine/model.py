@@ -166,12 +166,24 @@ class Runbook(Node):
     states: list[str] = Field(default_factory=list)
 
 
+METRIC_MAX_AGE = 300.0  # seconds a metric reading stays good enough to call an invariant ok
+
+
 class Metric(Node):
-    """A reading a session takes by running `run`, which prints a number (maybe with %)."""
+    """A reading a session takes by running `run`, which prints a number (maybe with %).
+
+    `max_age`: how many seconds a reading counts; an older one makes every invariant on
+    the metric `unknown (stale)` rather than ok (the TUI, `handoff status` and `check` agree)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
     run: Argv
     description: str | None = None
+    max_age: float = Field(
+        default=METRIC_MAX_AGE,
+        gt=0,
+        description="Seconds a reading of this metric stays valid; an older reading makes its invariants "
+        "unknown (stale). Default 300.",
+    )
 
     _split = field_validator("run", mode="before")(_argv)
 

@@ -141,10 +141,11 @@ def _post(url: str, message: str, event: str, timeout: float) -> tuple[PageResul
 
 
 def _run(template: list[str], message: str, ledger_dir: str, python: str, timeout: float, run_command: RunCommand) -> tuple[PageResult, bool]:
-    label = f"run {shlex.join(template)}"
     values = {"ledger_dir": ledger_dir, "python": python}
     # One pass per argument, so a path that itself contains "{python}" stays as it is.
     argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg) for arg in template]
+    # The journal says what ran, not the template it came from (the message is left out).
+    label = f"run {shlex.join(argv)}"
     argv.append(message)
     result = run_command(argv, timeout=timeout, tail_bytes=400)
     if result.timed_out:

@@ -1,25 +1,68 @@
 """Ledger text is data: make every control character visible before it reaches a terminal.
 
-Newline and tab stay (callers that need one line fold them); every other C0/C1 control,
-DEL, and the Unicode line/paragraph separators and bidi overrides are shown as `\\xNN`
-or `\\uNNNN`, so a target name or note can never move the cursor, change colours, set
-the window title or hide text from the operator.
+This is the one place that decides which characters are dangerous on a terminal: every
+C0/C1 control but newline and tab, DEL, the Unicode line and paragraph separators
+(U+2028/2029), the bidi marks, embeddings, overrides and isolates ("Trojan Source"),
+and the zero-width and invisible characters that hide text (U+200B..U+200D, U+2060..U+2064,
+U+180E, U+FEFF). A target name or note can then never move the cursor, change colours,
+set the window title, read backwards or hide text from the operator.
+
+Two spellings of the same set: the CLI writes `\\x1b` / `\\u202e` (copy-pastable into a
+bug report), the TUI writes one visible cell per C0 control from Unicode's Control
+Pictures block (`␛`) and `<U+202E>` for the rest (`pictures=True`).
 """
 
 from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\ufeff]")
+# Characters that are never sent to a terminal as they are.
+_CODES: tuple[int, ...] = (
+    *range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0),  # C0 (but \t \n), DEL, C1
+    0x061C, 0x180E,                                             # Arabic letter mark, Mongolian vowel separator
+    *range(0x200B, 0x2010),                                     # zero-width space/joiners, LRM, RLM
+    0x2028, 0x2029,                                             # line and paragraph separators
+    *range(0x202A, 0x202F),                                     # bidi embeddings and overrides
+    *range(0x2060, 0x2065), *range(0x2066, 0x206A),             # word joiner, invisible operators, isolates
+    0xFEFF,                                                     # zero-width no-break space (BOM)
+)
+CONTROL_CODES: frozenset[int] = frozenset(_CODES)
+_CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c in _CODES) + "]")
 
 
-def _show(match: re.Match) -> str:
-    code = ord(match.group())
+def _escape(code: int) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def visible(text: object) -> str:
-    """`text` with control characters (but newline and tab) made visible."""
-    value = text if isinstance(text, str) else str(text)
-    return _CONTROL.sub(_show, value)
+def _picture(code: int) -> str:
+    if code < 0x20:
+        return chr(0x2400 + code)  # Control Pictures: one glyph per C0 code, same order
+    if code == 0x7F:
+        return "␡"
+    return f"<U+{code:04X}>"
 
+
+_ESCAPES = {code: _escape(code) for code in _CODES}
+_PICTURES = {code: _picture(code) for code in _CODES}
+
+
+def visible(text: object, *, pictures: bool = False) -> str:
+    """`text` with control characters (but newline and tab) made visible.
+
+    `pictures=False` (the CLI): `\\x1b`, `\\u202e`. `pictures=True` (the TUI): `␛`, `<U+202E>`.
+    """
+    if text is None:
+        return ""
+    value = text if isinstance(text, str) else str(text)
+    if not _CONTROL.search(value):
+        return value
+    return value.translate(_PICTURES if pictures else _ESCAPES)
+
+
+def one_line(text: object, width: int | None = None, *, pictures: bool = False) -> str:
+    """Visible, on one line (newlines and tabs shown as ⏎ and →), cut to `width` with an ellipsis."""
+    raw = "" if text is None else (text if isinstance(text, str) else str(text))
+    value = visible(raw.replace("\r\n", "\n"), pictures=pictures).replace("\n", " ⏎ ").replace("\t", " → ")
+    if width is not None and len(value) > width:
+        value = value[: max(0, width - 1)] + "…"
+    return value

@@ -30,7 +30,15 @@ FALLBACKS: dict[str, str] = {
     "mode-operator": "success",
     "mode-readonly": "warning",
     "changed-row": "accent-muted",
+    "state-missing": "error",
+    # The selected row in a theme that does not choose: the theme's own text and background,
+    # swapped (the pair it already keeps legible, and near the extremes in 16 colours and NO_COLOR).
+    "cursor-background": "foreground",
+    "cursor-foreground": "background",
 }
+# Contrast (WCAG) of the selected row's text on its background, in every theme and colour
+# mode (truecolor, 256, 16, NO_COLOR); tests/tui/test_contrast.py measures it.
+MIN_CURSOR_CONTRAST = 4.5
 
 DARK = Theme(
     name="handoff-dark",
@@ -58,6 +66,9 @@ DARK = Theme(
         "mode-operator": "#00af00",
         "mode-readonly": "#d78700",
         "changed-row": "#5f5f00",
+        "state-missing": "#ff5fd7",
+        "cursor-background": "#87d7ff",
+        "cursor-foreground": "#000000",
     },
 )
 
@@ -87,6 +98,9 @@ LIGHT = Theme(
         "mode-operator": "#008700",
         "mode-readonly": "#af5f00",
         "changed-row": "#ffffaf",
+        "state-missing": "#af005f",
+        "cursor-background": "#0000af",
+        "cursor-foreground": "#ffffff",
     },
 )
 
@@ -116,6 +130,9 @@ HIGH_CONTRAST = Theme(
         "mode-operator": "#00ff00",
         "mode-readonly": "#ffff00",
         "changed-row": "#0000ff",
+        "state-missing": "#ff00ff",
+        "cursor-background": "#ffffff",
+        "cursor-foreground": "#000000",
     },
 )
 
@@ -125,9 +142,40 @@ THEME_NAMES: tuple[str, ...] = tuple(t.name for t in THEMES)
 
 
 def theme_defaults(theme: Theme) -> dict[str, str]:
-    """Our variables for `theme`, resolved from its colour system where it sets none."""
+    """Our variables for `theme`, resolved from its colour system where it sets none.
+
+    A theme that sets its own cursor background but no text colour gets black or
+    white, whichever stands out more (one of the two always reaches 4.58:1)."""
     base = theme.to_color_system().generate()
-    return {name: base[source] for name, source in FALLBACKS.items() if source in base}
+    out = {name: base[source] for name, source in FALLBACKS.items() if source in base}
+    background = theme.variables.get("cursor-background")
+    if background and "cursor-foreground" not in theme.variables:
+        out["cursor-foreground"] = best_text_on(background)
+    return out
+
+
+def luminance(colour: str) -> float:
+    """WCAG relative luminance of a `#rrggbb` (or any Textual colour) string."""
+    from textual.color import Color
+
+    r, g, b = Color.parse(colour).rgb
+
+    def channel(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def best_text_on(background: str) -> str:
+    """`#000000` or `#ffffff`, whichever contrasts more with `background`."""
+    return "#000000" if contrast("#000000", background) >= contrast("#ffffff", background) else "#ffffff"
 
 
 def next_theme(current: str) -> str:

@@ -5,46 +5,55 @@ opens the ledger through the engine (so an invalid file fails before any screen
 opens) and returns a `HandoffApp`. All blocking engine work runs in named
 workers; results come back as Messages; every worker error ends in
 `show_error`, one error view, so no failure vanishes silently.
+
+Every read of the file is numbered; the screen only ever moves forward, so a
+slow worker's older reading can never replace a newer one (a broken file stays
+broken on screen until a read parses again). The lease poll re-reads the file
+too: what it shows is always what the file says now.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import traceback
 from typing import Any
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
+from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 import themes
-from engine.errors import Conflict, HandoffError, LedgerInvalid, ReadOnly, Refused, UsageError
+from engine.api import HandoffError, LedgerInvalid, UsageError
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
-from tui.messages import ActionDone, JournalRecords, LedgerBroken, NoteConflict, RetryRefused, Snapshot, SnapshotReady
-from tui.screens.detail import HistoryLoaded
+from tui.demo import DemoRun, running_steps
+from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
+from tui.mutations import Mutations
+from tui.screens.approve import ApproveScreen
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.detail import DetailScreen, HistoryLoaded
 from tui.screens.error import ErrorScreen
 from tui.screens.main import MainScreen
-from tui.screens.note_editor import NoteConflictScreen, NoteEditor, merged
-from tui.screens.reason import Reason, ReasonPrompt
 from tui.since import changes, remember
 from tui.timefmt import Clock, utcnow
 
 JOURNAL_BACKLOG = 200   # journal lines shown on open; older ones are in `handoff journal`
 JOURNAL_POLL = 0.25     # seconds between journal reads while watching
-LEASE_POLL = 2.0        # seconds between lease/heartbeat refreshes while watching
+LEASE_POLL = 2.0        # seconds between re-reads for the lease/heartbeat while watching
 WATCH_SETTLE = 0.5      # seconds after starting the watch before one catch-up re-read
 
 
-class HandoffApp(App[None]):
+class HandoffApp(Mutations, App[None]):
     """The operator screen over one ledger.
 
     | Key | Action | What it does |
     |---|---|---|
-    | ctrl+p | command_palette | Every action by name |
-    | ctrl+q | quit | Quit |
 
-    The main screen's own key table is in `tui.screens.main.MainScreen`.
+    The app adds no keys of its own (Textual's ctrl+p palette and ctrl+q quit
+    stay); the main screen's key table is in `tui.screens.main.MainScreen`.
     """
 
     CSS_PATH = str(themes.TCSS_PATH)
@@ -52,15 +61,8 @@ class HandoffApp(App[None]):
     COMMANDS = App.COMMANDS | {ActionsProvider}
     BINDINGS = []
 
-    def __init__(
-        self,
-        controller: Controller,
-        ledger: Any,
-        *,
-        clock: Clock | None = None,
-        watch: bool = True,
-        theme: str | None = None,
-    ) -> None:
+    def __init__(self, controller: Controller, initial: Snapshot, *, clock: Clock | None = None,
+                 watch: bool = True, theme: str | None = None, bell: bool = True) -> None:
         super().__init__()
         for theme_obj in themes.THEMES:
             self.register_theme(theme_obj)
@@ -68,14 +70,19 @@ class HandoffApp(App[None]):
         self.controller = controller
         self.clock: Clock = clock or utcnow
         self.watching = watch
-        self.initial_ledger = ledger
+        self.initial = initial
+        self.bell_on = bell
+        self.bells = 0  # how many times the bell rang (the terminal's bell leaves no other trace)
+        self.demo: DemoRun | None = None
         self.main: MainScreen | None = None
+        self._reads = itertools.count(1)  # numbers every read of the file, in the order they start
+        self._shown_seq = 0
+        self._awaiting: set[str] | None = None
         self._journal_offset = 0
         self._journal_lock = threading.Lock()
         self._user_state_saved = False
-        self._pending_note_base: str | None = None
 
-    # -- mode --------------------------------------------------------------------
+    # -- mode and look ------------------------------------------------------------
 
     @property
     def read_only(self) -> bool:
@@ -89,16 +96,27 @@ class HandoffApp(App[None]):
         # Our semantic variables for any theme, so the TCSS parses under Textual's built-in themes too.
         return {**super().get_theme_variable_defaults(), **themes.theme_defaults(self.current_theme)}
 
-    def cycle_theme(self) -> None:
-        self.theme = themes.next_theme(self.theme)
+    def set_theme(self, name: str | None) -> None:
+        """Switch to theme `name`, or the next of ours."""
+        if name is not None and name not in themes.THEME_NAMES:
+            self.notify(f"no theme {name!r}; choose one of: {', '.join(themes.THEME_NAMES)}", severity="warning", markup=False)
+            return
+        self.theme = name or themes.next_theme(self.theme)
         self.notify(f"Theme: {self.theme}", timeout=2, markup=False)
+
+    def get_system_commands(self, screen: Screen) -> Any:
+        # Our palette has its own Theme, Quit and Help entries (from the bindings); one of each.
+        for command in super().get_system_commands(screen):
+            if isinstance(command, SystemCommand) and command.title in ("Theme", "Quit", "Keys"):
+                continue
+            yield command
 
     # -- start and stop ----------------------------------------------------------
 
     def get_default_screen(self) -> MainScreen:
-        # The ledger make_app loaded paints the first frame at once; invariants,
-        # lease and "since you last looked" follow from a worker.
-        self.main = MainScreen(self.initial_ledger)
+        # The reading make_app took paints the first frame at once; invariants, lease
+        # and "since you last looked" follow from a worker.
+        self.main = MainScreen(self.initial)
         return self.main
 
     def on_mount(self) -> None:
@@ -107,16 +125,29 @@ class HandoffApp(App[None]):
         self.call_after_refresh(self._start_workers)
 
     def _start_workers(self) -> None:
-        self.open_snapshot(self.initial_ledger)
+        self.open_snapshot(self.initial, next(self._reads))
         self.tail_journal(follow=self.watching)
         if self.watching:
             self.watch_ledger()
             # The watch compares against the file as it finds it when it starts; a write
             # between make_app's load and that moment would go unseen. Re-read once it is armed.
-            self.set_timer(WATCH_SETTLE, self.refresh_snapshot)
-            self.set_interval(LEASE_POLL, self._poll_lease)
+            self.set_timer(WATCH_SETTLE, self.reload)
+            self.set_interval(LEASE_POLL, self.reload)
 
     async def action_quit(self) -> None:
+        """Quit; leaving the demo ends it, and asks first while one of its steps runs."""
+        steps = running_steps(self.main.ledger if self.main else None) if self.demo and self.demo.alive() else []
+        if steps:
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.save_user_state()
+                    self.exit()
+
+            self.push_screen(ConfirmScreen(
+                "End the demo and quit?",
+                f"A step is running: {', '.join(steps)}. Quitting ends the demo: its session finishes that "
+                "step, hands off and stops.", yes="End the demo", no="Stay", danger=True), answered)
+            return
         self.save_user_state()
         self.exit()
 
@@ -137,16 +168,16 @@ class HandoffApp(App[None]):
     # -- workers: reading ---------------------------------------------------------
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="open")
-    def open_snapshot(self, ledger: Any) -> None:
-        """First snapshot plus this user's previous visit."""
-        snapshot = self.controller.snapshot(ledger)
+    def open_snapshot(self, initial: Snapshot, seq: int) -> None:
+        """Invariants and lease for the first reading, plus this user's previous visit."""
+        snapshot = self.controller.snapshot(_StoreView(initial), seq=seq)
         try:
             previous = self.controller.load_user_state()
         except (OSError, ValueError, ImportError) as error:
             self.log.warning(f"no per-user state: {error!r}")
             previous = {}
         self.post_message(SnapshotReady(snapshot))
-        lines = changes(previous, ledger)
+        lines = changes(previous, initial.ledger)
         if lines:
             self.call_from_thread(self._show_since, lines)
 
@@ -155,28 +186,26 @@ class HandoffApp(App[None]):
             self.main.show_since(lines)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="snapshot")
-    def refresh_snapshot(self, ledger: Any = None) -> None:
-        """Load (unless given) and derive; an unparsable file becomes a banner, not an error."""
+    def refresh_snapshot(self, seq: int, store_snap: Any = None) -> None:
+        """Read (unless given the engine's reading) and derive; a file that does not parse is a banner."""
         try:
-            snapshot = self.controller.snapshot(ledger)
+            snapshot = self.controller.snapshot(store_snap, seq=seq)
         except LedgerInvalid as error:
-            self.post_message(LedgerBroken(error))
+            self.post_message(LedgerBroken(error, seq))
             return
-        self.post_message(SnapshotReady(snapshot))
-
-    def _poll_lease(self) -> None:
-        if self.main is not None and self.main.ledger is not None:
-            self.refresh_snapshot(self.main.ledger)
+        if not get_current_worker().is_cancelled:
+            self.post_message(SnapshotReady(snapshot))
 
     @work(exclusive=True, exit_on_error=False, group="watch")
     async def watch_ledger(self) -> None:
-        """The engine's watch on the parent folder: new ledgers, or parse errors."""
+        """The engine's watch on the parent folder: new readings, or parse errors."""
         async for event in self.controller.watch():
+            seq = next(self._reads)
             error = getattr(event, "error", None)
             if error is not None:
-                self.post_message(LedgerBroken(error))
+                self.post_message(LedgerBroken(error, seq))
             else:
-                self.refresh_snapshot(event.ledger)
+                self.refresh_snapshot(seq, event.snapshot)
 
     def _read_journal(self) -> list[dict[str, Any]]:
         # One reader at a time: the offset must never be read twice.
@@ -222,96 +251,60 @@ class HandoffApp(App[None]):
         screen.post_message(HistoryLoaded(self.controller.history(name)))
 
     def reload(self) -> None:
-        """Re-read ledger and journal now (after an action, or on R)."""
-        self.refresh_snapshot()
+        """Re-read ledger and journal now (after an action, on R, and every LEASE_POLL)."""
+        self.refresh_snapshot(next(self._reads))
         if not self.watching:
             self.read_journal_once()
 
-    # -- workers: changing ----------------------------------------------------------
-
-    @work(thread=True, exit_on_error=False, group="mutate")
-    def mutate(self, op: str, *args: Any, **kwargs: Any) -> None:
-        """Run one engine mutation. Not exclusive: an operator's action is never cancelled by the next."""
-        if self.read_only:
-            raise ReadOnly(f"{op.replace('_', ' ')} refused: this view is read-only ({self.read_only_reason}).")
-        try:
-            text = getattr(self.controller, op)(*args, **kwargs)
-        except Conflict as error:
-            if op == "set_note":
-                self.post_message(NoteConflict(args[0], str(error.theirs or "")))
-                return
-            raise
-        except Refused as error:
-            if op == "retry" and not kwargs.get("force") and not isinstance(error, ReadOnly):
-                self.post_message(RetryRefused(args[0], error))
-                return
-            raise
-        self.post_message(ActionDone(text))
-        if op == "ack_note":
-            self.call_from_thread(self._acknowledged)
-        self.call_from_thread(self.reload)
-
-    def _acknowledged(self) -> None:
-        if self.main is not None:
-            self.main.mark_acknowledged()
-
-    def edit_note(self, text: str, *, base: str) -> None:
-        """Open the note editor; save with `base` so an edit made underneath is detected."""
-
-        def done(new_text: str | None) -> None:
-            # Saving the unchanged base would only bump the revision; skip it.
-            if new_text is not None and new_text != base:
-                self.mutate("set_note", new_text, base)
-
-        self.push_screen(NoteEditor(text), done)
-
     # -- messages from workers -------------------------------------------------------
 
+    def _showing(self) -> bool:
+        """Whether the main screen is there to paint (not before it exists, nor after it is gone)."""
+        return self.main is not None and self.main.is_attached
+
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        if self.main is None:
-            return
-        shown = self.main.ledger
-        if shown is not None and message.snapshot.ledger.revision < shown.revision:
-            return  # a slower worker's older ledger (the first snapshot after a catch-up re-read)
-        self.main.show_snapshot(message.snapshot)
+        snapshot = message.snapshot
+        if not self._showing() or snapshot.seq < self._shown_seq:
+            return  # gone, or an older reading than the one on screen
+        self._shown_seq = snapshot.seq
+        self._ring_for_new_approvals(snapshot)
+        try:
+            self.main.show_snapshot(snapshot)
+            for screen in self.screen_stack:
+                self._follow(screen, snapshot)
+        except NoMatches:
+            # A worker's reading arrived while the app was taking its screens down on quit.
+            self.log.warning("a ledger reading arrived after the screen was gone")
+
+    def _follow(self, screen: Screen, snapshot: Snapshot) -> None:
+        """Dialogs and the detail view follow the live ledger too."""
+        ledger = snapshot.ledger
+        if isinstance(screen, ApproveScreen):
+            screen.follow(ledger, snapshot.invariants)
+        elif isinstance(screen, DetailScreen) and self.main is not None and screen.target_name in ledger.targets:
+            pending, problem = self.main.next_command_of(screen.target_name)
+            screen.follow(ledger.targets[screen.target_name], self.main.header_info(), pending, problem)
+
+    def _ring_for_new_approvals(self, snapshot: Snapshot) -> None:
+        awaiting = {n for n, t in snapshot.ledger.targets.items() if t.state == "awaiting_approval"}
+        new = awaiting - self._awaiting if self._awaiting is not None else set()
+        self._awaiting = awaiting
+        if new and self.bell_on:
+            self.bells += 1
+            self.bell()  # once per reading, however many started waiting
 
     def on_ledger_broken(self, message: LedgerBroken) -> None:
-        if self.main is not None:
-            self.main.show_broken(message.error)
+        if not self._showing() or message.seq < self._shown_seq:
+            return
+        self._shown_seq = message.seq
+        self.main.show_broken(message.error)
 
     def on_journal_records(self, message: JournalRecords) -> None:
-        if self.main is not None and message.records:
-            self.main.add_journal(message.records)
-
-    def on_action_done(self, message: ActionDone) -> None:
-        self.notify(message.text, timeout=3, markup=False)
-
-    def on_note_conflict(self, message: NoteConflict) -> None:
-        mine, theirs = message.mine, message.theirs
-
-        def chosen(choice: str | None) -> None:
-            if choice == "mine":
-                self.mutate("set_note", mine, theirs)
-            elif choice == "merge":
-                self.edit_note(merged(mine, theirs), base=theirs)
-            else:
-                self.notify("Kept their note; your edit was not saved.", markup=False)
-                self.reload()
-
-        self.push_screen(NoteConflictScreen(mine, theirs), chosen)
-
-    def on_retry_refused(self, message: RetryRefused) -> None:
-        name = message.target
-
-        def done(reason: Reason | None) -> None:
-            if reason is not None:
-                self.mutate("retry", name, force=True, reason=reason.text)
-
-        self.push_screen(ReasonPrompt(
-            f"Force retry of {name}?",
-            f"{message.error.message}\n\nThe failed step may have half-happened. Forcing runs it again; "
-            "say why (this goes to the journal).",
-            ok_label="Force retry", danger=True), done)
+        if self._showing() and message.records:
+            try:
+                self.main.add_journal(message.records)
+            except NoMatches:
+                self.log.warning("journal lines arrived after the screen was gone")
 
     # -- the one error handler ---------------------------------------------------------
 
@@ -331,6 +324,14 @@ class HandoffApp(App[None]):
         self.push_screen(ErrorScreen(title, message))
 
 
+class _StoreView:
+    """The first reading as the engine's Snapshot shape (ledger, missing, rollback, warnings)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.ledger, self.missing = snapshot.ledger, snapshot.missing
+        self.rollback, self.warnings = snapshot.rollback, snapshot.warnings
+
+
 def make_app(
     location: str,
     *,
@@ -339,6 +340,7 @@ def make_app(
     theme: str | None = None,
     clock: Clock | None = None,
     watch: bool = True,
+    bell: bool = True,
 ) -> HandoffApp:
     """Open `location` through the engine and build the app (the CLI and tests share this).
 
@@ -351,8 +353,10 @@ def make_app(
         if theme not in BUILTIN_THEMES:
             raise UsageError(f"unknown theme {theme!r}; choose one of: {', '.join(themes.THEME_NAMES)}")
     handle = open_handle(location, actor=actor, read_only=read_only)
-    ledger = handle.load()
-    return HandoffApp(Controller(handle), ledger, clock=clock, watch=watch, theme=theme)
+    read = handle.snapshot()
+    initial = Snapshot(read.ledger, missing=list(read.missing), rollback=list(getattr(read, "rollback", [])),
+                       warnings=list(read.warnings))
+    return HandoffApp(Controller(handle), initial, clock=clock, watch=watch, theme=theme, bell=bell)
 
 
 __all__ = ["HandoffApp", "make_app", "Snapshot"]

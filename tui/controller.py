@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from tui.messages import Snapshot
 
 if TYPE_CHECKING:
-    from engine.model import Ledger
+    from engine.api import Ledger
 
 
 def open_handle(location: str, *, actor: str | None = None, read_only: bool = False) -> Any:
@@ -58,11 +58,30 @@ class Controller:
 
     # -- reading -----------------------------------------------------------------
 
-    def snapshot(self, ledger: "Ledger | None" = None) -> Snapshot:
-        """Load (unless given) the ledger, and derive invariants and the lease from it."""
-        if ledger is None:
-            ledger = self.handle.load()
-        return Snapshot(ledger, list(self.handle.invariants(ledger)), self.handle.session_state(ledger))
+    @property
+    def ledger_dir(self) -> str | None:
+        """The folder `{ledger_dir}` stands for in this ledger's templates."""
+        return getattr(self.handle, "ledger_dir", None)
+
+    def read(self) -> Any:
+        """The engine's reading of the file now (ledger, plus missing targets and rollback);
+        raises `LedgerInvalid` when it does not parse."""
+        return self.handle.snapshot()
+
+    def snapshot(self, store_snap: Any = None, seq: int = 0) -> Snapshot:
+        """Read the file (unless given the engine's reading) and derive invariants and the lease."""
+        if store_snap is None:
+            store_snap = self.read()
+        ledger = store_snap.ledger
+        return Snapshot(
+            ledger,
+            list(self.handle.invariants(ledger)),
+            self.handle.session_state(ledger),
+            missing=list(getattr(store_snap, "missing", []) or []),
+            rollback=list(getattr(store_snap, "rollback", []) or []),
+            warnings=list(getattr(store_snap, "warnings", []) or []),
+            seq=seq,
+        )
 
     def watch(self) -> AsyncIterator[Any]:
         """The engine's watch: LedgerChanged / LedgerBroken events."""
@@ -84,24 +103,30 @@ class Controller:
         return list(self.handle.history(target))
 
     def pending_command(self, ledger: "Ledger", target: str) -> Any:
+        """What approving `target` would approve (raises `Refused` when it awaits nothing)."""
         return self.handle.pending_command(ledger, target)
 
+    def next_command(self, ledger: "Ledger", target: str) -> Any:
+        """What would run next on `target`, or None (raises `Refused` if it cannot be rendered)."""
+        return self.handle.next_command(ledger, target)
+
     def load_user_state(self) -> dict[str, Any]:
-        from engine.userstate import load_user_state
+        from engine.api import load_user_state
 
         return load_user_state(self.user_state_key) or {}
 
     def save_user_state(self, data: dict[str, Any]) -> None:
         # Per-user state lives under the XDG state folder (the engine's helper),
         # never beside the ledger, so it is allowed in read-only mode too.
-        from engine.userstate import save_user_state
+        from engine.api import save_user_state
 
         save_user_state(self.user_state_key, data)
 
     # -- mutations (each raises ReadOnly / Refused / Conflict from the engine) ---
 
-    def approve(self, target: str, step: str | None, comment: str | None) -> str:
-        self.handle.approve(target, step=step, comment=comment or None)
+    def approve(self, target: str, step: str | None, comment: str | None, expect_hash: str | None = None) -> str:
+        """Approve what the operator saw: the engine refuses if `expect_hash` no longer matches."""
+        self.handle.approve(target, step=step, comment=comment or None, expect_hash=expect_hash)
         return f"Approved {step or 'the awaiting step'} on {target}"
 
     def reject(self, target: str, reason: str) -> str:
@@ -143,6 +168,14 @@ class Controller:
     def unapprove(self, target: str) -> str:
         self.handle.unapprove(target)
         return f"Approval withdrawn on {target}; the next session will ask again"
+
+    def accept_removal(self) -> str:
+        remaining = self.handle.accept_removal()
+        return f"Removal accepted; {remaining} targets remain"
+
+    def accept_rollback(self) -> str:
+        revision = self.handle.accept_rollback()
+        return f"Rollback accepted; the file's revision {revision} stands"
 
     def request_stop(self) -> str:
         self.handle.request_stop()

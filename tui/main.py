@@ -1,6 +1,6 @@
 """`handoff-tui`: the console script.
 
-    handoff-tui LEDGER [--read-only] [--as NAME] [--theme NAME]
+    handoff-tui LEDGER [--read-only] [--as NAME] [--theme NAME] [--no-bell]
     handoff-tui --demo [DIR]
 
 A missing, unreadable or invalid ledger is one line on stderr
@@ -8,24 +8,20 @@ A missing, unreadable or invalid ledger is one line on stderr
 `--demo` copies `ledgers/demo/` into DIR (default: a new temporary folder,
 printed on exit), starts the demo's script (`director.py`: agent sessions, a failed
 check, a drift and its reconcile, then a session that waits for your approvals) and
-opens the screen.
+opens the screen. Leaving the demo ends the script and its session (`tui.demo`).
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from engine.errors import HandoffError
-from engine.redact import redact
-
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from engine.version import version
+    from engine.api import version
 
     parser = argparse.ArgumentParser(prog="handoff-tui", description="The operator screen over a handoff ledger.")
     parser.add_argument("--version", action="version", version=f"handoff-tui {version()}")
@@ -33,8 +29,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--read-only", action="store_true", help="observe only: nothing can be changed")
     parser.add_argument("--as", dest="actor", metavar="NAME", help="who you are in the journal (default: login user)")
     parser.add_argument("--theme", metavar="NAME", help="handoff-dark (default), handoff-light, handoff-high-contrast")
+    parser.add_argument("--no-bell", dest="bell", action="store_false",
+                        help="do not ring the terminal bell when a new approval starts waiting")
     parser.add_argument("--demo", nargs="?", const="", metavar="DIR",
-                        help="copy the demo fleet into DIR (default: a temp folder), start a session, open it")
+                        help="copy the demo fleet into DIR (default: a temp folder) and run its story; quitting ends it")
     args = parser.parse_args(argv)
     if args.demo is None and not args.ledger:
         parser.error("a LEDGER path is required (or --demo)")
@@ -45,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def prepare_demo(target: str) -> Path:
     """Copy the demo fleet into `target` (or a new temp folder); returns the ledger path."""
-    from engine.api import demo_dir  # the same lookup in a checkout and in an installed wheel
+    from engine.api import HandoffError, demo_dir  # the same lookup in a checkout and in an installed wheel
 
     source = demo_dir()
     if not (source / "ledger.yaml").is_file():
@@ -60,46 +58,37 @@ def prepare_demo(target: str) -> Path:
     return folder / "ledger.yaml"
 
 
-def start_director(ledger: Path) -> int:
-    """Start the demo's script (ledgers/demo/director.py) as its own detached process:
-    it runs the sessions, a failure, a drift and its reconcile, then a session that
-    waits for the newcomer's approvals. Closing the TUI does not stop it."""
-    proc = subprocess.Popen(
-        [sys.executable, str(ledger.parent / "director.py"), str(ledger)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        cwd=str(ledger.parent),
-    )
-    return proc.pid
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the app; returns the exit code (2 for a usage error or an unreadable ledger)."""
     args = parse_args(argv)
-    from tui.app import make_app  # after argument parsing: --help stays fast
+    from engine.api import HandoffError, redact  # after argument parsing: --help stays fast
+    from tui.app import make_app
+    from tui.demo import DemoRun
 
-    demo_path: Path | None = None
-    director = 0
+    demo: DemoRun | None = None
     try:
         if args.demo is not None:
-            demo_path = prepare_demo(args.demo)
-            location = str(demo_path)
+            demo = DemoRun(prepare_demo(args.demo))
+            location = str(demo.ledger)
         else:
             location = args.ledger
-        app = make_app(location, read_only=args.read_only, actor=args.actor, theme=args.theme)
-        if demo_path is not None:
-            director = start_director(demo_path)
+        app = make_app(location, read_only=args.read_only, actor=args.actor, theme=args.theme, bell=args.bell)
+        if demo is not None:
+            demo.start()
+            demo.end_on_hangup()
+            app.demo = demo
     except HandoffError as error:
         print(f"handoff-tui: {redact(str(error))}", file=sys.stderr)
         return 2
-    app.run()
-    if demo_path is not None:
-        print(f"handoff-tui: the demo ledger is at {demo_path}")
-        print(f"handoff-tui: the demo's script (pid {director}) may still be running sessions; "
-              f"`kill -- -{director}` ends it and its session")
+    try:
+        app.run()
+    finally:
+        if demo is not None and demo.alive():
+            print("handoff-tui: ending the demo (a running step finishes first) ...", flush=True)
+            if not demo.stop():
+                print("handoff-tui: the demo's session did not stop in time and was killed", file=sys.stderr)
+    if demo is not None:
+        print(f"handoff-tui: the demo ledger is at {demo.ledger}")
     return 0
 
 

@@ -13,17 +13,24 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from engine.errors import HandoffError
-    from engine.model import Ledger
+    from engine.api import HandoffError, Ledger
 
 
 @dataclass
 class Snapshot:
-    """One consistent view: the ledger plus what the engine derives from it."""
+    """One consistent view: the ledger plus what the engine derives from it and noticed about it.
+
+    `missing`: targets the engine last wrote that the file lost; `rollback`: sentences
+    saying how the file went backwards. `seq` orders reads: a result of an older read
+    never replaces a newer one on screen (a slow worker must not hide a broken file)."""
 
     ledger: "Ledger"
     invariants: list[Any] = field(default_factory=list)
     lease: Any = None
+    missing: list[str] = field(default_factory=list)
+    rollback: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seq: int = 0
 
 
 class SnapshotReady(Message):
@@ -39,11 +46,12 @@ class SnapshotReady(Message):
 
 
 class LedgerBroken(Message):
-    """The file no longer parses; keep the last good state on screen."""
+    """The file no longer parses (read number `seq`); keep the last good state on screen."""
 
-    def __init__(self, error: "HandoffError") -> None:
+    def __init__(self, error: "HandoffError", seq: int = 0) -> None:
         super().__init__()
         self.error = error
+        self.seq = seq
 
 
 class JournalRecords(Message):

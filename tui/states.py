@@ -2,6 +2,9 @@
 
 The table, the summary and the detail screen all use this one mapping, so a
 state reads the same everywhere. Runbook-declared states fall back to `•`.
+Awaiting approval is a flag (`⚑`), never the pause sign: `⏸` belongs to a paused
+ledger alone. `missing` is not a ledger state: it marks a target the engine last
+wrote that the file no longer has.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ class StateLook:
 # Rank: what needs a human first (awaiting, failed, blocked), then what moves,
 # then what waits, then what is finished.
 LOOKS: dict[str, StateLook] = {
-    "awaiting_approval": StateLook("⏸", "awaiting", 0),
+    "(missing)": StateLook("∅", "missing", 0),
+    "awaiting_approval": StateLook("⚑", "awaiting", 0),
     "failed": StateLook("✗", "failed", 1),
     "blocked": StateLook("⊘", "blocked", 2),
     "in_progress": StateLook("⟳", "active", 3),
@@ -33,7 +37,11 @@ LOOKS: dict[str, StateLook] = {
 }
 OTHER = StateLook("•", "other", 6)
 
-TONES: tuple[str, ...] = ("awaiting", "failed", "blocked", "active", "ready", "queued", "done", "other")
+TONES: tuple[str, ...] = ("missing", "awaiting", "failed", "blocked", "active", "ready", "queued", "done", "other")
+# Tones of targets that wait on a human: marked in the gutter, first under sort-by-state, `]` / `[` visit them.
+ATTENTION: frozenset[str] = frozenset({"missing", "awaiting", "failed", "blocked"})
+MISSING = "(missing)"  # a pseudo-state: parenthesised, so no runbook state can be mistaken for it
+PAUSED_SYMBOL = "⏸"
 
 
 def look(state: str) -> StateLook:
@@ -42,5 +50,10 @@ def look(state: str) -> StateLook:
 
 
 def label(state: str) -> str:
-    """`✓ done`, `⏸ awaiting_approval`: symbol and word."""
-    return f"{look(state).symbol} {state}"
+    """`✓ done`, `⚑ awaiting_approval`, `∅ missing from file`: symbol and words."""
+    return f"{look(state).symbol} {'missing from file' if state == MISSING else state}"
+
+
+def needs_human(state: str) -> bool:
+    """Awaiting, failed, blocked or missing from the file."""
+    return look(state).tone in ATTENTION

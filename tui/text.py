@@ -1,11 +1,11 @@
-"""Make ledger and journal text safe to show: data, never markup or escapes.
+"""Ledger and journal text as widgets get it: data, never markup or escapes.
 
-Everything a ledger, a journal or a command's output says reaches a widget
-through `safe()` (or `one_line()`), which returns `rich.text.Text`, so nothing
-is parsed as console markup, and every control character except newline and
-tab is replaced by a visible stand-in (`\\x1b` -> `␛`). A target named
-`[red]x` or a note holding `\\x1b]52;...` can then neither restyle the screen
-nor send an escape sequence to the operator's terminal.
+Which characters are dangerous is decided once, by the engine's helper
+(`engine.api.visible`, the same one the CLI uses); this module only spells them
+the TUI's way (one picture per control: `\\x1b` -> `␛`, `<U+202E>` for bidi and
+zero-width characters) and wraps the result in `rich.text.Text`, so nothing is
+parsed as console markup. A target named `[red]x` or a note holding
+`\\x1b]52;...` can neither restyle the screen nor reach the terminal.
 """
 
 from __future__ import annotations
@@ -14,40 +14,17 @@ from typing import Any
 
 from rich.text import Text
 
-
-def _build_table() -> dict[int, str]:
-    table: dict[int, str] = {}
-    # C0 controls: U+2400 "Control Pictures" has one glyph per code, same order.
-    for code in range(0x20):
-        if code not in (0x09, 0x0A):
-            table[code] = chr(0x2400 + code)
-    table[0x7F] = "␡"
-    # C1 controls (0x9b is a one-byte CSI on some terminals) have no pictures.
-    for code in range(0x80, 0xA0):
-        table[code] = f"<U+{code:04X}>"
-    # Bidi overrides and isolates can make text read differently from what it is
-    # ("Trojan Source"); zero-width characters hide text. Show them all.
-    for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200B, 0x200E, 0x200F, 0xFEFF):
-        table[code] = f"<U+{code:04X}>"
-    return table
-
-
-_TABLE = _build_table()
-_ONE_LINE = {**_TABLE, 0x0A: "⏎", 0x09: " "}
+from engine.api import one_line as _one_line, visible
 
 
 def clean(value: Any) -> str:
     """`value` as a str with every control character (but newline and tab) made visible."""
-    if value is None:
-        return ""
-    return str(value).translate(_TABLE)
+    return visible(value, pictures=True)
 
 
 def clean_line(value: Any) -> str:
-    """Like `clean`, for one-line places (table cells, titles): newline becomes `⏎`."""
-    if value is None:
-        return ""
-    return str(value).translate(_ONE_LINE)
+    """Like `clean`, for one-line places (table cells, titles): newline becomes `⏎`, tab `→`."""
+    return _one_line(value, pictures=True)
 
 
 def safe(value: Any, style: str = "") -> Text:

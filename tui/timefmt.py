@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable
 
-from engine.timefmt import age_text, parse_time
+from engine.api import age_text, parse_time
 
 Clock = Callable[[], datetime]
 

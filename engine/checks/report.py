@@ -29,5 +29,9 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str)
         out.append(Finding(ERROR, f"invariant violated: {status.text} ({status.value})", path, line, column,
                            code="violated"))
     stale = [Finding(WARNING, line, path, code="stale-approval") for line in stale_approvals(snap.ledger)]
-    return out + found + stale
+    # A metric reading older than its max_age is not a problem with the file (a session
+    # reads it afresh), but `check` must not call it ok either: a warning.
+    old = [Finding(WARNING, f"invariant unknown (stale): {s.text} ({s.value})", path, code="stale-reading")
+           for s in statuses if s.stale]
+    return out + found + stale + old
 

@@ -179,7 +179,7 @@ def status_data(handle, ledger) -> dict[str, Any]:
         "targets": {name: t.model_dump(mode="json", by_alias=True) for name, t in ledger.targets.items()},
         "awaiting": awaiting,
         "touched": len(touched(ledger)),
-        "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in handle.invariants(ledger)],
+        "invariants": [{"text": s.text, "status": s.status, "value": s.value, "stale": s.stale} for s in handle.invariants(ledger)],
         "handoff_note": ledger.handoff_note,
         "previous_note": ledger.previous_note.model_dump(mode="json") if ledger.previous_note else None,
         "paused": ledger.paused.model_dump(mode="json") if ledger.paused else None,
@@ -231,7 +231,8 @@ def cmd_status(args) -> int:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})")
     out.append(f"touched: {data['touched']}")
     for inv in data["invariants"]:
-        out.append(f"invariant {inv['status']:<10} {inv['text']}  [{inv['value']}]")
+        status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]
+        out.append(f"invariant {status:<10} {inv['text']}  [{inv['value']}]")
     state = handle.session_state(ledger)
     out.append(f"session: {state.status}" + (f" - {state.detail}" if state.detail else ""))
     figures = data["session"]
@@ -319,9 +320,10 @@ def report_check(args, handle, ledger, statuses, findings) -> int:
     problem = [f for f in findings if f.severity == ERROR or args.strict]
     unenforced = [f"invariant unenforced: {s.text} ({s.value})" for s in statuses if s.status == "unenforced"]
     redactor = handle.journal.redactor
-    if args.json:
+    if args.json:  # stale readings are among the findings (warnings)
         json.dump(redactor.value({"ok": not problem, "problems": [f.text() for f in problem], "unenforced": unenforced,
-                                  "invariants": [{"text": s.text, "status": s.status, "value": s.value} for s in statuses],
+                                  "invariants": [{"text": s.text, "status": s.status, "value": s.value, "stale": s.stale}
+                                                 for s in statuses],
                                   "findings": [f.as_json() for f in findings]}), sys.stdout)
         sys.stdout.write("\n")
     else:

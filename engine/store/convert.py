@@ -149,6 +149,10 @@ def top_data(ledger: Ledger) -> dict[str, Any]:
     for key in ("invariants", "notify", "metrics", "redact"):
         if not data.get(key):
             data.pop(key, None)
+    for name, metric in ledger.metrics.items():
+        # A default max_age is not written back: an engine write must not add lines nobody wrote.
+        if "max_age" not in metric.model_fields_set and name in data.get("metrics", {}):
+            data["metrics"][name].pop("max_age", None)
     if "runbook" in data and not data["runbook"].get("states"):
         data["runbook"].pop("states", None)
     if data.get("session") is not None and not data["session"].get("stop_requested"):

@@ -40,7 +40,9 @@ class Tmux:
         self.width, self.height = width, height
         self.config = folder / "tmux.conf"
         # No status line (the pane gets every row); keep a dead pane so its exit code can be read.
-        self.config.write_text("set -g status off\nset -g remain-on-exit on\nset -g history-limit 2000\n", encoding="utf-8")
+        # set-clipboard on: an application's OSC 52 lands in tmux's paste buffer, where a test can read it.
+        self.config.write_text("set -g status off\nset -g remain-on-exit on\nset -g history-limit 2000\n"
+                               "set -g set-clipboard on\n", encoding="utf-8")
         self.status_file = folder / "tmux-exit-status"
         self.started = False
 
@@ -179,7 +181,7 @@ def listed(screen: str) -> list[str]:
         return []
     names = []
     for line in lines[start + 1:]:
-        cell = line[2:].split("  ")[0].strip()
+        cell = line[3:].split(" ")[0].strip()  # after the gutter: cursor mark, attention bar, space
         if not cell or cell.startswith(("▊", "no target matches")):
             break
         names.append(cell)
@@ -225,14 +227,19 @@ def approve_db18_and_edit_note(term: Tmux, actor: str) -> None:
 
     term.send("a")
     modal = term.wait_for("Type the target name", what="the approval modal")
-    assert "Approve cutover on db-18" in modal and "IRREVERSIBLE" in modal
-    assert "comment (optional" in modal and "Approve" in modal.splitlines()[-3], "the modal must fit 80x24"
+    assert "Approve cutover on db-18" in modal and "IRREVERSIBLE" in modal and "checkpoint 0/9A3F2C10" in modal
+    lines = modal.splitlines()
+    comment = next(i for i, line in enumerate(lines) if "comment (optional" in line)
+    assert "Approve" in lines[comment + 1] and "esc Cancel" in lines[-1], "the dialog and its keys must fit 80x24"
     term.type("db-1")  # a near miss; then Tab and Enter: muscle memory must not approve
     term.wait_cursor(lambda line, x: line[:x].rstrip().endswith("db-1"), "the end of db-1 in the confirm box")
     term.send("Tab")
     term.wait_cursor(lambda line, x: "comment (optional" in line, "the comment box")
     term.send("Enter")
     term.wait_for("Type the target name exactly to", what="the refusal to approve without the exact name")
+    term.wait_cursor(lambda line, x: line[:x].rstrip().endswith("db-1"), "the confirm box (the focus went back to it)")
+    term.send("Enter")  # Enter in the name box with a wrong name: the error stays, the focus too
+    term.wait_for("(you typed 'db-1')", what="the error naming what was typed")
     term.wait_cursor(lambda line, x: line[:x].rstrip().endswith("db-1"), "the confirm box again")
     end_of_guess = term.cursor()[0]
     term.send("C-u")  # a binding: it runs after keys typed behind it, so wait for it first

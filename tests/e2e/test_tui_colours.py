@@ -53,11 +53,13 @@ def sorted_by_state(tmux) -> str:
 
 
 def assert_meaning_without_colour(screen: str) -> None:
-    assert "⏸ awaiting_approval" in row_of(screen, "db-18")
+    assert "⚑ awaiting_approval" in row_of(screen, "db-18")
     assert "✗ failed" in row_of(screen, "db-27")
     assert "⊘ blocked" in row_of(screen, "db-20")
-    assert row_of(screen, "db-18").startswith("▌") and row_of(screen, "db-27").startswith("▌")
-    assert "· queued" in row_of(screen, "db-19") and not row_of(screen, "db-19").startswith("▌")
+    assert "▌" in row_of(screen, "db-18")[:3] and "▌" in row_of(screen, "db-27")[:3]
+    assert "· queued" in row_of(screen, "db-19") and "▌" not in row_of(screen, "db-19")[:3]
+    # The selected row is marked without colour too.
+    assert sum(line.startswith("▶") for line in screen.splitlines()) == 1
     assert "17 done · 1 awaiting_approval · 20 queued · 1 blocked" in screen
 
 

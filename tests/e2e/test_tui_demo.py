@@ -1,39 +1,83 @@
-"""`handoff-tui --demo DIR` in tmux: the demo fleet is copied, a session starts, its steps show live."""
+"""`handoff-tui --demo DIR` in tmux: the story runs live, and leaving the demo ends it.
+
+Quitting ends the demo's script and the session it runs (asking first while a
+step runs); a hang-up (the terminal or SSH connection gone) ends them too. Both
+are checked on the real processes: the script's process group must be empty.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-
 pytestmark = pytest.mark.e2e
 
+GONE_WITHIN = 45.0  # seconds: a running demo step (at most a few seconds) finishes, the session hands off
 
-def test_demo_shows_a_live_session(tmux, tmp_path: Path) -> None:
-    """The demo's own session runs: its heartbeat, a checked target and an approval request reach the screen."""
-    folder = tmp_path / "demo"
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pgid: int) -> bool:
+    deadline = time.monotonic() + GONE_WITHIN
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def start_demo(tmux, folder: Path, tmp_path: Path) -> int:
+    """Start the demo at 120x40, wait for its session, return the script's process group."""
     tmux.width, tmux.height = 120, 40
     tmux.start([sys.executable, "-m", "tui.main", "--demo", str(folder), "--as", "newcomer"],
                env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    tmux.wait_for("OPERATOR: newcomer", timeout=20)
+    tmux.wait_for("session running", timeout=30, what="the demo session's heartbeat in the header")
+    return int((folder / "director.pid").read_text())
+
+
+def test_quitting_the_demo_ends_its_script_and_session(tmux, tmp_path: Path) -> None:
+    """The demo's session shows live; `q` (and yes, if a step runs) ends the script and its session."""
+    folder = tmp_path / "demo"
+    pgid = start_demo(tmux, folder, tmp_path)
     try:
-        tmux.wait_for("OPERATOR: newcomer", timeout=20)
-        tmux.wait_for("session running", timeout=20, what="the demo session's heartbeat in the header")
         screen = tmux.wait_for(lambda s: "checked" in s.split("\n")[2] and "awaiting_approval" in s.split("\n")[2],
-                               timeout=25, what="the session's steps in the summary")
-        assert "db-18" in screen
+                               timeout=30, what="the session's steps in the summary")
+        assert "db-18" in screen and group_alive(pgid)
         tmux.send("q")
-        assert tmux.wait_exit() == 0
+        deadline = time.monotonic() + 10
+        while not tmux.dead() and time.monotonic() < deadline:
+            if "End the demo and quit?" in tmux.screen():
+                assert "A step is running:" in tmux.screen()
+                tmux.send("y")
+                break
+            time.sleep(0.05)
+        assert tmux.wait_exit(timeout=GONE_WITHIN + 5) == 0, tmux.screen()
+        assert wait_gone(pgid), "the demo's script or its session is still running after quitting"
     finally:
-        # The demo's script and its sessions are detached on purpose (they outlive the
-        # TUI); end them for the test.
-        pid_file = folder / "director.pid"
-        if pid_file.exists():
-            try:
-                os.killpg(int(pid_file.read_text()), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
     assert (folder / "ledger.yaml").is_file() and (folder / "sim.py").is_file()
+
+
+def test_a_hang_up_ends_the_demo(tmux, tmp_path: Path) -> None:
+    """The terminal goes away (tmux killed: SIGHUP, as an SSH logout): the demo's script and session end too."""
+    folder = tmp_path / "demo"
+    pgid = start_demo(tmux, folder, tmp_path)
+    try:
+        tmux.kill()
+        assert wait_gone(pgid), "the demo survived the hang-up"
+    finally:
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)

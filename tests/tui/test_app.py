@@ -15,11 +15,13 @@ from tests.tui.helpers import fixed_clock, journal_records, screen_text, settle
 from textual.widgets import Button, Input, TextArea
 from tui.app import HandoffApp, make_app
 from tui.screens.approve import ApproveScreen
+from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.note_editor import NoteConflictScreen, NoteEditor
 from tui.screens.reason import ReasonPrompt
+from tui.widgets.header import HeaderBar
 from tui.widgets.note_panel import NotePanel
 from tui.widgets.target_table import TargetTable
 
@@ -50,15 +52,19 @@ async def test_open_shows_header_summary_note_and_rows(ledger_path: Path) -> Non
     assert "1 done · 1 awaiting_approval · 1 checked · 1 queued · 1 blocked · 2 failed" in text
     assert "Handoff note by bob at 2026-11-29 02:55Z" in text
     assert "Do NOT retry link on web-03" in text
-    assert "web-01" in text and "⏸ awaiting_approval" in text
+    assert "web-01" in text and "⚑ awaiting_approval" in text
 
 
 async def test_production_environment_has_danger_class(ledger_path: Path) -> None:
-    """`environment: production` is styled with the danger colour."""
+    """`environment: production` is styled with the danger colour (the header's danger component style)."""
     app = build(ledger_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.main.query_one("#environment").has_class("-danger")
+        header = app.main.query_one(HeaderBar)
+        line = header.lines(120)[0]
+        danger = header.get_component_rich_style("header--danger", partial=True)
+        spans = [line.plain[s.start:s.end] for s in line.spans if s.style == danger]
+        assert spans == [" environment: production "]
 
 
 async def test_pause_and_unpause(ledger_path: Path) -> None:
@@ -72,7 +78,10 @@ async def test_pause_and_unpause(ledger_path: Path) -> None:
         await settle(pilot)
         assert "PAUSED by alice" in screen_text(app) and "db maintenance" in screen_text(app)
         assert on_disk(ledger_path)["paused"]["why"] == "db maintenance"
-        await pilot.press("p")
+        await pilot.press("p")  # unpausing is as deliberate as pausing: it asks first
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen) and "Paused by alice: db maintenance" in screen_text(app)
+        await pilot.press("y")
         await settle(pilot)
         assert "PAUSED" not in screen_text(app)
     assert "paused" not in on_disk(ledger_path) or not on_disk(ledger_path)["paused"]
@@ -101,12 +110,14 @@ async def test_approve_irreversible_needs_the_target_name(ledger_path: Path) -> 
         await settle(pilot)
         await select(pilot, "web-02")
         await pilot.press("a")
-        await pilot.pause()
+        await settle(pilot)
         assert isinstance(app.screen, ApproveScreen)
         text = screen_text(app)
         assert "IRREVERSIBLE" in text
-        assert "cutover --target web-02 --checkpoint 0/9A3F2C10" in text
-        assert "0/9A3F2C10" in text
+        # The dialog's lines, between its left and right borders (the table shows beside it).
+        argv = [line[line.index("█") + 1:line.rindex("█")].strip() for line in text.splitlines() if line.count("█") >= 2]
+        start = argv.index("cutover")
+        assert argv[start:start + 5] == ["cutover", "--target", "web-02", "--checkpoint", "0/9A3F2C10"]
         button = app.screen.query_one("#approve", Button)
         assert button.disabled
         await pilot.press(*"web-0")
@@ -179,13 +190,15 @@ async def test_block_and_unblock(ledger_path: Path) -> None:
 
 
 async def test_retry_reversible_failure(ledger_path: Path) -> None:
-    """r on a target that failed in a reversible step queues it again at once."""
+    """Outside production, r on a target that failed in a reversible step queues it again at once."""
+    ledger_path.write_text(ledger_path.read_text("utf-8").replace("environment: production", "environment: staging"), "utf-8")
     app = build(ledger_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await select(pilot, "web-07")
         await pilot.press("r")
         await settle(pilot)
+        assert not isinstance(app.screen, ReasonPrompt)
     assert on_disk(ledger_path)["targets"]["web-07"]["state"] == "queued"
 
 
@@ -195,7 +208,10 @@ async def test_retry_irreversible_failure_needs_force_and_reason(ledger_path: Pa
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await select(pilot, "web-03")
-        await pilot.press("r")
+        await pilot.press("r")  # production: asks first
+        await settle(pilot)
+        assert isinstance(app.screen, ReasonPrompt) and "Retry web-03 in production?" in screen_text(app)
+        await pilot.press(*"looked at it", "enter")
         await settle(pilot)
         assert isinstance(app.screen, ReasonPrompt)
         assert "half-happened" in screen_text(app)
@@ -355,7 +371,12 @@ async def test_help_lists_actions(ledger_path: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
-        assert "Approve" in text and "Edit note" in text and "Quit" in text
+        await pilot.press("end")  # the long tail scrolls
+        await pilot.pause()
+        text += screen_text(app)
+        for words in ("Approve the selected", "Edit the handoff note", "Quit handoff-tui", "Command line", "enter",
+                      "↑/k", "ctrl+p", "esc", ":approve TARGET"):
+            assert words in text, words
 
 
 async def test_theme_cycles(ledger_path: Path) -> None:
@@ -391,7 +412,7 @@ async def test_invalid_file_shows_banner_and_keeps_last_state(ledger_path: Path)
         await pilot.press("R")
         await settle(pilot)
         text = screen_text(app)
-        assert "ledger does not parse" in text and f"{ledger_path.name}:" in text
+        assert "LEDGER DOES NOT PARSE" in text and f"{ledger_path.name}:" in text
         assert "web-02" in text
 
 

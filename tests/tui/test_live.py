@@ -37,7 +37,7 @@ async def test_broken_then_fixed_file(ledger_path: Path) -> None:
     good = ledger_path.read_text("utf-8")
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        banner = app.main.query_one("#banner")
+        banner = app.main.query_one("#banner-broken")
         await wait_until(pilot, lambda: app.main.table.row_count == 7)
         ledger_path.write_text(good.replace("targets:", "targets: [", 1), encoding="utf-8")
         await wait_until(pilot, lambda: banner.display)

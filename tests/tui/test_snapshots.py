@@ -87,3 +87,48 @@ def test_note_conflict(snap_compare, rel_ledger: str) -> None:
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=conflict)
+
+
+def test_approval_modal_80x24(snap_compare, rel_ledger: str) -> None:
+    """The approval dialog at 80x24: argv one per line, checkpoint, IRREVERSIBLE, invariants and the name field together."""
+    app = make_app(rel_ledger, actor="alice", clock=fixed_clock, watch=False)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_approve_web02)
+
+
+def test_shrunk_ledger_banner(snap_compare, rel_ledger: str) -> None:
+    """A file cut short after an engine write: the loud banner, and the missing targets kept as rows."""
+    from engine.api import open_ledger
+
+    handle = open_ledger(rel_ledger, actor="bob")
+    handle.block("web-05", "hold")
+    Path(handle.journal.path).unlink()  # its timestamps are today's: the log pane would differ from run to run
+    lines = Path(rel_ledger).read_text("utf-8").splitlines(keepends=True)
+    Path(rel_ledger).write_text("".join(line for line in lines if not line.lstrip().startswith(("web-06", "web-07"))),
+                                encoding="utf-8")
+    app = make_app(rel_ledger, actor="alice", clock=fixed_clock, watch=False)
+    assert snap_compare(app, terminal_size=(100, 30), run_before=_settled)
+
+
+def test_help_80x24(snap_compare, rel_ledger: str) -> None:
+    """Help at 80x24: keys from the bindings, the long tail scrolls."""
+    app = make_app(rel_ledger, actor="alice", clock=fixed_clock, watch=False)
+
+    async def open_help(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_help)
+
+
+def test_detail_80x24(snap_compare, rel_ledger: str) -> None:
+    """The detail of web-02 at 80x24: the header stays, and what would run next is spelled out."""
+    app = make_app(rel_ledger, actor="alice", clock=fixed_clock, watch=False)
+
+    async def open_detail(pilot) -> None:
+        await settle(pilot)
+        pilot.app.main.table.move_to("web-02")
+        await pilot.press("enter")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_detail)

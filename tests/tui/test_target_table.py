@@ -35,7 +35,7 @@ async def test_state_is_symbol_and_word() -> None:
     async with app.run_test(size=(100, 12)) as pilot:
         await pilot.pause()
         text = screen_text(app)
-    for label in ("✓ done", "✗ failed", "⏸ awaiting_approval", "⊘ blocked", "⟳ replicating", "· queued"):
+    for label in ("✓ done", "✗ failed", "⚑ awaiting_approval", "⊘ blocked", "⟳ replicating", "· queued"):
         assert label in text
     # Attention rows carry a marker in the gutter as well as their colour.
     assert "▌ b" in text and "▌ c" in text and "▌ d" in text

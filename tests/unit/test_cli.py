@@ -28,7 +28,8 @@ def test_status_json_shape(article):
             "awaiting", "awaiting_by", "awaiting_since", "approvals", "evidence"} <= set(data["targets"]["db-19"])
     assert data["awaiting"] == [] and data["touched"] == 1
     assert [i["status"] for i in data["invariants"]] == ["ok", "ok", "unknown"]
-    assert data["invariants"][1] == {"text": "never touch more than 2 dbs concurrently", "status": "ok", "value": "touched 1/2"}
+    assert data["invariants"][1] == {"text": "never touch more than 2 dbs concurrently", "status": "ok", "value": "touched 1/2",
+                                     "stale": False}
     assert data["handoff_note"].startswith("Started db-18 at 01:58Z.")
 
 
@@ -184,3 +185,27 @@ def test_control_characters_in_ledger_text_are_shown_not_executed(tmp_path):
     path.write_text('task: t\ntargets:\n  a: {state: queued}\nhandoff_note: "\\e[2Jgone"\n')
     out = handoff("note", path).stdout
     assert "\x1b" not in out and "\\x1b[2Jgone" in out
+
+
+def test_status_and_check_agree_a_stale_reading_is_not_ok(tmp_path):
+    """An 8-minute-old metric reading: `status` says unknown (stale), `check` warns (a problem with --strict)."""
+    from datetime import datetime, timedelta, timezone
+
+    path = tmp_path / "ledger.yaml"
+    path.write_text("task: t\ninvariants:\n  - pause if error_rate_5m > 0.5%\nmetrics:\n  error_rate_5m: {run: [echo, '0.02%']}\n"
+                    "targets:\n  a: {state: queued}\n", encoding="utf-8")
+    old = (datetime.now(timezone.utc) - timedelta(minutes=8)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # What a session wrote 8 minutes ago (the journal is append-only JSON lines).
+    with open(journal_path(str(path)), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"ts": old, "kind": "metric", "msg": "error_rate_5m = 0.02%", "actor": "s",
+                             "metric": "error_rate_5m", "value": 0.02, "percent": True}) + "\n")
+    status = handoff("status", path)
+    assert status.returncode == 0, status.stderr
+    assert "invariant unknown (stale) pause if error_rate_5m > 0.5%" in status.stdout
+    assert "(8m ago): older than max_age 5m" in status.stdout
+    data = json.loads(handoff("status", path, "--json").stdout)
+    assert [(i["status"], i["stale"]) for i in data["invariants"]] == [("unknown", True)]
+    check = handoff("check", path)
+    assert check.returncode == 0 and "warning: invariant unknown (stale): pause if error_rate_5m" in check.stdout
+    strict = handoff("check", path, "--strict")
+    assert strict.returncode == 1 and "invariant unknown (stale)" in strict.stdout

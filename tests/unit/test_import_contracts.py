@@ -4,7 +4,8 @@ inside a function (which an import-time test cannot see), obeys the contracts.
 - the engine never imports textual, rich or tui;
 - engine.store never imports engine.session;
 - engine.session never imports engine.api;
-- engine.notify never imports the step runner (engine.session.runner).
+- engine.notify never imports the step runner (engine.session.runner);
+- the TUI reaches the engine only through engine.api (its one narrow port).
 """
 
 from __future__ import annotations
@@ -70,17 +71,19 @@ def sources(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-LEASE_NOT_MOVED = (ENGINE / "session" / "lease.py").exists()
-
 CONTRACTS = [
     pytest.param(sources(ENGINE), ("textual", "rich", "tui"), id="engine-never-imports-a-screen"),
-    pytest.param(sources(ENGINE / "store"), ("engine.session",), id="store-never-imports-session",
-                 marks=pytest.mark.xfail(LEASE_NOT_MOVED, strict=True,
-                                         reason="store/file.py reads the heartbeat from engine.session.lease until the "
-                                                "lease moves to engine/lease.py (issue 7)")),
+    pytest.param(sources(ENGINE / "store"), ("engine.session",), id="store-never-imports-session"),
     pytest.param(sources(ENGINE / "session"), ("engine.api",), id="session-never-imports-api"),
     pytest.param([ENGINE / "notify.py"], ("engine.session.runner",), id="notify-never-imports-the-runner"),
 ]
+
+
+def test_the_tui_reaches_the_engine_only_through_its_api():
+    """Every engine import in tui/ is `engine.api` (or a name from it)."""
+    found = [f"{path.relative_to(ROOT)}:{line} imports {name}" for path in sources(ROOT / "tui")
+             for line, name in imports(path) if within(name, "engine") and name != "engine" and not within(name, "engine.api")]
+    assert sorted(set(found)) == []
 
 
 @pytest.mark.parametrize("files, forbidden", CONTRACTS)

@@ -154,3 +154,31 @@ def test_precondition_violated_by_the_runbook_itself():
     runbook = {"steps": [{"name": "cutover", "from": "replicating", "to": "done", "run": ["x"]}]}
     pre, = evaluate(ledger({"a": {}}, ["never run cutover on a db whose state != verified"], runbook=runbook))
     assert pre.status == "violated" and "starts from replicating" in pre.value
+
+
+def test_a_reading_older_than_max_age_is_unknown_stale():
+    """A reading older than the metric's max_age (default 300 s) is `unknown (stale)`, never ok or violated."""
+    now = time.time()
+    default = ledger({"a": {}}, ["pause if error_rate_5m > 0.5%"], metrics={"error_rate_5m": {"run": "echo 0.02%"}})
+    fresh, = evaluate(default, lambda name: (0.02, True, now - 299), now=now)
+    assert (fresh.status, fresh.stale, fresh.label) == ("ok", False, "ok")
+    old, = evaluate(default, lambda name: (0.02, True, now - 8 * 60), now=now)
+    assert (old.status, old.stale, old.label) == ("unknown", True, "unknown (stale)")
+    assert old.value == "error_rate_5m 0.02% (8m ago): older than max_age 5m"
+    high, = evaluate(default, lambda name: (0.9, True, now - 8 * 60), now=now)
+    assert high.label == "unknown (stale)"  # an old bad reading does not prove the metric is bad now either
+    strict = ledger({"a": {}}, ["pause if error_rate_5m > 0.5%"], metrics={"error_rate_5m": {"run": "echo 1", "max_age": 30}})
+    thirty, = evaluate(strict, lambda name: (0.02, True, now - 31), now=now)
+    assert thirty.label == "unknown (stale)" and "older than max_age 30s" in thirty.value
+
+
+def test_max_age_is_validated_and_not_written_back_when_defaulted():
+    """`max_age` must be positive; a default one never appears in what the engine writes."""
+    from pydantic import ValidationError
+
+    from engine.store.convert import to_data
+
+    with pytest.raises(ValidationError):
+        ledger({"a": {}}, metrics={"m": {"run": "echo 1", "max_age": 0}})
+    data = to_data(ledger({"a": {}}, metrics={"m": {"run": "echo 1"}, "n": {"run": "echo 2", "max_age": 60}}))
+    assert "max_age" not in data["metrics"]["m"] and data["metrics"]["n"]["max_age"] == 60

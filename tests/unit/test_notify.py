@@ -115,6 +115,8 @@ def test_run_notifier_gets_message_as_last_arg(tmp_path):
     results = _send([notifier], message=message)
     assert [r.ok for r in results] == [True]
     assert json.loads(out.read_text()) == [str(out), "/srv/ledgers/x", "-rf", message]
+    # The journal says what ran, not the template: no `{python}` left for the log to show.
+    assert "{" not in results[0].target.replace(script, "") and "/srv/ledgers/x" in results[0].target
     assert sorted(p.name for p in tmp_path.iterdir()) == ["got.json"]
 
 

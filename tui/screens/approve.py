@@ -1,15 +1,19 @@
-"""The approval modal: exactly what will run, whether it can be undone, and a deliberate yes.
+"""The approval dialog: exactly what will run, whether it can be undone, and a deliberate yes.
 
-Shows the rendered argv (joined as a shell would quote it, so it can be pasted
-and read unambiguously), IRREVERSIBLE when it is, the checkpoint the approval
-is bound to, last verification, evidence of the last step and the current
-invariants. An irreversible step needs the target's name typed exactly: muscle
-memory must not be able to approve. Returns `ApproveResult` or None.
+At 80x24 the argv (one argument per line, long ones wrapped with `↪`), the
+checkpoint the approval is bound to, IRREVERSIBLE, a one-line invariant summary
+(ctrl+o lists them all) and the confirmation field are on screen together. An
+irreversible step needs the target's name typed exactly; Enter with a wrong name
+says so at once and keeps the focus on the name.
+
+The dialog follows the live ledger (`follow`): when the target's state, command
+or checkpoint changes under it, it says what changed and disables Approve until
+the operator looks again (ctrl+r). The approval carries the hash of what was
+shown, and the engine refuses it if that is no longer what would run.
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -21,26 +25,26 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from tui.text import clean, clean_line, safe
+from engine.api import HandoffError
+from tui.screens.invariants import InvariantsScreen
+from tui.states import label
+from tui.text import clean_line, one_line, safe
 from tui.timefmt import short_time
-from tui.widgets.invariants import SYMBOLS
+from tui.widgets.argv_view import ArgvView
+from tui.widgets.invariants import summary
+from tui.widgets.keybar import KeyBar
+
+WRONG_NAME = "Type the target name exactly to approve"
+TALL = 30  # rows from which the step's description shows too
 
 
 @dataclass
 class ApproveResult:
-    """The operator's yes: which step, and an optional comment."""
+    """The operator's yes: which step, the hash of the command they saw, and an optional comment."""
 
     step: str
     comment: str | None
-
-
-COMPACT_BELOW = 34  # terminal rows under which the modal drops margins and uses one-line inputs
-BODY_MAX = 14       # rows of command, facts and invariants shown before the body scrolls
-
-
-def command_text(argv: Sequence[str]) -> str:
-    """The argv as one unambiguous line (quoted per argument, never run)."""
-    return shlex.join([str(a) for a in argv])
+    expect_hash: str
 
 
 class ApproveScreen(ModalScreen[ApproveResult | None]):
@@ -49,90 +53,99 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
     | Key | Action | What it does |
     |---|---|---|
     | escape | cancel | Close without approving |
-    | enter | submit | In the comment field: approve (when confirmed) |
+    | ctrl+o | invariants | Show every invariant |
+    | ctrl+r | look_again | Show the target as it is now (after a change) |
     """
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="approve.cancel"),
+        Binding("ctrl+o", "invariants", "All invariants", id="approve.invariants", key_display="^o"),
+        Binding("ctrl+r", "look_again", "Look again", id="approve.look_again", key_display="^r"),
     ]
 
-    def __init__(self, name: str, target: Any, pending: Any, invariants: Sequence[Any] = ()) -> None:
+    def __init__(self, name: str, target: Any, pending: Any, invariants: Sequence[Any] = (), declared: int = 0) -> None:
         super().__init__(classes="modal-screen")
         self.target_name = name
         self.target = target
         self.pending = pending
         self.invariants = list(invariants)
+        self.declared = declared
+        self.changed: str | None = None  # what changed under the dialog, until the operator looks again
+        self.now: Any = pending         # what would be approved now (None: nothing)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "look_again":
+            # Offered once something changed under the dialog, and there is still something to approve.
+            return self.changed is not None and self.now is not None
+        return True
 
     @property
     def irreversible(self) -> bool:
         return bool(getattr(self.pending, "irreversible", True))
 
     def compose(self) -> ComposeResult:
-        step = self.pending.step
         with Vertical(id="dialog", classes="dialog approve" + (" -danger" if self.irreversible else "")):
-            title = Text("Approve ", style="bold", end="")
-            title.append(clean_line(step.name), style="bold")
-            title.append(" on ")
-            title.append(clean_line(self.target_name), style="bold")
-            yield Label(title, id="approve-title")
+            yield Label(self._title(), id="approve-title")
             if self.irreversible:
                 yield Label(" ⚠ IRREVERSIBLE: this step cannot be undone ", id="irreversible", classes="-danger-badge")
             else:
                 yield Label("reversible step", id="reversible")
-            with VerticalScroll(id="approve-body"):
-                yield Label("Command (exactly as it will run):", classes="field-label")
-                yield Static(safe(command_text(self.pending.argv)), id="argv", classes="command")
-                if step.description:
-                    yield Static(safe(step.description), id="step-description")
-                yield Static(self._facts(), id="facts")
-                yield Static(self._invariants(), id="approve-invariants")
+            yield Label("Command, exactly as it will run (one argument per line):", classes="field-label")
+            with VerticalScroll(id="argv-box"):
+                yield ArgvView(self.pending.argv, id="argv", classes="command")
+            yield Static(safe(self.pending.step.description or ""), id="step-description")
+            yield Static(self._facts(), id="facts")
+            yield Static(id="approve-invariants")
+            yield Static(id="approve-changed", classes="error-text")
             if self.irreversible:
                 yield Label(Text.assemble("Type the target name (", (clean_line(self.target_name), "bold"), ") to confirm:"))
-                yield Input(placeholder=clean_line(self.target_name), id="confirm")
-            yield Input(placeholder="comment (optional, goes to the journal)", id="comment")
+                yield Input(placeholder=clean_line(self.target_name), id="confirm", compact=True)
+                yield Static("", id="confirm-error", classes="error-text")
+            yield Input(placeholder="comment (optional, goes to the journal)", id="comment", compact=True)
             with Horizontal(classes="buttons"):
-                yield Button("Approve", id="approve", variant="error" if self.irreversible else "success", disabled=self.irreversible)
-                yield Button("Cancel", id="cancel")
+                yield Button("Approve", id="approve", variant="error" if self.irreversible else "success",
+                             disabled=self.irreversible, compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+        yield KeyBar()
+
+    def _title(self) -> Text:
+        title = Text("Approve ", style="bold", end="")
+        title.append(clean_line(self.pending.step.name), style="bold")
+        title.append(" on ")
+        title.append(clean_line(self.target_name), style="bold")
+        return title
 
     def _facts(self) -> Text:
+        """Two lines that never wrap (the dialog's height must not depend on them)."""
         t = self.target
-        lines = Text(end="")
-
-        def row(label: str, value: Any) -> None:
-            if value in (None, ""):
-                return
-            if lines.plain:
-                lines.append("\n")
-            lines.append(f"{label:<14}", style="bold")
-            lines.append(clean(value))
-
-        row("checkpoint", self.pending.checkpoint or getattr(t, "checkpoint", None) or "(none)")
-        row("state", getattr(t, "state", ""))
-        row("verified at", short_time(getattr(t, "verified_at", None)) if getattr(t, "verified_at", None) else "never")
-        row("awaiting by", getattr(t, "awaiting_by", None))
-        row("since", short_time(getattr(t, "awaiting_since", None)) if getattr(t, "awaiting_since", None) else None)
+        first = Text(end="", no_wrap=True, overflow="ellipsis")
+        first.append("checkpoint ", style="bold")
+        first.append(clean_line(self.pending.checkpoint or getattr(t, "checkpoint", None) or "(none)"))
+        verified = getattr(t, "verified_at", None)
+        first.append("  verified ", style="bold")
+        first.append(short_time(verified) if verified else "never")
+        first.append("  asked by ", style="bold")
+        first.append(clean_line(getattr(t, "awaiting_by", None) or "?"))
+        second = Text(end="", no_wrap=True, overflow="ellipsis")
         ev = getattr(t, "evidence", None)
         if ev is not None:
-            bits = [f"step {ev.step}" if ev.step else "", f"exit {ev.exit_code}" if ev.exit_code is not None else "",
-                    f"{ev.duration:.1f}s" if ev.duration is not None else "", short_time(ev.at) if ev.at else ""]
-            row("evidence", ", ".join(b for b in bits if b))
-        row("hash", str(self.pending.hash)[:16])
-        return lines
+            bits = [f"{ev.step}" if ev.step else "", f"exit {ev.exit_code}" if ev.exit_code is not None else "",
+                    f"{ev.duration:.1f}s" if ev.duration is not None else ""]
+            second.append("last step ", style="bold")
+            second.append(clean_line(" ".join(b for b in bits if b)) + "  ")
+        second.append(f"hash {str(self.pending.hash)[:16]}", style="dim")
+        return Text("\n", end="", no_wrap=True, overflow="ellipsis").join([first, second])
 
-    def _invariants(self) -> Text:
-        text = Text("Invariants now:", style="bold", end="")
-        if not self.invariants:
-            text.append(" none declared", style="dim")
-        for inv in self.invariants:
-            status = getattr(inv, "status", "unknown")
-            text.append(f"\n {SYMBOLS.get(status, '?')} {status:<10} ")
-            text.append(clean_line(getattr(inv, "text", "")))
-            value = getattr(inv, "value", "")
-            if value:
-                text.append(f"  {clean_line(value)}", style="bold")
+    def _invariant_line(self) -> Text:
+        """One line, worst first; ctrl+o (in the footer) lists them all."""
+        line = summary(self.invariants, self.declared)
+        text = Text("invariants ", style="bold", end="", no_wrap=True, overflow="ellipsis")
+        text.append(line[0] if line else "none declared")
         return text
 
     def on_mount(self) -> None:
+        self.query_one("#approve-invariants", Static).update(self._invariant_line())
+        self.query_one("#approve-changed", Static).display = False
         self._fit(self.app.size.height)
         self.query_one("#confirm" if self.irreversible else "#comment", Input).focus()
 
@@ -140,47 +153,104 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         self._fit(event.size.height)
 
     def _fit(self, height: int) -> None:
-        """Keep the confirm box, the comment and the buttons on screen at 80x24.
+        """The argv box gets what the other rows leave (the rest scrolls inside it)."""
+        # Borders 2, title, badge, label, facts 2, invariants, name label, name, error, comment, buttons, footer;
+        # and the two lines saying what changed, while they show.
+        fixed = 14 + (2 if self.changed else 0)
+        # The step's description only where there is room to spare (it says what the argv does).
+        described = bool(self.pending.step.description) and height >= TALL
+        self.query_one("#step-description").display = described
+        self.query_one("#argv-box").styles.max_height = max(3, height - fixed - (2 if described else 0))
 
-        The body (command, facts, invariants) scrolls; below COMPACT_BELOW rows the
-        inputs and buttons take one line each and the gaps go.
-        """
-        compact = height < COMPACT_BELOW
-        for widget in self.query(Input):
-            widget.compact = compact
-            widget.styles.margin = (0, 0, 0, 0) if compact else (1, 0, 0, 0)
-        for button in self.query(Button):
-            button.compact = compact
-        self.query_one(".buttons").styles.margin = (0, 0, 0, 0) if compact else (1, 0, 0, 0)
-        self.query_one("#approve-title").styles.margin = (0, 0, 0, 0) if compact else (0, 0, 1, 0)
-        # Rows the dialog needs besides the body: borders, title, badge, label, inputs, buttons.
-        fixed = (2 + 1 + 1 + 1 + 1 + 1 + 1) if compact else (2 + 2 + 1 + 1 + 4 + 4 + 4)
-        room = int(height * 0.95) - fixed
-        self.query_one("#approve-body").styles.max_height = max(3, min(BODY_MAX, room))
+    # -- following the ledger ------------------------------------------------------
+
+    def follow(self, ledger: Any, invariants: Sequence[Any]) -> None:
+        """A new ledger: update the invariants; if what would be approved changed, say so and hold."""
+        self.invariants = list(invariants)
+        self.query_one("#approve-invariants", Static).update(self._invariant_line())
+        target = ledger.targets.get(self.target_name)
+        try:
+            now = self.app.controller.pending_command(ledger, self.target_name) if target is not None else None
+        except HandoffError:
+            now = None
+        self.now = now
+        if now is not None and now.hash == self.pending.hash:
+            return
+        if target is None:
+            what = "it is no longer in the file"
+        elif now is None:
+            reason = f" ({clean_line(target.reason)})" if target.reason else ""
+            what = f"it is now {label(target.state)}{reason}"
+        else:
+            what = f"what would run changed (checkpoint now {clean_line(now.checkpoint or '(none)')})"
+        self.changed = f"⚠ {clean_line(self.target_name)} changed while this was open: {what}."
+        status = self.query_one("#approve-changed", Static)
+        status.update(Text(self.changed + (" ctrl+r looks again." if now is not None else " Nothing to approve."), style="bold"))
+        status.display = True
+        self.query_one("#approve", Button).disabled = True
+        self._fit(self.app.size.height)
+        self.refresh_bindings()
+
+    def action_look_again(self) -> None:
+        if self.changed is None:
+            return
+        if self.now is None:
+            self.notify(f"{clean_line(self.target_name)} waits on no approval now.", severity="warning", markup=False)
+            return
+        self.pending, self.changed = self.now, None
+        self.query_one("#approve-title", Label).update(self._title())
+        self.query_one("#argv", ArgvView).set_argv(self.pending.argv)
+        self.query_one("#facts", Static).update(self._facts())
+        self.query_one("#step-description", Static).update(safe(self.pending.step.description or ""))
+        self.query_one("#approve-changed", Static).display = False
+        self.query_one("#approve", Button).disabled = not self._confirmed()
+        self._fit(self.app.size.height)
+        self.refresh_bindings()
+
+    def action_invariants(self) -> None:
+        self.app.push_screen(InvariantsScreen(self.invariants, self.declared))
+
+    # -- confirming ----------------------------------------------------------------
 
     def _confirmed(self) -> bool:
         if not self.irreversible:
             return True
         return self.query_one("#confirm", Input).value == self.target_name
 
+    def _wrong_name(self) -> None:
+        typed = self.query_one("#confirm", Input).value
+        hint = f" (you typed {clean_line(typed)!r})" if typed else ""
+        # One line that never wraps: the dialog must not move under the caret as the error shows.
+        line = one_line(f"✗ {WRONG_NAME}{hint}")
+        line.overflow = "ellipsis"
+        self.query_one("#confirm-error", Static).update(line)
+        self.query_one("#confirm", Input).focus()
+
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "confirm":
-            self.query_one("#approve", Button).disabled = not self._confirmed()
+            self.query_one("#confirm-error", Static).update("")
+            self.query_one("#approve", Button).disabled = not self._confirmed() or self.changed is not None
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.input.id == "confirm":
-            self.query_one("#comment", Input).focus()
+            if self._confirmed():
+                self.query_one("#comment", Input).focus()
+            else:
+                self._wrong_name()
         else:
             self._submit()
 
     def _submit(self) -> None:
         if not self._confirmed():
-            self.notify("Type the target name exactly to approve an irreversible step.", severity="warning", markup=False)
-            self.query_one("#confirm", Input).focus()
+            self._wrong_name()
+            return
+        if self.changed is not None:
+            self.notify("The target changed while this was open; look again (ctrl+r) before approving.",
+                        severity="warning", markup=False)
             return
         comment = self.query_one("#comment", Input).value.strip() or None
-        self.dismiss(ApproveResult(self.pending.step.name, comment))
+        self.dismiss(ApproveResult(self.pending.step.name, comment, self.pending.hash))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -1,7 +1,11 @@
-"""Target detail (enter on a row): every field, evidence of the last step, approvals, history.
+"""Target detail (enter on a row): every field, what would run next, evidence, approvals, history.
 
-The history comes from the journal through the app's history worker; the step's
-output tail is in the journal's `step_end` record, shown verbatim but safe.
+The header (OPERATOR / READ-ONLY, environment, session) stays on top, as on the
+main screen. "Would run next" is the exact argv the next step would run (the
+awaited one for a target awaiting approval; `a` approves it from here). The
+history comes from the journal through the app's history worker; the step's
+output tail is in the journal's `step_end` record, shown verbatim but safe. The
+view follows the live ledger.
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Label, Static
+from textual.widgets import Label, Static
 
 from tui.states import label
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
+from tui.widgets.argv_view import ArgvView
+from tui.widgets.header import HeaderBar, HeaderInfo
+from tui.widgets.keybar import KeyBar
 
-FIELDS = ("state", "checkpoint", "next_action", "last_action", "reason", "verified_at", "changed_at",
+FIELDS = ("checkpoint", "next_action", "last_action", "reason", "verified_at", "changed_at",
           "touched_at", "awaiting", "awaiting_by", "awaiting_since")
 
 
@@ -38,7 +45,7 @@ def describe_target(name: str, target: Any) -> Text:
     text = Text(end="")
     text.append(clean_line(name), style="bold")
     text.append(f"   {label(target.state)}\n")
-    for field in FIELDS[1:]:
+    for field in FIELDS:
         value = getattr(target, field, None)
         if value not in (None, ""):
             text.append(f"{field:<15}", style="bold")
@@ -93,28 +100,85 @@ class DetailScreen(Screen[None]):
 
     | Key | Action | What it does |
     |---|---|---|
-    | escape / q | close | Back to the table |
+    | escape,q | close | Back to the table |
+    | a | approve | Approve this target's awaiting step |
+    | y | copy_name | Copy the target's name (OSC 52) |
+    | Y | copy_command | Copy the command that would run next |
     """
 
     BINDINGS = [
-        Binding("escape,q", "close", "Back", id="detail.close"),
+        Binding("escape,q", "close", "Back", id="detail.close", key_display="esc"),
+        Binding("a", "approve", "Approve", id="detail.approve"),
+        Binding("y", "copy_name", "Copy name", id="detail.copy_name"),
+        Binding("Y", "copy_command", "Copy command", id="detail.copy_command"),
     ]
 
-    def __init__(self, name: str, target: Any) -> None:
+    def __init__(self, name: str, target: Any, info: HeaderInfo, next_command: Any = None, next_error: str | None = None) -> None:
         super().__init__()
         self.target_name = name
         self.target = target
+        self.info = info
+        self.next_command = next_command
+        self.next_error = next_error
 
     def compose(self) -> ComposeResult:
+        yield HeaderBar(id="detail-header")
         with VerticalScroll(id="detail"):
             yield Label(one_line(f"Target {self.target_name}", style="bold"), classes="dialog-title")
+            yield Label("Would run next", classes="section-title", id="next-title")
+            yield Static(id="next-facts")
+            yield ArgvView([], id="next-argv", classes="command")
             yield Static(describe_target(self.target_name, self.target), id="detail-fields")
             yield Label("History (journal)", classes="section-title")
             yield Static(Text("loading…", style="dim"), id="detail-history")
-        yield Footer()
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one(HeaderBar).show(self.info)
+        self._show_next()
+        self.query_one("#detail").focus()
+
+    def offered(self, action: str) -> bool:
+        """What the footer offers: approving only to an operator, on a target that awaits it."""
+        if action == "approve":
+            return not self.app.read_only and getattr(self.target, "state", "") == "awaiting_approval"
+        return True
+
+    def _show_next(self) -> None:
+        facts = self.query_one("#next-facts", Static)
+        argv = self.query_one("#next-argv", ArgvView)
+        pending = self.next_command
+        argv.display = pending is not None
+        if pending is None:
+            facts.update(Text(self.next_error or "nothing: no runbook step runs from this state", style="dim"))
+            return
+        text = Text(end="")
+        text.append(clean_line(pending.step.name), style="bold")
+        text.append("  IRREVERSIBLE" if pending.irreversible else "  reversible", style="bold" if pending.irreversible else "")
+        if self.target.state == "awaiting_approval":
+            text.append("  awaits your approval (a)")
+        argv.set_argv(pending.argv)
+        facts.update(text)
+
+    def follow(self, target: Any, info: HeaderInfo, next_command: Any, next_error: str | None) -> None:
+        """The live ledger moved: show the target (and header) as they are now."""
+        self.target, self.info, self.next_command, self.next_error = target, info, next_command, next_error
+        self.query_one(HeaderBar).show(info)
+        self.query_one("#detail-fields", Static).update(describe_target(self.target_name, target))
+        self._show_next()
+        self.refresh_bindings()
 
     def on_history_loaded(self, message: HistoryLoaded) -> None:
         self.query_one("#detail-history", Static).update(describe_history(message.records))
+
+    def action_approve(self) -> None:
+        self.app.main.approve_target(self.target_name)
+
+    def action_copy_name(self) -> None:
+        self.app.main.copy_name(self.target_name)
+
+    def action_copy_command(self) -> None:
+        self.app.main.copy_command(self.target_name)
 
     def action_close(self) -> None:
         self.dismiss(None)

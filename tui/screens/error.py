@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from tui.text import one_line, safe
+from tui.widgets.keybar import KeyBar
 
 
 class ErrorScreen(ModalScreen[None]):
@@ -21,7 +22,7 @@ class ErrorScreen(ModalScreen[None]):
 
     | Key | Action | What it does |
     |---|---|---|
-    | escape / enter | dismiss | Close the error |
+    | escape | dismiss_error | Close the error (or Enter on OK) |
     """
 
     BINDINGS = [
@@ -38,6 +39,7 @@ class ErrorScreen(ModalScreen[None]):
             yield Label(one_line(self.error_title, style="bold"), id="error-title")
             yield Static(safe(self.error_message), id="error-message")
             yield Button("OK", id="ok", variant="error")
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#ok", Button).focus()

@@ -1,10 +1,13 @@
 """The handoff-note editor and its conflict view.
 
 `NoteEditor` edits the note in a TextArea and returns the new text (ctrl+s) or
-None (escape). The app saves it with `base=` the text the edit started from;
-when the engine answers `Conflict`, `NoteConflictScreen` shows both texts side
-by side and the operator chooses: keep mine, take theirs, or merge by editing.
-Nothing is overwritten without that choice.
+None (escape; when there are unsaved edits it asks first). Control characters in
+the note are shown as visible stand-ins (`␛`), and what is saved is what was
+shown: an `ESC[2J` in a note can never reach the terminal through the editor.
+The app saves with `base=` the text the edit started from; when the engine
+answers `Conflict`, `NoteConflictScreen` shows both texts side by side and the
+operator chooses: keep mine, take theirs, or merge by editing. Nothing is
+overwritten without that choice.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static, TextArea
 
-from tui.text import safe
+from tui.screens.confirm import ConfirmScreen
+from tui.text import clean, safe
+from tui.widgets.keybar import KeyBar
 
 Choice = Literal["mine", "theirs", "merge"]
 
@@ -28,7 +33,7 @@ class NoteEditor(ModalScreen[str | None]):
     | Key | Action | What it does |
     |---|---|---|
     | ctrl+s | save | Save the note |
-    | escape | cancel | Close without saving |
+    | escape | cancel | Close (asks first when there are unsaved edits) |
     """
 
     BINDINGS = [
@@ -38,37 +43,57 @@ class NoteEditor(ModalScreen[str | None]):
 
     def __init__(self, text: str, *, title: str = "Edit handoff note") -> None:
         super().__init__(classes="modal-screen")
-        self.initial = text
+        # What the editor shows (and saves): the note with its control characters made visible.
+        self.initial = clean(text)
         self.editor_title = title
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog note-editor"):
             yield Label(self.editor_title, id="note-editor-title", classes="dialog-title")
             yield Label("What is in flight, what waits on whom, what must not be touched.", classes="hint")
-            # TextArea keeps text as data: no markup, and control characters never reach the terminal raw.
             yield TextArea(self.initial, id="note-area", soft_wrap=True, show_line_numbers=False)
             with Horizontal(classes="buttons"):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
-                yield Button("Cancel", id="cancel")
+                yield Button("Cancel (esc)", id="cancel")
+        yield KeyBar()
 
     def on_mount(self) -> None:
         area = self.query_one("#note-area", TextArea)
         area.focus()
         area.move_cursor(area.document.end)
 
+    @property
+    def text(self) -> str:
+        return self.query_one("#note-area", TextArea).text
+
     def action_save(self) -> None:
         # ctrl+s is a priority binding, handled as it reaches the app; keys typed just
         # before it (a paste, a fast typist over SSH) may still wait in the TextArea's
         # own queue. Read the text after the TextArea has processed them.
-        area = self.query_one("#note-area", TextArea)
-        area.call_later(self._save_now)
+        self.query_one("#note-area", TextArea).call_later(self._save_now)
 
     def _save_now(self) -> None:
         if self.is_current:
-            self.dismiss(self.query_one("#note-area", TextArea).text)
+            self.dismiss(clean(self.text))  # a control character pasted in is saved as its stand-in
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        # Read after queued keys, as for save: the last keystrokes count as edits too.
+        self.query_one("#note-area", TextArea).call_later(self._cancel_now)
+
+    def _cancel_now(self) -> None:
+        if not self.is_current:
+            return
+        if self.text == self.initial:
+            self.dismiss(None)
+            return
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.dismiss(None)
+
+        self.app.push_screen(ConfirmScreen("Discard your edits to the handoff note?",
+                                           "They are not saved anywhere. ctrl+s saves them instead.",
+                                           yes="Discard", no="Keep editing", danger=True), answered)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -83,9 +108,9 @@ class NoteConflictScreen(ModalScreen[Choice | None]):
 
     | Key | Action | What it does |
     |---|---|---|
-    | m | keep_mine | Save my text over theirs (deliberately) |
-    | t | take_theirs | Discard my edit, keep theirs |
-    | e | merge | Edit a merge of both |
+    | m | choose('mine') | Save my text over theirs (deliberately) |
+    | t | choose('theirs') | Discard my edit, keep theirs |
+    | e | choose('merge') | Edit a merge of both |
     | escape | cancel | Decide later (my text is lost; theirs stays) |
     """
 
@@ -114,6 +139,7 @@ class NoteConflictScreen(ModalScreen[Choice | None]):
                 yield Button("Keep mine (m)", id="mine", variant="error")
                 yield Button("Take theirs (t)", id="theirs", variant="primary")
                 yield Button("Merge (e)", id="merge")
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#conflict-mine").border_title = "Mine"

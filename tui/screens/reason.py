@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from tui.text import one_line, safe
+from tui.widgets.keybar import KeyBar
 
 
 @dataclass
@@ -31,8 +32,9 @@ class ReasonPrompt(ModalScreen[Reason | None]):
 
     | Key | Action | What it does |
     |---|---|---|
-    | enter | submit | Confirm (in the reason field) |
     | escape | cancel | Close without doing anything |
+
+    Enter in the reason field confirms (the Input's own submit, not a binding).
     """
 
     BINDINGS = [
@@ -72,6 +74,7 @@ class ReasonPrompt(ModalScreen[Reason | None]):
             with Horizontal(classes="buttons"):
                 yield Button(self.ok_label, id="ok", variant="error" if self.danger else "primary")
                 yield Button("Cancel", id="cancel")
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#reason", Input).focus()

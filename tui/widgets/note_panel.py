@@ -41,7 +41,7 @@ class NotePanel(VerticalScroll):
         yield self.since_text
 
     def show(self, note: str | None, by: str | None, at: str | None, acknowledged: bool, since: list[str],
-             previous: Any = None) -> None:
+             previous: Any = None, *, read_only: bool = False) -> None:
         """Repaint with the note, its author and time, the note it replaced (`previous`:
         the ledger's `previous_note`, with text, by, at) and the since-last-look lines."""
         title = Text("Handoff note", style="bold", end="")
@@ -52,7 +52,8 @@ class NotePanel(VerticalScroll):
         if acknowledged:
             title.append("  ✓ acknowledged")
         self.border_title = title
-        self.border_subtitle = Text("n hide · N acknowledge · e edit", end="")
+        # Only what this view can do: a read-only observer can hide the panel, nothing more.
+        self.border_subtitle = Text("n hide" if read_only else "n hide · N acknowledge · e edit", end="")
         self.note_text.update(safe(note.rstrip()) if note else Text("(no handoff note yet)", style="dim"))
         self.previous_text.display = previous is not None
         if previous is not None:

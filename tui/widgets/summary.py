@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.widgets import Label, ProgressBar
 
 from tui.text import clean_line
 
 if TYPE_CHECKING:
-    from engine.model import Ledger
+    from engine.api import Ledger
+
+WIDE_ENOUGH_FOR_BAR = 100
 
 
 def summary_text(counts: dict[str, int]) -> str:
@@ -38,14 +41,29 @@ class SummaryBar(Horizontal):
         # Made here, not looked up: `show` may run before they are mounted.
         self.counts = Label(id="counts")
         self.progress = ProgressBar(total=1, show_eta=False, id="progress")
+        self._ledger: "Ledger | None" = None
+        self._missing = 0
 
     def compose(self) -> ComposeResult:
         yield self.counts
         yield self.progress
 
-    def show(self, ledger: "Ledger") -> None:
-        """Repaint from `ledger`."""
+    def on_resize(self, event: Resize) -> None:
+        # At 80 columns the counts need the row: the percentage stays, the bar goes.
+        self.progress.display = event.size.width >= WIDE_ENOUGH_FOR_BAR
+        if self._ledger is not None:
+            self.show(self._ledger, self._missing)
+
+    def show(self, ledger: "Ledger", missing: int = 0) -> None:
+        """Repaint from `ledger`; `missing` targets the file lost are counted too (and not as done)."""
+        self._ledger, self._missing = ledger, missing
         counts = ledger.counts()
-        total = len(ledger.targets)
-        self.counts.update(Text(summary_text(counts) or "no targets", end=""))
+        total = len(ledger.targets) + missing
+        text = Text(summary_text(counts) or "no targets", end="")
+        if missing:
+            text.append(f" · {missing} missing from file", style="bold reverse")
+        share = f" · {counts.get('done', 0) / max(total, 1):.0%} done"
+        if not self.progress.display and text.cell_len + len(share) <= self.size.width - 2:
+            text.append(share)  # narrow: the bar is folded away; the share done stays while it fits
+        self.counts.update(text)
         self.progress.update(total=max(total, 1), progress=counts.get("done", 0))

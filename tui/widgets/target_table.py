@@ -2,81 +2,43 @@
 
 A stock `DataTable` measures every cell of every row when rows are added (about
 3.8 s for 10,000 rows). This table keeps each row as a tuple of cleaned
-strings, computes column widths from string lengths once per ledger, and
+strings, lays its columns out for the width it has (`tui.widgets.columns`), and
 renders only the lines on screen (`render_line`). When the ledger changes it
 diffs old and new rows and repaints only the changed lines that are visible;
-changed rows are highlighted briefly.
+changed rows are highlighted briefly. Targets the engine last wrote but the
+file lost stay on as `∅ missing from file` rows. While the file does not parse,
+every row is drawn dim and the header says how old the state shown is.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.events import Resize
 from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.states import TONES, look
+from tui.states import MISSING, TONES, look, needs_human
 from tui.text import clean_line
-from tui.timefmt import Clock, parse_ts, utcnow, ago
+from tui.timefmt import Clock, ago, parse_ts, utcnow
+from tui.widgets.columns import GUTTER, Column, fit, layout, total_width
+from tui.widgets.table_view import (SORTS, Row, View, missing_row, order_with_missing, queue_position, row_of,
+                                   view_order)
 
 if TYPE_CHECKING:
-    from engine.model import Ledger, Target
+    from engine.api import Ledger
 
 FLASH_SECONDS = 2.0
 AGE_TICK = 1.0  # seconds between repaints of the age column (only its visible cells)
-ATTENTION = frozenset({"awaiting", "failed", "blocked"})
-SORTS: tuple[str, ...] = ("ledger", "state", "name", "age")
 
-
-class Row(NamedTuple):
-    """One target as the table shows it: cleaned, one-line strings."""
-
-    name: str
-    state: str
-    next_action: str
-    last_action: str
-    checkpoint: str
-    changed_at: str
-    reason: str
-
-
-def row_of(name: str, target: "Target") -> Row:
-    """The table's view of one target (all text made safe here, once)."""
-    return Row(
-        clean_line(name),
-        target.state,
-        clean_line(target.next_action),
-        clean_line(target.last_action),
-        clean_line(target.checkpoint),
-        target.changed_at or "",
-        clean_line(target.reason),
-    )
-
-
-@dataclass
-class Column:
-    """A column's title and its width in cells."""
-
-    key: str
-    title: str
-    width: int
-
-
-@dataclass
-class _View:
-    """The filtered, sorted order of row keys and each key's position in it."""
-
-    order: list[str] = field(default_factory=list)
-    index: dict[str, int] = field(default_factory=dict)
 
 
 class TargetTable(ScrollView, can_focus=True):
@@ -84,20 +46,34 @@ class TargetTable(ScrollView, can_focus=True):
 
     | Key | Action | What it does |
     |---|---|---|
-    | up / down | cursor_up / cursor_down | Move the cursor |
-    | pageup / pagedown | page_up / page_down | Move a screenful |
-    | home / end | first / last | Jump to the first or last row |
     | enter | select | Open the target's detail |
+    | up,k | cursor_up | Move the cursor up |
+    | down,j | cursor_down | Move the cursor down |
+    | pageup | page_up | Move a screenful up |
+    | pagedown | page_down | Move a screenful down |
+    | ctrl+u | half_page_up | Move half a screen up |
+    | ctrl+d | half_page_down | Move half a screen down |
+    | home,g | first | Jump to the first row |
+    | end,G | last | Jump to the last row |
+    | right_square_bracket | next_attention | Next target that needs a human |
+    | left_square_bracket | previous_attention | Previous target that needs a human |
     """
 
     BINDINGS = [
-        Binding("up", "cursor_up", "Up", show=False, id="table.up"),
-        Binding("down", "cursor_down", "Down", show=False, id="table.down"),
-        Binding("pageup", "page_up", "Page up", show=False, id="table.page_up"),
-        Binding("pagedown", "page_down", "Page down", show=False, id="table.page_down"),
-        Binding("home", "first", "First", show=False, id="table.first"),
-        Binding("end", "last", "Last", show=False, id="table.last"),
-        Binding("enter", "select", "Detail", id="table.select", show=False),
+        Binding("enter", "select", "Detail", id="table.select", tooltip="Open the selected target's detail: fields, what would run next, history"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="table.up", key_display="↑/k"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="table.down", key_display="↓/j"),
+        Binding("pageup", "page_up", "Page up", show=False, id="table.page_up", key_display="pgup"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="table.page_down", key_display="pgdn"),
+        Binding("ctrl+u", "half_page_up", "Half page up", show=False, id="table.half_up", key_display="^u"),
+        Binding("ctrl+d", "half_page_down", "Half page down", show=False, id="table.half_down", key_display="^d"),
+        Binding("home,g", "first", "First row", show=False, id="table.first", key_display="home/g"),
+        Binding("end,G", "last", "Last row", show=False, id="table.last", key_display="end/G"),
+        Binding("right_square_bracket", "next_attention", "Next", id="table.next_attention", key_display="]",
+                tooltip="Next target that needs a human: awaiting, failed, blocked or missing"),
+        Binding("left_square_bracket", "previous_attention", "Previous", show=False,
+                id="table.previous_attention", key_display="[",
+                tooltip="Previous target that needs a human"),
     ]
 
     COMPONENT_CLASSES = {
@@ -105,6 +81,7 @@ class TargetTable(ScrollView, can_focus=True):
         "target-table--cursor",
         "target-table--changed",
         "target-table--dim",
+        "target-table--stale",
         *(f"target-table--{tone}" for tone in TONES),
     }
 
@@ -121,24 +98,21 @@ class TargetTable(ScrollView, can_focus=True):
             super().__init__()
             self.name = name
 
-    class Highlighted(Message):
-        """The cursor moved to `name` (None when the table is empty)."""
-
-        def __init__(self, name: str | None) -> None:
-            super().__init__()
-            self.name = name
-
     def __init__(self, *, clock: Clock | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
         self._clock = clock or utcnow
         self._rows: dict[str, Row] = {}
-        self._keys: list[str] = []  # ledger order
-        self._view = _View()
+        self._keys: list[str] = []  # ledger order (missing targets where they were)
+        self._view = View()
+        self._natural: dict[str, int] = {}
         self._columns: list[Column] = []
+        self._laid_out_for = -1
         self._line_cache: dict[str, list[Segment]] = {}
         self._flash: dict[str, float] = {}
         self._haystack: dict[str, str] = {}
         self._changed_epoch: dict[str, float] = {}
+        self.missing: set[str] = set()
+        self.stale_label: str | None = None
         self.sort_key = "ledger"
         self.sort_reverse = False
         self.filter_text = ""
@@ -152,8 +126,13 @@ class TargetTable(ScrollView, can_focus=True):
 
     @property
     def total_count(self) -> int:
-        """Rows in the ledger."""
+        """Rows in the table (missing targets included)."""
         return len(self._keys)
+
+    @property
+    def columns(self) -> list[Column]:
+        """The columns as laid out now."""
+        return list(self._columns)
 
     @property
     def cursor_name(self) -> str | None:
@@ -170,35 +149,39 @@ class TargetTable(ScrollView, can_focus=True):
         """The row of `name`, as shown."""
         return self._rows.get(name)
 
-    def set_ledger(self, ledger: "Ledger") -> set[str]:
-        """Show `ledger`; returns the names whose rows changed (added ones included).
+    def set_ledger(self, ledger: "Ledger", missing: list[str] | tuple[str, ...] = ()) -> set[str]:
+        """Show `ledger` (plus rows for `missing` names); returns the names whose rows changed.
 
         Only changed rows are rebuilt and repainted. The order is recomputed only
         when targets came or went, or when a change can move rows (a sort other
         than ledger order, or a filter).
         """
         first = not self._rows
-        new_rows = {name: row_of(name, target) for name, target in ledger.targets.items()}
         old_rows = self._rows
+        new_rows = {name: row_of(name, target) for name, target in ledger.targets.items()}
+        gone = [n for n in missing if n not in new_rows]
+        for name in gone:
+            new_rows[name] = missing_row(name, old_rows.get(name))
+        keys = order_with_missing(self._keys, list(ledger.targets), gone)
         changed = {name for name, row in new_rows.items() if old_rows.get(name) != row}
-        keys = list(new_rows)
         membership_changed = keys != self._keys
-        self._rows = new_rows
-        self._keys = keys
+        cursor_before = self.cursor_name
+        cursor_state = old_rows[cursor_before].state if cursor_before in old_rows else None
+        self._rows, self._keys, self.missing = new_rows, keys, set(gone)
         for name in changed:
             self._line_cache.pop(name, None)
             self._haystack.pop(name, None)
             self._changed_epoch.pop(name, None)
         if membership_changed:
-            for gone in set(old_rows) - set(new_rows):
-                self._line_cache.pop(gone, None)
-                self._haystack.pop(gone, None)
-                self._flash.pop(gone, None)
+            for name in set(old_rows) - set(new_rows):
+                self._line_cache.pop(name, None)
+                self._haystack.pop(name, None)
+                self._flash.pop(name, None)
         if first or membership_changed or changed:
-            self._compute_columns()
+            self._measure()
         reorder = membership_changed or (changed and (self.sort_key != "ledger" or self.filter_text))
         if reorder:
-            self._rebuild_view()
+            self._rebuild_view(queue=(cursor_before, cursor_state) if cursor_before in changed else None)
             self.refresh()
         else:
             for name in changed:
@@ -210,29 +193,42 @@ class TargetTable(ScrollView, can_focus=True):
             self.set_timer(FLASH_SECONDS + 0.05, self._end_flash)
         return changed if not first else set()
 
-    def _compute_columns(self) -> None:
-        # Widths from plain string lengths (cell_len only for the longest few):
+    def _measure(self) -> None:
+        # Natural widths from plain string lengths (cell_len only for the longest):
         # cheap at 10,000 rows, unlike measuring every rendered cell.
         rows = self._rows.values()
 
-        def width(values: Iterable[str], title: str, cap: int) -> int:
-            longest = max(values, key=len, default="")
-            return max(len(title), min(cap, cell_len(longest)))
+        def longest(values) -> int:
+            return cell_len(max(values, key=len, default=""))
 
         states = {row.state for row in rows}
-        self._columns = [
-            Column("name", "Target", width((r.name for r in rows), "Target", 32)),
-            Column("state", "State", max(len(look(s).symbol) + 1 + len(s) for s in states) if states else 5),
-            Column("next_action", "Next action", width((r.next_action for r in rows), "Next action", 30)),
-            Column("last_action", "Last action", width((r.last_action for r in rows), "Last action", 34)),
-            Column("checkpoint", "Checkpoint", width((r.checkpoint for r in rows), "Checkpoint", 18)),
-            Column("age", "Age", 4),
-        ]
-        self._line_cache.clear()
-        total = 2 + sum(c.width + 1 for c in self._columns)
-        self.virtual_size = Size(total, len(self._view.order) + 1)
+        self._natural = {
+            "name": longest(r.name for r in rows),
+            "state": max((cell_len(f"{look(s).symbol} {'missing from file' if s == MISSING else s}") for s in states), default=5),
+            "next_action": longest(r.next_action for r in rows),
+            "reason": longest(r.reason for r in rows),
+            "last_action": longest(r.last_action for r in rows),
+            "checkpoint": longest(r.checkpoint for r in rows),
+            "age": 4,
+        }
+        self._laid_out_for = -1
+        self._layout()
 
-    # -- sort and filter ---------------------------------------------------------
+    def _layout(self) -> None:
+        width = self.scrollable_content_region.width or self.size.width or 80
+        if width == self._laid_out_for:
+            return
+        self._laid_out_for = width
+        self._columns = layout(self._natural, width)
+        self._line_cache.clear()
+        self.virtual_size = Size(total_width(self._columns), len(self._view.order) + 1)
+
+    def on_resize(self, event: Resize) -> None:
+        if self._natural:
+            self._layout()
+            self.refresh()
+
+    # -- sort, filter and stale ----------------------------------------------------
 
     def set_sort(self, key: str, reverse: bool = False) -> None:
         """Sort by `key` (one of SORTS), keeping the cursor on the same target."""
@@ -252,19 +248,16 @@ class TargetTable(ScrollView, can_focus=True):
         self._rebuild_view()
         self.refresh()
 
-    def _matches(self, name: str, words: list[str]) -> bool:
-        row = self._rows[name]
-        hay = self._haystack.get(name)
-        if hay is None:
-            hay = "\0".join((row.name, row.state, row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
-            self._haystack[name] = hay
-        for word in words:
-            if word.startswith("state:"):
-                if not row.state.startswith(word[6:]):
-                    return False
-            elif word not in hay:
-                return False
-        return True
+    def set_stale(self, label: str | None) -> None:
+        """Mark every row as drawn from an old state (`label` says how old), or not."""
+        if label != self.stale_label:
+            dimming = (label is None) != (self.stale_label is None)
+            self.stale_label = label
+            if dimming:
+                self._line_cache.clear()
+                self.refresh()
+            else:
+                self.refresh(Region(0, 0, self.size.width, 1))
 
     def _epoch(self, name: str) -> float:
         epoch = self._changed_epoch.get(name)
@@ -274,39 +267,56 @@ class TargetTable(ScrollView, can_focus=True):
             self._changed_epoch[name] = epoch
         return epoch
 
-    def _rebuild_view(self) -> None:
-        keep = self.cursor_name
-        names = self._keys
-        if self.filter_text:
-            words = self.filter_text.lower().split()
-            names = [n for n in names if self._matches(n, words)]
-        if self.sort_key == "name":
-            names = sorted(names, key=lambda n: self._rows[n].name)
-        elif self.sort_key == "state":
-            position = {n: i for i, n in enumerate(self._keys)}
-            names = sorted(names, key=lambda n: (look(self._rows[n].state).rank, position[n]))
-        elif self.sort_key == "age":
-            names = sorted(names, key=self._epoch, reverse=True)
-        else:
-            names = list(names)
-        if self.sort_reverse:
-            names.reverse()
-        self._view = _View(names, {n: i for i, n in enumerate(names)})
+    def _rebuild_view(self, queue: tuple[str | None, str | None] | None = None) -> None:
+        keep, index_before = self.cursor_name, self.cursor
+        names = view_order(self._keys, self._rows, filter_text=self.filter_text, sort_key=self.sort_key,
+                           reverse=self.sort_reverse, epoch=self._epoch, haystack=self._haystack)
+        self._view = View(names, {n: i for i, n in enumerate(names)})
         self.virtual_size = Size(self.virtual_size.width, len(names) + 1)
-        if keep is not None and keep in self._view.index:
+        stay = None
+        if queue and self.sort_key == "state" and queue[0] is not None and queue[1] is not None:
+            stay = queue_position(names, self._rows, queue[0], queue[1], index_before)
+        if stay is not None:
+            self.cursor = stay
+        elif keep is not None and keep in self._view.index:
             self.cursor = self._view.index[keep]
         else:
             self.cursor = min(self.cursor, max(0, len(names) - 1))
 
     # -- cursor ------------------------------------------------------------------
 
-    def move_to(self, name: str) -> bool:
-        """Put the cursor on `name` if it is shown."""
+    def move_to(self, name: str, *, top: bool = False) -> bool:
+        """Put the cursor on `name` if it is shown (scrolled to the top of the table when `top`)."""
         index = self._view.index.get(name)
         if index is None:
             return False
         self.cursor = index
+        if top:
+            self.scroll_to(y=index, animate=False, immediate=True)
         return True
+
+    def attention(self) -> list[str]:
+        """Shown targets that need a human, in display order."""
+        return [n for n in self._view.order if needs_human(self._rows[n].state)]
+
+    def first_attention(self) -> str | None:
+        """Put the cursor on the first target that needs a human, at the top; returns it."""
+        names = self.attention()
+        if names:
+            self.move_to(names[0], top=True)
+            return names[0]
+        return None
+
+    def jump_attention(self, step: int) -> str | None:
+        """Next (`step` 1) or previous (-1) target that needs a human, wrapping; None when there is none."""
+        order = self._view.order
+        n = len(order)
+        for offset in range(1, n + 1):
+            index = (self.cursor + step * offset) % n
+            if needs_human(self._rows[order[index]].state):
+                self.cursor = index
+                return order[index]
+        return None
 
     def validate_cursor(self, value: int) -> int:
         return max(0, min(value, len(self._view.order) - 1)) if self._view.order else 0
@@ -318,7 +328,6 @@ class TargetTable(ScrollView, can_focus=True):
             self._refresh_index(index)
         self._scroll_to_cursor()
         self._place_terminal_cursor()
-        self.post_message(self.Highlighted(self.cursor_name))
 
     def on_focus(self) -> None:
         # After the refresh too: the Input that lost the focus may still move the cursor as it blurs.
@@ -344,6 +353,9 @@ class TargetTable(ScrollView, can_focus=True):
         elif self.cursor >= top + visible:
             self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
 
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 2)
+
     def action_cursor_up(self) -> None:
         self.cursor -= 1
 
@@ -351,16 +363,30 @@ class TargetTable(ScrollView, can_focus=True):
         self.cursor += 1
 
     def action_page_up(self) -> None:
-        self.cursor -= max(1, self.scrollable_content_region.height - 2)
+        self.cursor -= self._page()
 
     def action_page_down(self) -> None:
-        self.cursor += max(1, self.scrollable_content_region.height - 2)
+        self.cursor += self._page()
+
+    def action_half_page_up(self) -> None:
+        self.cursor -= max(1, self._page() // 2)
+
+    def action_half_page_down(self) -> None:
+        self.cursor += max(1, self._page() // 2)
 
     def action_first(self) -> None:
         self.cursor = 0
 
     def action_last(self) -> None:
         self.cursor = len(self._view.order) - 1
+
+    def action_next_attention(self) -> None:
+        if self.jump_attention(1) is None:
+            self.notify("No target needs a human right now.", timeout=2, markup=False)
+
+    def action_previous_attention(self) -> None:
+        if self.jump_attention(-1) is None:
+            self.notify("No target needs a human right now.", timeout=2, markup=False)
 
     def action_select(self) -> None:
         name = self.cursor_name
@@ -384,8 +410,8 @@ class TargetTable(ScrollView, can_focus=True):
         """Repaint the visible age cells: rows, columns and caches stay as they are."""
         if not self._columns or not self._view.order:
             return
-        x = 2 + sum(c.width + 1 for c in self._columns[:5]) - int(self.scroll_x)
-        width = self._columns[5].width + 1
+        x = GUTTER + sum(c.width + 1 for c in self._columns[:-1]) - int(self.scroll_x)
+        width = self._columns[-1].width + 1
         if x + width <= 0 or x >= self.size.width:
             return
         self.refresh(Region(max(0, x), 1, width, max(0, self.size.height - 1)))
@@ -412,20 +438,27 @@ class TargetTable(ScrollView, can_focus=True):
         super().notify_style_update()
         self._line_cache.clear()
 
-    def _cell(self, text: str, width: int, style: Style) -> Segment:
-        if len(text) == width and text.isascii():
-            return Segment(text + " ", style)
-        return Segment(set_cell_size(text, width) + " ", style)
-
-    def _header_segments(self) -> list[Segment]:
+    def _header_segments(self, width: int) -> list[Segment]:
         style = self.get_component_rich_style("target-table--header")
-        segments = [Segment("  ", style)]
+        segments = [Segment(" " * GUTTER, style)]
         for column in self._columns:
             title = column.title
-            if column.key == "name" and self.sort_key == "name" or column.key == "state" and self.sort_key == "state" or column.key == "age" and self.sort_key == "age":
+            if column.key == self.sort_key:
                 title += " ▲" if self.sort_reverse else " ▼"
-            segments.append(self._cell(title, column.width, style))
+            segments.append(Segment(fit(title, column.width) + " ", style))
+        if self.stale_label:
+            # Over the right end of the header: the rows below are from an old state.
+            label = f" ⚠ {self.stale_label} "
+            stale = self.get_component_rich_style("target-table--stale")
+            line = Strip(segments).crop_extend(0, width, style)
+            keep = max(0, width - cell_len(label))
+            return list(line.crop(0, keep)) + [Segment(fit(label, width - keep), stale)]
         return segments
+
+    def _cells(self, row: Row) -> dict[str, str]:
+        state = "missing from file" if row.state == MISSING else row.state
+        return {"name": row.name, "state": f"{look(row.state).symbol} {state}", "next_action": row.next_action,
+                "reason": row.reason, "last_action": row.last_action, "checkpoint": row.checkpoint}
 
     def _row_segments(self, name: str) -> list[Segment]:
         cached = self._line_cache.get(name)
@@ -435,17 +468,14 @@ class TargetTable(ScrollView, can_focus=True):
         state_look = look(row.state)
         tone = self.get_component_rich_style(f"target-table--{state_look.tone}", partial=True)
         dim = self.get_component_rich_style("target-table--dim", partial=True)
-        attention = state_look.tone in ATTENTION
-        name_style = tone + Style(bold=True) if attention else Style()
-        cols = self._columns
-        segments = [
-            Segment("▌ " if attention else "  ", tone),
-            self._cell(row.name, cols[0].width, name_style),
-            self._cell(f"{state_look.symbol} {row.state}", cols[1].width, tone),
-            self._cell(row.next_action, cols[2].width, Style()),
-            self._cell(row.last_action, cols[3].width, dim),
-            self._cell(row.checkpoint, cols[4].width, dim),
-        ]
+        attention = needs_human(row.state)
+        styles = {"name": tone + Style(bold=True) if attention else Style(), "state": tone, "next_action": Style(),
+                  "reason": tone if attention else dim, "last_action": dim, "checkpoint": dim}
+        cells = self._cells(row)
+        segments = [Segment(" ▌ " if attention else "   ", tone)]
+        for column in self._columns[:-1]:
+            text = fit(cells[column.key], column.width, middle=column.key == "name")
+            segments.append(Segment(text + " ", styles[column.key]))
         self._line_cache[name] = segments
         return segments
 
@@ -453,32 +483,34 @@ class TargetTable(ScrollView, can_focus=True):
         base = self.rich_style
         width = self.scrollable_content_region.width
         scroll_x = int(self.scroll_x)
+        if self._laid_out_for != width and self._natural and width:
+            self._layout()
         if y == 0:
-            segments = self._header_segments()
+            segments = self._header_segments(width)
             return Strip(Segment.apply_style(segments, base)).crop_extend(scroll_x, scroll_x + width, base)
         index = int(self.scroll_y) + y - 1
         order = self._view.order
         if index >= len(order):
             if index == 0 and self._keys:
-                msg = f"  no target matches /{clean_line(self.filter_text)}  (esc clears the filter)"
-                return Strip([Segment(set_cell_size(msg, width), base + self.get_component_rich_style("target-table--dim", partial=True))])
+                msg = f"   no target matches /{clean_line(self.filter_text)}  (esc clears the filter)"
+                return Strip([Segment(fit(msg, width), base + self.get_component_rich_style("target-table--dim", partial=True))])
             return Strip.blank(width, base)
         name = order[index]
         segments = list(self._row_segments(name))
-        age = ago(None)
         epoch = self._epoch(name)
-        if epoch:
-            age = ago(self._clock().timestamp() - epoch)
-        segments.append(self._cell(age, self._columns[5].width, Style()))
+        age = ago(self._clock().timestamp() - epoch) if epoch else ""
+        segments.append(Segment(fit(age, self._columns[-1].width) + " ", Style()))
+        if index == self.cursor:
+            # One style for the whole selected row, chosen for contrast in every theme and
+            # colour mode; `▶` marks it without colour too.
+            cursor = base + self.get_component_rich_style("target-table--cursor", partial=True)
+            text = "".join(s.text for s in segments)
+            mark = "▶" + text[1:]
+            return Strip([Segment(mark, cursor)], cell_len(mark)).crop_extend(scroll_x, scroll_x + width, cursor)
         line_style = base
         if name in self._flash:
             line_style = line_style + self.get_component_rich_style("target-table--changed", partial=True)
-        if index == self.cursor:
-            cursor_style = self.get_component_rich_style("target-table--cursor", partial=True)
-            if not self.has_focus:
-                cursor_style = cursor_style + Style(dim=False)
-            line_style = line_style + cursor_style
-            segments = [Segment(s.text, line_style + (s.style or Style()) + cursor_style) for s in segments]
-        else:
-            segments = list(Segment.apply_style(segments, line_style))
+        if self.stale_label:
+            line_style = line_style + Style(dim=True, italic=True)
+        segments = list(Segment.apply_style(segments, line_style))
         return Strip(segments).crop_extend(scroll_x, scroll_x + width, line_style)

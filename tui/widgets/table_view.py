@@ -1,0 +1,132 @@
+"""The target table's data side: rows as shown, and the filtered, sorted order of them.
+
+Pure functions over plain strings (no Textual), so the table widget only paints.
+A row keeps only cleaned, one-line text; a target the file lost keeps what the
+screen last knew of it, marked missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, NamedTuple
+
+from tui.states import MISSING, look
+from tui.text import clean_line
+
+if TYPE_CHECKING:
+    from engine.api import Target
+
+SORTS: tuple[str, ...] = ("ledger", "state", "name", "age")
+
+
+class Row(NamedTuple):
+    """One target as the table shows it: cleaned, one-line strings."""
+
+    name: str
+    state: str
+    next_action: str
+    last_action: str
+    checkpoint: str
+    changed_at: str
+    reason: str
+
+
+def row_of(name: str, target: "Target") -> Row:
+    """The table's view of one target (all text made safe here, once)."""
+    return Row(
+        clean_line(name),
+        target.state,
+        clean_line(target.next_action),
+        clean_line(target.last_action),
+        clean_line(target.checkpoint),
+        target.changed_at or "",
+        clean_line(target.reason),
+    )
+
+
+def missing_row(name: str, last: "Row | None") -> Row:
+    """A target the file lost: what this screen last knew of it, or only its name."""
+    if last is None:
+        return Row(clean_line(name), MISSING, "restore the file, or :accept-removal", "", "", "", "not in the file")
+    if last.state == MISSING:
+        return last
+    return last._replace(state=MISSING, reason=f"was {last.state}")
+
+
+@dataclass
+class View:
+    """The filtered, sorted order of row keys and each key's position in it."""
+
+    order: list[str] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+
+
+def order_with_missing(previous: list[str], names: list[str], gone: list[str]) -> list[str]:
+    """Ledger order, with each missing target kept where it was in `previous` (unknown ones at the end)."""
+    if not gone:
+        return names
+    present = set(names) | set(gone)
+    order = [n for n in previous if n in present]
+    known = set(order)
+    order += [n for n in names if n not in known]
+    order += [n for n in gone if n not in known]
+    return order
+
+
+def matches(row: Row, words: list[str], hay: str) -> bool:
+    """Whether `row` matches every word (`state:fail` matches a state by prefix)."""
+    for word in words:
+        if word.startswith("state:"):
+            wanted = word[6:]
+            if not row.state.startswith(wanted) and not (row.state == MISSING and "missing".startswith(wanted)):
+                return False
+        elif word not in hay:
+            return False
+    return True
+
+
+def view_order(keys: list[str], rows: dict[str, Row], *, filter_text: str, sort_key: str, reverse: bool,
+               epoch: Callable[[str], float], haystack: dict[str, str]) -> list[str]:
+    """The names to show, filtered and sorted (`haystack` caches each row's searchable text)."""
+    names = keys
+    if filter_text:
+        words = filter_text.lower().split()
+        kept = []
+        for name in names:
+            hay = haystack.get(name)
+            if hay is None:
+                row = rows[name]
+                state = "missing from file" if row.state == MISSING else row.state
+                hay = "\0".join((row.name, state, row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
+                haystack[name] = hay
+            if matches(rows[name], words, hay):
+                kept.append(name)
+        names = kept
+    if sort_key == "name":
+        names = sorted(names, key=lambda n: rows[n].name)
+    elif sort_key == "state":
+        position = {n: i for i, n in enumerate(keys)}
+        names = sorted(names, key=lambda n: (look(rows[n].state).rank, position[n]))
+    elif sort_key == "age":
+        names = sorted(names, key=epoch, reverse=True)
+    else:
+        names = list(names)
+    if reverse:
+        names.reverse()
+    return names
+
+
+def queue_position(order: list[str], rows: dict[str, Row], name: str, old_state: str, index: int) -> int | None:
+    """Under sort-by-state, the cursor's target moved to another group (it was approved, say):
+    where the cursor stays in the group it was working through (the row that took its place,
+    or the group's last). None when the target did not change group."""
+    if name not in rows:
+        return None
+    rank = look(old_state).rank
+    if look(rows[name].state).rank == rank:
+        return None
+    same = [i for i, n in enumerate(order) if look(rows[n].state).rank == rank]
+    if not same:
+        return None
+    after = [i for i in same if i >= index]
+    return after[0] if after else same[-1]
