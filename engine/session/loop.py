@@ -414,19 +414,7 @@ class Session:
         return gates.page(self, event, message)
 
     def _start(self, intent: Intent) -> None:
-        step = intent.step
-        if step.reversible:
-            kind = f"{step.description}; reversible" if step.description else "reversible"
-        else:
-            kind = f"irreversible, approved by {intent.decision.approval.by} at {intent.decision.approval.at}"
-        argv = intent.check_argv if self.dry_run else intent.argv
-        shown = describe(argv) if argv else "(no check form)"
-        used = intent.decision.approval if not step.reversible else None
-        # Journaled (fsynced) before the step can start: the second witness of the approval's use.
-        self.out.say(f"{intent.target}: starting {step.name} ({kind})" + (f" [dry run: {shown}]" if self.dry_run else ""),
-                     target=intent.target, kind="step_start", rev=intent.rev, step=step.name, argv=argv, token=intent.token,
-                     approval_hash=used.hash if used else None, approval_by=used.by if used else None,
-                     approval_at=used.at if used else None)
+        """Run the intent's step in a worker thread (it announces itself under the fence)."""
         self.steps_used += 1
         thread = threading.Thread(target=self._worker, args=(intent,), name=f"step-{intent.target}", daemon=True)
         self.workers[intent.target] = thread

@@ -164,6 +164,24 @@ def _why(result: StepResult) -> str:
     return f"exit {result.exit_code}: {_last_line(result.output_tail)}"
 
 
+def announce(s, it: Intent) -> None:
+    """Say (and journal, fsynced) that the step starts: under the fence, just before the
+    spawn, so a `step_start` means this holder had the lease and the intent when it
+    started the process. It names the approval it uses: the second witness of its use."""
+    step = it.step
+    if step.reversible:
+        kind = f"{step.description}; reversible" if step.description else "reversible"
+    else:
+        kind = f"irreversible, approved by {it.decision.approval.by} at {it.decision.approval.at}"
+    argv = it.check_argv if s.dry_run else it.argv
+    shown = describe(argv) if argv else "(no check form)"
+    used = it.decision.approval if not step.reversible else None
+    s.out.say(f"{it.target}: starting {step.name} ({kind})" + (f" [dry run: {shown}]" if s.dry_run else ""),
+              target=it.target, kind="step_start", rev=it.rev, step=step.name, argv=argv, token=it.token,
+              approval_hash=used.hash if used else None, approval_by=used.by if used else None,
+              approval_at=used.at if used else None)
+
+
 def fenced_launch(s, it: Intent):
     """The `launch` of every spawn of this intent's step (see the module's point 2)."""
     name = it.target
@@ -186,9 +204,17 @@ def fenced_launch(s, it: Intent):
             raise NoChange()
         t.in_flight.pid = t.in_flight.pgid = proc.pid
 
+    announced = []
+
     def launch(start):
+        def spawn():
+            if not announced:  # the first spawn of this intent: journal it (fsynced) right before it happens
+                announce(s, it)
+                announced.append(True)
+            return start()
+
         with s.txn_lock:
-            proc, err = s.store.fence(check, start, record)
+            proc, err = s.store.fence(check, spawn, record)
         if err is not None and not isinstance(err, NoChange):
             # The intent (with its token) is already on disk, which is how a later
             # session finds this process; killing a step that has just started (maybe
@@ -206,6 +232,7 @@ def run_intent(s, it: Intent) -> None:
 
     launch = fenced_launch(s, it)
     if argv is None:  # dry run of a step with no check form: say so, change nothing real
+        announce(s, it)
         s.out.say(f"{name}: dry run: {step.name} has no check form; would run {describe(it.argv)}", target=name)
         _record(s, it, Outcome(None, True), None)
         return

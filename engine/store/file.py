@@ -162,7 +162,7 @@ class FileStore:
         self._cache = {key: hit}
         return key, hit, text
 
-    def _snapshot(self, raw: bytes) -> tuple[Snapshot, _Parse]:
+    def _snapshot(self, raw: bytes, _again: bool = True) -> tuple[Snapshot, _Parse]:
         """Read `raw`. Readers share one validated Ledger per content hash: it must never
         be changed (a transaction works on a copy)."""
         key, parsed, text = self._parse(raw)
@@ -183,6 +183,13 @@ class FileStore:
             ledger = parsed.ledger
         snap = Snapshot(ledger, key)
         record = self.last_write()
+        if record and record.get("hash") != key and _again and not self.filelock.holds():
+            # A hand edit, or a writer between its new file and its new record: look again
+            # while no writer is mid-way, and judge the file against the record it goes with.
+            with self.filelock.shared():
+                now, record = self._raw(), self.last_write()
+            if now != raw:
+                return self._snapshot(now, _again=False)
         if record and record.get("hash") != key:
             snap.external_edit = True
             snap.missing, snap.rollback = regressions(ledger, record)

@@ -91,6 +91,36 @@ class FileLock:
             self._held.fd = None
             os.close(fd)  # closing releases the flock
 
+    def holds(self) -> bool:
+        """Does this thread hold the lock now?"""
+        return getattr(self._held, "fd", None) is not None
+
+    @contextmanager
+    def shared(self) -> Iterator[bool]:
+        """A shared hold for a reader that needs the ledger and the record of its last
+        write to be one consistent pair (writers hold the lock while they write both).
+        Yields False, and holds nothing, when there is no lock file (nobody ever wrote)
+        or a writer keeps it past the timeout: the reader then goes on without it."""
+        try:
+            fd = open_sidecar(self.path, os.O_RDONLY, ledger=self.ledger)
+        except HandoffError:
+            yield False
+            return
+        try:
+            deadline = time.monotonic() + lock_timeout()
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.01)
+            yield True
+        finally:
+            os.close(fd)
+
     def _wait(self, fd: int) -> None:
         deadline = time.monotonic() + lock_timeout()
         pause = 0.005
