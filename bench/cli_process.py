@@ -26,7 +26,7 @@ def main(n: int = 10_000, runs: int = 5) -> list[str]:
     write_engine_ledger(path, n)
     FileStore(path).transact(lambda ledger: None)
     pristine = open(path, "rb").read()
-    lock = open(path + ".lock", "rb").read()
+    record = open(path + ".last-write.json", "rb").read()  # the record of the last write goes back with the file
     cached = open(cache_path(path), "rb").read()
     target = first_awaiting(yaml.load(pristine, Loader=yaml.CSafeLoader))
     env = dict(os.environ, PYTHONPATH=ROOT)
@@ -34,7 +34,7 @@ def main(n: int = 10_000, runs: int = 5) -> list[str]:
 
     def restore(cache: bool):
         def setup() -> None:
-            for name, body in ((path, pristine), (path + ".lock", lock)):
+            for name, body in ((path, pristine), (path + ".last-write.json", record)):
                 with open(name, "wb") as fh:
                     fh.write(body)
             if cache:

@@ -10,13 +10,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import brief_size  # noqa: E402
 import cli_process  # noqa: E402
+import hook_cost  # noqa: E402
 import ledger_io  # noqa: E402
 import watch_latency  # noqa: E402
 
 
 def main() -> None:
     print(f"python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs")
-    for module in (ledger_io, cli_process, watch_latency, brief_size):
+    for module in (ledger_io, cli_process, hook_cost, watch_latency, brief_size):
         for line in module.main():
             print(line, flush=True)
 

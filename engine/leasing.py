@@ -32,6 +32,12 @@ def session_lease(holder_id: str, *, user: str, planner: str | None, runtime: st
     )
 
 
+def claude_code_lease(session_id: str, *, user: str) -> SessionLease:
+    """The lease of a Claude Code session: its session id, no pid (hook processes come and
+    go; the heartbeat every hook call and `handoff run` writes is its proof of life)."""
+    return session_lease(session_id, user=user, planner="claude-code", runtime="claude-code", with_pid=False)
+
+
 def acquire(store, location: str, lease: SessionLease, *, phase: str = "starting") -> tuple[LeaseState, int]:
     """Write `lease` (after its first heartbeat); returns (what the previous lease was, revision).
 

@@ -10,6 +10,9 @@ need=()
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+# Node.js 18 or later runs the real Claude Code CLI the hook tests drive.
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 18 ] || ! command -v npm >/dev/null 2>&1; then need+=(nodejs npm); fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "installing Debian packages: ${need[*]}"
@@ -26,6 +29,15 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   fi
   pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not running on 127.0.0.1:5432; the tests need it" >&2; exit 1; }
 fi
+
+# The real Claude Code CLI, pinned (tests/e2e/test_claude_code.py), in a folder of this checkout.
+CLAUDE_CODE_VERSION=2.1.197
+if [ "$(.cache/claude-code/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
+  echo "installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION (npm)"
+  mkdir -p .cache/claude-code
+  npm install --silent --no-audit --no-fund --prefix .cache/claude-code "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null
+fi
+.cache/claude-code/node_modules/.bin/claude --version >/dev/null || { echo "Claude Code could not be installed; the hook tests need it" >&2; exit 1; }
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null

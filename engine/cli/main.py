@@ -22,7 +22,21 @@ EXIT_CODES = """exit codes of `handoff resume`:
   4  paused by an invariant or an operator
   5  another live holder has the lease
   6  a service the session needs stayed unavailable (the ledger's database, the planner's API)
+exit codes of `handoff run` (one guarded step):
+  0  it ran and succeeded       1  nothing ran (refused, or now awaiting approval)
+  2  usage, invalid ledger, or no single step allowed      3  the probe disagrees
+  4  paused     5  another holder has the lease     7  it ran and failed
 other commands: 0 done, 1 refused (or not fully recorded), 2 usage or unreadable ledger"""
+
+
+class _Version(argparse.Action):
+    """`--version`, reading the package metadata only when asked (it costs every call 15 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from engine.version import version
+
+        print(f"handoff {version()}")
+        parser.exit(0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,20 +50,20 @@ class _Parser(argparse.ArgumentParser):
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reading", ("status", "journal", "note", "check")),
     ("approving", ("approve", "unapprove", "reject")),
-    ("running", ("resume", "stop", "pause", "unpause")),
+    ("running", ("resume", "run", "stop", "pause", "unpause")),
     ("repairing", ("retry", "block", "unblock", "reconcile")),
-    ("setting up", ("init", "schema", "import", "export")),
+    ("setting up", ("init", "claude", "schema", "import", "export")),
+    ("hooks", ("hook",)),
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from engine.cli import commands, init_cmd
-    from engine.version import version
+    from engine.cli import claude_cmds, commands, init_cmd, run_cmd
 
     parser = _Parser(prog="handoff", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
                      description="Ledger-first execution: the engine's command line. "
                                  "`handoff COMMAND --help` says more about each.")
-    parser.add_argument("--version", action="version", version=f"handoff {version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands.register(sub)
@@ -59,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.cli import session_cmds
 
     session_cmds.register(sub)
+    run_cmd.register(sub)
+    claude_cmds.register(sub)
     init_cmd.register(sub)
     _group_commands(parser, sub)
     return parser

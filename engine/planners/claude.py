@@ -216,7 +216,7 @@ class ClaudePlanner:
             events, _ = journal.read(self._offset)
         self._offset = end
         budget = s.budget_text_now() + (f"; model tokens {self.used.total:,}" + (f" of {self.tokens_budget:,}" if self.tokens_budget else ""))
-        return build(ledger, BriefContext(ledger_path=s.opts.ledger, session=s.sid, statuses=s.statuses, events=events,
+        return build(ledger, BriefContext(ledger_path=s.ledger_arg, session=s.sid, statuses=s.statuses, events=events,
                                           budget=budget, free_slots=max(0, s.parallel - len(s.workers)), ending=ending))
 
     def _fingerprint(self, s, ledger: Ledger) -> Any:

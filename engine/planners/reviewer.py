@@ -24,7 +24,7 @@ SYSTEM = [{"type": "text", "text": REVIEWER, "cache_control": {"type": "ephemera
 def model_review(planner, s, note: str, previous: str | None) -> list[str] | None:
     """The model reviewer's problems ([] for a clean note), or None when it gave no verdict."""
     ledger = s.store.read()
-    brief = build(ledger, BriefContext(ledger_path=s.opts.ledger, session=s.sid, statuses=s.statuses))
+    brief = build(ledger, BriefContext(ledger_path=s.ledger_arg, session=s.sid, statuses=s.statuses))
     redact = Redactor(ledger.redact).text
     content = (f"{brief}\n\nThe previous handoff note:\n{redact(previous or '(none)')}\n\n"
                f"The handoff note to review:\n{redact(note)}")

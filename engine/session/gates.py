@@ -88,14 +88,14 @@ def gate(s, action, argv: list[str], decision) -> bool:
             raise NoChange(False)
         t.state, t.awaiting, t.awaiting_by = "awaiting_approval", step.name, s.identity
         t.awaiting_since = t.changed_at = now_iso()
-        t.next_action = f"a human approves {step.name}: handoff approve {s.opts.ledger} {name}"
+        t.next_action = f"a human approves {step.name}: handoff approve {s.ledger_arg} {name}"
         return True
 
     ok, rev = apply(s.store, fn, s.txn_lock)
     if not ok:
         return False
     paged = s.page("approval_needed", f"{name}: {step.name} requires approval (irreversible): {describe(argv)}. "
-                                      f"{decision.reason}. Approve with: handoff approve {s.opts.ledger} {name}")
+                                      f"{decision.reason}. Approve with: handoff approve {s.ledger_arg} {name}")
     s.out.say(f"{name}: {step.name} requires approval (irreversible). {_capital(_paged(s, paged))}.", target=name,
               kind="gate", step=step.name, argv=argv, hash=decision.hash, reason=decision.reason)
     s.out.say(f"ledger updated: {name}.state = awaiting_approval", target=name, kind="transition", rev=rev,

@@ -29,19 +29,16 @@ from engine import leasing, ops
 from engine.access import open_writer
 from engine.brief import movable
 from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
-from engine.identity import hostname, os_user
+from engine.identity import os_user
 from engine.invariants import parse_all
 from engine.lease import HeartbeatThread, new_session_id
 from engine.model import Ledger
-from engine.render import describe
 from engine.review import amend, review
-from engine.session import gates
-from engine.session.attempt import Attempt, _Views, attempt
+from engine.session.actor import Actor
 from engine.session.dryrun import make_shadow
 from engine.session.handoff_note import generate, rules_in
-from engine.session.out import Out
 from engine.session.preflight import preflight, refusal_text
-from engine.session.planner import Action, get_planner, touch_limit
+from engine.session.planner import get_planner, touch_limit
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
 from engine.session.steps import Intent, apply, run_intent
 from engine.store.filelock import lock_timeout
@@ -71,31 +68,17 @@ class Options:
     stream: TextIO | None = None
 
 
-class Session:
+class Session(Actor):
     """One run of the loop; `run()` returns the exit code."""
 
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self.host = hostname()
         self.sid = new_session_id()
-        self.identity = f"agent:{self.sid}"  # never a person's name: approving it is never self-approval
         self.dry_run = opts.dry_run
-        self.ending: str | None = None
-        self.code = 0
         self.steps_used = 0
-        self.workers: dict[str, threading.Thread] = {}
         self.wake = threading.Event()
-        self.txn_lock = threading.Lock()
-        self.statuses = []
-        self.metrics_at = 0.0
-        self.last_invariants = ""
-        self.invariants_said_at = 0.0
-        self.metric_said: dict[str, tuple[tuple[float, bool], float]] = {}
-        self.said: set[tuple[str, str, str]] = set()
-        self.beat: HeartbeatThread | None = None
         self.lock_wait: tuple[str, float] | None = None  # (holder, when) while waiting on the ledger's lock
         self.store_unavailable = False  # the ledger's database stayed away: nothing more can be written
-        self.views = _Views()
         self.t0 = time.monotonic()
         self.started_iso = now_iso()
         self.note_at_start: str | None = None
@@ -112,18 +95,18 @@ class Session:
         if reasons:
             # A refused session changes nothing: one journal record, and the reasons.
             text = refusal_text(reasons, self.opts.ledger)
-            real.journal.append("session_refused", text, actor=self.identity, user=os_user(), problems=len(reasons))
+            real.journal.append("session_refused", text, actor=f"agent:{self.sid}", user=os_user(), problems=len(reasons))
             raise UsageError(text, title="Cannot proceed")
         planner.setup(self, real.store.read())
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
-        self.handle = open_writer(location, actor=self.opts.actor) if self.dry_run else real
-        if hasattr(self.handle.store, "patience"):
+        handle = open_writer(location, actor=self.opts.actor) if self.dry_run else real
+        if hasattr(handle.store, "patience"):
             from engine.store.postgres import outage_limit
 
-            self.handle.store.patience = outage_limit()  # from now on a brief database outage is ridden out
-        self.store, self.ledger_dir, self.location = self.handle.store, self.handle.ledger_dir, location
-        self.out = Out(self.handle.journal, self.identity, json_mode=self.opts.json, stream=self.opts.stream,
-                       session=self.sid, user=os_user())
+            handle.store.patience = outage_limit()  # from now on a brief database outage is ridden out
+        Actor.__init__(self, handle, self.sid, ledger_arg=self.opts.ledger, dry_run=self.dry_run, json=self.opts.json,
+                       stream=self.opts.stream)
+        self.location = location
         lease = leasing.session_lease(self.sid, user=self.handle.actor, planner=planner.name,
                                       allow_unenforced=True if self.opts.allow_unenforced else None)
         try:
@@ -373,10 +356,6 @@ class Session:
             return None
         return self.store.read()
 
-    def attempt(self, action: Action, reason: str | None = None, *, ledger: Ledger | None = None, may_start: bool = True) -> Attempt:
-        """Decide one proposal and act on it: start it, gate it, or refuse it (engine.session.attempt)."""
-        return attempt(self, action, reason, ledger=ledger, may_start=may_start)
-
     def _can_start(self) -> bool:
         """A free worker slot and step budget left (below the hand-off fraction)."""
         if len(self.workers) >= self.parallel:
@@ -404,15 +383,6 @@ class Session:
 
     # -- invariants, gates, steps -------------------------------------------------------
 
-    def _invariants(self, ledger: Ledger, *, acting: bool) -> bool:
-        return gates.check_invariants(self, ledger, acting=acting)
-
-    def _gate(self, action, argv: list[str], decision) -> bool:
-        return gates.gate(self, action, argv, decision)
-
-    def page(self, event: str, message: str) -> bool | None:
-        return gates.page(self, event, message)
-
     def _start(self, intent: Intent) -> None:
         """Run the intent's step in a worker thread (it announces itself under the fence)."""
         self.steps_used += 1
@@ -434,25 +404,6 @@ class Session:
         finally:
             self.workers.pop(intent.target, None)
             self.wake.set()
-
-    def after_step(self, it: Intent, outcome, state: str, rev: int, checkpoint, problem) -> None:
-        """Say what a finished step did (called from its worker thread)."""
-        name, step = it.target, it.step
-        if problem:
-            self.out.say(f"{name}: DISCREPANCY: {problem}. ledger updated: {name}.state = blocked", target=name, kind="discrepancy", rev=rev)
-            self.page("blocked", f"{name}: blocked: {problem}")
-        elif outcome.ok:
-            what = (f"{step.name} reading {outcome.value:g} ({step.until} holds)" if outcome.value is not None
-                    else f"{step.name} passed")
-            cp = f", checkpoint = {checkpoint}" if checkpoint else ""
-            self.out.say(f"{name}: {what}. ledger updated: {name}.state = {state}{cp}", target=name, kind="transition",
-                         rev=rev, step=step.name, to=state, checkpoint=checkpoint)
-        elif outcome.stopped:
-            self.out.say(f"{name}: {step.name} stopped as the session ends; {name} stays {state}", target=name, kind="transition", rev=rev)
-        else:
-            self.out.say(f"{name}: {step.name} failed: {outcome.why}. ledger updated: {name}.state = failed", target=name,
-                         kind="transition", rev=rev, step=step.name, to="failed")
-            self.page("failed", f"{name}: {step.name} failed: {outcome.why}")
 
     # -- ending ------------------------------------------------------------------------
 

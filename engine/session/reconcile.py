@@ -87,10 +87,11 @@ def reconcile_in_flight(s) -> None:
     ledger = s.store.read()
     for name, target in ledger.targets.items():
         if target.in_flight is not None and target.in_flight.session != s.sid:
-            _settle(s, name, target.in_flight.model_copy())
+            settle_in_flight(s, name, target.in_flight.model_copy())
 
 
-def _settle(s, name: str, inflight) -> None:
+def settle_in_flight(s, name: str, inflight) -> None:
+    """Settle the intent a holder that is gone left on `name` (the module's first point)."""
     ledger = s.store.read()
     step = ledger.step(inflight.step)
     token = getattr(inflight, "token", None)
@@ -235,33 +236,38 @@ def _settle_as(s, name: str, inflight, state: str, reason: str, end) -> None:
 def verify_checkpoints(s) -> list[str]:
     """Probe every recorded checkpoint; returns the names that drifted (already recorded)."""
     ledger = s.store.read()
-    drifted = []
-    for name, target in ledger.targets.items():
-        if target.state == "done" or not target.checkpoint or target.in_flight is not None:
-            continue
-        step = ledger.probe_step(ledger.position(name))
-        if step is None:
-            continue
-        probe = run_probe(ledger, name, step, s.ledger_dir)
-        if probe.ok and probe.value == target.checkpoint:
-            s.out.say(f"{name}: verifying checkpoint {target.checkpoint} ... match", target=name, kind="verify", checkpoint=target.checkpoint)
-            continue
-        drifted.append(name)
-        reason = (f"checkpoint drift: the ledger says {target.checkpoint}, {describe(probe.argv)} says {probe.said()} "
-                  f"(at {now_iso()}). Resolve with `handoff reconcile LEDGER {name} --accept-checkpoint --reason WHY` "
-                  "or `--to STATE --reason WHY`")
+    return [name for name in ledger.targets if verify_target(s, name, ledger)]
 
-        def mark(ledger: Ledger, reason=reason, name=name):
-            t = ledger.targets.get(name)
-            if t is None:
-                raise NoChange()
-            t.reason, t.changed_at = s.out.clean(reason), now_iso()
 
-        _, rev = apply(s.store, mark, s.txn_lock)
-        s.out.say(f"{name}: verifying checkpoint {target.checkpoint} ... MISMATCH: reality says {probe.said()}",
-                  target=name, kind="drift", rev=rev, checkpoint=target.checkpoint, observed=probe.value, probe=probe.argv)
-        s.page("drift", f"{name}: ledger and reality disagree: {reason}")
-    return drifted
+def verify_target(s, name: str, ledger: Ledger | None = None) -> bool:
+    """Probe `name`'s recorded checkpoint, if its state has a probe; True when reality
+    disagrees (recorded on the target, journaled and paged)."""
+    ledger = ledger or s.store.read()
+    target = ledger.targets[name]
+    if target.state == "done" or not target.checkpoint or target.in_flight is not None:
+        return False
+    step = ledger.probe_step(ledger.position(name))
+    if step is None:
+        return False
+    probe = run_probe(ledger, name, step, s.ledger_dir)
+    if probe.ok and probe.value == target.checkpoint:
+        s.out.say(f"{name}: verifying checkpoint {target.checkpoint} ... match", target=name, kind="verify", checkpoint=target.checkpoint)
+        return False
+    reason = (f"checkpoint drift: the ledger says {target.checkpoint}, {describe(probe.argv)} says {probe.said()} "
+              f"(at {now_iso()}). Resolve with `handoff reconcile LEDGER {name} --accept-checkpoint --reason WHY` "
+              "or `--to STATE --reason WHY`")
+
+    def mark(ledger: Ledger):
+        t = ledger.targets.get(name)
+        if t is None:
+            raise NoChange()
+        t.reason, t.changed_at = s.out.clean(reason), now_iso()
+
+    _, rev = apply(s.store, mark, s.txn_lock)
+    s.out.say(f"{name}: verifying checkpoint {target.checkpoint} ... MISMATCH: reality says {probe.said()}",
+              target=name, kind="drift", rev=rev, checkpoint=target.checkpoint, observed=probe.value, probe=probe.argv)
+    s.page("drift", f"{name}: ledger and reality disagree: {reason}")
+    return True
 
 
 # -- `handoff reconcile` ---------------------------------------------------------------

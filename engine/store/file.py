@@ -18,11 +18,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 from contextlib import contextmanager
-from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, TypeVar
+
+if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and only for a type
+    import asyncio
 
 from engine.codec import Parsed, parse_document, splice
 from engine.errors import LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text

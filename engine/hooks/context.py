@@ -1,0 +1,67 @@
+"""What every hook call shares: Claude Code's input, the ledger, the session's lease.
+
+A Claude Code session holds the lease under its `session_id` (also in
+CLAUDE_CODE_SESSION_ID for every hook and Bash-tool command); hook processes come and
+go, so the lease records no pid, and every hook call refreshes its heartbeat. A lease
+that went stale while the session was idle is taken again by its next hook call, if
+nobody else took it meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from engine import leasing
+from engine.access import open_writer
+from engine.errors import LeaseHeld
+from engine.identity import os_user
+from engine.lease import LeaseState, lease_state
+
+SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
+
+
+class HookContext:
+    """One hook call: its input, the ledger as it is now, and who holds the lease."""
+
+    def __init__(self, event: str, ledger_path: str, data: dict[str, Any]) -> None:
+        self.event = event
+        self.ledger_path = ledger_path
+        self.data = data
+        self.session_id = str(data.get("session_id") or os.environ.get(SESSION_VAR) or "")
+        self.writer = open_writer(ledger_path)
+        self.store = self.writer.store
+        self.ledger = self.store.read()
+        self.identity = f"agent:{self.session_id}" if self.session_id else "agent:claude-code"
+        self.holder: LeaseState | None = None  # someone else's live lease, when there is one
+
+    def say(self, kind: str, msg: str, **fields: Any) -> None:
+        """One journal record (redacted by the journal), from this Claude Code session."""
+        if self.writer.read_only:
+            return
+        self.writer.journal.append(kind, msg, actor=self.identity, session=self.session_id or None, user=os_user(), **fields)
+
+    def touch_lease(self) -> LeaseState | None:
+        """Refresh this session's lease (or take it, when it is free or stale); returns the
+        state of someone else's live lease, or None when this session holds it."""
+        if self.writer.read_only or not self.session_id:
+            return None
+        lease = self.ledger.session
+        heartbeat = self.store.heartbeat()
+        if lease is not None and lease.id == self.session_id:
+            heartbeat.write(self.session_id, phase=f"claude code: {self.event}")
+            return None
+        state = lease_state(lease, heartbeat.current())
+        if state.status == "live":
+            self.holder = state
+            return state
+        try:
+            leasing.acquire(self.store, self.ledger_path, leasing.claude_code_lease(self.session_id, user=os_user()),
+                            phase=f"claude code: {self.event}")
+        except LeaseHeld as err:  # taken in the same instant by someone else
+            self.holder = LeaseState("live", "another holder", err.message, None)
+            return self.holder
+        self.ledger = self.store.read()
+        self.say("lease_take", f"Claude Code session {self.session_id} holds the lease"
+                 + (f" (took it over: {state.detail})" if state.status in ("dead", "stale") else ""))
+        return None

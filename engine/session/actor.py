@@ -1,0 +1,100 @@
+"""Whoever acts on a ledger through the single-step decision core.
+
+There is one guard and one step runner, whatever drives the ledger: the session loop
+(`handoff resume`), one guarded step (`handoff run`, which Claude Code uses as its
+hands) and a Temporal activity. Each is an Actor holding the ledger's lease under
+`sid`, and each step goes the same way:
+
+1. `attempt` (engine.session.attempt): render the command, ask the guard, then gate an
+   irreversible step behind a human approval and page, or write the intent ahead
+   (engine.session.steps.write_intent), or refuse with the guard's reason;
+2. `_start` hands the intent to the runner (a worker thread in a session, inline in
+   `handoff run`): every spawn is fenced under the ledger's lock, the outcome, the
+   evidence and the checkpoint are recorded only if the intent is still this holder's
+   (engine.session.steps.run_intent), and `after_step` says what happened and pages.
+
+The Actor carries what those steps share: the store and journal, how it speaks (Out),
+its heartbeat (a holder that cannot beat stops acting), its invariant readings.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TextIO
+
+from engine.identity import hostname, os_user
+from engine.session import gates
+from engine.session.attempt import Attempt, _Views, attempt
+from engine.session.out import Out
+from engine.session.planner import Action, Autopilot
+
+
+class Actor:
+    """The holder-side context of the decision core (see the module docstring)."""
+
+    def __init__(self, handle, holder_id: str, *, ledger_arg: str, dry_run: bool = False, json: bool = False,
+                 stream: TextIO | None = None, identity: str | None = None) -> None:
+        self.handle = handle
+        self.store = handle.store
+        self.ledger_dir = handle.ledger_dir
+        self.ledger_arg = ledger_arg  # as the user named it: shown in `handoff approve ...` hints
+        self.sid = holder_id
+        self.identity = identity or f"agent:{holder_id}"  # never a person's name: approving it is never self-approval
+        self.host = hostname()
+        self.dry_run = dry_run
+        self.ending: str | None = None
+        self.code = 0
+        self.out = Out(handle.journal, self.identity, json_mode=json, stream=stream, session=holder_id, user=os_user())
+        self.txn_lock = threading.Lock()  # this holder's own transactions, one at a time
+        self.beat = None  # its HeartbeatThread, once it holds the lease
+        self.planner = Autopilot()
+        self.workers: dict[str, threading.Thread] = {}
+        self.parallel = 1
+        self.statuses = []
+        self.metrics_at = 0.0
+        self.last_invariants = ""
+        self.invariants_said_at = 0.0
+        self.metric_said: dict[str, tuple[tuple[float, bool], float]] = {}
+        self.said: set[tuple[str, str, str]] = set()
+        self.views = _Views()
+
+    # -- the decision core --------------------------------------------------------------
+
+    def attempt(self, action: Action, reason: str | None = None, *, ledger=None, may_start: bool = True) -> Attempt:
+        """Decide one proposal and act on it: start it, gate it, or refuse it."""
+        return attempt(self, action, reason, ledger=ledger, may_start=may_start)
+
+    def _can_start(self) -> bool:
+        """May a new step start now? (A session adds worker slots and its step budget.)"""
+        return len(self.workers) < self.parallel
+
+    def _start(self, intent) -> None:
+        raise NotImplementedError  # a session runs it in a worker thread, `handoff run` inline
+
+    def _invariants(self, ledger, *, acting: bool) -> bool:
+        return gates.check_invariants(self, ledger, acting=acting)
+
+    def _gate(self, action, argv: list[str], decision) -> bool:
+        return gates.gate(self, action, argv, decision)
+
+    def page(self, event: str, message: str) -> bool | None:
+        return gates.page(self, event, message)
+
+    def after_step(self, it, outcome, state: str, rev: int, checkpoint, problem) -> None:
+        """Say what a finished step did, and page when it went wrong."""
+        name, step = it.target, it.step
+        if problem:
+            self.out.say(f"{name}: DISCREPANCY: {problem}. ledger updated: {name}.state = blocked", target=name, kind="discrepancy", rev=rev)
+            self.page("blocked", f"{name}: blocked: {problem}")
+        elif outcome.ok:
+            what = (f"{step.name} reading {outcome.value:g} ({step.until} holds)" if outcome.value is not None
+                    else f"{step.name} passed")
+            cp = f", checkpoint = {checkpoint}" if checkpoint else ""
+            self.out.say(f"{name}: {what}. ledger updated: {name}.state = {state}{cp}", target=name, kind="transition",
+                         rev=rev, step=step.name, to=state, checkpoint=checkpoint)
+        elif outcome.stopped:
+            self.out.say(f"{name}: {step.name} stopped as the session ends; {name} stays {state}", target=name, kind="transition", rev=rev)
+        else:
+            self.out.say(f"{name}: {step.name} failed: {outcome.why}. ledger updated: {name}.state = failed", target=name,
+                         kind="transition", rev=rev, step=step.name, to="failed")
+            self.page("failed", f"{name}: {step.name} failed: {outcome.why}")

@@ -1,0 +1,156 @@
+"""The hooks against the real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned; tests/run.sh
+installs it), headless, in a project prepared with `handoff claude init`, isolated with its own
+CLAUDE_CONFIG_DIR and `--setting-sources project`. Claude Code runs its hooks and tools for real;
+only the model is scripted, by the fake Messages API on 127.0.0.1. Every tool a hook must deny is
+in `--allowedTools`, so a denial can only come from our hook. Missing Claude Code fails, never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fakes.messages_api import FakeMessagesAPI
+
+CLAUDE_VERSION = "2.1.197"  # tests/run.sh installs this one
+DEMO = ROOT / "ledgers" / "demo"
+NOTE = ("db-19 is checked, ready for link (irreversible: needs an approval). db-18 is replicating, waiting for its "
+        "lag. db-20 is blocked (PLAT-4412) and db-27 failed (aclitem columns); both wait on people. Do NOT retry "
+        "pg_upgrade on db-18, the --link step is irreversible. Nothing in flight.")
+
+
+def claude_bin() -> str:
+    found = os.environ.get("HANDOFF_CLAUDE_BIN") or str(ROOT / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude")
+    if not os.access(found, os.X_OK):
+        pytest.fail(f"Claude Code is not installed at {found}: run ./tests/run.sh (it installs "
+                    f"@anthropic-ai/claude-code@{CLAUDE_VERSION} with npm)")
+    return found
+
+
+def bash(command: str) -> dict:
+    return {"type": "tool_use", "name": "Bash", "input": {"command": command, "description": "ledger work"}}
+
+
+class Project:
+    """A temporary project with the demo fleet, wired by `handoff claude init`, and its fake model."""
+
+    def __init__(self, tmp: Path, rules: list[dict]) -> None:
+        """`rules`: the fake model's script; `{L}` in them stands for the ledger's path."""
+        self.root = tmp / "project"
+        shutil.copytree(DEMO, self.root / "ops", ignore=shutil.ignore_patterns("world", "*.journal.jsonl", "*.lock",
+                                                                               "*.heartbeat", "*.json.gap", "director.pid"))
+        self.ledger = self.root / "ops" / "ledger.yaml"
+        self.world = tmp / "world"
+        self.home = tmp / "home"
+        self.home.mkdir()
+        bindir = str(Path(sys.executable).parent)  # where `handoff` is installed, for the model's Bash commands
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+        self.env.update(HOME=str(self.home), CLAUDE_CONFIG_DIR=str(tmp / "claude-config"), PYTHONPATH=str(ROOT),
+                        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+                        ANTHROPIC_API_KEY="sk-test-not-a-real-key", HANDOFF_SIM_WORLD=str(self.world),
+                        HANDOFF_SIM_SPEED="50", PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        init = subprocess.run([sys.executable, "-m", "engine.cli.main", "claude", "init", str(self.ledger),
+                               "--project", str(self.root)], capture_output=True, text=True, env=self.env, timeout=60)
+        assert init.returncode == 0, init.stderr
+        rules = json.loads(json.dumps(rules).replace("{L}", str(self.ledger)))
+        self.api = FakeMessagesAPI({"rules": rules}, tmp / "requests.jsonl").start()
+        self.env["ANTHROPIC_BASE_URL"] = self.api.url
+
+    def claude(self, prompt: str, *more: str) -> tuple[str, list[dict]]:
+        """One headless `claude -p PROMPT` in the project; returns (session id, its stream-json events)."""
+        result = subprocess.run([claude_bin(), "-p", prompt, "--output-format", "stream-json", "--verbose",
+                                 "--setting-sources", "project", "--allowedTools", "Bash,Edit,Write", *more],
+                                cwd=self.root, env=self.env, capture_output=True, text=True, timeout=240)
+        events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
+        return events[0]["session_id"], events
+
+    def journal(self) -> list[dict]:
+        path = Path(str(self.ledger) + ".journal.jsonl")
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def tool_results(self) -> list[str]:
+        out = []
+        for request in self.api.requests():
+            for message in (request.get("body") or {}).get("messages") or []:
+                for block in message.get("content") if isinstance(message.get("content"), list) else []:
+                    if block.get("type") == "tool_result":
+                        inner = block.get("content")
+                        out.append(inner if isinstance(inner, str) else json.dumps(inner))
+        return out
+
+    def counts(self) -> dict:
+        out = subprocess.run([sys.executable, str(self.root / "ops" / "sim.py"), "counts"], env=self.env,
+                             capture_output=True, text=True, timeout=30)
+        return json.loads(out.stdout or "{}")
+
+
+def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(tmp_path: Path) -> None:
+    """In one real Claude Code session: a cutover on an unverified target through `handoff run` is denied with
+    the guard's reason; the same cutover run raw is denied; editing ledger.yaml is denied; a legal reversible
+    step through `handoff run` runs and is recorded; stopping without a note is blocked once, the model writes
+    the note with `handoff note`, the stop goes through, and the note passes the review."""
+    ledger_ref = "{L}"  # Project puts the ledger's path in
+    rules = [
+        {"id": "cutover-via-run", "times": 1, "match": {"last_user": "start the shift"},
+         "reply": {"content": [bash(f"handoff run {ledger_ref} db-18 cutover")]}},
+        {"id": "cutover-raw", "times": 1, "match": {"last_user": "the guard refuses cutover"},
+         "reply": {"content": [bash(f"{sys.executable} ops/sim.py cutover db-18")]}},
+        {"id": "read-ledger", "times": 1, "match": {"last_user": "run it as `handoff run"},
+         "reply": {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": ledger_ref}}]}},
+        {"id": "edit-ledger", "times": 1, "match": {"last_user": "task: pg14-to-pg16-fleet-upgrade"},
+         "reply": {"content": [{"type": "tool_use", "name": "Edit", "input": {
+             "file_path": ledger_ref, "old_string": "db-19: {state: queued}", "new_string": "db-19: {state: done}"}}]}},
+        {"id": "legal-step", "times": 1, "match": {"last_user": "never edit it directly"},
+         "reply": {"content": [bash(f"handoff run {ledger_ref} db-19")]}},
+        {"id": "done", "times": 1, "match": {"last_user": "check passed"},
+         "reply": {"content": [{"type": "text", "text": "db-19 is checked. Stopping here."}]}},
+        {"id": "write-note", "times": 1, "match": {"last_user": "write the handoff note for the next shift"},
+         "reply": {"content": [bash(f"handoff note {ledger_ref} --set - <<'NOTE'\n{NOTE}\nNOTE")]}},
+        {"id": "after-note", "times": 1, "match": {"last_user": "handoff note saved"},
+         "reply": {"content": [{"type": "text", "text": "The note is written."}]}},
+    ]
+    project = Project(tmp_path, rules)
+    project.claude("start the shift on the ledger")
+
+    results = project.tool_results()
+    assert any("the guard refuses cutover on db-18: db-18 is replicating" in r for r in results), results
+    assert any("runbook step cutover's command for db-18" in r for r in results), results
+    assert any("is the ledger (or the engine's file beside it): never edit it directly" in r for r in results), results
+    assert project.counts().get("db-18", {}).get("cutover_runs", 0) == 0  # the world saw no cutover
+    ledger = project.ledger.read_text()
+    assert "db-19: {state: checked" in ledger  # the legal step ran, through the engine
+    kinds = [r["kind"] for r in project.journal()]
+    assert kinds.count("stop_blocked") == 1 and "note_forced" not in kinds
+    assert "claude code: Bash handoff run" in " ".join(r["msg"] for r in project.journal() if r["kind"] == "tool_use")
+    status = json.loads(subprocess.run([sys.executable, "-m", "engine.cli.main", "status", str(project.ledger), "--json"],
+                                       capture_output=True, text=True, env=project.env, timeout=60).stdout)
+    assert status["handoff_note"].strip() == NOTE
+    assert status["session"] is None  # session-end gave the lease back
+    review = [r for r in project.journal() if r["kind"] == "note"][-1]
+    assert not review.get("problems"), review
+
+
+def test_after_a_compaction_the_next_turn_is_grounded_in_the_ledger(tmp_path: Path) -> None:
+    """Three turns, `/compact`, then a resumed prompt: the request after compaction carries the ledger brief
+    and the reminder to trust the ledger, not the summary."""
+    rules = [{"id": f"turn-{i}", "times": 1, "match": {"last_user": f"look {i}"},
+              "reply": {"content": [bash("handoff status {L}")]}} for i in range(3)]
+    project = Project(tmp_path, rules)
+    session, _ = project.claude("look 0")
+    project.claude("look 1", "--resume", session)
+    project.claude("look 2", "--resume", session)
+    project.claude("/compact", "--resume", session)
+    assert any(r["kind"] == "compaction" for r in project.journal())
+    before = len(project.api.requests())
+    project.claude("what now?", "--resume", session)
+    after = [json.dumps(r.get("body")) for r in project.api.requests()[before:]]
+    assert any("trust the ledger above, not the summary" in body for body in after)
+    assert any(f"LEDGER {project.ledger}: task pg14-to-pg16-fleet-upgrade" in body for body in after)
