@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
+from engine.envconf import seconds
 from engine.model import SessionLease
 from engine.procs import boot_id, pid_alive, pid_namespace
 from engine.store.atomic import atomic_write
@@ -42,11 +43,7 @@ BEAT_EVERY = 2.0
 
 def stale_after() -> float:
     """Seconds without a heartbeat after which a lease is stale (HANDOFF_LEASE_STALE_AFTER)."""
-    try:
-        value = float(os.environ.get("HANDOFF_LEASE_STALE_AFTER", DEFAULT_STALE_AFTER))
-    except ValueError:
-        return DEFAULT_STALE_AFTER
-    return value if value > 0 else DEFAULT_STALE_AFTER
+    return seconds("HANDOFF_LEASE_STALE_AFTER", DEFAULT_STALE_AFTER)
 
 
 def new_session_id() -> str:

@@ -20,6 +20,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from engine.envconf import seconds
 from engine.errors import HandoffError
 from engine.store.sidecar import open_sidecar
 from engine.timefmt import now_iso
@@ -36,11 +37,7 @@ class LockTimeout(HandoffError):
 
 def lock_timeout() -> float:
     """Seconds a writer waits for the lock (HANDOFF_LOCK_TIMEOUT)."""
-    try:
-        value = float(os.environ.get("HANDOFF_LOCK_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
-        return DEFAULT_TIMEOUT
-    return value if value > 0 else DEFAULT_TIMEOUT
+    return seconds("HANDOFF_LOCK_TIMEOUT", DEFAULT_TIMEOUT)
 
 
 def describe(holder: dict | None) -> str:

@@ -33,19 +33,19 @@ def cache_path(real: str) -> str:
     return os.path.join(cache_dir(), hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
 
 
-def _ours(path: str) -> bool:
-    """Only a regular file owned by us and private to us is trusted."""
+def _private(path: str, kind=stat.S_ISREG) -> bool:
+    """Only a file (or, with kind=stat.S_ISDIR, a folder) owned by us and private to us is trusted."""
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def load(real: str) -> dict[str, tuple[str, dict]]:
     """target text -> (name, data) from the cache of `real`; {} when there is none to trust."""
     path = cache_path(real)
-    if not _ours(path) or not _private_dir(os.path.dirname(path)):
+    if not _private(path) or not _private(os.path.dirname(path), stat.S_ISDIR):
         return {}
     try:
         with open(path, "rb") as fh:
@@ -64,14 +64,6 @@ def load(real: str) -> dict[str, tuple[str, dict]]:
     return known
 
 
-def _private_dir(path: str) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
 def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset()) -> None:
     """Remember what each target's text parsed to (best effort: a cache that cannot be
     written only costs the next reader a parse). `skip`: targets whose data JSON cannot
@@ -79,12 +71,12 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
     folder = cache_dir()
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        if not _private_dir(folder):
+        if not _private(folder, stat.S_ISDIR):
             return  # someone else's folder, or readable by others: do not put anything there
         entries = {text: [name, targets[name]] for name, text in lines.items() if name in targets and name not in skip}
         body = json.dumps({"v": VERSION, "path": real, "targets": entries}, ensure_ascii=False, separators=(",", ":"))
         path = cache_path(real)
-        if os.path.lexists(path) and not _ours(path):
+        if os.path.lexists(path) and not _private(path):
             return
         atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
         os.chmod(path, 0o600)

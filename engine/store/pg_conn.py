@@ -4,11 +4,11 @@ words with the password masked, and riding out an outage for a running session."
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable, TypeVar
 from urllib.parse import urldefrag
 
+from engine.envconf import seconds
 from engine.errors import HandoffError, LedgerInvalid, ServiceUnavailable, UsageError
 from engine.redact import redact
 
@@ -50,10 +50,7 @@ def shown(location: str) -> str:
 
 def outage_limit() -> float:
     """Seconds a running session waits out a database outage (HANDOFF_DB_OUTAGE_SECONDS)."""
-    try:
-        return max(0.0, float(os.environ.get(OUTAGE_ENV, DEFAULT_OUTAGE)))
-    except ValueError:
-        return DEFAULT_OUTAGE
+    return seconds(OUTAGE_ENV, DEFAULT_OUTAGE, allow_zero=True)
 
 
 def driver():
