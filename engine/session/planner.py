@@ -47,7 +47,7 @@ class Autopilot:
         return 0.0
 
     def figures(self) -> dict:
-        return {"tokens_used": 0, "tokens_budget": None, "cost_usd": 0.0}
+        return {}  # no model, no tokens: nothing for the header or `status` to show
 
     def final_note(self, session, why: str) -> None:
         return None  # the engine's generated note is autopilot's note
