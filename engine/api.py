@@ -68,6 +68,7 @@ class LedgerHandle:
         self.path = Path(location)
         self.os_user = os_user()
         self.actor = actor or self.os_user
+        self.woke: str | None = None  # what waking a Temporal workflow that holds the ledger said
         self.who = ops.Who(self.actor, self.os_user)
         is_url = location.startswith(("postgresql://", "postgres://"))
         reason = None if (read_only or is_url) else writable_reason(location)
@@ -144,7 +145,14 @@ class LedgerHandle:
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
         self.journal.check_writable()  # an unusable journal is refused before the ledger changes
-        (result, records), revision = self.store.transact(fn, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
+        holder = []
+
+        def change(ledger: Ledger):
+            out = fn(ledger)
+            holder[:] = [ledger.session]
+            return out
+
+        (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         # The ledger is written first: the journal never records a change a retry then drops.
         try:
             if getattr(self.store, "saw_external_edit", False):
@@ -163,6 +171,10 @@ class LedgerHandle:
         except JournalWriteError as err:
             raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in the journal: {err.reason}; "
                                     "the next journal record notes the gap") from None
+        if holder and holder[0] is not None and holder[0].runtime == "temporal":
+            from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
+
+            self.woke = wake_workflow(holder[0])
         return result
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,

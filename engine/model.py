@@ -227,6 +227,16 @@ class Agent(Node):
     unknown_commands: Literal["allow", "ask", "deny"] = "allow"  # reading and investigating is the agent's job
 
 
+class TemporalRef(Node):
+    """Where the Temporal workflow that holds a ledger's lease lives: enough for any
+    command to signal it (`handoff approve` wakes it) and for people to find it."""
+
+    address: str
+    namespace: str = "default"
+    task_queue: str
+    workflow_id: str
+
+
 class SessionLease(Node):
     """The lease of whoever drives the ledger: a session, a Claude Code session or a
     Temporal workflow (`runtime`). Its heartbeat lives beside the ledger, not in it.
@@ -245,6 +255,7 @@ class SessionLease(Node):
     allow_unenforced: bool | None = None  # started with --allow-unenforced
     stop_requested: bool = False
     stop_requested_by: str | None = None
+    temporal: TemporalRef | None = None  # runtime temporal: the workflow holding the lease
 
 
 class PreviousNote(Node):
@@ -261,6 +272,7 @@ class Ledger(Node):
     """The whole ledger: the only memory of the job."""
 
     task: str
+    id: str | None = None  # a UUID the first Temporal start writes: the workflow id is handoff-<id>
     owner_shift: str | None = None
     started: str | None = None
     environment: str | None = None

@@ -131,7 +131,9 @@ def _reason(text: str) -> str:
 def _open(args, *, read_only: bool = False):
     from engine.api import open_ledger
 
-    return open_ledger(args.ledger, actor=getattr(args, "actor", None), read_only=read_only)
+    handle = open_ledger(args.ledger, actor=getattr(args, "actor", None), read_only=read_only)
+    args.handles = [*getattr(args, "handles", ()), handle]  # main() says what waking a workflow said
+    return handle
 
 
 def _simple(args, action, done: str) -> int:

@@ -13,6 +13,7 @@ import sys
 
 from engine.errors import HandoffError
 from engine.redact import redact
+from engine.textsafe import visible
 
 
 EXIT_CODES = """exit codes of `handoff resume`:
@@ -50,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reading", ("status", "journal", "note", "check")),
     ("approving", ("approve", "unapprove", "reject")),
-    ("running", ("resume", "run", "stop", "pause", "unpause")),
+    ("running", ("resume", "run", "stop", "pause", "unpause", "worker")),
     ("repairing", ("retry", "block", "unblock", "reconcile")),
     ("setting up", ("init", "claude", "schema", "import", "export")),
     ("hooks", ("hook",)),
@@ -76,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.register(sub)
     claude_cmds.register(sub)
     init_cmd.register(sub)
+    from engine.cli import temporal_cmds
+
+    temporal_cmds.register(sub)
     _group_commands(parser, sub)
     return parser
 
@@ -116,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code = args.handler(args)
+        for handle in getattr(args, "handles", ()):  # a Temporal workflow holding the ledger is woken
+            if handle.woke:
+                print(visible(handle.woke), file=sys.stderr)
     except HandoffError as err:
         print(f"handoff: {redact(str(err))}", file=sys.stderr)
         code = err.exit_code

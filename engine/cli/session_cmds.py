@@ -3,10 +3,12 @@
   handoff resume --ledger LEDGER [--dry-run] [--planner autopilot|claude] [--model M]
                  [--max-tokens N] [--max-steps N] [--max-minutes M] [--handoff-at 0.75]
                  [--wait] [--as NAME] [--json]
+                 [--runtime session|temporal] [--temporal HOST:PORT] [--namespace NS] [--task-queue Q] [--follow]
   handoff stop LEDGER
   handoff reconcile LEDGER TARGET (--accept-checkpoint | --to STATE) --reason R
 
-`resume` exits as RESUME_EXITS says (also printed by `handoff resume --help`).
+`resume` exits as RESUME_EXITS says (also printed by `handoff resume --help`); with
+`--runtime temporal` see engine.cli.temporal_cmds.
 """
 
 from __future__ import annotations
@@ -44,6 +46,13 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print journal records (JSON lines) instead of text, for scripts")
     p.add_argument("--allow-unenforced", action="store_true",
                    help="run even though some invariants are not understood (journaled; they are NOT enforced)")
+    p.add_argument("--runtime", choices=("session", "temporal"), default="session",
+                   help="session (default): this process drives the ledger; temporal: start or attach to the ledger's "
+                        "Temporal workflow, run by `handoff worker` (needs the temporal extra)")
+    from engine.cli.temporal_cmds import add_server
+
+    add_server(p)
+    p.add_argument("--follow", action="store_true", help="runtime temporal: print the workflow's progress and exit with its code")
     add_who(p)
     p.set_defaults(handler=cmd_resume)
 
@@ -66,6 +75,16 @@ def register(sub) -> None:
 def cmd_resume(args) -> int:
     from engine.session.loop import Options, resume
 
+    if args.runtime == "temporal":
+        if args.dry_run or args.planner != "autopilot" or args.wait:
+            raise UsageError("--runtime temporal drives the ledger with autopilot and waits on approvals by itself: "
+                             "--dry-run, --planner and --wait are for the built-in session")
+        from engine.cli.temporal_cmds import resume_temporal
+
+        return resume_temporal(args)
+    if args.follow or args.temporal:
+        raise UsageError("--follow and --temporal go with --runtime temporal")
+
     return resume(Options(
         ledger=args.ledger, dry_run=args.dry_run, planner=args.planner, model=args.model, max_tokens=args.max_tokens,
         max_steps=args.max_steps,
@@ -75,10 +94,10 @@ def cmd_resume(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    from engine.api import open_ledger
+    from engine.cli.commands import _open
     from engine.textsafe import visible
 
-    handle = open_ledger(args.ledger, actor=args.actor)
+    handle = _open(args)
     session = handle.load().session
     handle.request_stop()
     print(visible(f"stop requested for session {session.id if session else '?'}; it finishes running steps, "
@@ -87,13 +106,13 @@ def cmd_stop(args) -> int:
 
 
 def cmd_reconcile(args) -> int:
-    from engine.api import open_ledger
+    from engine.cli.commands import _open
     from engine.session.reconcile import reconcile_target
     from engine.textsafe import visible
 
     if not args.reason.strip():
         raise UsageError("--reason must say why (it goes to the journal)")
-    handle = open_ledger(args.ledger, actor=args.actor)
+    handle = _open(args)
     print(visible(reconcile_target(handle, args.target, accept_checkpoint=args.accept_checkpoint, to=args.to,
                                    reason=args.reason.strip())))
     return 0

@@ -17,6 +17,7 @@ from engine.errors import LedgerInvalid
 
 TOP_ORDER = (
     "task",
+    "id",
     "owner_shift",
     "started",
     "environment",

@@ -22,15 +22,23 @@ from __future__ import annotations
 import threading
 from typing import TextIO
 
+from engine import ops
 from engine.identity import hostname, os_user
+from engine.model import Ledger
+from engine.review import amend, review
 from engine.session import gates
 from engine.session.attempt import Attempt, _Views, attempt
+from engine.session.handoff_note import generate
 from engine.session.out import Out
 from engine.session.planner import Action, Autopilot
+from engine.session.steps import apply
 
 
 class Actor:
     """The holder-side context of the decision core (see the module docstring)."""
+
+    note_at_start: str | None = None  # the handoff note when this holder began (the note review compares)
+    started_iso: str = ""  # when it began: the review looks at what happened since
 
     def __init__(self, handle, holder_id: str, *, ledger_arg: str, dry_run: bool = False, json: bool = False,
                  stream: TextIO | None = None, identity: str | None = None) -> None:
@@ -98,3 +106,24 @@ class Actor:
             self.out.say(f"{name}: {step.name} failed: {outcome.why}. ledger updated: {name}.state = failed", target=name,
                          kind="transition", rev=rev, step=step.name, to="failed")
             self.page("failed", f"{name}: {step.name} failed: {outcome.why}")
+
+    def store_note(self, note: str | None, *, ending: str | None = None,
+                   model_problems: list[str] | None = None) -> tuple[str, list[str], int | None]:
+        """Review and write a handoff note: the planner's `note`, or (None) one generated from
+        the ledger. What the review finds is appended as a `Reviewer:` section and journaled.
+        Returns (the note as stored, the problems found, the revision written)."""
+
+        def fn(ledger: Ledger):
+            text = note if note is not None else generate(ledger, ledger_path=self.ledger_arg, ending=ending or "", session=self.sid)
+            problems = review(text, ledger, previous=self.note_at_start, since=self.started_iso)
+            text = amend(text, problems, model_problems=model_problems)
+            return (text, problems), ops.set_note(ledger, ops.Who(self.identity, os_user()), text, base=None)
+
+        ((text, problems), records), rev = apply(self.store, fn, self.txn_lock)
+        for r in records:
+            self.out.record(r["kind"], r["msg"], rev=rev, text=r.get("text"))
+        found = problems + [f"(model review) {p}" for p in model_problems or []]
+        by = "the engine's" if note is None else f"the {self.planner.name} planner's"
+        self.out.say(f"note review: {by} note " + (f"has {len(found)} problem(s); a Reviewer: section lists them" if found else "passes"),
+                     kind="note_review", rev=rev, problems=found or None, author=self.planner.name if note is not None else "engine")
+        return text, found, rev

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from engine import leasing, ops
+from engine import leasing
 from engine.access import open_writer
 from engine.brief import movable
 from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
@@ -33,14 +33,13 @@ from engine.identity import os_user
 from engine.invariants import parse_all
 from engine.lease import HeartbeatThread, new_session_id
 from engine.model import Ledger
-from engine.review import amend, review
 from engine.session.actor import Actor
 from engine.session.dryrun import make_shadow
-from engine.session.handoff_note import generate, rules_in
+from engine.session.handoff_note import rules_in
 from engine.session.preflight import preflight, refusal_text
 from engine.session.planner import get_planner, touch_limit
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
-from engine.session.steps import Intent, apply, run_intent
+from engine.session.steps import Intent, run_intent
 from engine.store.filelock import lock_timeout
 from engine.timefmt import now_iso
 
@@ -421,27 +420,6 @@ class Session(Actor):
         model_problems = self.planner.review_note(self, note, self.note_at_start) if note else None
         text, _problems, rev = self.store_note(note, ending=why, model_problems=model_problems)
         self.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
-
-    def store_note(self, note: str | None, *, ending: str | None = None,
-                   model_problems: list[str] | None = None) -> tuple[str, list[str], int | None]:
-        """Review and write a handoff note: the planner's `note`, or (None) one generated from
-        the ledger. What the review finds is appended as a `Reviewer:` section and journaled.
-        Returns (the note as stored, the problems found, the revision written)."""
-
-        def fn(ledger: Ledger):
-            text = note if note is not None else generate(ledger, ledger_path=self.opts.ledger, ending=ending or "", session=self.sid)
-            problems = review(text, ledger, previous=self.note_at_start, since=self.started_iso)
-            text = amend(text, problems, model_problems=model_problems)
-            return (text, problems), ops.set_note(ledger, ops.Who(self.identity, os_user()), text, base=None)
-
-        ((text, problems), records), rev = apply(self.store, fn, self.txn_lock)
-        for r in records:
-            self.out.record(r["kind"], r["msg"], rev=rev, text=r.get("text"))
-        found = problems + [f"(model review) {p}" for p in model_problems or []]
-        by = "the engine's" if note is None else f"the {self.planner.name} planner's"
-        self.out.say(f"note review: {by} note " + (f"has {len(found)} problem(s); a Reviewer: section lists them" if found else "passes"),
-                     kind="note_review", rev=rev, problems=found or None, author=self.planner.name if note is not None else "engine")
-        return text, found, rev
 
 
 def resume(opts: Options) -> int:

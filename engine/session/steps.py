@@ -69,6 +69,7 @@ class Intent:
     token: str
     decision: Decision
     rev: int
+    attempt: int = 1  # a runtime that retries on another worker (Temporal) fences on the attempt too
 
 
 def write_intent(s, action: Action, statuses) -> Intent | Decision:
@@ -194,6 +195,8 @@ def fenced_launch(s, it: Intent):
         if t is None or t.in_flight is None or t.in_flight.token != it.token:
             now = "gone" if t is None else f"{t.state}, " + (f"{t.in_flight.step} in flight for another" if t.in_flight else "nothing in flight")
             raise Fenced(f"the ledger no longer holds this session's intent on {name} ({now})")
+        if (t.in_flight.attempt or 1) != it.attempt:
+            raise Fenced(f"attempt {t.in_flight.attempt} of {it.step.name} on {name} has taken over from this one (attempt {it.attempt})")
         why = s.beat.can_act() if s.beat is not None else None
         if why:
             raise Fenced(f"this session {why}")
@@ -234,36 +237,48 @@ def run_intent(s, it: Intent) -> None:
     if argv is None:  # dry run of a step with no check form: say so, change nothing real
         announce(s, it)
         s.out.say(f"{name}: dry run: {step.name} has no check form; would run {describe(it.argv)}", target=name)
-        _record(s, it, Outcome(None, True), None)
+        record_outcome(s, it, Outcome(None, True), None)
         return
     attempts = 1 + (max(0, step.retries) if step.reversible else 0)  # an irreversible step runs once
-    outcome = Outcome(None, False)
-    end = None
+    outcome, end = Outcome(None, False), None
     for attempt in range(1, attempts + 1):
-        if attempt > 1:
-            s.out.say(f"{name}: retrying {step.name} (attempt {attempt}/{attempts}, reversible)", target=name, kind="retry", step=step.name)
-        try:
-            outcome = _run_once(s, it, argv, launch)
-        except Fenced as why:
-            # Not started: someone else decides about this target now. Record nothing.
-            s.out.say(f"{name}: {step.name} NOT started: {why}; this session stops acting", target=name, kind="fenced",
-                      step=step.name, token=it.token)
-            s.ending = s.ending or f"stopped acting: {why}"
+        ran = run_attempt(s, it, launch, attempt, attempts)
+        if ran is None:
             return
-        res = outcome.result
-        end = s.out.record(
-            "step_end", f"{name}: {step.name} " + ("ok" if outcome.ok else "stopped" if outcome.stopped else f"failed ({outcome.why})"),
-            target=name, step=step.name, argv=res.argv, exit_code=res.exit_code, duration=round(res.duration, 2),
-            timed_out=res.timed_out or None, output_tail=res.output_tail, attempt=attempt, token=it.token,
-            value=outcome.value, dry_run=s.dry_run or None,
-        )
+        outcome, end = ran
         if outcome.ok or outcome.stopped or s.ending is not None or attempt == attempts:
             break
         time.sleep(min(2.0, 0.25 * attempt))
-    _record(s, it, outcome, end)
+    record_outcome(s, it, outcome, end)
 
 
-def _record(s, it: Intent, outcome: Outcome, end: dict | None) -> None:
+def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Outcome, dict] | None:
+    """One attempt of the intent's step, its `step_end` journaled; None if it was fenced
+    (not started: said and journaled, and the holder stops acting)."""
+    name, step = it.target, it.step
+    argv = it.check_argv if s.dry_run else it.argv
+    if attempt > 1:
+        s.out.say(f"{name}: retrying {step.name} (attempt {attempt}/{attempts}, reversible)", target=name, kind="retry", step=step.name)
+    try:
+        outcome = _run_once(s, it, argv, launch)
+    except Fenced as why:
+        # Not started: someone else decides about this target now. Record nothing.
+        s.out.say(f"{name}: {step.name} NOT started: {why}; this session stops acting", target=name, kind="fenced",
+                  step=step.name, token=it.token)
+        s.ending = s.ending or f"stopped acting: {why}"
+        return None
+    res = outcome.result
+    end = s.out.record(
+        "step_end", f"{name}: {step.name} " + ("ok" if outcome.ok else "stopped" if outcome.stopped else f"failed ({outcome.why})"),
+        target=name, step=step.name, argv=res.argv, exit_code=res.exit_code, duration=round(res.duration, 2),
+        timed_out=res.timed_out or None, output_tail=res.output_tail, attempt=attempt, token=it.token,
+        value=outcome.value, dry_run=s.dry_run or None,
+    )
+    return outcome, end
+
+
+def record_outcome(s, it: Intent, outcome: Outcome, end: dict | None) -> None:
+    """Record what the step did, only if the intent is still this holder's (module point 3)."""
     name, step = it.target, it.step
     checkpoint = None
     probe_problem = None

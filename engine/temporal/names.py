@@ -1,0 +1,38 @@
+"""Names and settings the Temporal runtime shares with the commands (no temporalio import).
+
+- the workflow id of a ledger: `handoff-<ledger id>`, where the ledger id is the UUID the
+  first start writes into the ledger's top-level `id`;
+- each worker polls the shared task queue and one of its own host, `<queue>@<host>`, so
+  the workflow can settle a step on the host whose process may still run;
+- durations from the environment (engine.envconf): how often the workflow re-reads the
+  ledger without a signal (HANDOFF_TEMPORAL_POLL, 30 s) and after how long without an
+  activity heartbeat a worker is taken for dead (HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT, 20 s).
+"""
+
+from __future__ import annotations
+
+from engine.envconf import seconds
+
+WORKFLOW = "handoff-ledger"
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_QUEUE = "handoff"
+DEFAULT_POLL = 30.0
+DEFAULT_HEARTBEAT_TIMEOUT = 20.0
+
+
+def workflow_id(ledger_id: str) -> str:
+    return f"handoff-{ledger_id}"
+
+
+def host_queue(queue: str, host: str) -> str:
+    """The task queue only the workers on `host` poll."""
+    return f"{queue}@{host}"
+
+
+def poll_seconds() -> float:
+    return seconds("HANDOFF_TEMPORAL_POLL", DEFAULT_POLL)
+
+
+def heartbeat_timeout() -> float:
+    return seconds("HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT", DEFAULT_HEARTBEAT_TIMEOUT)

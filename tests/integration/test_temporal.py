@@ -1,0 +1,244 @@
+"""The Temporal runtime against a real Temporal dev server, with workers as separate processes.
+
+- the demo fleet (40 targets, the simulator) driven to the end by two workers while a
+  human approves through `handoff approve`: every irreversible step started exactly once
+  (the simulator counts runs before it acts), the ledger and the journal complete;
+- kill -9 of the worker running a step, at least ten times over a run, a new worker
+  started after each: reversible steps run again, irreversible ones are proved by their
+  probe and never re-run, and the run finishes;
+- a second `handoff resume --runtime temporal` attaches, never a second workflow; a
+  built-in `handoff resume` on a ledger the workflow holds exits 5.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+
+from session_kit import DEMO, counts, demo_copy, journal, load, sim  # noqa: E402
+from engine.temporal.client import in_loop  # noqa: E402
+from temporal_kit import Server, Workers, handoff_proc, handoff_run, queue, step_processes  # noqa: E402
+
+IRREVERSIBLE = ("link", "cutover")
+TO_DO = [f"db-{i:02d}" for i in list(range(18, 20)) + list(range(21, 27)) + list(range(28, 41))]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("temporal"))
+    yield s
+    s.stop()
+
+
+def approve_waiting(ledger: Path, world: Path) -> list[str]:
+    """The on-call human: approve every target that waits, through `handoff approve`."""
+    waiting = [name for name, t in load(ledger)["targets"].items() if t.get("state") == "awaiting_approval"]
+    with ThreadPoolExecutor(4) as pool:  # several people approving at once, as at a shift change
+        results = list(pool.map(lambda name: handoff_run("approve", str(ledger), name, "--yes", "--as", "human-oncall",
+                                                         world=world), waiting))
+    for result in results:
+        assert result.returncode in (0, 1), result.stdout + result.stderr  # 1: it changed under us; next turn
+    return [r.stderr for r in results if r.returncode == 0]
+
+
+def reconcile_from_world(ledger: Path, world: Path) -> None:
+    """What a dead worker's decision left blocked, put where the world says it is (as in
+    tests/chaos/test_kill9.py: the human looks at the world, never at the engine)."""
+    for name, t in load(ledger)["targets"].items():
+        if t.get("state") in ("blocked", "failed") and name not in ("db-20", "db-27"):
+            db = json.loads(sim(world, "show", name).stdout)
+            where = "done" if db["cut_over"] else "replicating" if db["linked"] else "checked"
+            result = handoff_run("reconcile", str(ledger), name, "--to", where, "--reason", "looked at the world",
+                                 "--as", "human-oncall", world=world)
+            assert result.returncode == 0, result.stdout + result.stderr
+
+
+def irreversible_starts(ledger: Path) -> Counter:
+    return Counter((r["target"], r["step"], r.get("approval_hash"), r.get("approval_at"))
+                   for r in journal(ledger) if r.get("kind") == "step_start" and r.get("step") in IRREVERSIBLE)
+
+
+def workflow_identities(address: str, workflow_id: str) -> set[str]:
+    """Which workers ran the workflow's activities, from Temporal's own history."""
+    from temporalio.client import Client
+
+    async def read() -> set[str]:
+        client = await Client.connect(address)
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+        del client
+        return {e.activity_task_started_event_attributes.identity for e in history.events
+                if e.HasField("activity_task_started_event_attributes")}
+
+    return in_loop(read())
+
+
+def assert_finished(ledger: Path, world: Path, to_do: list[str] = TO_DO) -> dict:
+    data = load(ledger)
+    unfinished = {n: t["state"] for n, t in data["targets"].items() if t["state"] != "done"}
+    assert unfinished == {"db-20": "blocked", "db-27": "failed"}, {n: data["targets"][n] for n in unfinished}
+    final = counts(world)
+    assert all(final[n]["cutover_runs"] == 1 for n in to_do), {n: final[n] for n in to_do}
+    assert all(final[n]["link_runs"] == (0 if n == "db-18" else 1) for n in to_do), {n: final[n] for n in to_do}
+    assert data.get("session") is None, "the workflow gave the lease back"
+    assert all(n == 1 for n in irreversible_starts(ledger).values()), irreversible_starts(ledger)
+    assert not [n for n, t in data["targets"].items() if t.get("in_flight")]
+    return data
+
+
+def test_demo_fleet_two_workers_with_approvals_mid_run(tmp_path: Path, server: Server) -> None:
+    ledger = demo_copy(tmp_path)
+    world = tmp_path / "world"
+    q = queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    workers.start()
+    try:
+        follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, "--follow", world=world)
+        t0, woke = time.monotonic(), []
+        while follow.poll() is None:
+            assert time.monotonic() - t0 < 240, "the fleet did not finish in time"
+            woke += approve_waiting(ledger, world)
+            time.sleep(0.3)
+        out, err = follow.communicate()
+        assert follow.returncode == 0, out + err
+    finally:
+        workers.stop()
+    data = assert_finished(ledger, world)
+    wid = f"handoff-{data['id']}"
+    # Approvals woke the workflow: each `handoff approve` signalled it.
+    assert len(woke) >= 2 * len(TO_DO) - 1 and all(f"signalled temporal workflow {wid}" in w for w in woke), woke[:3]
+    # Progress printed like a session's, from the journal; the note and the end are there.
+    assert f"temporal workflow {wid} holds the ledger" in out
+    assert "db-40: cutover passed" in out and "handoff_note:" in out and f"temporal workflow {wid} ended (exit 0)" in out
+    assert data["handoff_note_by"] == f"agent:{wid}" and "db-20" in data["handoff_note"]
+    records = journal(ledger)
+    for name in TO_DO:  # the journal has every cutover, its approval and its outcome
+        kinds = {(r.get("kind"), r.get("step")) for r in records if r.get("target") == name}
+        assert {("approval", "cutover"), ("step_start", "cutover"), ("step_end", "cutover")} <= kinds, (name, kinds)
+        assert data["targets"][name]["evidence"]["step"] == "cutover"
+    # Both workers ran activities of the one workflow.
+    identities = workflow_identities(server.address, wid)
+    assert len({i.split("/")[0] for i in identities}) == 2, identities
+    assert handoff_run("check", str(ledger), world=world).returncode == 0
+
+
+def test_kill9_workers_mid_step(tmp_path: Path, server: Server) -> None:
+    """At least ten kill -9s of the worker whose step process runs; a new worker after each.
+    The demo fleet up to db-27 (eight databases to upgrade), its steps slowed to be killable."""
+    demo = load(DEMO / "ledger.yaml")
+    ledger = demo_copy(tmp_path, targets={n: t for n, t in demo["targets"].items() if n <= "db-27"})
+    world = tmp_path / "world"
+    q = queue()
+    workers = Workers(server, q, world, tmp_path)
+    killed: list[str] = []
+    slow = {"HANDOFF_SIM_SPEED": "3"}  # steps last long enough to be killed in the middle
+    try:
+        workers.start(**slow)
+        workers.start(**slow)
+        started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, world=world)
+        assert started.returncode == 0, started.stdout + started.stderr
+        t0, last_kill = time.monotonic(), 0.0
+        want = IRREVERSIBLE  # alternate: kill under an irreversible step, then under a reversible one
+        while True:
+            data = load(ledger)
+            if data.get("session") is None and data.get("handoff_note_by", "").startswith("agent:handoff-"):
+                break
+            assert time.monotonic() - t0 < 420, f"the run did not finish; killed {killed}"
+            approve_waiting(ledger, world)
+            reconcile_from_world(ledger, world)
+            if len(killed) < 10 and time.monotonic() - last_kill > 1.0:
+                pids = {p.pid for p in workers.alive()}
+                steps = [(ppid, argv) for _pid, ppid, argv in step_processes(pids) if argv[0] in (*IRREVERSIBLE, "check", "lag")]
+                victims = sorted(steps, key=lambda v: v[1][0] not in want)  # the kind whose turn it is, else any step
+                if victims:
+                    ppid, argv = victims[0]
+                    os.kill(ppid, signal.SIGKILL)
+                    killed.append(" ".join(argv))
+                    last_kill = time.monotonic()
+                    if argv[0] in want:  # its turn is over once a step of its kind was killed
+                        want = ("check", "lag") if want is IRREVERSIBLE else IRREVERSIBLE
+                    workers.start(**slow)
+            time.sleep(0.1)
+    finally:
+        workers.stop()
+    assert len(killed) >= 10, killed
+    assert_finished(ledger, world, [n for n in TO_DO if n <= "db-27"])
+    records = journal(ledger)
+    kinds = Counter(r.get("kind") for r in records)
+    # Irreversible steps whose worker died were proved by their probe, never run again.
+    proved = [r for r in records if "is irreversible, so it is not run again; its verify proves it happened" in r.get("msg", "")]
+    assert proved, [r["msg"] for r in records if r.get("kind") == "reconcile"]
+    # Reversible ones ran again: a retry by Temporal, or an intent cleared to run again.
+    again = kinds["retry"] + sum(1 for r in records if "it will run again" in r.get("msg", ""))
+    assert again >= 1, (kinds, killed)
+    print(f"temporal kill -9: {len(killed)} workers killed mid-step ({killed}); {kinds['reconcile']} reconcile records")
+
+
+def test_second_start_attaches_and_a_session_is_refused(tmp_path: Path, server: Server) -> None:
+    ledger = demo_copy(tmp_path)
+    world = tmp_path / "world"
+    q = queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    try:
+        # A poll of 5 minutes: only the signal `handoff stop` sends can end it within the test's time.
+        first = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                            "--task-queue", q, world=world, HANDOFF_TEMPORAL_POLL="300")
+        assert first.returncode == 0, first.stdout + first.stderr
+        wid = f"handoff-{load(ledger)['id']}"
+        assert f"started temporal workflow {wid}" in first.stdout
+        second = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                             "--task-queue", q, world=world)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert f"attached to temporal workflow {wid}" in second.stdout
+        deadline = time.monotonic() + 60
+        while (load(ledger).get("session") or {}).get("id") != wid:
+            assert time.monotonic() < deadline, "the workflow never took the lease"
+            time.sleep(0.2)
+        session = load(ledger)["session"]
+        assert session["runtime"] == "temporal" and session["temporal"] == {
+            "address": server.address, "namespace": "default", "task_queue": q, "workflow_id": wid}
+        before = ledger.read_bytes()
+        builtin = handoff_run("resume", "--ledger", str(ledger), world=world)
+        assert builtin.returncode == 5, builtin.stdout + builtin.stderr
+        assert f"temporal workflow {wid}" in builtin.stdout + builtin.stderr
+        status = handoff_run("status", str(ledger), world=world)
+        assert f"temporal workflow {wid}" in status.stdout and "on 1 worker" in status.stdout, status.stdout
+        # One workflow ran: Temporal lists exactly one execution with this id.
+        listed = _executions(server.address, wid)
+        assert listed == 1, listed
+        stop = handoff_run("stop", str(ledger), world=world)
+        assert stop.returncode == 0 and f"signalled temporal workflow {wid}" in stop.stderr, stop.stdout + stop.stderr
+        deadline = time.monotonic() + 30
+        while load(ledger).get("session") is not None:
+            assert time.monotonic() < deadline, "the workflow did not hand off after `handoff stop`"
+            time.sleep(0.2)
+        assert "stop requested by" in load(ledger)["handoff_note"]
+        assert before != ledger.read_bytes()
+    finally:
+        workers.stop()
+
+
+def _executions(address: str, wid: str) -> int:
+    from temporalio.client import Client
+
+    async def count() -> int:
+        client = await Client.connect(address)
+        found = len([w async for w in client.list_workflows(f"WorkflowId = '{wid}'")])
+        del client
+        return found
+
+    return in_loop(count())
