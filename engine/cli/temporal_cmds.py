@@ -89,14 +89,14 @@ def resume_temporal(args) -> int:
     if state.status == "live" and ledger.session.runtime != "temporal":
         raise LeaseHeld(f"another session drives this ledger: {state.detail}. "
                         f"Stop it with `handoff stop {args.ledger}`, or wait for it to hand off")
-    wid = workflow_id(_ledger_id(writer))
     address = args.temporal or DEFAULT_ADDRESS
-    job = {"ledger": location, "workflow_id": wid, "address": address, "namespace": args.namespace,
-           "task_queue": args.task_queue, "actor": writer.actor, "poll": poll_seconds(),
-           "heartbeat_timeout": heartbeat_timeout()}
 
     async def go() -> int:
-        client = await connect(address, args.namespace)
+        client = await connect(address, args.namespace)  # before the ledger gets its id: a refusal changes nothing
+        wid = workflow_id(_ledger_id(writer))
+        job = {"ledger": location, "workflow_id": wid, "address": address, "namespace": args.namespace,
+               "task_queue": args.task_queue, "actor": writer.actor, "poll": poll_seconds(),
+               "heartbeat_timeout": heartbeat_timeout()}
         offset = writer.journal.end_offset()
         handle, started = await start_or_attach(client, job)
         if started:

@@ -96,15 +96,15 @@ def handoff_run(*args: str, world: Path, timeout: float = 60, **extra_env: str) 
 class Workers:
     """`handoff worker` processes on one task queue; each its own process group."""
 
-    def __init__(self, server: Server, task_queue: str, world: Path, folder: Path) -> None:
-        self.server, self.queue, self.world, self.folder = server, task_queue, world, folder
+    def __init__(self, server: Server, task_queue: str, world: Path, folder: Path, cwd: Path = ROOT) -> None:
+        self.server, self.queue, self.world, self.folder, self.cwd = server, task_queue, world, folder, cwd
         self.procs: list[subprocess.Popen] = []
 
     def start(self, **extra_env: str) -> subprocess.Popen:
         log = (self.folder / f"worker-{len(self.procs)}.log").open("wb")
         proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "worker", "--temporal", self.server.address,
                                  "--task-queue", self.queue], env={**temporal_env(self.world), **extra_env}, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=str(ROOT))
+                                stderr=subprocess.STDOUT, cwd=str(self.cwd))  # a database ledger's commands run here
         self.procs.append(proc)
         return proc
 

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
@@ -31,6 +32,7 @@ from engine.temporal.client import in_loop  # noqa: E402
 from temporal_kit import Server, Workers, handoff_proc, handoff_run, queue, step_processes  # noqa: E402
 
 IRREVERSIBLE = ("link", "cutover")
+PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
 TO_DO = [f"db-{i:02d}" for i in list(range(18, 20)) + list(range(21, 27)) + list(range(28, 41))]
 
 
@@ -242,3 +244,46 @@ def _executions(address: str, wid: str) -> int:
         return found
 
     return in_loop(count())
+
+
+def test_a_postgres_ledger_driven_by_workers(tmp_path: Path, server: Server) -> None:
+    """Workers on several hosts need a ledger every host reaches: the PostgreSQL store. Its
+    lease, heartbeat and journal live in the database; the fleet's commands run in the
+    workers' folder."""
+    import uuid
+
+    demo = load(DEMO / "ledger.yaml")
+    source = demo_copy(tmp_path, targets={n: t for n, t in demo["targets"].items() if n <= "db-22"})
+    world = tmp_path / "world"
+    location = f"{PG}#t-{uuid.uuid4().hex[:10]}"
+    imported = handoff_run("import", str(source), location, world=world)
+    assert imported.returncode == 0, imported.stderr
+    q = queue()
+    workers = Workers(server, q, world, tmp_path, cwd=source.parent)
+    workers.start()
+    workers.start()
+    try:
+        follow = handoff_proc("resume", "--ledger", location, "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, "--follow", world=world)
+        t0 = time.monotonic()
+        while follow.poll() is None:
+            assert time.monotonic() - t0 < 120, "the fleet did not finish in time"
+            exported = handoff_run("export", location, world=world)
+            for name, t in yaml.safe_load(exported.stdout)["targets"].items():
+                if t.get("state") == "awaiting_approval":
+                    approved = handoff_run("approve", location, name, "--yes", "--as", "human-oncall", world=world)
+                    assert approved.returncode in (0, 1), approved.stderr
+            time.sleep(0.3)
+        out, err = follow.communicate()
+        assert follow.returncode == 0, out + err
+    finally:
+        workers.stop()
+    data = yaml.safe_load(handoff_run("export", location, world=world).stdout)
+    assert {n: t["state"] for n, t in data["targets"].items() if t["state"] != "done"} == {"db-20": "blocked"}
+    final = counts(world)
+    assert all(final[n]["cutover_runs"] == 1 for n in ("db-18", "db-19", "db-21", "db-22")), final
+    assert data.get("session") is None and data["id"]
+    starts = Counter((r["target"], r["step"]) for r in json.loads(
+        "[" + ",".join(handoff_run("journal", location, "--json", world=world).stdout.splitlines()) + "]")
+        if r.get("kind") == "step_start" and r.get("step") in IRREVERSIBLE)
+    assert starts and all(n == 1 for n in starts.values()), starts
