@@ -8,7 +8,8 @@
    The transaction is fsynced before anything runs.
 2. `run_intent` (a worker thread): every spawn (each attempt, each poll) is fenced:
    under the ledger's lock the session re-reads the ledger and confirms it still holds
-   the lease and the target's intent token is this one, spawns, and records the pid
+   the lease and the target's intent token and attempt are this one (a runtime that
+   retries on another worker, Temporal, bumps the attempt), spawns, and records the pid
    before letting go. Otherwise nothing starts and the session ends as for a stop
    request. Reversible steps retry; `until` steps poll. The output tail goes to the
    journal.
