@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import sys
 import threading
 from typing import Any, TextIO
@@ -54,7 +55,6 @@ async def start_or_attach(client: Client, job: dict[str, Any]) -> tuple[Workflow
 async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: bool, stream: TextIO | None = None) -> int:
     """Print the journal's new records until the workflow ends; its exit code."""
     from engine.cli.commands import format_record
-    import json
 
     stream = stream or sys.stdout
     result: dict[str, Any] = {}
