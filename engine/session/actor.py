@@ -72,6 +72,23 @@ class Actor:
         """Decide one proposal and act on it: start it, gate it, or refuse it."""
         return attempt(self, action, reason, ledger=ledger, may_start=may_start)
 
+    def attempt_all(self, actions: list[Action], ledger) -> tuple[int, int]:
+        """Attempt a planner's proposals in order, on a ledger re-read after each change.
+        Returns (started, gated: asked for an approval or settled)."""
+        started = gated = 0
+        hold = False  # an earlier target waits only for running reversible steps: let them drain
+        for action in actions:
+            if self.ending:
+                break
+            result = self.attempt(action, ledger=ledger, may_start=not hold)
+            if result.kind == "held":
+                hold = True
+            elif result.kind in ("started", "awaiting", "settled"):
+                started += result.kind == "started"
+                gated += result.kind != "started"
+                ledger = self.store.read()
+        return started, gated
+
     def _can_start(self) -> bool:
         """May a new step start now? (A session adds worker slots and its step budget.)"""
         return len(self.workers) < self.parallel

@@ -316,19 +316,7 @@ class Session(Actor):
         ledger = self._fresh(ledger)
         if ledger is None:
             return 0, 0
-        started = gated = 0
-        hold = False  # an earlier target waits only for running reversible steps: let them drain
-        for action in actions:
-            if self.ending:
-                break
-            result = self.attempt(action, ledger=ledger, may_start=not hold)
-            if result.kind == "held":
-                hold = True
-            elif result.kind in ("started", "awaiting", "settled"):
-                started += result.kind == "started"
-                gated += result.kind != "started"
-                ledger = self.store.read()
-        return started, gated
+        return self.attempt_all(actions, ledger)
 
     def _turn(self, ledger: Ledger) -> tuple[int, int]:
         """One turn of a planner that proposes through tool calls, when the ledger changed."""

@@ -174,16 +174,7 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         _remember(actor, memo)
         if not ok:
             return waiting("an invariant paused the ledger; the workflow starts nothing until `handoff unpause`")
-        ledger = actor.store.read()
-        hold = False
-        for action in actions:
-            result = actor.attempt(action, ledger=ledger, may_start=not hold)
-            if result.kind == "held":
-                hold = True
-            elif result.kind in ("started", "awaiting", "settled"):
-                started += result.kind == "started"
-                gated += result.kind != "started"
-                ledger = actor.store.read()
+        started, gated = actor.attempt_all(actions, actor.store.read())
     mine = {i.target for i in actor.started}
     fresh = actor.store.read()
     # An intent of the workflow's no activity is running (a decision whose worker died after
@@ -200,11 +191,10 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
     if started or running or orphans:
         memo.pop("wait", None)
         return {"started": payloads, "orphans": orphans, "memo": memo}
-    ledger = actor.store.read()
-    awaiting = [n for n, t in ledger.targets.items() if t.state == "awaiting_approval"]
+    awaiting = [n for n, t in fresh.targets.items() if t.state == "awaiting_approval"]
     if awaiting:
         return waiting(f"waiting for approvals: {', '.join(awaiting)}")
-    people = sum(1 for t in ledger.targets.values() if t.state in ("blocked", "failed"))
+    people = sum(1 for t in fresh.targets.values() if t.state in ("blocked", "failed"))
     return {"ending": f"nothing can proceed without a human ({people} target(s) wait on people)", "code": 0,
             "started": [], "memo": memo}
 

@@ -91,13 +91,27 @@ async def test_every_key_writes_nothing(ledger_path: Path) -> None:
 
 
 async def test_unwritable_file_opens_read_only(ledger_path: Path) -> None:
-    """A ledger the user cannot write opens read-only automatically, saying why."""
-    if os.geteuid() == 0:
-        import pytest
+    """A ledger the user cannot write opens read-only automatically, saying why. Root can
+    write any file by its mode, so as root the file is made immutable (`chattr +i`), which
+    the kernel refuses root too; either way the permission check is the real one."""
+    import subprocess
 
-        pytest.skip("root can write any file; the permission check cannot be shown")
-    ledger_path.chmod(0o444)
-    app = make_app(str(ledger_path), clock=fixed_clock, watch=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert "READ-ONLY" in screen_text(app) and "not writable" in screen_text(app)
+    import pytest
+
+    immutable = os.geteuid() == 0
+    if immutable:
+        made = subprocess.run(["chattr", "+i", str(ledger_path)], capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.fail(f"cannot make {ledger_path} unwritable for root (chattr +i: {made.stderr.strip()}); "
+                        "run the tests on a filesystem with file attributes (ext4, xfs) or as another user")
+    else:
+        ledger_path.chmod(0o444)
+    try:
+        assert not os.access(ledger_path, os.W_OK)
+        app = make_app(str(ledger_path), clock=fixed_clock, watch=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            assert "READ-ONLY" in screen_text(app) and "not writable" in screen_text(app)
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(ledger_path)], check=True)
