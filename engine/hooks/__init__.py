@@ -15,11 +15,14 @@ by refusing, with the reason (fail closed), and journaled, never with a tracebac
 - pre-compact: journaled; it never blocks.
 - stop: blocks once while the handoff note is missing, older than the session's
   changes, or fails the review; then writes the engine's note itself.
+- stop-failure: a turn that ended on an API error (Claude Code's StopFailure, whose answer
+  it ignores): the engine's note when the session's is not current, and the lease back.
 - session-end: gives the lease back.
 Every hook call also refreshes the Claude Code session's lease (engine.hooks.context).
 """
 
-EVENTS = ("session-start", "pre-tool-use", "post-tool-use", "pre-compact", "stop", "session-end")
+EVENTS = ("session-start", "pre-tool-use", "post-tool-use", "pre-compact", "stop", "stop-failure", "session-end")
 # Claude Code's names for them (settings.json keys and hook_event_name).
 CLAUDE_NAMES = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "post-tool-use": "PostToolUse",
-                "pre-compact": "PreCompact", "stop": "Stop", "session-end": "SessionEnd"}
+                "pre-compact": "PreCompact", "stop": "Stop", "stop-failure": "StopFailure",
+                "session-end": "SessionEnd"}

@@ -2,7 +2,8 @@
 
 Writes (or merges into) `DIR/.claude/settings.json` one hook per event, each calling
 `handoff hook EVENT --ledger LEDGER` by absolute paths (hooks run with Claude Code's
-PATH, not this virtualenv's), with the matcher the event needs and a timeout. Every
+PATH, not this virtualenv's), with the matcher the event needs and a timeout, and a
+`permissions.deny` rule for the subagent tools (`Agent`, `Task`). Every
 setting and hook already there is kept; an earlier handoff hook for the same ledger is
 replaced. A short section of `DIR/CLAUDE.md` (between markers, created or replaced)
 tells the agent that the ledger is its memory and `handoff run` its hands.
@@ -25,7 +26,11 @@ from engine.store.atomic import atomic_write
 BEGIN = "<!-- handoff:begin (written by `handoff claude init`; edit outside these markers) -->"
 END = "<!-- handoff:end -->"
 MATCHERS = {"pre-tool-use": "*", "post-tool-use": "*"}  # every tool: unknown_commands governs the rest
-TIMEOUTS = {"pre-tool-use": 30, "post-tool-use": 30, "session-start": 60, "stop": 60, "pre-compact": 30, "session-end": 30}
+# Subagents' tool calls are reported to skip PreToolUse (anthropics/claude-code 40580, 88441),
+# so while a ledger is wired there are none: Claude Code's own deny rule, and the hook's.
+DENIED_TOOLS = ("Agent", "Task")
+TIMEOUTS = {"pre-tool-use": 30, "post-tool-use": 30, "session-start": 60, "stop": 60, "stop-failure": 60,
+            "pre-compact": 30, "session-end": 30}
 
 
 def handoff_command() -> list[str]:
@@ -67,8 +72,13 @@ def _load(path: Path) -> dict:
 
 
 def merged(settings: dict, ledger: str) -> dict:
-    """`settings` with this ledger's hooks in place of any earlier ones, everything else kept."""
+    """`settings` with this ledger's hooks in place of any earlier ones and the subagent
+    tools denied, everything else kept."""
     out = dict(settings)
+    permissions = dict(out.get("permissions") or {}) if isinstance(out.get("permissions"), dict) else {}
+    deny = list(permissions.get("deny") or []) if isinstance(permissions.get("deny"), list) else []
+    permissions["deny"] = deny + [tool for tool in DENIED_TOOLS if tool not in deny]
+    out["permissions"] = permissions
     hooks = dict(out.get("hooks") or {})
     for name, groups in wanted(ledger).items():
         kept = [g for g in hooks.get(name) or [] if not (isinstance(g, dict) and _ours(g, ledger))]
@@ -88,6 +98,7 @@ def section(ledger: str) -> str:
         "  never edit the ledger or the files beside it (hooks refuse both).",
         "- An irreversible step waits for a person's approval: `handoff run` exits 1 and says who was paged.",
         f"- Before you stop, write the handoff note: `handoff note {ledger} --set -` (the note on stdin).",
+        "- Approving, rejecting, resetting, unpausing and the like are for people; subagents are off here.",
         END,
         "",
     ])
@@ -105,7 +116,7 @@ def install(ledger: str, project: str) -> list[str]:
         settings_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(str(settings_path), (json.dumps(new, indent=2) + "\n").encode("utf-8"))
         changed.append(f"{settings_path}: hooks for {', '.join(CLAUDE_NAMES[e] for e in EVENTS)} -> handoff hook ... "
-                       f"--ledger {ledger}")
+                       f"--ledger {ledger}; permissions.deny: {', '.join(DENIED_TOOLS)} (no subagents)")
     memo = root / "CLAUDE.md"
     text = memo.read_text(encoding="utf-8") if memo.exists() else ""
     if BEGIN in text and END in text:
@@ -126,6 +137,10 @@ def check(ledger: str, project: str) -> list[str]:
     settings = _load(root / ".claude" / "settings.json")
     problems = []
     hooks = settings.get("hooks") or {}
+    permissions = settings.get("permissions") if isinstance(settings.get("permissions"), dict) else {}
+    missing = [t for t in DENIED_TOOLS if t not in (permissions.get("deny") or [])]
+    if missing:
+        problems.append(f"permissions.deny: {', '.join(missing)} missing (subagents may skip the hooks)")
     for name, groups in wanted(ledger).items():
         if not any(g == groups[0] for g in hooks.get(name) or []):
             problems.append(f"{name}: the handoff hook for {ledger} is missing or different")

@@ -1,16 +1,26 @@
 """pre-tool-use: the guard on every tool call a Claude Code session makes.
 
-- `Bash` running `handoff run L T [S]`: the guard decides now, on the ledger as it is,
-  and a refusal is a denial with the guard's reason, so the model learns why; otherwise
-  it is allowed, and the engine checks everything again inside `handoff run`.
-- `Bash` running a runbook step's command outside `handoff run`: denied, with the
-  `handoff run` line to use instead.
+A Bash command line is judged part by part (engine.hooks.judge: every simple command,
+also inside `$(...)`, `bash -c`, here-docs fed to a shell, `env`/`sudo`/`timeout`/`xargs`
+wrappers), and the answer is the strictest part's: `allow` only when every part is.
+- `handoff run L T [S]`: the guard decides now, on the ledger as it is, and a refusal
+  is a denial with the guard's reason, so the model learns why; otherwise it is allowed,
+  and the engine checks everything again inside `handoff run`.
+- A people-only operation (engine.people: approve, reject, reset, unpause, retry
+  --force, check --accept-*, ...), in any spelling, or code that imports the engine:
+  denied, saying that a person runs it. The engine refuses them to agents too: the
+  hook is the net, not the lock.
+- Reading `handoff` commands (status, journal, check, note) and the agent's own note
+  through `handoff note L --set -`: allowed, whatever `agent.unknown_commands` says.
+- A runbook step's command outside `handoff run`: denied, with the `handoff run` line.
 - Any tool writing the ledger or a file beside it (`Edit`, `Write`, `MultiEdit`,
-  `NotebookEdit`, or `Bash` with a redirection, `sed -i`, `tee`, `mv`, `cp`, ...):
-  denied, naming the engine command that does it.
+  `NotebookEdit`, or `Bash` editing, copying, moving or linking onto it:
+  engine.hooks.writes): denied, naming the engine command that does it.
+- The subagent tools (`Agent`, `Task`): denied; their tool calls may skip this hook.
 - While the ledger is paused, every `handoff run` is denied with the pause's reason.
 - Anything else: the ledger's `agent.unknown_commands` (`allow`: no objection, Claude
-  Code's own permissions apply; `ask`: a person is asked; `deny`).
+  Code's own permissions apply; `ask`: a person is asked; `deny`); reading tools (`Read`,
+  `Grep`, `Glob`) are never refused.
 """
 
 from __future__ import annotations
@@ -21,11 +31,17 @@ from typing import Any
 
 from engine import guard
 from engine.errors import HandoffError
-from engine.hooks import commands
+from engine.hooks import commands, judge
 from engine.hooks.context import HookContext
 from engine.invariants import journal_readings, evaluate
 
 FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+# Subagents' tool calls are reported to skip PreToolUse (anthropics/claude-code 40580, 88441):
+# while a ledger is wired, no subagents (`handoff claude init` also denies them in permissions).
+SUBAGENT_TOOLS = {"Agent", "Task"}
+SUBAGENT_REASON = ("subagents are off while this project drives a ledger: their tool calls may skip the hooks that "
+                   "guard it. Do the work yourself, one `handoff run` at a time")
+READING_TOOLS = {"Read", "Glob", "Grep", "LS", "TodoWrite", "NotebookRead"}
 ENGINE_COMMANDS = ("`handoff note` (the handoff note), `handoff approve`/`reject`, `handoff block`/`unblock`, "
                    "`handoff pause`/`unpause`, `handoff retry`, `handoff reconcile`, and `handoff run` for a step")
 
@@ -52,50 +68,63 @@ def pre_tool_use(ctx: HookContext) -> dict[str, Any]:
                                     f"Use the engine, which keeps the journal and the guard: {ENGINE_COMMANDS}")
     if tool == "Bash":
         return _bash(ctx, str(given.get("command") or ""), cwd, ledger_real)
+    if tool in SUBAGENT_TOOLS:
+        return decision("deny", SUBAGENT_REASON)
+    if tool in READING_TOOLS:
+        return decision("none")  # reading is the agent's job, whatever unknown_commands says
     return _unknown(ctx, tool)
 
 
 def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, Any]:
-    parsed = commands.split(line)
-    wrote = commands.writes_ledger(parsed, ledger_real, cwd)
-    if wrote:
-        return decision("deny", f"{wrote}: the ledger and the files beside it are written only by the engine. "
-                                f"Use {ENGINE_COMMANDS}")
-    runs = [r for r in commands.handoff_runs(parsed) if commands.protected(ledger_real, r.ledger, cwd)]
-    if runs:
-        return _handoff_run(ctx, runs)
-    raw = commands.raw_step(parsed, ctx.ledger, ctx.writer.ledger_dir, sys.executable)
-    if raw is not None:
-        step, target = raw
-        return decision("deny", f"that is runbook step {step}'s command for {target}, run outside the engine: run it as "
-                                f"`handoff run {ctx.ledger_path} {target} {step}` so the ledger records it and the guard checks it")
-    return _unknown(ctx, "Bash")
+    facts = judge.Facts(ctx.ledger_path, ledger_real, cwd, _policy(ctx))
+
+    def runs(parsed: list[commands.Command]) -> judge.Verdict | None:
+        found = [r for r in commands.handoff_runs(parsed) if commands.protected(ledger_real, r.ledger, cwd)]
+        return _handoff_run(ctx, found) if found else None
+
+    def raw(command: commands.Command) -> str | None:
+        hit = commands.raw_step([command], ctx.ledger, ctx.writer.ledger_dir, sys.executable)
+        if hit is None:
+            return None
+        step, target = hit
+        return (f"that is runbook step {step}'s command for {target}, run outside the engine: run it as "
+                f"`handoff run {ctx.ledger_path} {target} {step}` so the ledger records it and the guard checks it")
+
+    verdict = judge.judge_line(line, facts, runs=runs, raw_step=raw)
+    reason = verdict.reason
+    if verdict.kind == "deny" and "written only by the engine" in reason:
+        reason += f". Use {ENGINE_COMMANDS}"
+    return decision(verdict.kind, reason)
 
 
-def _handoff_run(ctx: HookContext, runs) -> dict[str, Any]:
+def _policy(ctx: HookContext) -> str:
+    return ctx.ledger.agent.unknown_commands if ctx.ledger.agent else "allow"
+
+
+def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
     ledger = ctx.ledger
     if ledger.paused is not None:
-        return decision("deny", f"the ledger is paused by {ledger.paused.by or 'someone'}: "
+        return judge.Verdict("deny", f"the ledger is paused by {ledger.paused.by or 'someone'}: "
                                 f"{ledger.paused.why or 'no reason given'}; nothing runs until a person unpauses it")
     if ctx.holder is not None:
-        return decision("deny", f"another holder drives this ledger: {ctx.holder.detail}; `handoff run` would exit 5. "
+        return judge.Verdict("deny", f"another holder drives this ledger: {ctx.holder.detail}; `handoff run` would exit 5. "
                                 "Look with `handoff status` and wait for it to hand off")
     from engine.session.single import pick_step
 
     statuses = evaluate(ledger, journal_readings(ctx.writer.journal))
     for run in runs:
         if run.target is None or run.target not in ledger.targets:
-            return decision("deny", f"`handoff run` needs a target of this ledger; {run.target!r} is not one "
+            return judge.Verdict("deny", f"`handoff run` needs a target of this ledger; {run.target!r} is not one "
                                     f"(`handoff status {ctx.ledger_path}` lists them)")
         try:
             step = pick_step(ledger, run.target, run.step)
         except HandoffError as err:
-            return decision("deny", err.message)
+            return judge.Verdict("deny", err.message)
         verdict = guard.check(ledger, run.target, step, statuses=statuses)
         if not verdict.allowed and not verdict.needs_approval:
-            return decision("deny", f"the guard refuses {step.name} on {run.target}: {verdict.reason}")
+            return judge.Verdict("deny", f"the guard refuses {step.name} on {run.target}: {verdict.reason}")
     # Allowed, or it will wait for a person's approval (the engine gates it and pages).
-    return decision("allow", "the guard allows it now; `handoff run` checks again inside")
+    return judge.Verdict("allow", "the guard allows it now; `handoff run` checks again inside")
 
 
 def _unknown(ctx: HookContext, tool: str) -> dict[str, Any]:

@@ -20,10 +20,11 @@ from engine.redact import redact
 def _handlers() -> dict[str, Callable]:
     from engine.hooks.events import post_tool_use, pre_compact, session_end, session_start
     from engine.hooks.pre_tool import pre_tool_use
-    from engine.hooks.stop import stop
+    from engine.hooks.stop import stop, stop_failure
 
     return {"session-start": session_start, "pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use,
-            "pre-compact": pre_compact, "stop": stop, "session-end": session_end}
+            "pre-compact": pre_compact, "stop": stop, "stop-failure": stop_failure,
+            "session-end": session_end}
 
 
 def failed(event: str, why: str, data: dict[str, Any]) -> dict[str, Any]:

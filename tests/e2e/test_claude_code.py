@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 from tests.fakes.messages_api import FakeMessagesAPI
@@ -63,13 +64,14 @@ class Project:
         self.api = FakeMessagesAPI({"rules": rules}, tmp / "requests.jsonl").start()
         self.env["ANTHROPIC_BASE_URL"] = self.api.url
 
-    def claude(self, prompt: str, *more: str) -> tuple[str, list[dict]]:
-        """One headless `claude -p PROMPT` in the project; returns (session id, its stream-json events)."""
+    def claude(self, prompt: str, *more: str, ok: bool = True) -> tuple[str, list[dict]]:
+        """One headless `claude -p PROMPT` in the project; returns (session id, its stream-json events).
+        `ok=False`: the turn is expected to end on an API error (Claude Code exits 1 then)."""
         result = subprocess.run([claude_bin(), "-p", prompt, "--output-format", "stream-json", "--verbose",
-                                 "--setting-sources", "project", "--allowedTools", "Bash,Edit,Write", *more],
+                                 "--setting-sources", "project", "--allowedTools", "Bash,Edit,Write,Agent,Task", *more],
                                 cwd=self.root, env=self.env, capture_output=True, text=True, timeout=240)
         events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-        assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
+        assert result.returncode == (0 if ok else 1), result.stderr[-2000:] + result.stdout[-2000:]
         return events[0]["session_id"], events
 
     def journal(self) -> list[dict]:
@@ -154,3 +156,55 @@ def test_after_a_compaction_the_next_turn_is_grounded_in_the_ledger(tmp_path: Pa
     after = [json.dumps(r.get("body")) for r in project.api.requests()[before:]]
     assert any("trust the ledger above, not the summary" in body for body in after)
     assert any(f"LEDGER {project.ledger}: task pg14-to-pg16-fleet-upgrade" in body for body in after)
+
+
+def test_people_only_commands_ledger_writes_and_subagents_are_denied_then_stop_failure_hands_off(tmp_path: Path) -> None:
+    """One real Claude Code session whose model tries people-only commands in several spellings, an in-place
+    edit, clearing the note and a subagent, all in one turn: every one is denied by the hook (its reason in the
+    tool result), the Agent tool is never offered (init's permissions.deny) and no subagent request is made, and
+    the ledger is byte-identical from before the attempts to after them. Then a legal step runs and the API
+    fails: Claude Code fires StopFailure, and the engine writes its note and gives the lease back."""
+    snap1, snap2 = tmp_path / "before.yaml", tmp_path / "after.yaml"
+    handoff_bin = str(Path(sys.executable).parent / "handoff")
+    attempts = {
+        "handoff approve {L} db-18 --yes --as alice": "approving an irreversible step is for people",
+        handoff_bin + " reset {L} db-27": "resetting a target is for people",
+        "python -m engine.cli.main unpause {L}": "unpausing the ledger is for people",
+        "bash -c \"handoff reject {L} db-18 --reason no\"": "rejecting a step is for people",
+        "env X=1 timeout 5 handoff retry {L} db-27 --force --reason x": "retrying an irreversible step is for people",
+        "sh <<EOF\nhandoff reconcile {L}\nEOF": "reconciling the ledger with reality is for people",
+        "echo $(handoff check {L} --accept-rollback)": "accepting that the ledger went back in time is for people",
+        "python3 -c \"import engine.ops as o\"": "code that imports the engine",
+        "sed -i.bak s/queued/done/ {L}": "`sed` would edit",
+        "handoff note {L} --set ''": "clearing the handoff note is not the reviewed path",
+    }
+    agent = {"type": "tool_use", "name": "Agent", "input": {"description": "approve", "subagent_type": "general-purpose",
+                                                             "prompt": "run handoff approve on db-18"}}
+    rules = [
+        {"id": "snapshot-1", "times": 1, "match": {"tool": "Bash"}, "reply": {"content": [bash(f"cp {{L}} {snap1}")]}},
+        {"id": "attempts", "times": 1, "match": {"tool": "Bash"},
+         "reply": {"content": [bash(line) for line in attempts] + [agent]}},
+        {"id": "snapshot-2", "times": 1, "match": {"tool": "Bash"}, "reply": {"content": [bash(f"cp {{L}} {snap2}")]}},
+        {"id": "legal-step", "times": 1, "match": {"tool": "Bash"}, "reply": {"content": [bash("handoff run {L} db-19")]}},
+        {"id": "api-error", "match": {"tool": "Bash"},
+         "reply": {"status": 400, "error": {"type": "invalid_request_error", "message": "scripted API failure"}}},
+    ]
+    project = Project(tmp_path, rules)
+    original = project.ledger.read_text()
+    project.claude("start the shift on the ledger", ok=False)
+
+    results = project.tool_results()
+    for line, why in attempts.items():
+        assert any(why in r for r in results), (line, why, results)
+    assert not any("Agent" == t.get("name") for r in project.api.requests() for t in (r.get("body") or {}).get("tools") or [])
+    assert sum(1 for r in project.api.requests() if r["path"] == "/v1/messages" and "tools" in (r.get("body") or {})) == 5
+    assert snap1.read_bytes() == snap2.read_bytes()  # nothing the attempts did touched the ledger
+    assert project.counts().get("db-18", {}).get("cutover_runs", 0) == 0
+    after = yaml.safe_load(project.ledger.read_text())
+    before = yaml.safe_load(original)
+    assert after["targets"]["db-18"] == before["targets"]["db-18"] and after["targets"]["db-27"] == before["targets"]["db-27"]
+    assert after["targets"]["db-19"]["state"] == "checked"  # the legal step ran, through the engine
+    kinds = [r["kind"] for r in project.journal()]
+    assert "claude_stop_failure" in kinds and "note_forced" in kinds and "stop_blocked" not in kinds
+    assert after.get("session") is None and after["handoff_note_by"].startswith("agent:")
+    assert "turn ended on an API error" in after["handoff_note"]

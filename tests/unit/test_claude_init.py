@@ -21,12 +21,13 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_init_writes_every_hook_by_absolute_paths(tmp_path: Path) -> None:
-    """Six events, each calling `handoff hook EVENT --ledger /abs/ledger.yaml`, tool events matching every tool."""
+    """Seven events (StopFailure too), each calling `handoff hook EVENT --ledger /abs/ledger.yaml`, tool events matching every tool."""
     project, ledger = _project(tmp_path)
     result = handoff("claude", "init", str(ledger), "--project", str(project))
     assert result.returncode == 0, result.stderr
     hooks = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "PreToolUse", "PostToolUse", "PreCompact", "Stop", "SessionEnd"}
+    assert set(hooks) == {"SessionStart", "PreToolUse", "PostToolUse", "PreCompact", "Stop", "StopFailure", "SessionEnd"}
+    assert shlex.split(hooks["StopFailure"][0]["hooks"][0]["command"])[-4:-2] == ["hook", "stop-failure"]
     command = hooks["PreToolUse"][0]["hooks"][0]["command"]
     words = shlex.split(command)
     assert words[0].startswith("/") and words[-4:] == ["hook", "pre-tool-use", "--ledger", str(ledger.resolve())]
@@ -40,7 +41,7 @@ def test_init_keeps_every_existing_setting_and_hook_and_replaces_only_its_own(tm
     """The project's own permissions, env and hooks stay; a second init changes nothing; CLAUDE.md text outside the markers stays."""
     project, ledger = _project(tmp_path)
     (project / ".claude").mkdir()
-    mine = {"permissions": {"allow": ["Bash(ls:*)"]}, "env": {"FOO": "1"},
+    mine = {"permissions": {"allow": ["Bash(ls:*)"], "deny": ["WebFetch", "Task"]}, "env": {"FOO": "1"},
             "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint-hook"}]}]}}
     (project / ".claude" / "settings.json").write_text(json.dumps(mine))
     (project / "CLAUDE.md").write_text("# Team notes\nUse tabs.\n")
@@ -48,7 +49,8 @@ def test_init_keeps_every_existing_setting_and_hook_and_replaces_only_its_own(tm
     again = handoff("claude", "init", str(ledger), "--project", str(project))
     assert "nothing to change" in again.stdout
     settings = json.loads((project / ".claude" / "settings.json").read_text())
-    assert settings["permissions"] == mine["permissions"] and settings["env"] == {"FOO": "1"}
+    assert settings["permissions"] == {"allow": ["Bash(ls:*)"], "deny": ["WebFetch", "Task", "Agent"]}
+    assert settings["env"] == {"FOO": "1"}
     pre = settings["hooks"]["PreToolUse"]
     assert pre[0] == mine["hooks"]["PreToolUse"][0] and len(pre) == 2
     memo = (project / "CLAUDE.md").read_text()
@@ -67,6 +69,19 @@ def test_check_reports_a_missing_or_changed_hook(tmp_path: Path) -> None:
     settings_path.write_text(json.dumps(settings))
     changed = handoff("claude", "init", str(ledger), "--project", str(project), "--check")
     assert changed.returncode == 1 and "Stop" in changed.stdout
+
+
+def test_subagents_are_denied_and_check_notices_when_they_are_not(tmp_path: Path) -> None:
+    """Subagent tool calls may skip PreToolUse: init denies Agent and Task; --check fails once a person removes that."""
+    project, ledger = _project(tmp_path)
+    assert handoff("claude", "init", str(ledger), "--project", str(project)).returncode == 0
+    settings_path = project / ".claude" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    assert settings["permissions"]["deny"] == ["Agent", "Task"]
+    settings["permissions"]["deny"] = ["Task"]
+    settings_path.write_text(json.dumps(settings))
+    check = handoff("claude", "init", str(ledger), "--project", str(project), "--check")
+    assert check.returncode == 1 and "permissions.deny: Agent missing" in check.stdout
 
 
 def test_a_settings_file_that_is_not_json_is_never_overwritten(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_after_compaction_the_context_asks_for_the_note_when_the_ledger_moved(fl
     ("cd /tmp && handoff run {L} db-27", "no runbook step starts there"),
     ("python3 {D}/sim.py cutover db-18", "run it as `handoff run {L} db-18 cutover`"),
     ("echo '{{}}' > {L}", "it redirects output into"),
-    ("sed -i s/queued/done/ ledger.yaml", "`sed` would change ledger.yaml"),
+    ("sed -i s/queued/done/ ledger.yaml", "`sed` would edit ledger.yaml in place"),
     ("tee -a {L}.journal.jsonl < /dev/null", "`tee` would change"),
     ("mv /tmp/x {L}", "`mv` would change"),
 ])
@@ -155,6 +155,34 @@ def test_stop_blocks_once_until_the_note_is_current_then_writes_its_own(fleet) -
     assert load(ledger)["handoff_note_by"] == f"agent:{SID}" and "db-19" in load(ledger)["handoff_note"]
     assert any(r["kind"] == "note_forced" for r in journal(ledger))
     assert hook("stop", "Stop", ledger, world) == {}
+
+
+def test_stop_failure_writes_the_engine_s_note_and_gives_the_lease_back(fleet) -> None:
+    """A turn that ended on an API error (StopFailure, as recorded from the real CLI): the session changed the
+    ledger and wrote no note, so the engine writes its own, says why in the journal, and releases the lease."""
+    ledger, world = fleet
+    hook("session-start", "SessionStart-startup", ledger, world)
+    run = subprocess.run([sys.executable, "-m", "engine.cli.main", "run", str(ledger), "db-19"], capture_output=True,
+                         text=True, timeout=60, env={**env(world), "CLAUDE_CODE_SESSION_ID": SID}, cwd=str(ROOT))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert hook("stop-failure", "StopFailure", ledger, world, error="rate_limit") == {}
+    data = load(ledger)
+    assert data.get("session") is None
+    assert data["handoff_note_by"] == f"agent:{SID}" and "db-19" in data["handoff_note"]
+    assert "turn ended on an API error (rate_limit)" in data["handoff_note"]
+    (failure,) = [r for r in journal(ledger) if r["kind"] == "claude_stop_failure"]
+    assert "the engine wrote the handoff note" in failure["msg"] and "lease released" in failure["msg"]
+    assert any(r["kind"] == "note_forced" for r in journal(ledger))
+
+
+def test_stop_failure_keeps_a_current_note(fleet) -> None:
+    """Nothing changed in the session: the note the session found stands; the lease is still given back."""
+    ledger, world = fleet
+    hook("session-start", "SessionStart-startup", ledger, world)
+    before = load(ledger)["handoff_note"]
+    assert hook("stop-failure", "StopFailure", ledger, world) == {}
+    assert load(ledger)["handoff_note"] == before and load(ledger).get("session") is None
+    assert not any(r["kind"] == "note_forced" for r in journal(ledger))
 
 
 def test_session_end_gives_the_lease_back(fleet) -> None:

@@ -1,0 +1,237 @@
+"""Every command a Bash-tool line runs, however it is wrapped: the hook judges each one.
+
+engine.hooks.shell splits a line into simple commands; this module goes inside them:
+- wrappers that run the rest of their words as a command (`env X=1`, `sudo -u alice`,
+  `timeout 5`, `nohup`, `nice -n 5`, `xargs -n1`, `command`, `exec`, `stdbuf`, ...) are
+  peeled off, so `timeout 5 handoff approve ...` is judged as `handoff approve ...`;
+- scripts inside a command are read again as command lines, to a bounded depth:
+  `$(...)` and backticks, `bash -c`/`sh -c` strings, `eval`, `su -c`, `flock -c`,
+  `find -exec`, a here-doc or here-string fed to a shell, `echo ... | bash`, and a shell
+  script file that exists when the hook runs;
+- code given to an interpreter (`python -c`, a here-doc fed to `python3 -`, a `.py` file,
+  `perl -e`, `ruby -e`, `node -e`) is kept as text for engine.hooks.judge to read.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+
+from engine.hooks.shell import Command, split
+
+MAX_DEPTH = 6  # nesting beyond this is refused: no honest command line needs it
+MAX_FILE = 256 * 1024  # a script file larger than this is not read
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "busybox"}
+INTERPRETERS = {"perl": "-eE", "ruby": "-e", "node": "-ep", "nodejs": "-ep"}
+# Wrapper -> (its options that take a value, how many positional words precede the command).
+WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
+    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "--close-from",
+                        "-D", "--chdir", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T",
+                        "--command-timeout", "-R", "--chroot"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "runuser": (frozenset({"-u", "--user", "-g", "--group", "-G", "--supp-group"}), 0),
+    "command": (frozenset(), 0), "builtin": (frozenset(), 0), "exec": (frozenset({"-a"}), 0),
+    "nohup": (frozenset(), 0), "setsid": (frozenset(), 0), "unbuffer": (frozenset(), 0),
+    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
+    "nice": (frozenset({"-n", "--adjustment"}), 0),
+    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}), 0),
+    "stdbuf": (frozenset({"-i", "--input", "-o", "--output", "-e", "--error"}), 0),
+    "chrt": (frozenset(), 1), "taskset": (frozenset(), 1),
+    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), 1),
+    "xargs": (frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n", "--max-args",
+                         "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"}), 0),
+    "watch": (frozenset({"-n", "--interval", "-q", "--equexit"}), 0),
+    "strace": (frozenset({"-o", "-e", "-p", "-s", "-u", "-E"}), 0),
+}
+ASSIGNMENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _assignment(word: str) -> bool:
+    name, eq, _ = word.partition("=")
+    return bool(eq) and bool(name) and name[0] in ASSIGNMENT and name.replace("_", "a").isalnum()
+
+
+def peel(words: list[str]) -> list[str]:
+    """`words` past leading `VAR=x` and wrappers (with their options): the command that runs."""
+    words = list(words)
+    while words:
+        if _assignment(words[0]):
+            words.pop(0)
+            continue
+        name = os.path.basename(words[0])
+        if name not in WRAPPERS:
+            return words
+        with_value, positional = WRAPPERS[name]
+        i = 1
+        while i < len(words) and words[i].startswith("-") and len(words[i]) > 1:
+            word = words[i]
+            if word == "--":
+                i += 1
+                break
+            if name == "env" and word.startswith(("-S", "--split-string")):
+                # `env -S "handoff approve ..."` splits its string into the command's words.
+                if word in ("-S", "--split-string"):
+                    text, rest = (words[i + 1] if i + 1 < len(words) else ""), words[i + 2:]
+                else:
+                    text, rest = word.split("=", 1)[1] if "=" in word else word[2:], words[i + 1:]
+                return peel(["env", *_words(text), *rest])
+            i += 2 if word in with_value else 1
+        while name == "env" and i < len(words) and _assignment(words[i]):
+            i += 1
+        words = words[i + positional:]
+    return words
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+@dataclass
+class Parsed:
+    """Every simple command of a line at every depth, the code given to interpreters
+    ((interpreter, text) pairs), and whether nesting went deeper than MAX_DEPTH."""
+
+    commands: list[Command] = field(default_factory=list)
+    code: list[tuple[str, str]] = field(default_factory=list)
+    too_deep: bool = False
+
+
+def parse(line: str, cwd: str = ".") -> Parsed:
+    """All of `line`: each command, and each command nested in it (see the module's doc)."""
+    parsed = Parsed()
+    _walk(split(line), 0, parsed, cwd)
+    return parsed
+
+
+def _nest(text: str, depth: int, parsed: Parsed, cwd: str) -> None:
+    if depth + 1 > MAX_DEPTH:
+        parsed.too_deep = True
+        return
+    _walk(split(text, depth + 1), depth + 1, parsed, cwd)
+
+
+def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str) -> None:
+    for command in commands:
+        parsed.commands.append(command)
+        for script in command.scripts:
+            _nest(script, depth, parsed, cwd)
+        words = peel(command.words)
+        if not words:
+            continue
+        program, args = os.path.basename(words[0]), words[1:]
+        if program == "busybox" and args:
+            program, args = os.path.basename(args[0]), args[1:]
+        script = None
+        if program in SHELLS:
+            script = _shell_script(args, command, cwd)
+        elif program == "eval":
+            script = " ".join(args)
+        elif program in ("su", "flock", "script", "runuser") and ("-c" in args or "--command" in args):
+            flag = args.index("-c") if "-c" in args else args.index("--command")
+            script = args[flag + 1] if flag + 1 < len(args) else ""
+        elif program == "find":
+            _find_exec(args, command, depth, parsed)
+        elif program.startswith("python") or program in INTERPRETERS:
+            code = _code(program, args, command, cwd)
+            if code is not None:
+                parsed.code.append((program, code))
+        if script is not None:
+            command.container = True
+            _nest(script, depth, parsed, cwd)
+
+
+def _stdin(command: Command) -> str | None:
+    """The text a command reads on stdin, when the line shows it: a here-doc, a here-string,
+    or `echo`/`printf`/`cat <<EOF` piped into it."""
+    if command.stdin_text is not None:
+        return command.stdin_text
+    source = command.piped_from
+    if source is None:
+        return None
+    words = peel(source.words)
+    name = os.path.basename(words[0]) if words else ""
+    if name in ("echo", "printf"):
+        return "\n".join(w for w in words[1:] if not w.startswith("-"))
+    if name == "cat" and len(words) == 1:
+        return source.stdin_text
+    return None
+
+
+def _read(path: str, cwd: str) -> str | None:
+    full = os.path.join(cwd, os.path.expanduser(path))
+    try:
+        if os.path.isfile(full) and os.path.getsize(full) <= MAX_FILE:
+            with open(full, encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+    except OSError:
+        return None
+    return None
+
+
+def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
+    """The script a shell runs: its `-c` string, its script file, or its stdin."""
+    dash_c, i = False, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg[:1] in "-+" and len(arg) > 1 and not arg.startswith("--"):
+            dash_c = dash_c or "c" in arg[1:]
+            i += 2 if "o" in arg[1:] else 1
+            continue
+        if arg.startswith("--"):
+            i += 1
+            continue
+        break
+    rest = args[i:]
+    if dash_c:
+        return rest[0] if rest else ""
+    if rest and rest[0] != "-":
+        return _read(rest[0], cwd)
+    return _stdin(command)
+
+
+def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed) -> None:
+    """`find ... -exec CMD {} ;` runs CMD: judge it as a command of its own."""
+    for i, arg in enumerate(args):
+        if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+            words = []
+            for word in args[i + 1:]:
+                if word in (";", "+"):
+                    break
+                words.append(word)
+            if words:
+                _walk([Command(words=words, depth=depth + 1)], depth + 1, parsed, ".")
+
+
+def _code(program: str, args: list[str], command: Command, cwd: str) -> str | None:
+    """The code an interpreter runs, when the line (or a file there) shows it."""
+    flags = INTERPRETERS.get(program, "c")
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if program.startswith("python") and arg in ("-W", "-X", "-m"):
+            if arg == "-m":
+                return None  # a module: `-m engine...` is judged as a `handoff` command
+            i += 2
+            continue
+        if arg.startswith("-") and len(arg) > 1 and not arg.startswith("--"):
+            if any(f in arg[1:] for f in flags.lstrip("-")):
+                tail = arg[1:].split(next(f for f in arg[1:] if f in flags.lstrip("-")), 1)[1]
+                return tail or (args[i + 1] if i + 1 < len(args) else "")
+            i += 1
+            continue
+        if arg.startswith("--eval"):
+            return arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+        if arg.startswith("--"):
+            i += 1
+            continue
+        return _stdin(command) if arg == "-" else _read(arg, cwd)
+    return _stdin(command)

@@ -1,0 +1,186 @@
+"""Does a command write the ledger or a file beside it? Every common spelling of it.
+
+Only the engine writes the ledger and its sidecars (`L.*` beside it: the journal, the
+lock, the last-write record, the heartbeat). A command writes one when it redirects
+output onto it, edits it in place (`sed -i`/`-Ei`/`-i.bak`/`--in-place=.bak`/`-ni`,
+`perl -pi`, `awk -i inplace`, `yq -i`, an editor), copies, moves or links onto it (`cp`,
+`mv`, `install`, `rsync`, `ln -sf X L`, a destination folder that holds it), removes,
+truncates or re-permissions it, restores it with `git checkout`/`git restore`, or makes
+a symlink to it (writing through a link is out of the hook's sight, so the link itself
+is refused). Reading is not writing: `cat L`, `cp L /tmp/copy`, `grep x L` pass here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from engine.hooks.shell import Command
+
+# Any argument naming the ledger means a change.
+CHANGERS = {"tee", "rm", "unlink", "shred", "truncate", "touch", "chmod", "chown", "chgrp", "chattr", "setfacl",
+            "sponge", "mv", "ln", "patch", "ed", "ex", "vi", "vim", "nvim", "view", "vimdiff", "nano", "pico", "emacs",
+            "emacsclient", "joe", "jed", "micro", "kak", "hx", "helix", "mcedit", "red"}
+COPIERS = {"cp", "install", "rsync", "scp", "mv", "ln"}  # the last positional word is the destination
+# Options that take the next word as their value, per program (the rest are flags).
+COPY_VALUED = {"cp": {"-S", "--suffix"}, "mv": {"-S", "--suffix"}, "ln": {"-S", "--suffix"},
+               "install": {"-S", "--suffix", "-m", "--mode", "-o", "--owner", "-g", "--group"},
+               "rsync": {"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "-B", "--block-size"},
+               "scp": {"-P", "-i", "-o", "-F", "-c", "-l", "-J", "-S"}}
+AWKS = {"awk", "gawk", "nawk", "mawk"}
+GIT_WRITES = {"checkout", "restore", "rm", "mv", "apply", "stash", "switch"}
+# Code that writes a file (python, perl, ruby, node); with the ledger's name in it, a write to the ledger.
+CODE_WRITES = re.compile(r"""open\s*\([^,()]*,\s*(?:mode\s*=\s*)?['"][rbtU]*[wax+]|mode\s*=\s*['"][rbtU]*[wax+]"""
+                         r"""|write_(?:text|bytes)|(?<!stdout)(?<!stderr)\.write\s*\(|\.(?:unlink|rename|replace|"""
+                         r"""symlink_to|hardlink_to|touch|truncate|chmod)\s*\(|\bos\.(?:remove|unlink|rename|replace|"""
+                         r"""truncate|symlink|link|chmod|open)\b|\bshutil\.\w+|\b(?:yaml|json)\.(?:safe_)?dump\s*\([^)]*,"""
+                         r"""|['"]\s*\+?>|\b(?:writeFile|appendFile|copyFile|rename|unlink|symlink|truncate)\w*\s*\("""
+                         r"""|\bFile\.(?:write|open|rename|delete|symlink)|\bsubprocess\b|\bos\.system\b""")
+
+
+def protected(ledger_real: str, path: str, cwd: str) -> bool:
+    """Is `path` (as a command names it, from `cwd`) the ledger or a file beside it that is the engine's?"""
+    if not path or path.startswith("-"):
+        return False
+    real = os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
+    return real == ledger_real or real.startswith(ledger_real + ".")
+
+
+def writes_ledger(commands: list[Command], ledger_real: str, cwd: str) -> str | None:
+    """How one of `commands` would write the ledger or a sidecar directly, or None."""
+    for command in commands:
+        why = _one(command, ledger_real, cwd)
+        if why:
+            return why
+    return None
+
+
+def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
+    for path in command.writes_to:
+        if protected(ledger_real, path, cwd):
+            return f"it redirects output into {path}"
+    program, args = command.program()
+
+    def hit(word: str) -> bool:
+        return protected(ledger_real, word, cwd)
+
+    named = [a for a in args if hit(a.split("=", 1)[1] if a.startswith(("of=", "--output=", "--target-directory=")) else a)]
+    if program == "dd" and any(a.startswith("of=") and hit(a[3:]) for a in args):
+        return f"`dd` would write {next(a[3:] for a in args if a.startswith('of=') and hit(a[3:]))}"
+    if program in COPIERS:
+        onto = _copy_destinations(program, args, cwd, ledger_real)
+        if any(hit(p) for p in onto):
+            return f"`{program}` would change {next(p for p in onto if hit(p))}"
+    if not named:
+        return None
+    if program in CHANGERS:
+        what = "make a link to" if program == "ln" else "change"
+        return f"`{program}` would {what} {named[0]}"
+    if (program == "sed" and _sed_in_place(args)) or (program == "perl" and _perl_in_place(args)) \
+            or (program in AWKS and _awk_in_place(args)) or (program == "yq" and _yq_in_place(args)):
+        return f"`{program}` would edit {named[0]} in place"
+    if program == "sort" and any(a in ("-o", "--output") or a.startswith(("-o", "--output=")) for a in args):
+        return f"`sort -o` would write {named[0]}"
+    if program == "git" and _git_subcommand(args) in GIT_WRITES:
+        return f"`git {_git_subcommand(args)}` would change {named[0]}"
+    return None
+
+
+def _copy_destinations(program: str, args: list[str], cwd: str, ledger_real: str) -> list[str]:
+    """Where `cp`/`mv`/`install`/`rsync`/`ln` would write: the destination, or each source's
+    name inside a destination folder (and the folder itself, when a folder is copied into
+    the ledger's own)."""
+    positional, target, i = [], None, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            positional += args[i + 1:]
+            break
+        if arg in ("-t", "--target-directory"):
+            target = args[i + 1] if i + 1 < len(args) else None
+            i += 2
+            continue
+        if arg.startswith("--target-directory="):
+            target = arg.split("=", 1)[1]
+        elif arg in COPY_VALUED[program]:
+            i += 1
+        elif not arg.startswith("-"):
+            positional.append(arg)
+        i += 1
+    if target is None:
+        if len(positional) < 2:
+            return []
+        target, positional = positional[-1], positional[:-1]
+    full = os.path.join(cwd, os.path.expanduser(target))
+    out = [target]
+    if os.path.isdir(full):
+        out += [os.path.join(target, os.path.basename(src.rstrip("/"))) for src in positional]
+        folder = os.path.dirname(ledger_real)
+        real = os.path.realpath(full)
+        if (real == folder or folder.startswith(real + os.sep)) and any(
+                os.path.isdir(os.path.join(cwd, src)) for src in positional):
+            out.append(ledger_real)  # a folder copied over the ledger's folder may overwrite it
+    return out
+
+
+def _sed_in_place(args: list[str]) -> bool:
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg.startswith("--in-place"):
+            return True
+        if arg.startswith("-") and not arg.startswith("--"):
+            for ch in arg[1:]:
+                if ch == "i":
+                    return True
+                if ch in "efl":  # the rest of the word is this option's value
+                    break
+    return False
+
+
+def _perl_in_place(args: list[str]) -> bool:
+    for arg in args:
+        if arg == "--" or not arg.startswith("-"):
+            continue
+        for ch in arg[1:]:
+            if ch == "i":
+                return True
+            if ch in "eEIMmxdDCV":
+                break
+    return False
+
+
+def _awk_in_place(args: list[str]) -> bool:
+    for i, arg in enumerate(args):
+        value = None
+        if arg in ("-i", "--include") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--include="):
+            value = arg.split("=", 1)[1]
+        elif arg.startswith("-i") and len(arg) > 2:
+            value = arg[2:]
+        if value is not None and os.path.basename(value).startswith("inplace"):
+            return True
+    return False
+
+
+def _yq_in_place(args: list[str]) -> bool:
+    return any(a in ("-i", "--inplace") or (a.startswith("-") and not a.startswith("--") and "i" in a[1:]) for a in args)
+
+
+def _git_subcommand(args: list[str]) -> str:
+    i = 0
+    while i < len(args):
+        if args[i] in ("-C", "-c", "--git-dir", "--work-tree"):
+            i += 2
+        elif args[i].startswith("-"):
+            i += 1
+        else:
+            return args[i]
+    return ""
+
+
+def code_writes_ledger(code: str, ledger_real: str) -> bool:
+    """Does interpreter code name the ledger (or a sidecar) and write a file?"""
+    name = os.path.basename(ledger_real)
+    return name in code and bool(CODE_WRITES.search(code))

@@ -1,0 +1,92 @@
+"""The pre-tool-use hook against every common spelling of writing the ledger or a file
+beside it: in-place edits, editors, copies and moves onto it, links to it, interpreter
+code; each denied, and the ledger on disk byte-identical afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_hook_spellings import ask, ledgers, unchanged  # noqa: F401 - fixtures shared with the spellings
+
+ENGINE_ONLY = "written only by the engine"
+
+WRITES = [
+    "sed -Ei 's/queued/done/' {L}",
+    "sed -i.bak s/queued/done/ {L}",
+    "sed --in-place=.bak s/queued/done/ {L}",
+    "sed -ni p {L}",
+    "sed -i -e s/a/b/ ledger.yaml",
+    "perl -pi -e 's/queued/done/' {L}",
+    "perl -i.bak -pe 's/queued/done/' {L}",
+    "perl -0777 -pi -e 's/a/b/' {L}",
+    "awk -i inplace '{{print}}' {L}",
+    "gawk --include=inplace '{{print}}' {L}",
+    "ed {L} <<< $',s/queued/done/\\nw\\nq'",
+    "ex -sc '%s/queued/done/|x' {L}",
+    "vim -c ':%s/queued/done/' -c ':wq' {L}",
+    "nano {L}",
+    "python3 -c \"open('{L}', 'w').write('')\"",
+    "python3 -c \"import pathlib; pathlib.Path('ledger.yaml').write_text('x')\"",
+    "python3 -c \"import os; os.replace('/tmp/x', '{L}')\"",
+    "python3 - <<'PY'\nwith open('ledger.yaml', mode='a') as f:\n    f.write('x')\nPY",
+    "perl -e 'open(F, \">{L}\")'",
+    "node -e \"require('fs').writeFileSync('{L}', '')\"",
+    "cp /tmp/forged.yaml {L}",
+    "cp -f /tmp/forged.yaml ledger.yaml",
+    "cp /tmp/ledger.yaml {D}/",
+    "cp -t {D} /tmp/ledger.yaml",
+    "mv /tmp/forged.yaml {L}",
+    "mv {L} /tmp/gone.yaml",
+    "install -m 644 /tmp/forged.yaml {L}",
+    "rsync -a /tmp/forged.yaml {L}",
+    "tee {L} < /tmp/forged.yaml",
+    "echo x | tee -a {L}.journal.jsonl",
+    "dd if=/tmp/forged.yaml of={L}",
+    "truncate -s 0 {L}",
+    "ln -sf /tmp/forged.yaml {L}",
+    "ln -s {L} /tmp/link-to-ledger",
+    "echo '{{}}' > {L}",
+    "cat /tmp/x >> {L}.lock",
+    "echo 1 &> {L}.heartbeat",
+    "exec 3> {L}",
+    "rm -f {L}.journal.jsonl",
+    "chmod 000 {L}",
+    "sort -o {L} {L}",
+    "yq -i '.targets = {{}}' {L}",
+    "git checkout -- {L}",
+    "git restore ledger.yaml",
+    "bash -c \"sed -i s/a/b/ {L}\"",
+    "echo $(cp /tmp/forged.yaml {L})",
+    "sudo -u alice tee {L} < /tmp/x",
+]
+
+
+@pytest.mark.parametrize("line", WRITES)
+def test_every_spelling_of_a_ledger_write_is_denied(ledgers, line) -> None:  # noqa: F811
+    """Denied under every policy, saying the engine alone writes it; the ledger is unchanged (checked by `unchanged`)."""
+    for ledger in ledgers.values():
+        kind, reason = ask(ledger, line.format(L=ledger, D=ledger.parent))
+        assert kind == "deny", (line, reason)
+        assert ENGINE_ONLY in reason and "`handoff note`" in reason, (line, reason)
+
+
+def test_a_symlink_that_points_at_the_ledger_is_followed(ledgers, tmp_path) -> None:  # noqa: F811
+    """A path that is a link to the ledger is the ledger: writing through it is denied."""
+    ledger = ledgers["allow"]
+    link = tmp_path / "innocent.yaml"
+    link.symlink_to(ledger)
+    kind, reason = ask(ledger, f"sed -i s/a/b/ {link}")
+    assert kind == "deny" and ENGINE_ONLY in reason
+    kind, _ = ask(ledger, f"cat {link}")
+    assert kind == "none"
+
+
+def test_copying_a_folder_over_the_ledger_s_folder_is_denied(ledgers, tmp_path) -> None:  # noqa: F811
+    """`cp -r DIR/. ops/` or `rsync -a DIR/ ops/` may overwrite the ledger: denied; into another folder: passes."""
+    ledger = ledgers["allow"]
+    source = tmp_path / "src"
+    source.mkdir()
+    kind, reason = ask(ledger, f"rsync -a {source}/ {ledger.parent}/")
+    assert kind == "deny" and ENGINE_ONLY in reason
+    kind, _ = ask(ledger, f"rsync -a {source}/ {tmp_path}/elsewhere/")
+    assert kind == "none"
