@@ -30,7 +30,8 @@ from engine.people import people_only_words
 
 RANK = {"allow": 0, "none": 1, "ask": 2, "deny": 3}
 READING = ("status", "journal", "note", "check")
-NEUTRAL = {"cd", "pwd", "true", "false", ":", "exit", "wait"}
+NEUTRAL = {"cd", "pwd", "true", "false", ":", "exit", "wait", "set", "unset", "export", "declare", "typeset", "local",
+           "readonly"}  # shell syntax that runs nothing (their words are still read: `cd`, assignments)
 HELP = {"-h", "--help", "--version"}
 ENGINE_IMPORT = re.compile(r"\b(?:import|from)\s+engine\b|(?:__import__|import_module|run_module|run_path)"
                            r"\s*\(\s*['\"]engine\b")
@@ -90,6 +91,11 @@ def note_reason(args: list[str], ledger: str) -> str | None:
     return None
 
 
+def names_ledger(path: str, command: Command, facts: Facts) -> bool:
+    """Does `path`, as `command` names it (after the line's `cd`s, or before them), mean this ledger?"""
+    return any(writes.protected(facts.ledger_real, path, place) for place in {facts.cwd, command.cwd or facts.cwd})
+
+
 def _handoff(args: list[str], facts: Facts) -> Verdict:
     if not args or any(a in HELP for a in args):
         return Verdict("allow")
@@ -129,7 +135,7 @@ def _command(command: Command, facts: Facts, raw_step: Callable[[Command], str |
     if args is not None:
         if args[:1] == ["run"]:
             # Judged against the guard as a whole (`runs`); a run of another ledger is not ours to judge.
-            ours = [r for r in handoff_runs([command]) if writes.protected(facts.ledger_real, r.ledger, facts.cwd)]
+            ours = [r for r in handoff_runs([command]) if names_ledger(r.ledger, command, facts)]
             return Verdict("allow") if ours and ran else Verdict("none")
         return _handoff(args, facts)
     module = python_module(command)
@@ -138,7 +144,12 @@ def _command(command: Command, facts: Facts, raw_step: Callable[[Command], str |
     step = raw_step(command)
     if step:
         return Verdict("deny", step)
-    program, _ = command.program()
+    program, rest = command.program()
+    if program.startswith(("$", "`")) and rest:
+        # A program chosen at run time (`$H approve ...`): its words still say what it is for.
+        why = people_reason(rest[0], rest[1:], facts.ledger_path)
+        if why:
+            return Verdict("deny", f"`{program}` is chosen at run time and runs `{rest[0]}`: {why}")
     if command.container or not program or program in NEUTRAL:
         return Verdict("none")
     if facts.policy == "deny":

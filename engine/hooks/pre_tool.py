@@ -79,7 +79,7 @@ def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, 
     facts = judge.Facts(ctx.ledger_path, ledger_real, cwd, _policy(ctx))
 
     def runs(parsed: list[commands.Command]) -> judge.Verdict | None:
-        found = [r for r in commands.handoff_runs(parsed) if commands.protected(ledger_real, r.ledger, cwd)]
+        found = [r for c in parsed for r in commands.handoff_runs([c]) if judge.names_ledger(r.ledger, c, facts)]
         return _handoff_run(ctx, found) if found else None
 
     def raw(command: commands.Command) -> str | None:

@@ -36,6 +36,7 @@ class Command:
     piped_from: "Command | None" = None
     depth: int = 0
     container: bool = False  # its real work is nested commands, judged on their own
+    cwd: str | None = None  # where it runs, after the line's own `cd`s (engine.hooks.unwrap)
 
     def program(self) -> tuple[str, list[str]]:
         """(program's file name, its arguments), past wrappers such as `env`, `sudo`, `timeout`."""

@@ -8,6 +8,8 @@ engine.hooks.shell splits a line into simple commands; this module goes inside t
   `$(...)` and backticks, `bash -c`/`sh -c` strings, `eval`, `su -c`, `flock -c`,
   `find -exec`, a here-doc or here-string fed to a shell, `echo ... | bash`, and a shell
   script file that exists when the hook runs;
+- `cd DIR` and `NAME=value` earlier on the line are followed: later commands know where
+  they run and what `$NAME` holds (as far as the line shows it);
 - code given to an interpreter (`python -c`, a here-doc fed to `python3 -`, a `.py` file,
   `perl -e`, `ruby -e`, `node -e`) is kept as text for engine.hooks.judge to read.
 """
@@ -15,6 +17,7 @@ engine.hooks.shell splits a line into simple commands; this module goes inside t
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -46,6 +49,8 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "watch": (frozenset({"-n", "--interval", "-q", "--equexit"}), 0),
     "strace": (frozenset({"-o", "-e", "-p", "-s", "-u", "-E"}), 0),
 }
+_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 ASSIGNMENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
@@ -105,22 +110,36 @@ class Parsed:
 def parse(line: str, cwd: str = ".") -> Parsed:
     """All of `line`: each command, and each command nested in it (see the module's doc)."""
     parsed = Parsed()
-    _walk(split(line), 0, parsed, cwd)
+    _walk(split(line), 0, parsed, cwd, {})
     return parsed
 
 
-def _nest(text: str, depth: int, parsed: Parsed, cwd: str) -> None:
+def _nest(text: str, depth: int, parsed: Parsed, cwd: str, env: dict[str, str] | None = None) -> None:
     if depth + 1 > MAX_DEPTH:
         parsed.too_deep = True
         return
-    _walk(split(text, depth + 1), depth + 1, parsed, cwd)
+    _walk(split(text, depth + 1), depth + 1, parsed, cwd, dict(env or {}))
 
 
-def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str) -> None:
+def _follow(command: Command, cwd: str, env: dict[str, str]) -> str:
+    """Substitute the line's own variables in `command`; record its assignments and `cd`; returns the new cwd."""
+    command.words = [_VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), w) for w in command.words]
+    words = command.words[1:] if command.words[:1] and command.words[0] in DECLARE else command.words
+    if words and all(_assignment(w) for w in words):
+        env.update(w.split("=", 1) for w in words)
+    command.cwd = cwd
+    if command.words[:1] == ["cd"]:
+        target = next((w for w in command.words[1:] if not w.startswith("-")), "~")
+        return os.path.normpath(os.path.join(cwd, os.path.expanduser(target)))
+    return cwd
+
+
+def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: dict[str, str]) -> None:
     for command in commands:
+        cwd = _follow(command, cwd, env)
         parsed.commands.append(command)
         for script in command.scripts:
-            _nest(script, depth, parsed, cwd)
+            _nest(script, depth, parsed, cwd, env)
         words = peel(command.words)
         if not words:
             continue
@@ -136,14 +155,14 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str) -> None
             flag = args.index("-c") if "-c" in args else args.index("--command")
             script = args[flag + 1] if flag + 1 < len(args) else ""
         elif program == "find":
-            _find_exec(args, command, depth, parsed)
+            _find_exec(args, command, depth, parsed, cwd)
         elif program.startswith("python") or program in INTERPRETERS:
             code = _code(program, args, command, cwd)
             if code is not None:
                 parsed.code.append((program, code))
         if script is not None:
             command.container = True
-            _nest(script, depth, parsed, cwd)
+            _nest(script, depth, parsed, cwd, env)
 
 
 def _stdin(command: Command) -> str | None:
@@ -198,7 +217,7 @@ def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
     return _stdin(command)
 
 
-def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed) -> None:
+def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed, cwd: str) -> None:
     """`find ... -exec CMD {} ;` runs CMD: judge it as a command of its own."""
     for i, arg in enumerate(args):
         if arg in ("-exec", "-execdir", "-ok", "-okdir"):
@@ -208,7 +227,7 @@ def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed) ->
                     break
                 words.append(word)
             if words:
-                _walk([Command(words=words, depth=depth + 1)], depth + 1, parsed, ".")
+                _walk([Command(words=words, depth=depth + 1)], depth + 1, parsed, cwd, {})
 
 
 def _code(program: str, args: list[str], command: Command, cwd: str) -> str | None:

@@ -12,6 +12,7 @@ is refused). Reading is not writing: `cat L`, `cp L /tmp/copy`, `grep x L` pass 
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 
@@ -42,7 +43,10 @@ def protected(ledger_real: str, path: str, cwd: str) -> bool:
     """Is `path` (as a command names it, from `cwd`) the ledger or a file beside it that is the engine's?"""
     if not path or path.startswith("-"):
         return False
-    real = os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
+    full = os.path.join(cwd, os.path.expanduser(path))
+    if any(ch in path for ch in "*?["):  # a glob names whatever it matches now
+        return any(protected(ledger_real, match, cwd) for match in glob.glob(full))
+    real = os.path.realpath(full)
     return real == ledger_real or real.startswith(ledger_real + ".")
 
 
@@ -56,19 +60,23 @@ def writes_ledger(commands: list[Command], ledger_real: str, cwd: str) -> str | 
 
 
 def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
-    for path in command.writes_to:
-        if protected(ledger_real, path, cwd):
-            return f"it redirects output into {path}"
-    program, args = command.program()
+    # Paths are read from where the line's `cd`s lead and from where it started (a `cd`
+    # inside `( )` does not last): a write either way is a write.
+    places = [cwd] + ([command.cwd] if command.cwd and command.cwd != cwd else [])
 
     def hit(word: str) -> bool:
-        return protected(ledger_real, word, cwd)
+        return any(protected(ledger_real, word, place) for place in places)
+
+    for path in command.writes_to:
+        if hit(path):
+            return f"it redirects output into {path}"
+    program, args = command.program()
 
     named = [a for a in args if hit(a.split("=", 1)[1] if a.startswith(("of=", "--output=", "--target-directory=")) else a)]
     if program == "dd" and any(a.startswith("of=") and hit(a[3:]) for a in args):
         return f"`dd` would write {next(a[3:] for a in args if a.startswith('of=') and hit(a[3:]))}"
     if program in COPIERS:
-        onto = _copy_destinations(program, args, cwd, ledger_real)
+        onto = [p for place in places for p in _copy_destinations(program, args, place, ledger_real)]
         if any(hit(p) for p in onto):
             return f"`{program}` would change {next(p for p in onto if hit(p))}"
     if not named:

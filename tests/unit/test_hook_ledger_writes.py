@@ -58,6 +58,11 @@ WRITES = [
     "bash -c \"sed -i s/a/b/ {L}\"",
     "echo $(cp /tmp/forged.yaml {L})",
     "sudo -u alice tee {L} < /tmp/x",
+    "cd {D} && sed -i s/a/b/ ledger.yaml",
+    "cd /tmp; cd {D}; cp /tmp/forged.yaml ledger.yaml",
+    "sed -i s/a/b/ {D}/ledger.y*ml",
+    "F={L}; perl -pi -e s/a/b/ $F",
+    "(cd /tmp) && truncate -s 0 ledger.yaml",
 ]
 
 
@@ -90,3 +95,15 @@ def test_copying_a_folder_over_the_ledger_s_folder_is_denied(ledgers, tmp_path) 
     assert kind == "deny" and ENGINE_ONLY in reason
     kind, _ = ask(ledger, f"rsync -a {source}/ {tmp_path}/elsewhere/")
     assert kind == "none"
+
+
+def test_a_cd_on_the_line_is_followed(ledgers) -> None:  # noqa: F811
+    """From a folder above the ledger's, `cd fleet && sed -i ... ledger.yaml` writes the ledger: denied; the same
+    `sed` without the `cd` names another file and passes; a `handoff run` after the `cd` still meets the guard."""
+    ledger = ledgers["allow"]
+    above = ledger.parent.parent
+    kind, reason = ask(ledger, f"cd {ledger.parent.name} && sed -i s/a/b/ ledger.yaml", cwd=above)
+    assert kind == "deny" and ENGINE_ONLY in reason
+    assert ask(ledger, "sed -i s/a/b/ ledger.yaml", cwd=above)[0] == "none"
+    kind, reason = ask(ledger, f"cd {ledger.parent.name}; handoff run ledger.yaml db-18 cutover", cwd=above)
+    assert kind == "deny" and "the guard refuses cutover on db-18" in reason

@@ -92,6 +92,10 @@ PEOPLE_SPELLINGS = [
     "handoff check {L} --accept-rem",
     "handoff import {L} postgresql://127.0.0.1/test#x --replace",
     'handoff approve "{L} db-18',  # an unclosed quote is read as far as it goes
+    "H=handoff; $H approve {L} db-18",
+    "H=" + VENV_HANDOFF + " && ${{H}} unpause {L}",
+    "export C='handoff approve {L} db-18'; bash -c \"$C\"",
+    "read -r H < /tmp/h; $H approve {L} db-18 --yes",  # a program chosen at run time: its words still tell
 ]
 
 
