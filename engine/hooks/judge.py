@@ -97,8 +97,9 @@ def names_ledger(path: str, command: Command, facts: Facts) -> bool:
 
 
 def _handoff(args: list[str], facts: Facts) -> Verdict:
-    if not args or any(a in HELP for a in args):
-        return Verdict("allow")
+    options = args[:args.index("--")] if "--" in args else args
+    if not args or any(a in HELP for a in options):
+        return Verdict("allow")  # argparse prints the help and exits: nothing runs
     command, rest = args[0], args[1:]
     why = people_reason(command, rest, facts.ledger_path)
     if why:

@@ -96,6 +96,9 @@ PEOPLE_SPELLINGS = [
     "H=" + VENV_HANDOFF + " && ${{H}} unpause {L}",
     "export C='handoff approve {L} db-18'; bash -c \"$C\"",
     "read -r H < /tmp/h; $H approve {L} db-18 --yes",  # a program chosen at run time: its words still tell
+    "handoff approve {L} db-18 -- --help",  # `--help` after `--` is not the help
+    "echo $(handoff approve {L} db-18",  # an unclosed substitution is read to the end
+    "echo `handoff approve {L} db-18",
 ]
 
 
@@ -237,3 +240,13 @@ def test_reading_tools_pass_even_when_unknown_commands_deny(ledgers, name, key) 
     assert tool(ledger, name, {key: str(ledger)}) == ("none", "")
     kind, _ = tool(ledger, "WebFetch", {"url": "http://example.invalid"})
     assert kind == "deny"
+
+
+def test_a_huge_or_garbled_line_gets_an_answer(ledgers) -> None:
+    """200,000 characters of unbalanced quotes and substitutions: refused as too deep to read; control bytes in a
+    line do not hide the parts after them; no crash, the ledger unchanged."""
+    ledger = ledgers["allow"]
+    kind, reason = ask(ledger, "echo '\"$(`" * 20000 + f"; handoff approve {ledger} db-18")
+    assert kind == "deny" and "nests scripts more than 6 deep" in reason
+    kind, reason = ask(ledger, f"handoff\x00 approve {ledger} db-18\x1b[2J; handoff reset {ledger} db-27")
+    assert kind == "deny" and "resetting a target is for people" in reason
