@@ -40,7 +40,7 @@ class Command:
 
     def program(self) -> tuple[str, list[str]]:
         """(program's file name, its arguments), past wrappers such as `env`, `sudo`, `timeout`."""
-        from engine.hooks.unwrap import peel
+        from engine.hooks.wrappers import peel
 
         words = peel(self.words)
         if not words:

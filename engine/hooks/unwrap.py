@@ -18,83 +18,17 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from engine.hooks.shell import Command, split
+from engine.hooks.wrappers import assignment as _assignment, peel
 
 MAX_DEPTH = 6  # nesting beyond this is refused: no honest command line needs it
 MAX_FILE = 256 * 1024  # a script file larger than this is not read
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "busybox"}
 INTERPRETERS = {"perl": "-eE", "ruby": "-e", "node": "-ep", "nodejs": "-ep"}
-# Wrapper -> (its options that take a value, how many positional words precede the command).
-WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
-    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "--close-from",
-                        "-D", "--chdir", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T",
-                        "--command-timeout", "-R", "--chroot"}), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "runuser": (frozenset({"-u", "--user", "-g", "--group", "-G", "--supp-group"}), 0),
-    "command": (frozenset(), 0), "builtin": (frozenset(), 0), "exec": (frozenset({"-a"}), 0),
-    "nohup": (frozenset(), 0), "setsid": (frozenset(), 0), "unbuffer": (frozenset(), 0),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
-    "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}), 0),
-    "stdbuf": (frozenset({"-i", "--input", "-o", "--output", "-e", "--error"}), 0),
-    "chrt": (frozenset(), 1), "taskset": (frozenset(), 1),
-    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), 1),
-    "xargs": (frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n", "--max-args",
-                         "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"}), 0),
-    "watch": (frozenset({"-n", "--interval", "-q", "--equexit"}), 0),
-    "strace": (frozenset({"-o", "-e", "-p", "-s", "-u", "-E"}), 0),
-}
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 DECLARE = {"export", "declare", "typeset", "local", "readonly"}
-ASSIGNMENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-
-
-def _assignment(word: str) -> bool:
-    name, eq, _ = word.partition("=")
-    return bool(eq) and bool(name) and name[0] in ASSIGNMENT and name.replace("_", "a").isalnum()
-
-
-def peel(words: list[str]) -> list[str]:
-    """`words` past leading `VAR=x` and wrappers (with their options): the command that runs."""
-    words = list(words)
-    while words:
-        if _assignment(words[0]):
-            words.pop(0)
-            continue
-        name = os.path.basename(words[0])
-        if name not in WRAPPERS:
-            return words
-        with_value, positional = WRAPPERS[name]
-        i = 1
-        while i < len(words) and words[i].startswith("-") and len(words[i]) > 1:
-            word = words[i]
-            if word == "--":
-                i += 1
-                break
-            if name == "env" and word.startswith(("-S", "--split-string")):
-                # `env -S "handoff approve ..."` splits its string into the command's words.
-                if word in ("-S", "--split-string"):
-                    text, rest = (words[i + 1] if i + 1 < len(words) else ""), words[i + 2:]
-                else:
-                    text, rest = word.split("=", 1)[1] if "=" in word else word[2:], words[i + 1:]
-                return peel(["env", *_words(text), *rest])
-            i += 2 if word in with_value else 1
-        while name == "env" and i < len(words) and _assignment(words[i]):
-            i += 1
-        words = words[i + positional:]
-    return words
-
-
-def _words(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()
 
 
 @dataclass
