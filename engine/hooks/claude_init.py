@@ -75,8 +75,13 @@ def merged(settings: dict, ledger: str) -> dict:
     """`settings` with this ledger's hooks in place of any earlier ones and the subagent
     tools denied, everything else kept."""
     out = dict(settings)
-    permissions = dict(out.get("permissions") or {}) if isinstance(out.get("permissions"), dict) else {}
-    deny = list(permissions.get("deny") or []) if isinstance(permissions.get("deny"), list) else []
+    permissions = out.get("permissions", {})
+    if not isinstance(permissions, dict) or not isinstance(permissions.get("deny", []), list):
+        # Never replace what a person wrote: say what is wrong and change nothing.
+        raise UsageError("settings.json: `permissions` must be an object and `permissions.deny` a list; "
+                         "fix it first: nothing was changed")
+    permissions = dict(permissions)
+    deny = list(permissions.get("deny", []))
     permissions["deny"] = deny + [tool for tool in DENIED_TOOLS if tool not in deny]
     out["permissions"] = permissions
     hooks = dict(out.get("hooks") or {})
@@ -138,7 +143,8 @@ def check(ledger: str, project: str) -> list[str]:
     problems = []
     hooks = settings.get("hooks") or {}
     permissions = settings.get("permissions") if isinstance(settings.get("permissions"), dict) else {}
-    missing = [t for t in DENIED_TOOLS if t not in (permissions.get("deny") or [])]
+    deny = permissions.get("deny") if isinstance(permissions.get("deny"), list) else []
+    missing = [t for t in DENIED_TOOLS if t not in deny]
     if missing:
         problems.append(f"permissions.deny: {', '.join(missing)} missing (subagents may skip the hooks)")
     for name, groups in wanted(ledger).items():

@@ -96,6 +96,19 @@ def test_a_settings_file_that_is_not_json_is_never_overwritten(tmp_path: Path) -
     assert not (project / "CLAUDE.md").exists()
 
 
+def test_permissions_of_the_wrong_shape_are_never_replaced(tmp_path: Path) -> None:
+    """`permissions` not an object, or `deny` not a list: exit 2 saying so; the file's bytes unchanged."""
+    project, ledger = _project(tmp_path)
+    (project / ".claude").mkdir()
+    for bad in (b'{"permissions": ["Bash"]}', b'{"permissions": {"deny": "Agent"}}'):
+        (project / ".claude" / "settings.json").write_bytes(bad)
+        result = handoff("claude", "init", str(ledger), "--project", str(project))
+        assert result.returncode == 2 and "`permissions.deny` a list" in result.stderr, result.stderr
+        assert "nothing was changed" in result.stderr
+        assert (project / ".claude" / "settings.json").read_bytes() == bad
+    assert not (project / "CLAUDE.md").exists()
+
+
 def test_init_refuses_a_ledger_that_is_not_there(tmp_path: Path) -> None:
     project, _ = _project(tmp_path)
     result = handoff("claude", "init", str(tmp_path / "nope.yaml"), "--project", str(project))
