@@ -7,7 +7,7 @@ engine.hooks.shell splits a line into simple commands; this module goes inside t
 - scripts inside a command are read again as command lines, to a bounded depth:
   `$(...)` and backticks, `bash -c`/`sh -c` strings, `eval`, `su -c`, `flock -c`,
   `find -exec`, a here-doc or here-string fed to a shell, `echo ... | bash`, and a shell
-  script file that exists when the hook runs;
+  script file that exists when the hook runs (also through `source` or `.`);
 - `cd DIR` and `NAME=value` earlier on the line are followed: later commands know where
   they run and what `$NAME` holds (as far as the line shows it);
 - code given to an interpreter (`python -c`, a here-doc fed to `python3 -`, a `.py` file,
@@ -85,6 +85,8 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
             script = _shell_script(args, command, cwd)
         elif program == "eval":
             script = " ".join(args)
+        elif program in ("source", ".") and args:
+            script = _read(args[0], cwd)  # runs in this shell: read it like a script file
         elif program in ("su", "flock", "script", "runuser") and ("-c" in args or "--command" in args):
             flag = args.index("-c") if "-c" in args else args.index("--command")
             script = args[flag + 1] if flag + 1 < len(args) else ""

@@ -134,8 +134,9 @@ def test_code_and_scripts_that_run_a_people_only_command_are_denied(ledgers, tmp
     assert kind == "deny" and "code runs `handoff approve`" in reason and PEOPLE in reason
     script = tmp_path / "go.sh"
     script.write_text(f"#!/bin/sh\nhandoff approve {ledger} db-18 --yes\n")
-    kind, reason = ask(ledger, f"bash {script}")
-    assert kind == "deny" and PEOPLE in reason
+    for line in (f"bash {script}", f"source {script}", f". {script}", f"cd {tmp_path} && sh go.sh"):
+        kind, reason = ask(ledger, line)
+        assert kind == "deny" and PEOPLE in reason, line
     kind, reason = ask(ledger, "python3 -m engine.ops")
     assert kind == "deny" and "runs the engine's code directly" in reason
 
