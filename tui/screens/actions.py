@@ -98,7 +98,8 @@ class MainActions:
             if result is not None:
                 self.app.mutate("approve", name, result.step, result.comment, expect_hash=result.expect_hash)
 
-        self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants, len(ledger.invariants)), done)
+        self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants, len(ledger.invariants),
+                                           environment=ledger.environment), done)
 
     def action_unapprove(self) -> None:
         if self._refused("unapprove") or self.ledger is None:
@@ -168,8 +169,16 @@ class MainActions:
         # As deliberate as pausing: say who paused it and why, and ask.
         self.app.push_screen(ConfirmScreen(
             f"Unpause the ledger{where}?",
-            f"Paused by {paused.by or 'someone'}: {paused.why or 'no reason given'}.\nSessions go on with their next steps.",
+            f"Paused by {paused.by or 'someone'}: {paused.why or 'no reason given'}.\n{self._after_unpause()}",
             yes="Unpause", no="Stay paused", danger=self._production()), done)
+
+    def _after_unpause(self) -> str:
+        """What unpausing will really do: a pause ends sessions, so usually nothing until one is started."""
+        lease = getattr(self.snapshot, "lease", None) if self.snapshot is not None else None
+        if getattr(lease, "status", None) == "live":
+            return "The running session goes on with its next step."
+        return (f"No session is running: nothing runs until one is started (s here, or handoff resume "
+                f"{self.app.controller.location}).")
 
     def action_retry(self) -> None:
         if self._refused("retry"):

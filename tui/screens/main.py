@@ -22,6 +22,7 @@ from textual.widgets import Input
 
 import themes
 from engine.api import HandoffError
+from tui.attention import drift
 from tui.cmdline import CommandSuggester
 from tui.messages import Snapshot
 from tui.screens.actions import MUTATING, MainActions
@@ -293,6 +294,7 @@ class MainScreen(MainActions, Screen[None]):
             stale=f"file does not parse; showing the state of {self._stale_age()} ago" if self.broken else None,
             invariants=summary(invariants, len(ledger.invariants)),
             awaiting=sum(1 for t in ledger.targets.values() if t.state == "awaiting_approval"),
+            drifted=sum(1 for t in ledger.targets.values() if drift(t) is not None),
         )
 
     def _show_header(self) -> None:

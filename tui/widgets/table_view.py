@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from tui.states import MISSING, look
+from tui.attention import DRIFT_WORD, drift, next_shown
+from tui.states import MISSING, look, needs_human
 from tui.text import clean_line
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class Row(NamedTuple):
     checkpoint: str
     changed_at: str
     reason: str
+    drifted: bool = False  # a recorded checkpoint mismatch: sessions refuse it until reconciled
 
 
 def row_of(name: str, target: "Target") -> Row:
@@ -36,12 +38,24 @@ def row_of(name: str, target: "Target") -> Row:
     return Row(
         clean_line(name),
         target.state,
-        clean_line(target.next_action),
+        clean_line(next_shown(name, target)),
         clean_line(target.last_action),
         clean_line(target.checkpoint),
         target.changed_at or "",
         clean_line(target.reason),
+        drift(target) is not None,
     )
+
+
+def state_cell(row: Row) -> str:
+    """`⚑ awaiting_approval`, with `≠ DRIFT` after it when the checkpoint drifted."""
+    state = "missing from file" if row.state == MISSING else row.state
+    return f"{look(row.state).symbol} {state}" + (f" {DRIFT_WORD}" if row.drifted else "")
+
+
+def wants_person(row: Row) -> bool:
+    """Whether the row needs a person: its state does, or it drifted."""
+    return row.drifted or needs_human(row.state)
 
 
 def missing_row(name: str, last: "Row | None") -> Row:
@@ -96,8 +110,7 @@ def view_order(keys: list[str], rows: dict[str, Row], *, filter_text: str, sort_
             hay = haystack.get(name)
             if hay is None:
                 row = rows[name]
-                state = "missing from file" if row.state == MISSING else row.state
-                hay = "\0".join((row.name, state, row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
+                hay = "\0".join((row.name, state_cell(row), row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
                 haystack[name] = hay
             if matches(rows[name], words, hay):
                 kept.append(name)
