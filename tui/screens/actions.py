@@ -36,6 +36,9 @@ MUTATING = frozenset({
     "retry", "block", "unblock", "start_session", "request_stop", "accept_removal", "accept_rollback",
 })
 
+# Still offered while the file does not parse: a stop must reach a running session.
+_WHILE_BROKEN = frozenset({"request_stop"})
+
 
 class MainActions:
     """Action methods of the main screen; see `MainScreen` for the keys."""
@@ -51,6 +54,13 @@ class MainActions:
         if action in MUTATING and self.app.read_only:
             self.notify(f"read-only: {action.replace('_', ' ')} is not available ({self.app.read_only_reason}).",
                         severity="warning", markup=False)
+            return True
+        broken = getattr(self, "broken", None)
+        if action in MUTATING and action not in _WHILE_BROKEN and broken is not None:
+            # Refused before any reason is asked for: the engine would refuse the change anyway,
+            # and the words typed into the prompt would be lost.
+            self.notify(f"{action.replace('_', ' ')}: {clean_line(str(broken))}. The file does not parse; fix it "
+                        "first (nothing was asked or changed).", severity="error", markup=False)
             return True
         return False
 
@@ -131,7 +141,7 @@ class MainActions:
     def action_edit_note(self) -> None:
         if self._refused("edit_note") or self.ledger is None:
             return
-        self.app.edit_note(self.ledger.handoff_note or "", base=self.ledger.handoff_note or "")
+        self.app.edit_note_or_draft(self.ledger.handoff_note or "")
 
     def action_toggle_note(self) -> None:
         panel = self.query_one(NotePanel)
