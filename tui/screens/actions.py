@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual.widgets import Input
 
 from engine.api import BASE_STATES, SUMMARY_ORDER, HandoffError
-from tui.cmdline import Command, CommandError, available, parse
+from tui.cmdline import BY_NAME, Command, CommandError, available, parse
 from tui.screens.approve import ApproveResult, ApproveScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen
@@ -301,6 +301,12 @@ class MainActions:
         if not isinstance(box, Input):
             return
         self.set_focus(self.table)
+        # Enter is a priority key, handled as it reaches the screen: keys typed just before it
+        # (one burst: a paste, a fast typist over SSH) may still wait in the box's own queue.
+        # Read the box after it has taken them, so `:sort state` + Enter never runs `:so`.
+        box.call_later(self._submit_now, box)
+
+    def _submit_now(self, box: Input) -> None:
         if box.id == "filter":
             box.display = bool(box.value)
         elif box.id == "cmdline":
@@ -320,7 +326,10 @@ class MainActions:
     def run_command(self, command: Command) -> None:
         """Do what `command` asks (it is data: the name and its argument)."""
         name, arg = command.name, command.arg
-        if name == "approve":
+        spec = BY_NAME.get(name)
+        if spec is not None and spec.action is not None:
+            self._run_key_action(spec.action, arg)
+        elif name == "approve":
             self.approve_target(arg)
         elif name == "reject":
             self.action_reject(arg)
@@ -349,6 +358,19 @@ class MainActions:
             self.action_help()
         elif name == "quit":
             self.app.call_later(self.app.action_quit)
+
+    def _run_key_action(self, action: str, target: str) -> None:
+        """A key's action typed as a command: on `target` (moved to first) when one is given."""
+        if target and not self.table.move_to(target):
+            self.notify(f"no target {clean_line(target)!r} is shown", severity="warning", markup=False)
+            return
+        if self.check_action(action, ()) is not True:
+            self.notify(f":{action.replace('_', '-')} does nothing now (the ledger is "
+                        f"{'paused' if action == 'pause' else 'not paused' if action == 'unpause' else 'not ready for it'})",
+                        severity="warning", markup=False)
+            return
+        method = getattr(self, f"action_{action}", None) or getattr(self.table, f"action_{action}")
+        method()
 
     def action_clear_filter(self) -> None:
         cmdline = self.query_one("#cmdline", Input)

@@ -23,7 +23,7 @@ from textual.widgets import Input
 import themes
 from engine.api import HandoffError
 from tui.attention import drift
-from tui.cmdline import CommandSuggester
+from tui.cmdline import CommandInput, CommandSuggester, install_actions
 from tui.messages import Snapshot
 from tui.screens.actions import MUTATING, MainActions
 from tui.text import clean_line
@@ -87,7 +87,7 @@ class MainScreen(MainActions, Screen[None]):
         # laggy SSH link) must filter, not run `b` (block) on the table. While a text box
         # has the focus, `check_action` lets the key through to it, in order.
         Binding("slash", "filter", "Filter", id="main.filter", key_display="/", priority=True,
-                tooltip="Filter by name, checkpoint, any text, or state:failed; shows the match count"),
+                tooltip="Filter: regex words, state:failed, !negated, a|b, is:attention; shows the match count"),
         Binding("colon", "command_line", "Command", id="main.command_line", key_display=":", priority=True,
                 tooltip="Command line: :approve NAME, :filter TEXT, :sort KEY, :theme, :NAME, :q"),
         Binding("l", "toggle_side", "Log", id="main.toggle_side", tooltip="Show or hide the session log and invariants pane"),
@@ -164,8 +164,8 @@ class MainScreen(MainActions, Screen[None]):
             with Vertical(id="side"):
                 yield InvariantsPanel(id="invariants")
                 yield LogPane(id="log", ledger_dir=ledger_dir)
-        yield Input(placeholder="filter: words, a checkpoint, state:failed   (enter keeps it, esc clears)", id="filter")
-        yield Input(placeholder="approve NAME · filter TEXT · sort state · theme · q   (tab completes, esc closes)",
+        yield Input(placeholder="filter: regex words, state:failed, !not, a|b, is:attention   (enter keeps, esc clears)", id="filter")
+        yield CommandInput(placeholder="approve NAME · filter TEXT · sort state · retry NAME · q   (tab completes, esc closes)",
                     id="cmdline", suggester=CommandSuggester(lambda: self.app.read_only, self.command_words))
         yield KeyBar()
 
@@ -364,7 +364,7 @@ class MainScreen(MainActions, Screen[None]):
         if command in ("approve", "reject"):
             return [n for n in names if self.ledger and n in self.ledger.targets
                     and self.ledger.targets[n].state == "awaiting_approval"]
-        if command == "goto":
+        if command in ("goto", *TARGETED):
             return names
         if command == "sort":
             return list(SORTS)
@@ -390,5 +390,12 @@ class MainScreen(MainActions, Screen[None]):
         header = self.query_one(HeaderBar)
         return "\n".join(line.plain for line in header.lines(header.size.width or 80))
 
+
+# Keys that only work a text box; every other key of the main screen is a `:` command too.
+_NOT_COMMANDS = frozenset({"filter", "command_line", "submit_box", "clear_filter"})
+# Actions that act on a target: `:retry web-03` moves the cursor there first.
+TARGETED = frozenset({"unapprove", "retry", "block", "unblock", "copy_name", "copy_command"})
+install_actions([b for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.action not in _NOT_COMMANDS],
+                MUTATING, TARGETED)
 
 __all__ = ["MainScreen", "MUTATING"]

@@ -7,6 +7,7 @@ screen last knew of it, marked missing.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -87,14 +88,45 @@ def order_with_missing(previous: list[str], names: list[str], gone: list[str]) -
     return order
 
 
-def matches(row: Row, words: list[str], hay: str) -> bool:
-    """Whether `row` matches every word (`state:fail` matches a state by prefix)."""
-    for word in words:
-        if word.startswith("state:"):
-            wanted = word[6:]
-            if not row.state.startswith(wanted) and not (row.state == MISSING and "missing".startswith(wanted)):
-                return False
-        elif word not in hay:
+Term = tuple[str, str, "re.Pattern[str] | None"]  # (kind, text, pattern): kind is state, is or text
+
+
+def _term(word: str) -> Term:
+    if word.startswith("state:"):
+        return ("state", word[6:], None)
+    if word.startswith("is:"):
+        return ("is", word[3:], None)
+    try:
+        return ("text", word, re.compile(word, re.IGNORECASE | re.MULTILINE))
+    except re.error:  # `web-0(` is no regular expression: matched as the text it is
+        return ("text", word, re.compile(re.escape(word), re.IGNORECASE))
+
+
+def compile_filter(text: str) -> list[tuple[bool, list[Term]]]:
+    """Words of a filter, k9s style: each a regular expression (or `state:PREFIX`, or
+    `is:attention` / `is:drifted`); `!word` must not match; `a|b` matches either side. Each field
+    of a row is one line of the text searched, so `^` and `$` anchor to a field."""
+    out = []
+    for word in text.split():
+        negate = word.startswith("!") and len(word) > 1
+        body = word[1:] if negate else word
+        out.append((negate, [_term(part) for part in body.split("|") if part] or [_term(body)]))
+    return out
+
+
+def _hit(row: Row, term: Term, hay: str) -> bool:
+    kind, text, pattern = term
+    if kind == "state":
+        return row.state.startswith(text) or (row.state == MISSING and "missing".startswith(text))
+    if kind == "is":
+        return {"attention": wants_person(row), "drifted": row.drifted}.get(text, False)
+    return pattern is not None and pattern.search(hay) is not None
+
+
+def matches(row: Row, words: list[tuple[bool, list[Term]]], hay: str) -> bool:
+    """Whether `row` matches every compiled word (see `compile_filter`)."""
+    for negate, terms in words:
+        if any(_hit(row, term, hay) for term in terms) == negate:
             return False
     return True
 
@@ -104,13 +136,13 @@ def view_order(keys: list[str], rows: dict[str, Row], *, filter_text: str, sort_
     """The names to show, filtered and sorted (`haystack` caches each row's searchable text)."""
     names = keys
     if filter_text:
-        words = filter_text.lower().split()
+        words = compile_filter(filter_text)
         kept = []
         for name in names:
             hay = haystack.get(name)
             if hay is None:
                 row = rows[name]
-                hay = "\0".join((row.name, state_cell(row), row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
+                hay = "\n".join((row.name, state_cell(row), row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
                 haystack[name] = hay
             if matches(rows[name], words, hay):
                 kept.append(name)
