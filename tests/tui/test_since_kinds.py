@@ -52,5 +52,5 @@ async def test_the_digest_is_on_the_first_screen_at_80x24(ledger_path: Path) -> 
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        text = screen_text(app)
+        text = " ".join(screen_text(app).split())
     assert "Since you last looked" in text and "→ blocked (rejected by carol" in text

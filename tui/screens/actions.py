@@ -23,7 +23,7 @@ from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean_line
 from tui.widgets.header import is_dangerous
 from tui.widgets.log_pane import LogPane
-from tui.widgets.note_panel import NotePanel
+from tui.widgets.note_panel import SHORT, NotePanel
 from tui.widgets.table_view import SORTS
 from tui.widgets.target_table import TargetTable
 
@@ -145,6 +145,11 @@ class MainActions:
 
     def action_toggle_note(self) -> None:
         panel = self.query_one(NotePanel)
+        if self.size.height < SHORT and panel.display:
+            # A short screen: one line, or the whole panel.
+            self.note_expanded = not self.note_expanded
+            self._show_note()
+            return
         panel.display = not panel.display
 
     def action_ack_note(self) -> None:

@@ -31,9 +31,10 @@ from tui.timefmt import ago, parse_ts
 from tui.widgets.banners import Banners, broken_text
 from tui.widgets.header import HeaderBar, HeaderInfo
 from tui.widgets.invariants import InvariantsPanel, summary
+from tui.widgets.cursor_line import CursorLine
 from tui.widgets.keybar import KeyBar
 from tui.widgets.log_pane import LogPane, LogTail
-from tui.widgets.note_panel import NotePanel
+from tui.widgets.note_panel import SHORT, NotePanel
 from tui.widgets.summary import SummaryBar
 from tui.widgets.table_view import SORTS
 from tui.widgets.target_table import TargetTable
@@ -140,6 +141,7 @@ class MainScreen(MainActions, Screen[None]):
         self.good_at: datetime | None = None  # when the state shown was last read from a file that parsed
         self._side_user_choice: bool | None = None
         self.note_acknowledged = False
+        self.note_expanded = False  # on a short screen: n shows the whole note panel
         self.since: list[str] = []
         # Workers can answer before this screen is mounted; such calls wait here.
         self._early: list[tuple[Any, tuple[Any, ...]]] | None = []
@@ -160,6 +162,7 @@ class MainScreen(MainActions, Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="main-col"):
                 yield TargetTable(id="targets", clock=self.app.clock)
+                yield CursorLine(id="cursor-line")
                 yield LogTail(id="log-tail", ledger_dir=ledger_dir)
             with Vertical(id="side"):
                 yield InvariantsPanel(id="invariants")
@@ -217,9 +220,32 @@ class MainScreen(MainActions, Screen[None]):
         self.query_one(InvariantsPanel).show(snapshot.invariants, ledger.invariants)
         if first:
             # Open on what needs a human, not on the first (usually finished) rows.
-            self.call_after_refresh(table.first_attention)
+            self.call_after_refresh(self._open_on_attention)
+        self._show_cursor_line()
         self.refresh_bindings()
         return changed
+
+    def _open_on_attention(self) -> None:
+        """The first page holds every row that needs a person: when ledger order scatters
+        them past one page, the table opens sorted by state (o changes it back)."""
+        table = self.table
+        names = table.attention()
+        if len(names) > 1 and table.sort_key == "ledger":
+            order = {n: i for i, n in enumerate(table.visible_names())}
+            span = order[names[-1]] - order[names[0]] + 1
+            if span > max(1, table.scrollable_content_region.height - 1):
+                table.set_sort("state")
+                self.notify(f"Sorted by state: {len(names)} targets need a person (o changes the sort).",
+                            timeout=4, markup=False)
+        table.first_attention()
+
+    def _show_cursor_line(self) -> None:
+        name = self.table.cursor_name
+        target = self.ledger.targets.get(name) if self.ledger is not None and name else None
+        self.query_one(CursorLine).show(name, target)
+
+    def on_target_table_highlighted(self, message: TargetTable.Highlighted) -> None:
+        self._show_cursor_line()
 
     def show_since(self, lines: list[str]) -> None:
         """The "since you last looked" digest, shown in the note panel."""
@@ -307,7 +333,8 @@ class MainScreen(MainActions, Screen[None]):
             return
         panel = self.query_one(NotePanel)
         panel.show(ledger.handoff_note, ledger.handoff_note_by, ledger.handoff_note_at, self.note_acknowledged, self.since,
-                   previous=ledger.previous_note, read_only=self.app.read_only)
+                   previous=ledger.previous_note, read_only=self.app.read_only,
+                   collapsed=self.size.height < SHORT and not self.note_expanded)
         if open_it:
             panel.display = True
 
@@ -315,11 +342,14 @@ class MainScreen(MainActions, Screen[None]):
         # Fold the side pane at 80x24 unless the operator chose otherwise.
         if self._side_user_choice is None:
             self._set_side(event.size.width >= NARROW)
+        self._show_note()
 
     def _set_side(self, shown: bool) -> None:
         self.query_one("#side").display = shown
-        # With the pane folded, the log's last two lines stay in view under the table.
+        # With the pane folded, the log's last two lines stay in view under the table, and the
+        # selected row in full (the table has no room for its next action).
         self.query_one(LogTail).display = not shown
+        self.query_one(CursorLine).display = not shown
 
     # -- bindings ------------------------------------------------------------------
 

@@ -151,7 +151,9 @@ def view_order(keys: list[str], rows: dict[str, Row], *, filter_text: str, sort_
         names = sorted(names, key=lambda n: rows[n].name)
     elif sort_key == "state":
         position = {n: i for i, n in enumerate(keys)}
-        names = sorted(names, key=lambda n: (look(rows[n].state).rank, position[n]))
+        # A drifted target sorts with the failed ones: it needs a person as much.
+        names = sorted(names, key=lambda n: (min(look(rows[n].state).rank, 1) if rows[n].drifted else look(rows[n].state).rank,
+                                             position[n]))
     elif sort_key == "age":
         names = sorted(names, key=epoch, reverse=True)
     else:

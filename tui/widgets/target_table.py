@@ -321,9 +321,17 @@ class TargetTable(ScrollView, can_focus=True):
     def validate_cursor(self, value: int) -> int:
         return max(0, min(value, len(self._view.order) - 1)) if self._view.order else 0
 
+    class Highlighted(Message):
+        """The cursor is on `name` now (None: no rows)."""
+
+        def __init__(self, name: str | None) -> None:
+            super().__init__()
+            self.name = name
+
     def watch_cursor(self, old: int, new: int) -> None:
         if not self.is_mounted:
             return
+        self.post_message(self.Highlighted(self.cursor_name))
         for index in {old, new}:
             self._refresh_index(index)
         self._scroll_to_cursor()
