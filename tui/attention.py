@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from engine.api import checkpoint_drift
-from tui.states import needs_human
 
 DRIFT_WORD = "≠ DRIFT"
 # A promise that only an awaiting target can keep.
@@ -23,11 +22,6 @@ _APPROVE_PROMISES = ("a human approves", "handoff approve")
 def drift(target: Any) -> str | None:
     """The recorded checkpoint mismatch of `target`, or None."""
     return checkpoint_drift(target)
-
-
-def needs_person(target: Any) -> bool:
-    """Awaiting, failed, blocked, or drifted (the next session refuses it until reconciled)."""
-    return needs_human(target.state) or drift(target) is not None
 
 
 def next_shown(name: str, target: Any) -> str:
