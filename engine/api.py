@@ -58,6 +58,16 @@ class LedgerBroken:
     error: LedgerInvalid
 
 
+# How engine.session.reconcile.verify_target words a recorded checkpoint mismatch (the
+# target's reason); every later session refuses the target until it is reconciled.
+DRIFT_PREFIX = "checkpoint drift:"
+
+
+def checkpoint_drift(target: Target) -> str | None:
+    """The recorded checkpoint mismatch of `target` (its reason), or None."""
+    reason = getattr(target, "reason", None) or ""
+    return reason if reason.startswith(DRIFT_PREFIX) else None
+
 
 
 class LedgerHandle:
@@ -295,7 +305,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 
 
 __all__ = [
-    "demo_dir", "ApprovalChanged", "BASE_STATES", "Conflict", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
+    "demo_dir", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "Snapshot", "Target", "UsageError", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
     "parse_time", "redact", "version", "visible",

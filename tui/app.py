@@ -81,6 +81,7 @@ class HandoffApp(Mutations, App[None]):
         self._journal_offset = 0
         self._journal_lock = threading.Lock()
         self._user_state_saved = False
+        self.note_draft: str | None = None  # the operator's note text a conflict left unsaved (escape)
 
     # -- mode and look ------------------------------------------------------------
 

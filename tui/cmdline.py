@@ -10,9 +10,11 @@ name (`:db-18`) moves the cursor there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
+from textual.binding import Binding
 from textual.suggester import Suggester
+from textual.widgets import Input
 
 
 @dataclass(frozen=True)
@@ -24,12 +26,13 @@ class Spec:
     help: str
     mutating: bool = False
     aliases: tuple[str, ...] = ()
+    action: str | None = None  # a key's action this command runs (the key table is the one source)
 
 
 SPECS: tuple[Spec, ...] = (
     Spec("approve", "TARGET", "open TARGET's approval dialog (it never approves by itself)", mutating=True),
     Spec("reject", "TARGET", "reject TARGET's awaiting step, with a reason", mutating=True),
-    Spec("filter", "TEXT", "show only matching targets (state:failed, a name, a checkpoint); empty clears", aliases=("f",)),
+    Spec("filter", "TEXT", "show only matching targets: regex words, state:failed, !negated, a|b, is:attention; empty clears", aliases=("f",)),
     Spec("sort", "KEY", "sort by ledger, state, name or age (`:sort age desc` reverses)"),
     Spec("goto", "TARGET", "move the cursor to TARGET (`:TARGET` does it too)", aliases=("g",)),
     Spec("theme", "[NAME]", "switch theme (the next one, or NAME)"),
@@ -39,6 +42,24 @@ SPECS: tuple[Spec, ...] = (
     Spec("quit", "", "quit handoff-tui", aliases=("q", "q!")),
 )
 BY_NAME: dict[str, Spec] = {n: s for s in SPECS for n in (s.name, *s.aliases)}
+
+
+def install_actions(bindings: Iterable[Any], mutating: frozenset[str], targeted: frozenset[str]) -> None:
+    """Make every key's action a `:` command too (`retry` -> `:retry [TARGET]`), from the key
+    table itself: keys, help, palette and `:` can never disagree. Commands above keep their
+    own specs; called once, by the main screen, with its bindings."""
+    global SPECS
+    added = []
+    for binding in bindings:
+        name = binding.action.replace("_", "-")
+        if name in BY_NAME or not binding.action.isidentifier():
+            continue
+        arg = "[TARGET]" if binding.action in targeted else ""
+        spec = Spec(name, arg, binding.tooltip or binding.description, mutating=binding.action in mutating,
+                    action=binding.action)
+        BY_NAME[name] = spec
+        added.append(spec)
+    SPECS = (*SPECS, *added)
 
 
 @dataclass(frozen=True)
@@ -86,6 +107,10 @@ class CommandSuggester(Suggester):
         self._words_for = words_for
 
     async def get_suggestion(self, value: str) -> str | None:
+        return self.complete(value)
+
+    def complete(self, value: str) -> str | None:
+        """The completed line for `value`, or None (synchronous: Tab must not wait on a worker)."""
         text = value.removeprefix(":")
         prefix = value[: len(value) - len(text)]
         word, space, arg = text.partition(" ")
@@ -98,3 +123,23 @@ class CommandSuggester(Suggester):
             return None
         match = next((w for w in self._words_for(spec.name) if w.startswith(arg) and w != arg), None)
         return f"{prefix}{word} {match}" if match else None
+
+
+class CommandInput(Input):
+    """The `:` line: Tab completes the command or its argument and keeps the focus here
+    (as the placeholder promises); with nothing to complete it does nothing.
+
+    | Key | Action | What it does |
+    |---|---|---|
+    | tab | complete | Complete the command or its argument |
+    """
+
+    BINDINGS = [Binding("tab", "complete", "Complete", show=False, id="cmdline.complete",
+                        tooltip="Complete the command or its argument (a target name, a sort key)")]
+
+    def action_complete(self) -> None:
+        suggester = self.suggester
+        done = suggester.complete(self.value) if isinstance(suggester, CommandSuggester) else None
+        if done:
+            self.value = done
+            self.cursor_position = len(done)

@@ -31,6 +31,7 @@ class Mutations:
     main: "MainScreen | None"
     read_only: bool
     read_only_reason: str | None
+    note_draft: str | None
 
     @work(thread=True, exit_on_error=False, group="mutate")
     def mutate(self, op: str, *args: Any, **kwargs: Any) -> None:
@@ -59,16 +60,28 @@ class Mutations:
             self.main.mark_acknowledged()
 
     def edit_note(self, text: str, *, base: str) -> None:
-        """Open the note editor; save with `base` so an edit made underneath is detected."""
-        shown = clean(text)
+        """Open the note editor on `text`; save with `base` (the note in the ledger when the
+        edit started) so an edit made underneath is detected."""
+        unchanged = clean(base)
 
         def done(new_text: str | None) -> None:
-            # The editor shows control characters as stand-ins; an untouched note is not saved
-            # (that would only bump the revision, and replace the characters by their stand-ins).
-            if new_text is not None and new_text != shown:
-                self.mutate("set_note", new_text, base)
+            # Compared with what is in the ledger, not with what the editor opened on: a merge
+            # saved as offered differs from the ledger's note and must be written. A note equal
+            # to the ledger's is not (that would only bump the revision, and replace control
+            # characters by their stand-ins), and the operator is told.
+            if new_text is None:
+                return
+            if new_text == unchanged:
+                self.notify("Handoff note unchanged; nothing saved.", timeout=3, markup=False)
+                return
+            self.mutate("set_note", new_text, base)
 
         self.push_screen(NoteEditor(text), done)
+
+    def edit_note_or_draft(self, current: str) -> None:
+        """`e`: the note, or the draft a conflict left (merged with the note as it is now)."""
+        draft, self.note_draft = self.note_draft, None
+        self.edit_note(merged(draft, current) if draft is not None else current, base=current)
 
     def on_action_done(self, message: ActionDone) -> None:
         self.notify(message.text, timeout=3, markup=False)
@@ -81,8 +94,14 @@ class Mutations:
                 self.mutate("set_note", mine, theirs)
             elif choice == "merge":
                 self.edit_note(merged(mine, theirs), base=theirs)
-            else:
+            elif choice == "theirs":
                 self.notify("Kept their note; your edit was not saved.", markup=False)
+                self.reload()
+            else:
+                # Escape decides nothing: the words stay, for the next `e`.
+                self.note_draft = mine
+                self.notify("Nothing saved; your text is kept as a draft: e opens it again, merged with theirs.",
+                            markup=False)
                 self.reload()
 
         self.push_screen(NoteConflictScreen(mine, theirs), chosen)

@@ -19,6 +19,7 @@ invalid ledger; 3 ledger and reality disagree; 4 paused; 5 another session holds
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -45,6 +46,9 @@ from engine.timefmt import now_iso
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old
+
+
+_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?(\.\d+)?Z?")  # an ISO time inside a page's words
 
 
 @dataclass
@@ -81,6 +85,19 @@ class Session(Actor):
         self.t0 = time.monotonic()
         self.started_iso = now_iso()
         self.note_at_start: str | None = None
+        self._pages: dict[tuple[str, str], str] = {}  # (event, target) -> the words last paged
+
+    def page(self, event: str, message: str) -> bool | None:
+        """One page per target and reason until it changes: a pager that rings on every turn
+        for the same failure is soon ignored. A repeat is journaled (`page_repeat`), not sent;
+        a timestamp in the words is no new reason."""
+        key = (event, message.split(":", 1)[0])
+        words = _STAMP.sub("", message)
+        if self._pages.get(key) == words:
+            self.out.record("page_repeat", f"not paged again ({event}): {message}", event=event)
+            return False
+        self._pages[key] = words
+        return super().page(event, message)
 
     # -- set-up and tear-down --------------------------------------------------------
 

@@ -164,9 +164,10 @@ class FileStore:
         self._cache = {key: hit}
         return key, hit, text
 
-    def _snapshot(self, raw: bytes, _again: bool = True) -> tuple[Snapshot, _Parse]:
+    def _snapshot(self, raw: bytes, _again: bool = True, _record: Any = False) -> tuple[Snapshot, _Parse]:
         """Read `raw`. Readers share one validated Ledger per content hash: it must never
-        be changed (a transaction works on a copy)."""
+        be changed (a transaction works on a copy). `_record` is the write record read
+        together with `raw` (False: read it now)."""
         key, parsed, text = self._parse(raw)
         if parsed.ledger is None:
             text = text or raw.decode("utf-8", "replace")
@@ -184,14 +185,14 @@ class FileStore:
         else:
             ledger = parsed.ledger
         snap = Snapshot(ledger, key)
-        record = self.last_write()
+        record = self.last_write() if _record is False else _record
         if record and record.get("hash") != key and _again and not self.filelock.holds():
-            # A hand edit, or a writer between its new file and its new record: look again
-            # while no writer is mid-way, and judge the file against the record it goes with.
-            with self.filelock.shared():
-                now, record = self._raw(), self.last_write()
+            # A hand edit, or a writer that moved on during a long parse: read the file and
+            # its record again as one pair, and judge that file against that record only. A
+            # record read after parsing a newer file may be newer still (a false rollback).
+            now, record = self._file_and_record()
             if now != raw:
-                return self._snapshot(now, _again=False)
+                return self._snapshot(now, _again=False, _record=record)
         if record and record.get("hash") != key:
             snap.external_edit = True
             snap.missing, snap.rollback = regressions(ledger, record)
@@ -211,6 +212,21 @@ class FileStore:
                     f"Restore the newest file, or run `handoff check {self.path} --accept-rollback` if this is meant."
                 )
         return snap, parsed
+
+    def _file_and_record(self) -> tuple[bytes, dict[str, Any] | None]:
+        """The file and the write record that goes with it: under the shared lock (writers
+        hold the lock while they write both), or, when it cannot be had, the record read
+        before and after the file agreeing."""
+        with self.filelock.shared() as paired:
+            if paired:
+                return self._raw(), self.last_write()
+        for _ in range(_CAS_RETRIES):
+            before = self.last_write()
+            raw = self._raw()
+            after = self.last_write()
+            if before == after:
+                break
+        return raw, after
 
     def snapshot(self) -> Snapshot:
         """The ledger as it is on disk now."""

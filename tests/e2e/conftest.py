@@ -261,6 +261,9 @@ def approve_db18_and_edit_note(term: Tmux, actor: str) -> None:
     term.wait_cursor(lambda line, x: term.cursor()[1] > top + 1 and "▊" in line, "the note editor's text area")
     term.type(NOTE_ADDITION)
     term.send("C-s")
+    saved = term.wait_for(lambda s: "Edit handoff note" not in s, what="the editor closed")
+    if "n expands" in saved:  # a short screen shows the note in one line: n opens it whole
+        term.send("n")
     screen = term.wait_for(lambda s: "Edit handoff note" not in s and "approved at shift" in s.replace("\n", " "),
                            what="the saved note in the note panel")
 

@@ -306,12 +306,22 @@ async def test_ack_note_is_journaled(ledger_path: Path) -> None:
 
 
 async def test_note_panel_toggles_and_keeps_rows_visible(ledger_path: Path) -> None:
-    """At 80x24 the note shows on open with the header and first rows still on screen; n hides it."""
+    """At 80x24 the note shows on open in one line, header and rows on screen; n expands it, n again folds it;
+    on a tall screen n hides it."""
     app = build(ledger_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         text = screen_text(app)
-        assert "Handoff note" in text and "OPERATOR" in text and "web-01" in text and "web-03" in text
+        assert "✎ note by bob" in text and "OPERATOR" in text and "web-01" in text and "web-07" in text
+        await pilot.press("n")
+        await pilot.pause()
+        assert "Handoff note by bob" in screen_text(app)
+        await pilot.press("n")
+        await pilot.pause()
+        assert "✎ note by bob" in screen_text(app)
+    app = build(ledger_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
         await pilot.press("n")
         await pilot.pause()
         assert not app.main.query_one(NotePanel).display
@@ -371,9 +381,10 @@ async def test_help_lists_actions(ledger_path: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
-        await pilot.press("end")  # the long tail scrolls
-        await pilot.pause()
-        text += screen_text(app)
+        for _ in range(6):  # the long tail scrolls
+            await pilot.press("pagedown")
+            await pilot.pause()
+            text += screen_text(app)
         for words in ("Approve the selected", "Edit the handoff note", "Quit handoff-tui", "Command line", "enter",
                       "↑/k", "ctrl+p", "esc", ":approve TARGET"):
             assert words in text, words

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual.widgets import Input
 
 from engine.api import BASE_STATES, SUMMARY_ORDER, HandoffError
-from tui.cmdline import Command, CommandError, available, parse
+from tui.cmdline import BY_NAME, Command, CommandError, available, parse
 from tui.screens.approve import ApproveResult, ApproveScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen
@@ -23,7 +23,7 @@ from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean_line
 from tui.widgets.header import is_dangerous
 from tui.widgets.log_pane import LogPane
-from tui.widgets.note_panel import NotePanel
+from tui.widgets.note_panel import SHORT, NotePanel
 from tui.widgets.table_view import SORTS
 from tui.widgets.target_table import TargetTable
 
@@ -35,6 +35,9 @@ MUTATING = frozenset({
     "approve", "unapprove", "reject", "edit_note", "ack_note", "pause", "unpause",
     "retry", "block", "unblock", "start_session", "request_stop", "accept_removal", "accept_rollback",
 })
+
+# Still offered while the file does not parse: a stop must reach a running session.
+_WHILE_BROKEN = frozenset({"request_stop"})
 
 
 class MainActions:
@@ -51,6 +54,13 @@ class MainActions:
         if action in MUTATING and self.app.read_only:
             self.notify(f"read-only: {action.replace('_', ' ')} is not available ({self.app.read_only_reason}).",
                         severity="warning", markup=False)
+            return True
+        broken = getattr(self, "broken", None)
+        if action in MUTATING and action not in _WHILE_BROKEN and broken is not None:
+            # Refused before any reason is asked for: the engine would refuse the change anyway,
+            # and the words typed into the prompt would be lost.
+            self.notify(f"{action.replace('_', ' ')}: {clean_line(str(broken))}. The file does not parse; fix it "
+                        "first (nothing was asked or changed).", severity="error", markup=False)
             return True
         return False
 
@@ -98,7 +108,8 @@ class MainActions:
             if result is not None:
                 self.app.mutate("approve", name, result.step, result.comment, expect_hash=result.expect_hash)
 
-        self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants, len(ledger.invariants)), done)
+        self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants, len(ledger.invariants),
+                                           environment=ledger.environment), done)
 
     def action_unapprove(self) -> None:
         if self._refused("unapprove") or self.ledger is None:
@@ -130,10 +141,15 @@ class MainActions:
     def action_edit_note(self) -> None:
         if self._refused("edit_note") or self.ledger is None:
             return
-        self.app.edit_note(self.ledger.handoff_note or "", base=self.ledger.handoff_note or "")
+        self.app.edit_note_or_draft(self.ledger.handoff_note or "")
 
     def action_toggle_note(self) -> None:
         panel = self.query_one(NotePanel)
+        if self.size.height < SHORT and panel.display:
+            # A short screen: one line, or the whole panel.
+            self.note_expanded = not self.note_expanded
+            self._show_note()
+            return
         panel.display = not panel.display
 
     def action_ack_note(self) -> None:
@@ -168,8 +184,16 @@ class MainActions:
         # As deliberate as pausing: say who paused it and why, and ask.
         self.app.push_screen(ConfirmScreen(
             f"Unpause the ledger{where}?",
-            f"Paused by {paused.by or 'someone'}: {paused.why or 'no reason given'}.\nSessions go on with their next steps.",
+            f"Paused by {paused.by or 'someone'}: {paused.why or 'no reason given'}.\n{self._after_unpause()}",
             yes="Unpause", no="Stay paused", danger=self._production()), done)
+
+    def _after_unpause(self) -> str:
+        """What unpausing will really do: a pause ends sessions, so usually nothing until one is started."""
+        lease = getattr(self.snapshot, "lease", None) if self.snapshot is not None else None
+        if getattr(lease, "status", None) == "live":
+            return "The running session goes on with its next step."
+        return (f"No session is running: nothing runs until one is started (s here, or handoff resume "
+                f"{self.app.controller.location}).")
 
     def action_retry(self) -> None:
         if self._refused("retry"):
@@ -282,6 +306,12 @@ class MainActions:
         if not isinstance(box, Input):
             return
         self.set_focus(self.table)
+        # Enter is a priority key, handled as it reaches the screen: keys typed just before it
+        # (one burst: a paste, a fast typist over SSH) may still wait in the box's own queue.
+        # Read the box after it has taken them, so `:sort state` + Enter never runs `:so`.
+        box.call_later(self._submit_now, box)
+
+    def _submit_now(self, box: Input) -> None:
         if box.id == "filter":
             box.display = bool(box.value)
         elif box.id == "cmdline":
@@ -301,7 +331,10 @@ class MainActions:
     def run_command(self, command: Command) -> None:
         """Do what `command` asks (it is data: the name and its argument)."""
         name, arg = command.name, command.arg
-        if name == "approve":
+        spec = BY_NAME.get(name)
+        if spec is not None and spec.action is not None:
+            self._run_key_action(spec.action, arg)
+        elif name == "approve":
             self.approve_target(arg)
         elif name == "reject":
             self.action_reject(arg)
@@ -330,6 +363,19 @@ class MainActions:
             self.action_help()
         elif name == "quit":
             self.app.call_later(self.app.action_quit)
+
+    def _run_key_action(self, action: str, target: str) -> None:
+        """A key's action typed as a command: on `target` (moved to first) when one is given."""
+        if target and not self.table.move_to(target):
+            self.notify(f"no target {clean_line(target)!r} is shown", severity="warning", markup=False)
+            return
+        if self.check_action(action, ()) is not True:
+            self.notify(f":{action.replace('_', '-')} does nothing now (the ledger is "
+                        f"{'paused' if action == 'pause' else 'not paused' if action == 'unpause' else 'not ready for it'})",
+                        severity="warning", markup=False)
+            return
+        method = getattr(self, f"action_{action}", None) or getattr(self.table, f"action_{action}")
+        method()
 
     def action_clear_filter(self) -> None:
         cmdline = self.query_one("#cmdline", Input)

@@ -25,7 +25,8 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from engine.api import HandoffError
+from engine.api import DRIFT_PREFIX, HandoffError
+from tui.attention import drift
 from tui.screens.invariants import InvariantsScreen
 from tui.states import label
 from tui.text import clean_line, one_line, safe
@@ -63,8 +64,10 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         Binding("ctrl+r", "look_again", "Look again", id="approve.look_again", key_display="^r"),
     ]
 
-    def __init__(self, name: str, target: Any, pending: Any, invariants: Sequence[Any] = (), declared: int = 0) -> None:
+    def __init__(self, name: str, target: Any, pending: Any, invariants: Sequence[Any] = (), declared: int = 0,
+                 environment: str | None = None) -> None:
         super().__init__(classes="modal-screen")
+        self.environment = environment
         self.target_name = name
         self.target = target
         self.pending = pending
@@ -72,6 +75,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         self.declared = declared
         self.changed: str | None = None  # what changed under the dialog, until the operator looks again
         self.now: Any = pending         # what would be approved now (None: nothing)
+        self._latest: Any = target      # the target as the last reading had it
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "look_again":
@@ -95,6 +99,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
                 yield ArgvView(self.pending.argv, id="argv", classes="command")
             yield Static(safe(self.pending.step.description or ""), id="step-description")
             yield Static(self._facts(), id="facts")
+            yield Static(self._drift_text(), id="approve-drift", classes="error-text")
             yield Static(id="approve-invariants")
             yield Static(id="approve-changed", classes="error-text")
             if self.irreversible:
@@ -103,7 +108,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
                 yield Static("", id="confirm-error", classes="error-text")
             yield Input(placeholder="comment (optional, goes to the journal)", id="comment", compact=True)
             with Horizontal(classes="buttons"):
-                yield Button("Approve", id="approve", variant="error" if self.irreversible else "success",
+                yield Button("Approve anyway" if self.drifted else "Approve", id="approve", variant="error" if self.irreversible else "success",
                              disabled=self.irreversible, compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
         yield KeyBar()
@@ -113,7 +118,24 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         title.append(clean_line(self.pending.step.name), style="bold")
         title.append(" on ")
         title.append(clean_line(self.target_name), style="bold")
+        if self.environment:
+            # Named here as in the pause dialog: the header is behind the dialog.
+            title.append(f"  environment: {clean_line(self.environment)}", style="bold reverse")
         return title
+
+    @property
+    def drifted(self) -> str | None:
+        """The target's recorded checkpoint mismatch, or None."""
+        return drift(self.target)
+
+    def _drift_text(self) -> Text:
+        """The mismatch, and what approving anyway will and will not do (two lines at most)."""
+        if not self.drifted:
+            return Text("")
+        text = Text("⚠ CHECKPOINT DRIFT: ", style="bold", end="")
+        text.append(clean_line(self.drifted.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()))
+        text.append(". Sessions refuse this target until it is reconciled; approve anyway?")
+        return text
 
     def _facts(self) -> Text:
         """Two lines that never wrap (the dialog's height must not depend on them)."""
@@ -124,6 +146,8 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         verified = getattr(t, "verified_at", None)
         first.append("  verified ", style="bold")
         first.append(short_time(verified) if verified else "never")
+        if self.drifted:
+            first.append(" (before the drift)", style="bold")
         first.append("  asked by ", style="bold")
         first.append(clean_line(getattr(t, "awaiting_by", None) or "?"))
         second = Text(end="", no_wrap=True, overflow="ellipsis")
@@ -146,6 +170,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
     def on_mount(self) -> None:
         self.query_one("#approve-invariants", Static).update(self._invariant_line())
         self.query_one("#approve-changed", Static).display = False
+        self.query_one("#approve-drift", Static).display = bool(self.drifted)
         self._fit(self.app.size.height)
         self.query_one("#confirm" if self.irreversible else "#comment", Input).focus()
 
@@ -156,7 +181,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         """The argv box gets what the other rows leave (the rest scrolls inside it)."""
         # Borders 2, title, badge, label, facts 2, invariants, name label, name, error, comment, buttons, footer;
         # and the two lines saying what changed, while they show.
-        fixed = 14 + (2 if self.changed else 0)
+        fixed = 14 + (2 if self.changed else 0) + (2 if self.drifted else 0)
         # The step's description only where there is room to spare (it says what the argv does).
         described = bool(self.pending.step.description) and height >= TALL
         self.query_one("#step-description").display = described
@@ -174,13 +199,17 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         except HandoffError:
             now = None
         self.now = now
-        if now is not None and now.hash == self.pending.hash:
+        drift_now = drift(target) if target is not None else None
+        self._latest = target
+        if now is not None and now.hash == self.pending.hash and drift_now == self.drifted:
             return
         if target is None:
             what = "it is no longer in the file"
         elif now is None:
             reason = f" ({clean_line(target.reason)})" if target.reason else ""
             what = f"it is now {label(target.state)}{reason}"
+        elif drift_now != self.drifted:
+            what = "a checkpoint drift was recorded" if drift_now else "its checkpoint drift was reconciled"
         else:
             what = f"what would run changed (checkpoint now {clean_line(now.checkpoint or '(none)')})"
         self.changed = f"⚠ {clean_line(self.target_name)} changed while this was open: {what}."
@@ -198,6 +227,10 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
             self.notify(f"{clean_line(self.target_name)} waits on no approval now.", severity="warning", markup=False)
             return
         self.pending, self.changed = self.now, None
+        self.target = self._latest if self._latest is not None else self.target
+        self.query_one("#approve-drift", Static).update(self._drift_text())
+        self.query_one("#approve-drift", Static).display = bool(self.drifted)
+        self.query_one("#approve", Button).label = "Approve anyway" if self.drifted else "Approve"
         self.query_one("#approve-title", Label).update(self._title())
         self.query_one("#argv", ArgvView).set_argv(self.pending.argv)
         self.query_one("#facts", Static).update(self._facts())

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from tui.states import label
+from tui.attention import next_shown
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
 from tui.widgets.argv_view import ArgvView
@@ -46,7 +47,7 @@ def describe_target(name: str, target: Any) -> Text:
     text.append(clean_line(name), style="bold")
     text.append(f"   {label(target.state)}\n")
     for field in FIELDS:
-        value = getattr(target, field, None)
+        value = next_shown(name, target) if field == "next_action" else getattr(target, field, None)
         if value not in (None, ""):
             text.append(f"{field:<15}", style="bold")
             text.append(clean(short_time(value) if field.endswith(("_at", "_since")) else value) + "\n")

@@ -22,7 +22,8 @@ from textual.widgets import Input
 
 import themes
 from engine.api import HandoffError
-from tui.cmdline import CommandSuggester
+from tui.attention import drift
+from tui.cmdline import CommandInput, CommandSuggester, install_actions
 from tui.messages import Snapshot
 from tui.screens.actions import MUTATING, MainActions
 from tui.text import clean_line
@@ -30,9 +31,10 @@ from tui.timefmt import ago, parse_ts
 from tui.widgets.banners import Banners, broken_text
 from tui.widgets.header import HeaderBar, HeaderInfo
 from tui.widgets.invariants import InvariantsPanel, summary
+from tui.widgets.cursor_line import CursorLine
 from tui.widgets.keybar import KeyBar
 from tui.widgets.log_pane import LogPane, LogTail
-from tui.widgets.note_panel import NotePanel
+from tui.widgets.note_panel import SHORT, NotePanel
 from tui.widgets.summary import SummaryBar
 from tui.widgets.table_view import SORTS
 from tui.widgets.target_table import TargetTable
@@ -86,7 +88,7 @@ class MainScreen(MainActions, Screen[None]):
         # laggy SSH link) must filter, not run `b` (block) on the table. While a text box
         # has the focus, `check_action` lets the key through to it, in order.
         Binding("slash", "filter", "Filter", id="main.filter", key_display="/", priority=True,
-                tooltip="Filter by name, checkpoint, any text, or state:failed; shows the match count"),
+                tooltip="Filter: regex words, state:failed, !negated, a|b, is:attention; shows the match count"),
         Binding("colon", "command_line", "Command", id="main.command_line", key_display=":", priority=True,
                 tooltip="Command line: :approve NAME, :filter TEXT, :sort KEY, :theme, :NAME, :q"),
         Binding("l", "toggle_side", "Log", id="main.toggle_side", tooltip="Show or hide the session log and invariants pane"),
@@ -139,6 +141,7 @@ class MainScreen(MainActions, Screen[None]):
         self.good_at: datetime | None = None  # when the state shown was last read from a file that parsed
         self._side_user_choice: bool | None = None
         self.note_acknowledged = False
+        self.note_expanded = False  # on a short screen: n shows the whole note panel
         self.since: list[str] = []
         # Workers can answer before this screen is mounted; such calls wait here.
         self._early: list[tuple[Any, tuple[Any, ...]]] | None = []
@@ -159,12 +162,13 @@ class MainScreen(MainActions, Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="main-col"):
                 yield TargetTable(id="targets", clock=self.app.clock)
+                yield CursorLine(id="cursor-line")
                 yield LogTail(id="log-tail", ledger_dir=ledger_dir)
             with Vertical(id="side"):
                 yield InvariantsPanel(id="invariants")
                 yield LogPane(id="log", ledger_dir=ledger_dir)
-        yield Input(placeholder="filter: words, a checkpoint, state:failed   (enter keeps it, esc clears)", id="filter")
-        yield Input(placeholder="approve NAME · filter TEXT · sort state · theme · q   (tab completes, esc closes)",
+        yield Input(placeholder="filter: regex words, state:failed, !not, a|b, is:attention   (enter keeps, esc clears)", id="filter")
+        yield CommandInput(placeholder="approve NAME · filter TEXT · sort state · retry NAME · q   (tab completes, esc closes)",
                     id="cmdline", suggester=CommandSuggester(lambda: self.app.read_only, self.command_words))
         yield KeyBar()
 
@@ -216,9 +220,32 @@ class MainScreen(MainActions, Screen[None]):
         self.query_one(InvariantsPanel).show(snapshot.invariants, ledger.invariants)
         if first:
             # Open on what needs a human, not on the first (usually finished) rows.
-            self.call_after_refresh(table.first_attention)
+            self.call_after_refresh(self._open_on_attention)
+        self._show_cursor_line()
         self.refresh_bindings()
         return changed
+
+    def _open_on_attention(self) -> None:
+        """The first page holds every row that needs a person: when ledger order scatters
+        them past one page, the table opens sorted by state (o changes it back)."""
+        table = self.table
+        names = table.attention()
+        if len(names) > 1 and table.sort_key == "ledger":
+            order = {n: i for i, n in enumerate(table.visible_names())}
+            span = order[names[-1]] - order[names[0]] + 1
+            if span > max(1, table.scrollable_content_region.height - 1):
+                table.set_sort("state")
+                self.notify(f"Sorted by state: {len(names)} targets need a person (o changes the sort).",
+                            timeout=4, markup=False)
+        table.first_attention()
+
+    def _show_cursor_line(self) -> None:
+        name = self.table.cursor_name
+        target = self.ledger.targets.get(name) if self.ledger is not None and name else None
+        self.query_one(CursorLine).show(name, target)
+
+    def on_target_table_highlighted(self, message: TargetTable.Highlighted) -> None:
+        self._show_cursor_line()
 
     def show_since(self, lines: list[str]) -> None:
         """The "since you last looked" digest, shown in the note panel."""
@@ -293,6 +320,7 @@ class MainScreen(MainActions, Screen[None]):
             stale=f"file does not parse; showing the state of {self._stale_age()} ago" if self.broken else None,
             invariants=summary(invariants, len(ledger.invariants)),
             awaiting=sum(1 for t in ledger.targets.values() if t.state == "awaiting_approval"),
+            drifted=sum(1 for t in ledger.targets.values() if drift(t) is not None),
         )
 
     def _show_header(self) -> None:
@@ -305,7 +333,8 @@ class MainScreen(MainActions, Screen[None]):
             return
         panel = self.query_one(NotePanel)
         panel.show(ledger.handoff_note, ledger.handoff_note_by, ledger.handoff_note_at, self.note_acknowledged, self.since,
-                   previous=ledger.previous_note, read_only=self.app.read_only)
+                   previous=ledger.previous_note, read_only=self.app.read_only,
+                   collapsed=self.size.height < SHORT and not self.note_expanded)
         if open_it:
             panel.display = True
 
@@ -313,11 +342,14 @@ class MainScreen(MainActions, Screen[None]):
         # Fold the side pane at 80x24 unless the operator chose otherwise.
         if self._side_user_choice is None:
             self._set_side(event.size.width >= NARROW)
+        self._show_note()
 
     def _set_side(self, shown: bool) -> None:
         self.query_one("#side").display = shown
-        # With the pane folded, the log's last two lines stay in view under the table.
+        # With the pane folded, the log's last two lines stay in view under the table, and the
+        # selected row in full (the table has no room for its next action).
         self.query_one(LogTail).display = not shown
+        self.query_one(CursorLine).display = not shown
 
     # -- bindings ------------------------------------------------------------------
 
@@ -362,7 +394,7 @@ class MainScreen(MainActions, Screen[None]):
         if command in ("approve", "reject"):
             return [n for n in names if self.ledger and n in self.ledger.targets
                     and self.ledger.targets[n].state == "awaiting_approval"]
-        if command == "goto":
+        if command in ("goto", *TARGETED):
             return names
         if command == "sort":
             return list(SORTS)
@@ -388,5 +420,12 @@ class MainScreen(MainActions, Screen[None]):
         header = self.query_one(HeaderBar)
         return "\n".join(line.plain for line in header.lines(header.size.width or 80))
 
+
+# Keys that only work a text box; every other key of the main screen is a `:` command too.
+_NOT_COMMANDS = frozenset({"filter", "command_line", "submit_box", "clear_filter"})
+# Actions that act on a target: `:retry web-03` moves the cursor there first.
+TARGETED = frozenset({"unapprove", "retry", "block", "unblock", "copy_name", "copy_command"})
+install_actions([b for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.action not in _NOT_COMMANDS],
+                MUTATING, TARGETED)
 
 __all__ = ["MainScreen", "MUTATING"]

@@ -111,7 +111,7 @@ class NoteConflictScreen(ModalScreen[Choice | None]):
     | m | choose('mine') | Save my text over theirs (deliberately) |
     | t | choose('theirs') | Discard my edit, keep theirs |
     | e | choose('merge') | Edit a merge of both |
-    | escape | cancel | Decide later (my text is lost; theirs stays) |
+    | escape | cancel | Decide later (theirs stays; my text is kept as a draft for e) |
     """
 
     BINDINGS = [

@@ -56,6 +56,7 @@ class HeaderInfo:
     stale: str | None = None  # "file does not parse; showing the state of 12s ago"
     invariants: tuple[str, ...] | None = None  # (long, short, worst status, medium): widgets.invariants.summary
     awaiting: int = 0
+    drifted: int = 0  # targets with a recorded checkpoint mismatch (sessions refuse them)
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -132,6 +133,9 @@ def status_items(info: HeaderInfo) -> list[Item]:
     if info.stale:
         items.append(Item((f"⚠ {info.stale}", "⚠ STALE"), "stale"))
     items.append(_session_item(info))
+    if info.drifted:
+        # Before the invariants: "3 invariants ok" must not be the news while a checkpoint disagrees.
+        items.append(Item((f"≠ {info.drifted} drifted: reconcile first", f"≠ {info.drifted} drifted"), "error"))
     if info.invariants is not None:
         long, short, worst, medium = info.invariants
         items.append(Item((long, medium, short), {"violated": "error", "unenforced": "warning", "unknown": "warning"}.get(worst, "ok")))

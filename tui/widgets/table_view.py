@@ -7,10 +7,12 @@ screen last knew of it, marked missing.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from tui.states import MISSING, look
+from tui.attention import DRIFT_WORD, drift, next_shown
+from tui.states import MISSING, look, needs_human
 from tui.text import clean_line
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ class Row(NamedTuple):
     checkpoint: str
     changed_at: str
     reason: str
+    drifted: bool = False  # a recorded checkpoint mismatch: sessions refuse it until reconciled
 
 
 def row_of(name: str, target: "Target") -> Row:
@@ -36,12 +39,24 @@ def row_of(name: str, target: "Target") -> Row:
     return Row(
         clean_line(name),
         target.state,
-        clean_line(target.next_action),
+        clean_line(next_shown(name, target)),
         clean_line(target.last_action),
         clean_line(target.checkpoint),
         target.changed_at or "",
         clean_line(target.reason),
+        drift(target) is not None,
     )
+
+
+def state_cell(row: Row) -> str:
+    """`⚑ awaiting_approval`, with `≠ DRIFT` after it when the checkpoint drifted."""
+    state = "missing from file" if row.state == MISSING else row.state
+    return f"{look(row.state).symbol} {state}" + (f" {DRIFT_WORD}" if row.drifted else "")
+
+
+def wants_person(row: Row) -> bool:
+    """Whether the row needs a person: its state does, or it drifted."""
+    return row.drifted or needs_human(row.state)
 
 
 def missing_row(name: str, last: "Row | None") -> Row:
@@ -73,14 +88,45 @@ def order_with_missing(previous: list[str], names: list[str], gone: list[str]) -
     return order
 
 
-def matches(row: Row, words: list[str], hay: str) -> bool:
-    """Whether `row` matches every word (`state:fail` matches a state by prefix)."""
-    for word in words:
-        if word.startswith("state:"):
-            wanted = word[6:]
-            if not row.state.startswith(wanted) and not (row.state == MISSING and "missing".startswith(wanted)):
-                return False
-        elif word not in hay:
+Term = tuple[str, str, "re.Pattern[str] | None"]  # (kind, text, pattern): kind is state, is or text
+
+
+def _term(word: str) -> Term:
+    if word.startswith("state:"):
+        return ("state", word[6:], None)
+    if word.startswith("is:"):
+        return ("is", word[3:], None)
+    try:
+        return ("text", word, re.compile(word, re.IGNORECASE | re.MULTILINE))
+    except re.error:  # `web-0(` is no regular expression: matched as the text it is
+        return ("text", word, re.compile(re.escape(word), re.IGNORECASE))
+
+
+def compile_filter(text: str) -> list[tuple[bool, list[Term]]]:
+    """Words of a filter, k9s style: each a regular expression (or `state:PREFIX`, or
+    `is:attention` / `is:drifted`); `!word` must not match; `a|b` matches either side. Each field
+    of a row is one line of the text searched, so `^` and `$` anchor to a field."""
+    out = []
+    for word in text.split():
+        negate = word.startswith("!") and len(word) > 1
+        body = word[1:] if negate else word
+        out.append((negate, [_term(part) for part in body.split("|") if part] or [_term(body)]))
+    return out
+
+
+def _hit(row: Row, term: Term, hay: str) -> bool:
+    kind, text, pattern = term
+    if kind == "state":
+        return row.state.startswith(text) or (row.state == MISSING and "missing".startswith(text))
+    if kind == "is":
+        return {"attention": wants_person(row), "drifted": row.drifted}.get(text, False)
+    return pattern is not None and pattern.search(hay) is not None
+
+
+def matches(row: Row, words: list[tuple[bool, list[Term]]], hay: str) -> bool:
+    """Whether `row` matches every compiled word (see `compile_filter`)."""
+    for negate, terms in words:
+        if any(_hit(row, term, hay) for term in terms) == negate:
             return False
     return True
 
@@ -90,14 +136,13 @@ def view_order(keys: list[str], rows: dict[str, Row], *, filter_text: str, sort_
     """The names to show, filtered and sorted (`haystack` caches each row's searchable text)."""
     names = keys
     if filter_text:
-        words = filter_text.lower().split()
+        words = compile_filter(filter_text)
         kept = []
         for name in names:
             hay = haystack.get(name)
             if hay is None:
                 row = rows[name]
-                state = "missing from file" if row.state == MISSING else row.state
-                hay = "\0".join((row.name, state, row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
+                hay = "\n".join((row.name, state_cell(row), row.next_action, row.last_action, row.checkpoint, row.reason)).lower()
                 haystack[name] = hay
             if matches(rows[name], words, hay):
                 kept.append(name)
@@ -106,7 +151,9 @@ def view_order(keys: list[str], rows: dict[str, Row], *, filter_text: str, sort_
         names = sorted(names, key=lambda n: rows[n].name)
     elif sort_key == "state":
         position = {n: i for i, n in enumerate(keys)}
-        names = sorted(names, key=lambda n: (look(rows[n].state).rank, position[n]))
+        # A drifted target sorts with the failed ones: it needs a person as much.
+        names = sorted(names, key=lambda n: (min(look(rows[n].state).rank, 1) if rows[n].drifted else look(rows[n].state).rank,
+                                             position[n]))
     elif sort_key == "age":
         names = sorted(names, key=epoch, reverse=True)
     else:

@@ -26,12 +26,12 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.states import MISSING, TONES, look, needs_human
+from tui.states import TONES, look
 from tui.text import clean_line
 from tui.timefmt import Clock, ago, parse_ts, utcnow
 from tui.widgets.columns import GUTTER, Column, fit, layout, total_width
 from tui.widgets.table_view import (SORTS, Row, View, missing_row, order_with_missing, queue_position, row_of,
-                                   view_order)
+                                   state_cell, view_order, wants_person)
 
 if TYPE_CHECKING:
     from engine.api import Ledger
@@ -70,7 +70,7 @@ class TargetTable(ScrollView, can_focus=True):
         Binding("home,g", "first", "First row", show=False, id="table.first", key_display="home/g"),
         Binding("end,G", "last", "Last row", show=False, id="table.last", key_display="end/G"),
         Binding("right_square_bracket", "next_attention", "Next", id="table.next_attention", key_display="]",
-                tooltip="Next target that needs a human: awaiting, failed, blocked or missing"),
+                tooltip="Next target that needs a human: awaiting, failed, blocked, drifted or missing"),
         Binding("left_square_bracket", "previous_attention", "Previous", show=False,
                 id="table.previous_attention", key_display="[",
                 tooltip="Previous target that needs a human"),
@@ -201,10 +201,10 @@ class TargetTable(ScrollView, can_focus=True):
         def longest(values) -> int:
             return cell_len(max(values, key=len, default=""))
 
-        states = {row.state for row in rows}
+        states = {(row.state, row.drifted) for row in rows}
         self._natural = {
             "name": longest(r.name for r in rows),
-            "state": max((cell_len(f"{look(s).symbol} {'missing from file' if s == MISSING else s}") for s in states), default=5),
+            "state": max((cell_len(state_cell(Row("", s, "", "", "", "", "", d))) for s, d in states), default=5),
             "next_action": longest(r.next_action for r in rows),
             "reason": longest(r.reason for r in rows),
             "last_action": longest(r.last_action for r in rows),
@@ -297,7 +297,7 @@ class TargetTable(ScrollView, can_focus=True):
 
     def attention(self) -> list[str]:
         """Shown targets that need a human, in display order."""
-        return [n for n in self._view.order if needs_human(self._rows[n].state)]
+        return [n for n in self._view.order if wants_person(self._rows[n])]
 
     def first_attention(self) -> str | None:
         """Put the cursor on the first target that needs a human, at the top; returns it."""
@@ -313,7 +313,7 @@ class TargetTable(ScrollView, can_focus=True):
         n = len(order)
         for offset in range(1, n + 1):
             index = (self.cursor + step * offset) % n
-            if needs_human(self._rows[order[index]].state):
+            if wants_person(self._rows[order[index]]):
                 self.cursor = index
                 return order[index]
         return None
@@ -321,9 +321,17 @@ class TargetTable(ScrollView, can_focus=True):
     def validate_cursor(self, value: int) -> int:
         return max(0, min(value, len(self._view.order) - 1)) if self._view.order else 0
 
+    class Highlighted(Message):
+        """The cursor is on `name` now (None: no rows)."""
+
+        def __init__(self, name: str | None) -> None:
+            super().__init__()
+            self.name = name
+
     def watch_cursor(self, old: int, new: int) -> None:
         if not self.is_mounted:
             return
+        self.post_message(self.Highlighted(self.cursor_name))
         for index in {old, new}:
             self._refresh_index(index)
         self._scroll_to_cursor()
@@ -456,8 +464,7 @@ class TargetTable(ScrollView, can_focus=True):
         return segments
 
     def _cells(self, row: Row) -> dict[str, str]:
-        state = "missing from file" if row.state == MISSING else row.state
-        return {"name": row.name, "state": f"{look(row.state).symbol} {state}", "next_action": row.next_action,
+        return {"name": row.name, "state": state_cell(row), "next_action": row.next_action,
                 "reason": row.reason, "last_action": row.last_action, "checkpoint": row.checkpoint}
 
     def _row_segments(self, name: str) -> list[Segment]:
@@ -466,9 +473,11 @@ class TargetTable(ScrollView, can_focus=True):
             return cached
         row = self._rows[name]
         state_look = look(row.state)
-        tone = self.get_component_rich_style(f"target-table--{state_look.tone}", partial=True)
+        # A drift is drawn as a failure is: sessions refuse the target until someone reconciles it.
+        tone_name = "failed" if row.drifted else state_look.tone
+        tone = self.get_component_rich_style(f"target-table--{tone_name}", partial=True)
         dim = self.get_component_rich_style("target-table--dim", partial=True)
-        attention = needs_human(row.state)
+        attention = wants_person(row)
         styles = {"name": tone + Style(bold=True) if attention else Style(), "state": tone, "next_action": Style(),
                   "reason": tone if attention else dim, "last_action": dim, "checkpoint": dim}
         cells = self._cells(row)

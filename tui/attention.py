@@ -1,0 +1,36 @@
+"""What needs a person, and what a row may promise about what happens next.
+
+A target's recorded `next_action` is text some writer left behind: the session's
+"a human approves link: handoff approve ..." stays on a target after it is rejected,
+and `approve` writes "the next session runs it" even when the next session will
+refuse the target for a checkpoint drift. The table, the detail view and the header
+show what the engine will really do instead, derived here from the target as it is
+now; nothing here writes the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.api import checkpoint_drift
+
+DRIFT_WORD = "≠ DRIFT"
+# A promise that only an awaiting target can keep.
+_APPROVE_PROMISES = ("a human approves", "handoff approve")
+
+
+def drift(target: Any) -> str | None:
+    """The recorded checkpoint mismatch of `target`, or None."""
+    return checkpoint_drift(target)
+
+
+def next_shown(name: str, target: Any) -> str:
+    """What the screen says happens next on `name` (never what the engine will refuse)."""
+    if drift(target) is not None:
+        return (f"reconcile first: sessions refuse {name} until `handoff reconcile LEDGER {name} "
+                "--accept-checkpoint` or `--to STATE` (with --reason)")
+    recorded = target.next_action or ""
+    if target.state in ("blocked", "failed") and any(p in recorded for p in _APPROVE_PROMISES):
+        verb = "unblocks (u)" if target.state == "blocked" else "retries (r) or unblocks (u)"
+        return f"{target.state}: nothing runs until a person {verb} it"
+    return recorded
