@@ -18,7 +18,8 @@ import uuid
 
 from engine.errors import LeaseHeld, UsageError
 from engine.temporal import require
-from engine.temporal.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, DEFAULT_QUEUE, heartbeat_timeout, poll_seconds, workflow_id
+from engine.temporal.names import (DEFAULT_ADDRESS, DEFAULT_NAMESPACE, DEFAULT_QUEUE, heartbeat_timeout, history_max,
+                                   idle_seconds, poll_seconds, workflow_id)
 
 
 def add_server(p) -> None:
@@ -96,7 +97,7 @@ def resume_temporal(args) -> int:
         wid = workflow_id(_ledger_id(writer))
         job = {"ledger": location, "workflow_id": wid, "address": address, "namespace": args.namespace,
                "task_queue": args.task_queue, "actor": writer.actor, "poll": poll_seconds(),
-               "heartbeat_timeout": heartbeat_timeout()}
+               "heartbeat_timeout": heartbeat_timeout(), "idle": idle_seconds(), "history_max": history_max()}
         offset = writer.journal.end_offset()
         handle, started = await start_or_attach(client, job)
         if started:

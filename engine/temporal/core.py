@@ -27,7 +27,7 @@ from typing import Any
 
 from engine import leasing
 from engine.access import open_writer
-from engine.errors import LeaseHeld
+from engine.errors import HandoffError, LeaseHeld
 from engine.guard import Decision
 from engine.identity import os_user
 from engine.lease import HeartbeatThread
@@ -105,6 +105,11 @@ def take_lease(job: Job) -> dict[str, Any]:
             "in_flight": [n for n, t in ledger.targets.items() if t.in_flight is not None]}
 
 
+def beat_every(job: Job) -> float:
+    """How often the lease keeper beats (and heartbeats to Temporal): well inside the heartbeat timeout."""
+    return max(0.2, min(2.0, float(job.get("heartbeat_timeout", 20.0)) / 4))
+
+
 class Keeper:
     """The lease keeper's state between beats (one per keeper activity attempt)."""
 
@@ -114,10 +119,11 @@ class Keeper:
         self.workers: int | None = None
         self.beat = HeartbeatThread(self.handle.store.heartbeat(), job["workflow_id"], state_fn=self._state)
         self.checked_at = 0.0
+        self.seen: str | None = None  # the ledger as the keeper last read it (a digest)
 
     def _state(self) -> dict[str, Any]:
         on = f"on {self.workers} worker{'s' if self.workers != 1 else ''}" if self.workers is not None else "running"
-        return {"phase": on, "runtime": "temporal", "workers": self.workers}
+        return {"phase": on, "runtime": "temporal", "workers": self.workers, "every": beat_every(self.job)}
 
     def once(self) -> str | None:
         """Write one heartbeat; why the workflow no longer holds the lease, else None."""
@@ -130,6 +136,30 @@ class Keeper:
         if self.beat.lost:
             return str(self.beat.last_error)
         return None
+
+
+    def changed(self) -> bool:
+        """Whether the ledger differs from the keeper's last read: an edit made outside the
+        engine wakes the workflow this way. The first read counts as a change (an edit
+        between the workflow's last decision and this keeper's start is not missed); a
+        ledger that does not parse is no change (decide would only fail on it)."""
+        try:
+            ledger = self.handle.store.read()
+        except HandoffError:
+            return False
+        seen = hashlib.sha256(ledger.model_dump_json().encode()).hexdigest()
+        changed, self.seen = seen != self.seen, seen
+        return changed
+
+
+def workflow_gone(job: Job, text: str) -> None:
+    """A worker saw the ledger's workflow end without handing off: journal it and page (the
+    lease stays as it was: `handoff status` says the workflow ended, and a new start by the
+    same id renews it)."""
+    actor = WorkflowActor(job)
+    actor.out.say(f"{text}; nothing drives this ledger until someone runs `handoff resume --ledger {job['ledger']} "
+                  f"--runtime temporal --temporal {job['address']} --task-queue {job['task_queue']}`", kind="workflow_ended")
+    actor.page("workflow_ended", text)
 
 
 def verify(job: Job) -> dict[str, Any]:
@@ -156,7 +186,7 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         if memo.get("wait") != text:
             actor.out.say(text, kind="waiting")
             memo["wait"] = text
-        return {"started": [], "memo": memo}
+        return {"started": [], "memo": memo, "details": text}
 
     if ledger.session.stop_requested:
         return {"ending": f"stop requested by {ledger.session.stop_requested_by or 'someone'}", "code": 0,
@@ -193,10 +223,18 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         return {"started": payloads, "orphans": orphans, "memo": memo}
     awaiting = [n for n, t in fresh.targets.items() if t.state == "awaiting_approval"]
     if awaiting:
-        return waiting(f"waiting for approvals: {', '.join(awaiting)}")
+        said = waiting(f"waiting for approvals: {', '.join(awaiting)}")
+        said["details"] = "; ".join(awaiting_details(n, fresh.targets[n]) for n in awaiting[:20])
+        return said
     people = sum(1 for t in fresh.targets.values() if t.state in ("blocked", "failed"))
     return {"ending": f"nothing can proceed without a human ({people} target(s) wait on people)", "code": 0,
             "started": [], "memo": memo}
+
+
+def awaiting_details(name: str, t) -> str:
+    """`db-18 link awaiting approval since ..., asked by ...` (the workflow's current details)."""
+    return (f"{name} {t.awaiting or 'its next step'} awaiting approval since {t.awaiting_since or '?'}"
+            + (f", asked by {t.awaiting_by}" if t.awaiting_by else ""))
 
 
 def _recall(actor: WorkflowActor, memo: dict[str, Any]) -> None:

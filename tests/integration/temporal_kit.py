@@ -140,3 +140,34 @@ def step_processes(pids: set[int]) -> list[tuple[int, int, list[str]]]:
         if ppid in pids:
             found.append((int(entry), ppid, argv[2:]))
     return found
+
+
+def runs(address: str, workflow_id: str) -> list[tuple[str, int]]:
+    """(status name, history length) of every run of the workflow, oldest first."""
+    from temporalio.client import Client
+
+    from engine.temporal.client import in_loop
+
+    async def read() -> list[tuple[str, int]]:
+        client = await Client.connect(address)
+        found = [(w.start_time, w.status.name if w.status else "?", w.history_length)
+                 async for w in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+        del client
+        return [(status, length) for _at, status, length in sorted(found)]
+
+    return in_loop(read())
+
+
+def history(address: str, workflow_id: str, run_id: str | None = None):
+    """The WorkflowHistory of a run (the latest one without `run_id`)."""
+    from temporalio.client import Client
+
+    from engine.temporal.client import in_loop
+
+    async def read():
+        client = await Client.connect(address)
+        found = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        del client
+        return found
+
+    return in_loop(read())
