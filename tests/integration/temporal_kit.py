@@ -142,18 +142,18 @@ def step_processes(pids: set[int]) -> list[tuple[int, int, list[str]]]:
     return found
 
 
-def runs(address: str, workflow_id: str) -> list[tuple[str, int]]:
-    """(status name, history length) of every run of the workflow, oldest first."""
+def runs(address: str, workflow_id: str) -> list[tuple[str, int, str]]:
+    """(status name, history length, run id) of every run of the workflow, oldest first."""
     from temporalio.client import Client
 
     from engine.temporal.client import in_loop
 
-    async def read() -> list[tuple[str, int]]:
+    async def read() -> list[tuple[str, int, str]]:
         client = await Client.connect(address)
-        found = [(w.start_time, w.status.name if w.status else "?", w.history_length)
+        found = [(w.start_time, w.status.name if w.status else "?", w.history_length, w.run_id)
                  async for w in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
         del client
-        return [(status, length) for _at, status, length in sorted(found)]
+        return [(status, length, run_id) for _at, status, length, run_id in sorted(found)]
 
     return in_loop(read())
 
