@@ -99,7 +99,8 @@ def resume_temporal(args) -> int:
                "task_queue": args.task_queue, "actor": writer.actor, "poll": poll_seconds(),
                "heartbeat_timeout": heartbeat_timeout(), "idle": idle_seconds(), "history_max": history_max()}
         offset = writer.journal.end_offset()
-        handle, started = await start_or_attach(client, job)
+        handle, started = await start_or_attach(client, job, {"ledger": location, "ledger_id": wid.removeprefix("handoff-"),
+                                                              "task": ledger.task or ""})
         if started:
             print(visible(f"started temporal workflow {wid} on task queue {args.task_queue} at {address}; "
                           f"`handoff worker --temporal {address}` runs it, `handoff status {args.ledger}` shows it"), flush=True)

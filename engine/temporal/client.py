@@ -45,11 +45,13 @@ async def connect(address: str, namespace: str) -> Client:
                                 f"{err or 'no answer within 5 s'}; start it, or name it with --temporal HOST:PORT") from None
 
 
-async def start_or_attach(client: Client, job: dict[str, Any]) -> tuple[WorkflowHandle, bool]:
-    """(handle, True) when this call started the workflow; (handle, False) when one ran."""
+async def start_or_attach(client: Client, job: dict[str, Any], memo: dict[str, str] | None = None) -> tuple[WorkflowHandle, bool]:
+    """(handle, True) when this call started the workflow; (handle, False) when one ran.
+    `memo` (the ledger, its id and task) is what `temporal workflow describe` shows of it:
+    custom search attributes would need the server set up for them, a memo needs nothing."""
     try:
         handle = await client.start_workflow(
-            WORKFLOW, job, id=job["workflow_id"], task_queue=job["task_queue"],
+            WORKFLOW, job, id=job["workflow_id"], task_queue=job["task_queue"], memo=memo or None,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL, id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
         return handle, True
     except WorkflowAlreadyStartedError:

@@ -171,3 +171,21 @@ def history(address: str, workflow_id: str, run_id: str | None = None):
         return found
 
     return in_loop(read())
+
+
+def shown(address: str, workflow_id: str) -> tuple[dict, str]:
+    """(memo, current details) of the workflow, as `temporal workflow describe` and the UI show them."""
+    from temporalio.api.sdk.v1 import WorkflowMetadata
+    from temporalio.client import Client
+
+    from engine.temporal.client import in_loop
+
+    async def read() -> tuple[dict, str]:
+        client = await Client.connect(address)
+        handle = client.get_workflow_handle(workflow_id)
+        memo = dict(await (await handle.describe()).memo())
+        meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        del client
+        return memo, meta.current_details
+
+    return in_loop(read())

@@ -7,7 +7,8 @@
 - honest endings: a workflow ended by `temporal workflow terminate` is shown as ended by
   `handoff status` (text and --json) and by `handoff approve`'s message, which names the
   command to run; the worker's lease keeper journals the end and pages. Before that, an
-  edit made outside the engine wakes the waiting workflow (the lease keeper's re-read).
+  edit made outside the engine wakes the waiting workflow (the lease keeper's re-read), and
+  the server shows what it waits on (its current details) and which ledger (its memo).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from session_kit import journal, load, tool, tool_ledger  # noqa: E402
-from temporal_kit import Server, Workers, handoff_run, history, queue, runs, temporal_binary  # noqa: E402
+from temporal_kit import Server, Workers, handoff_run, history, queue, runs, shown, temporal_binary  # noqa: E402
 
 TARGETS = ("t-1", "t-2", "t-3")
 RECORD = Path(__file__).resolve().parents[1] / "fixtures" / "temporal"
@@ -136,6 +137,11 @@ def test_a_terminated_workflow_is_shown_ended(tmp_path: Path, server: Server) ->
         edited.replace(ledger)
         _wait_for(lambda: (load(ledger)["targets"].get("t-4") or {}).get("state") == "awaiting_approval", 30, "t-4 to be prepared")
         _record(history(server.address, wid), "waiting-for-approvals")
+        # What the server shows of the wait: the ledger in the memo, what it waits on in its details.
+        memo, details = _wait_for(lambda: (lambda m: m if "t-4 cut awaiting approval since" in m[1] else None)(
+            shown(server.address, wid)), 15, "the current details")
+        assert memo == {"ledger": str(ledger), "ledger_id": wid.removeprefix("handoff-"), "task": "tool-test"}, memo
+        assert "t-1 cut awaiting approval since" in details and "asked by agent:" in details, details
         live = json.loads(handoff_run("status", str(ledger), "--json", world=world).stdout)["session"]
         assert live["status"] == "live", live
         killed = subprocess.run([temporal_binary(), "workflow", "terminate", "--address", server.address,
