@@ -44,6 +44,11 @@ async def decide(job: core.Job, running: list[str], memo: dict) -> dict:
     return await _in_thread(job, core.decide, job, running, memo)
 
 
+@activity.defn(name="planner_note")
+async def planner_note(job: core.Job, memo: dict, why: str, note: str | None, started_at: str) -> str:
+    return await _in_thread(job, core.planner_note, job, memo, why, note, started_at)
+
+
 @activity.defn(name="run_step")
 async def run_step(job: core.Job, it: dict) -> dict:
     result = await _in_thread(job, core.run_step, job, it, activity.info().attempt)
@@ -63,8 +68,8 @@ async def settle(job: core.Job, name: str, token: str | None) -> str:
 
 
 @activity.defn(name="finish")
-async def finish(job: core.Job, ending: str, code: int, note: str | None, started_at: str) -> int | None:
-    return await _in_thread(job, core.finish, job, ending, code, note, started_at)
+async def finish(job: core.Job, ending: str, code: int, note: str | None, started_at: str, memo: dict | None = None) -> int | None:
+    return await _in_thread(job, core.finish, job, ending, code, note, started_at, memo)
 
 
 async def _workers(job: core.Job) -> int | None:
@@ -127,5 +132,5 @@ async def _gone(job: core.Job) -> None:
         await asyncio.to_thread(core.workflow_gone, job, text)
 
 
-ALL = [take_lease, keep_lease, verify, decide, run_step, in_flight, settle, finish]
+ALL = [take_lease, keep_lease, verify, decide, planner_note, run_step, in_flight, settle, finish]
 SETTLE_HERE = [settle]  # what a worker serves on its own host's queue

@@ -52,3 +52,8 @@ def idle_seconds() -> float:
 def history_max() -> int:
     """Events after which a run continues as new (at least 100: a run must get some work done)."""
     return max(100, int(seconds("HANDOFF_TEMPORAL_HISTORY_MAX", DEFAULT_HISTORY_MAX)))
+
+
+def planner_backoff() -> float:
+    """The first wait after a model outage (HANDOFF_TEMPORAL_PLANNER_BACKOFF, 5 s; doubling, at most 5 min)."""
+    return seconds("HANDOFF_TEMPORAL_PLANNER_BACKOFF", 5.0)

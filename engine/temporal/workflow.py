@@ -109,6 +109,21 @@ class LedgerWorkflow:
                 break
             if d.get("again"):
                 continue
+            if d.get("handoff"):  # the Claude planner's budget: its note, then a fresh run and budget
+                await self._drain()
+                note = await workflow.execute_activity(
+                    "planner_note", args=[job, memo, d["handoff"], carry["note"], carry["started_at"]], **self._opts(job))
+                fresh = {**memo, "claude": {}}
+                return await self._continue(job, keeper, {**carry, "note": note, "memo": fresh, "runs": carry["runs"] + 1,
+                                                          "started_at": workflow.now().strftime("%Y-%m-%dT%H:%M:%SZ")})
+            if d.get("unavailable"):  # a model outage: steps run on, the workflow asks again later
+                workflow.set_current_details(f"the planner is unavailable ({d['unavailable']}); asking again in {d['retry_in']:g} s")
+                try:
+                    await workflow.wait_condition(keeper.done, timeout=timedelta(seconds=d["retry_in"]))
+                except asyncio.TimeoutError:
+                    pass
+                self._reap()
+                continue
             self.phase = f"{len(self.running)} running" if self.running else "waiting"
             workflow.set_current_details(d.get("details") or self.phase)  # no command: `temporal workflow describe` shows it
             try:
@@ -119,8 +134,8 @@ class LedgerWorkflow:
         self.phase = "handing off"
         workflow.set_current_details(f"handing off: {ending}")
         await self._drain()
-        await workflow.execute_activity("finish", args=[job, ending, code, carry["note"], carry["started_at"]],
-                                        **self._opts(job))
+        finish = [job, ending, code, carry["note"], carry["started_at"]] + ([memo] if job.get("planner") else [])
+        await workflow.execute_activity("finish", args=finish, **self._opts(job))
         await self._stop_keeper(keeper)
         return {"code": code, "ending": ending}
 
