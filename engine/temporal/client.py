@@ -101,7 +101,8 @@ def in_loop(coro):
 ENDED = {WorkflowExecutionStatus.TERMINATED: "terminated", WorkflowExecutionStatus.CANCELED: "cancelled",
          WorkflowExecutionStatus.TIMED_OUT: "timed out", WorkflowExecutionStatus.FAILED: "failed"}
 ASK_TIMEOUT = 2.0  # status and the TUI header wait this long for the server, no longer
-_asked: dict[str, tuple[float, str | None]] = {}  # workflow id -> (when, what the server said)
+SILENT_TTL = 30.0  # a server that did not answer is not asked again for this long (the TUI would stall)
+_asked: dict[str, tuple[float, bool, str | None]] = {}  # workflow id -> (when, answered, what the server said)
 
 
 async def ended(client: Client, workflow_id: str) -> str | None:
@@ -144,8 +145,8 @@ def ended_text(ref, wait: float = ASK_TIMEOUT, ttl: float = 10.0) -> tuple[bool,
     status and the TUI ask, at most once per `ttl` seconds per workflow."""
     now = time.monotonic()
     cached = _asked.get(ref.workflow_id)
-    if cached is not None and now - cached[0] < ttl:
-        return True, cached[1]
+    if cached is not None and now - cached[0] < (ttl if cached[1] else SILENT_TTL):
+        return cached[1], cached[2]
 
     async def ask() -> str | None:
         client = await connect(ref.address, ref.namespace)
@@ -155,10 +156,8 @@ def ended_text(ref, wait: float = ASK_TIMEOUT, ttl: float = 10.0) -> tuple[bool,
             del client
 
     ok, result = _in_thread(ask, wait)
-    if not ok:
-        return False, None
-    _asked[ref.workflow_id] = (now, result)
-    return True, result
+    _asked[ref.workflow_id] = (now, ok, result if ok else None)
+    return (True, result) if ok else (False, None)
 
 
 def resume_hint(ref, ledger: str | None) -> str:
