@@ -47,11 +47,24 @@ class Server:
     def __init__(self, folder: Path) -> None:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.folder = folder
         self.log = folder / "temporal.log"
+        self._start()
+
+    def kill9(self) -> None:
+        """kill -9 of the whole server (its state stays in the database file)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def restart(self) -> None:
+        """Start it again on the same port and database file."""
+        self._start()
+
+    def _start(self) -> None:
         self.proc = subprocess.Popen(
             [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
-             "--db-filename", str(folder / "temporal.db")],
-            stdout=self.log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+             "--db-filename", str(self.folder / "temporal.db")],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

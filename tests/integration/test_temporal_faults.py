@@ -6,6 +6,8 @@ separate processes).
   when; once the server is resumed the approvals are acted on, each irreversible step
   started once, and the run finishes. (The issue's 60 s freeze is 8 s here: what matters
   is that it outlasts the 3 s heartbeat timeout.)
+- the server killed -9 while people approve, and started again on the same database file:
+  the same, once the workers have reconnected.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def _wait_for(predicate, timeout: float, what: str):
         time.sleep(0.2)
 
 
-def test_approvals_while_the_server_is_frozen(tmp_path: Path, server: Server) -> None:
+@pytest.mark.parametrize("fault", ["sigstop", "kill9"])
+def test_approvals_while_the_server_is_down(tmp_path: Path, server: Server, fault: str) -> None:
     steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 30, "run": tool("say", "cut", "{target}")}]
     ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
     world, q = tmp_path / "world", queue()
@@ -60,8 +63,12 @@ def test_approvals_while_the_server_is_frozen(tmp_path: Path, server: Server) ->
         assert started.returncode == 0, started.stdout + started.stderr
         _wait_for(lambda: all(t.get("state") == "awaiting_approval" for t in load(ledger)["targets"].values()), 60,
                   "both targets to wait for approval")
-        os.killpg(server.proc.pid, signal.SIGSTOP)
-        frozen, t0 = True, time.monotonic()
+        if fault == "sigstop":
+            os.killpg(server.proc.pid, signal.SIGSTOP)
+            frozen = True
+        else:
+            server.kill9()
+        t0 = time.monotonic()
         said = []
         for name in TARGETS:
             approved = handoff_run("approve", str(ledger), name, "--yes", "--as", "human-oncall", world=world)
@@ -71,8 +78,11 @@ def test_approvals_while_the_server_is_frozen(tmp_path: Path, server: Server) ->
         assert not any("within a second" in s for s in said), said
         assert not (ledger.parent / "argv.log").exists()  # nothing ran while the server was frozen
         time.sleep(max(0.0, FREEZE - (time.monotonic() - t0)))
-        os.killpg(server.proc.pid, signal.SIGCONT)
-        frozen = False
+        if fault == "sigstop":
+            os.killpg(server.proc.pid, signal.SIGCONT)
+            frozen = False
+        else:
+            server.restart()  # the same port and database file
         _wait_for(lambda: load(ledger).get("session") is None, 90, "the workflow to act on the approvals and hand off")
     finally:
         if frozen:
