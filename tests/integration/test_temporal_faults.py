@@ -63,6 +63,8 @@ def test_approvals_while_the_server_is_down(tmp_path: Path, server: Server, faul
         assert started.returncode == 0, started.stdout + started.stderr
         _wait_for(lambda: all(t.get("state") == "awaiting_approval" for t in load(ledger)["targets"].values()), 60,
                   "both targets to wait for approval")
+        _wait_for(lambda: [r for r in journal(ledger) if r.get("kind") == "waiting"], 30, "the workflow to wait")
+        time.sleep(2.5)  # the keeper's poke for the engine's own last write goes by: the workflow waits, idle
         if fault == "sigstop":
             os.killpg(server.proc.pid, signal.SIGSTOP)
             frozen = True
