@@ -143,7 +143,12 @@ class LedgerHandle:
     def session_state(self, ledger: Ledger | None = None) -> LeaseState:
         """Who holds the lease, and whether they are live (engine.lease's rules)."""
         ledger = ledger or self.load()
-        return lease_state(ledger.session, self.store.heartbeat().current())
+        state = lease_state(ledger.session, self.store.heartbeat().current())
+        if ledger.session is not None and ledger.session.runtime == "temporal":
+            from engine.temporal import check_ended  # a late beat asks the server whether the workflow ended
+
+            state = check_ended(ledger.session, state)
+        return state
 
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
@@ -184,7 +189,7 @@ class LedgerHandle:
         if holder and holder[0] is not None and holder[0].runtime == "temporal":
             from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
 
-            self.woke = wake_workflow(holder[0])
+            self.woke = wake_workflow(holder[0], ledger=self.location)
         return result
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,

@@ -36,6 +36,7 @@ EVENTS: tuple[str, ...] = (
     "failed",
     "paused",
     "lease_takeover",
+    "workflow_ended",  # a Temporal workflow ended without handing off (engine.temporal)
 )
 _PLACEHOLDER = re.compile(r"\{(ledger_dir|python)\}")
 

@@ -197,8 +197,11 @@ def session_figures(handle, ledger) -> dict[str, Any] | None:
         return None
     start = handle.journal.last_of("session_start", session=lease.id) or {}
     usage = handle.journal.last_of("planner_usage", session=lease.id) or {}
+    state = handle.session_state(ledger)  # a Temporal workflow that ended says so here (engine.temporal.check_ended)
     return {
         "id": lease.id,
+        "status": state.status,
+        "detail": state.detail,
         "planner": lease.planner,
         "model": start.get("model"),
         "tokens_used": usage.get("tokens_used", 0),

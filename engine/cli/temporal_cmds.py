@@ -2,7 +2,7 @@
 
   handoff worker --temporal HOST:PORT [--namespace NS] [--task-queue Q] [--max-concurrent N]
   handoff resume --ledger L --runtime temporal --temporal HOST:PORT [--namespace NS]
-                 [--task-queue Q] [--follow]
+                 [--task-queue Q] [--follow] [--planner claude [--model M] [--max-tokens N] [--handoff-at F]]
 
 `resume --runtime temporal` exits 0 when it started or attached to the ledger's workflow
 (with --follow: the workflow's own exit code, as a session's), 2 on usage or without the
@@ -18,7 +18,8 @@ import uuid
 
 from engine.errors import LeaseHeld, UsageError
 from engine.temporal import require
-from engine.temporal.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, DEFAULT_QUEUE, heartbeat_timeout, poll_seconds, workflow_id
+from engine.temporal.names import (DEFAULT_ADDRESS, DEFAULT_NAMESPACE, DEFAULT_QUEUE, heartbeat_timeout, history_max,
+                                   idle_seconds, planner_backoff, poll_seconds, workflow_id)
 
 
 def add_server(p) -> None:
@@ -96,9 +97,13 @@ def resume_temporal(args) -> int:
         wid = workflow_id(_ledger_id(writer))
         job = {"ledger": location, "workflow_id": wid, "address": address, "namespace": args.namespace,
                "task_queue": args.task_queue, "actor": writer.actor, "poll": poll_seconds(),
-               "heartbeat_timeout": heartbeat_timeout()}
+               "heartbeat_timeout": heartbeat_timeout(), "idle": idle_seconds(), "history_max": history_max()}
+        if args.planner == "claude":  # the workers need the model's credential; the brief comes from the ledger
+            job["planner"] = {"name": "claude", "model": args.model, "max_tokens": args.max_tokens,
+                              "handoff_at": args.handoff_at, "backoff": planner_backoff()}
         offset = writer.journal.end_offset()
-        handle, started = await start_or_attach(client, job)
+        handle, started = await start_or_attach(client, job, {"ledger": location, "ledger_id": wid.removeprefix("handoff-"),
+                                                              "task": ledger.task or ""})
         if started:
             print(visible(f"started temporal workflow {wid} on task queue {args.task_queue} at {address}; "
                           f"`handoff worker --temporal {address}` runs it, `handoff status {args.ledger}` shows it"), flush=True)

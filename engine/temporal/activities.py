@@ -16,9 +16,7 @@ from temporalio.exceptions import ApplicationError
 from engine.temporal import core
 
 
-def _every(job: core.Job) -> float:
-    """How often to heartbeat: well inside the heartbeat timeout."""
-    return max(0.2, min(2.0, float(job.get("heartbeat_timeout", 20.0)) / 4))
+_every = core.beat_every
 
 
 async def _in_thread(job: core.Job, fn: Callable[..., Any], *args: Any) -> Any:
@@ -46,6 +44,11 @@ async def decide(job: core.Job, running: list[str], memo: dict) -> dict:
     return await _in_thread(job, core.decide, job, running, memo)
 
 
+@activity.defn(name="planner_note")
+async def planner_note(job: core.Job, memo: dict, why: str, note: str | None, started_at: str) -> str:
+    return await _in_thread(job, core.planner_note, job, memo, why, note, started_at)
+
+
 @activity.defn(name="run_step")
 async def run_step(job: core.Job, it: dict) -> dict:
     result = await _in_thread(job, core.run_step, job, it, activity.info().attempt)
@@ -65,8 +68,8 @@ async def settle(job: core.Job, name: str, token: str | None) -> str:
 
 
 @activity.defn(name="finish")
-async def finish(job: core.Job, ending: str, code: int, note: str | None, started_at: str) -> int | None:
-    return await _in_thread(job, core.finish, job, ending, code, note, started_at)
+async def finish(job: core.Job, ending: str, code: int, note: str | None, started_at: str, memo: dict | None = None) -> int | None:
+    return await _in_thread(job, core.finish, job, ending, code, note, started_at, memo)
 
 
 async def _workers(job: core.Job) -> int | None:
@@ -82,20 +85,52 @@ async def _workers(job: core.Job) -> int | None:
 
 @activity.defn(name="keep_lease")
 async def keep_lease(job: core.Job) -> str:
-    """Keep the ledger's heartbeat while the workflow runs (it waits on approvals for days);
-    returns why the workflow lost the lease. Cancelled when the workflow ends."""
+    """Keep the ledger's heartbeat while the workflow runs (it waits on approvals for days),
+    and poke the workflow when a re-read every `poll` s finds the ledger changed; returns
+    why the workflow lost the lease. Cancelled when the run ends; cancelled because the
+    workflow is gone from the server (terminated, timed out...), it journals that and pages."""
     keeper = await asyncio.to_thread(core.Keeper, job)
-    counted = 0.0
+    counted = looked = -1e9
     loop = asyncio.get_running_loop()
-    while True:
-        if loop.time() - counted >= 10.0:
-            keeper.workers, counted = await _workers(job), loop.time()
-        lost = await asyncio.to_thread(keeper.once)
-        if lost:
-            return lost
-        activity.heartbeat()
-        await asyncio.sleep(_every(job))
+    try:
+        while True:
+            if loop.time() - counted >= 10.0:
+                keeper.workers, counted = await _workers(job), loop.time()
+            lost = await asyncio.to_thread(keeper.once)
+            if lost:
+                return lost
+            if loop.time() - looked >= float(job["poll"]):
+                looked = loop.time()
+                if await asyncio.to_thread(keeper.changed):
+                    await _poke()
+            activity.heartbeat()
+            await asyncio.sleep(_every(job))
+    except asyncio.CancelledError:
+        details = activity.cancellation_details()
+        if details is None or not details.cancel_requested:  # not the workflow's own cancel: is it gone?
+            await _gone(job)
+        raise
 
 
-ALL = [take_lease, keep_lease, verify, decide, run_step, in_flight, settle, finish]
+async def _poke() -> None:
+    try:
+        await activity.client().get_workflow_handle(activity.info().workflow_id).signal("poke")
+    except Exception as err:  # noqa: BLE001 - the idle timer still wakes it; say why in the worker's log
+        activity.logger.warning(f"could not poke the workflow after a ledger change: {err}")
+
+
+async def _gone(job: core.Job) -> None:
+    """Journal and page when the server says the workflow ended without handing off."""
+    from engine.temporal.client import ended
+
+    try:
+        text = await asyncio.wait_for(ended(activity.client(), job["workflow_id"]), 10)
+    except Exception as err:  # noqa: BLE001 - status asks the server itself; the worker's log says why not here
+        activity.logger.warning(f"could not ask the server whether the workflow ended: {err}")
+        return
+    if text:
+        await asyncio.to_thread(core.workflow_gone, job, text)
+
+
+ALL = [take_lease, keep_lease, verify, decide, planner_note, run_step, in_flight, settle, finish]
 SETTLE_HERE = [settle]  # what a worker serves on its own host's queue

@@ -4,7 +4,9 @@
 or, when one runs, attaches to it: a second start, from any host, never runs a second
 workflow. `--follow` prints the journal's lines as the workflow writes them and exits with
 its code. `wake` is what `handoff approve` (and every other write) does afterwards: a
-`poke` signal, so the workflow looks again within a second.
+`poke` signal, so the workflow looks again within a second. `ended` asks the server whether
+the workflow ended without handing off (terminated, cancelled, timed out, failed), for
+`handoff status`, the TUI header, `approve`'s message and the lease keeper.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import gc
 import json
 import sys
 import threading
+import time
+from datetime import timezone
 from typing import Any, TextIO
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistoryEventFilterType
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from engine.errors import HandoffError
-from engine.temporal.names import WORKFLOW
+from engine.temporal.names import WORKFLOW, poll_seconds
 
 CONNECT_TIMEOUT = 5.0
 QUIET = {"metric", "step_end"}  # journal-only records: a session does not print them either (engine.session.out)
@@ -41,11 +45,13 @@ async def connect(address: str, namespace: str) -> Client:
                                 f"{err or 'no answer within 5 s'}; start it, or name it with --temporal HOST:PORT") from None
 
 
-async def start_or_attach(client: Client, job: dict[str, Any]) -> tuple[WorkflowHandle, bool]:
-    """(handle, True) when this call started the workflow; (handle, False) when one ran."""
+async def start_or_attach(client: Client, job: dict[str, Any], memo: dict[str, str] | None = None) -> tuple[WorkflowHandle, bool]:
+    """(handle, True) when this call started the workflow; (handle, False) when one ran.
+    `memo` (the ledger, its id and task) is what `temporal workflow describe` shows of it:
+    custom search attributes would need the server set up for them, a memo needs nothing."""
     try:
         handle = await client.start_workflow(
-            WORKFLOW, job, id=job["workflow_id"], task_queue=job["task_queue"],
+            WORKFLOW, job, id=job["workflow_id"], task_queue=job["task_queue"], memo=memo or None,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL, id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
         return handle, True
     except WorkflowAlreadyStartedError:
@@ -92,26 +98,95 @@ def in_loop(coro):
         gc.collect()
 
 
-def wake(ref, wait: float = 5.0) -> str:
-    """Signal the workflow in a lease's `temporal` reference to look at the ledger now.
-    Returns what to tell the person (never raises: the write is already done)."""
-    said: list[str] = []
+ENDED = {WorkflowExecutionStatus.TERMINATED: "terminated", WorkflowExecutionStatus.CANCELED: "cancelled",
+         WorkflowExecutionStatus.TIMED_OUT: "timed out", WorkflowExecutionStatus.FAILED: "failed"}
+ASK_TIMEOUT = 2.0  # status and the TUI header wait this long for the server, no longer
+SILENT_TTL = 30.0  # a server that did not answer is not asked again for this long (the TUI would stall)
+_asked: dict[str, tuple[float, bool, str | None]] = {}  # workflow id -> (when, answered, what the server said)
 
-    async def poke() -> None:
-        client = await connect(ref.address, ref.namespace)
-        await client.get_workflow_handle(ref.workflow_id).signal("poke")
-        del client
+
+async def ended(client: Client, workflow_id: str) -> str | None:
+    """`temporal workflow handoff-... ended: terminated at T (why)` when the workflow's latest
+    run ended without handing off; None while it runs or when it completed."""
+    handle = client.get_workflow_handle(workflow_id)
+    info = await handle.describe()
+    how = ENDED.get(info.status)
+    if how is None:
+        return None
+    why = ""
+    async for event in handle.fetch_history_events(event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT):
+        for field in ("workflow_execution_terminated_event_attributes", "workflow_execution_failed_event_attributes",
+                      "workflow_execution_canceled_event_attributes"):
+            if event.HasField(field):
+                attrs = getattr(event, field)
+                why = getattr(attrs, "reason", "") or (attrs.failure.message if field.endswith("failed_event_attributes") else "")
+    at = info.close_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if info.close_time else "an unknown time"
+    return f"temporal workflow {workflow_id} ended: {how} at {at}" + (f" ({why.strip()})" if why.strip() else "")
+
+
+def _in_thread(coro_fn, wait: float):
+    """Run `coro_fn()` in its own loop on a thread for at most `wait` s: (done, result or error)."""
+    box: list = []
 
     def run() -> None:
         try:
-            in_loop(poke())
-            said.append(f"signalled temporal workflow {ref.workflow_id}: it looks again within a second")
-        except Exception as err:  # noqa: BLE001 - any failure only delays the workflow
-            said.append(f"could not signal temporal workflow {ref.workflow_id} ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
-                        "the workflow will see it within 30 s")
+            box.append((True, in_loop(coro_fn())))
+        except Exception as err:  # noqa: BLE001 - the caller says what failed
+            box.append((False, err))
 
-    thread = threading.Thread(target=run, name="temporal-wake", daemon=True)
+    thread = threading.Thread(target=run, name="temporal-ask", daemon=True)
     thread.start()
     thread.join(wait)
-    return said[0] if said else f"the Temporal server did not answer within {wait:g} s; the workflow will see it within 30 s"
+    return box[0] if box else (False, TimeoutError(f"no answer within {wait:g} s"))
 
+
+def ended_text(ref, wait: float = ASK_TIMEOUT, ttl: float = 10.0) -> tuple[bool, str | None]:
+    """(answered, ended text or None) for a lease's `temporal` reference; a late beat makes
+    status and the TUI ask, at most once per `ttl` seconds per workflow."""
+    now = time.monotonic()
+    cached = _asked.get(ref.workflow_id)
+    if cached is not None and now - cached[0] < (ttl if cached[1] else SILENT_TTL):
+        return cached[1], cached[2]
+
+    async def ask() -> str | None:
+        client = await connect(ref.address, ref.namespace)
+        try:
+            return await ended(client, ref.workflow_id)
+        finally:
+            del client
+
+    ok, result = _in_thread(ask, wait)
+    _asked[ref.workflow_id] = (now, ok, result if ok else None)
+    return (True, result) if ok else (False, None)
+
+
+def resume_hint(ref, ledger: str | None) -> str:
+    """The command that starts the ledger's workflow again."""
+    return (f"`handoff resume --ledger {ledger or 'LEDGER'} --runtime temporal --temporal {ref.address}"
+            + (f" --namespace {ref.namespace}" if ref.namespace != "default" else "") + f" --task-queue {ref.task_queue}`")
+
+
+def wake(ref, wait: float = 5.0, ledger: str | None = None) -> str:
+    """Signal the workflow in a lease's `temporal` reference to look at the ledger now.
+    Returns what to tell the person (never raises: the write is already done)."""
+
+    async def poke() -> str | None:
+        client = await connect(ref.address, ref.namespace)
+        try:
+            gone = await ended(client, ref.workflow_id)
+            if gone is None:
+                await client.get_workflow_handle(ref.workflow_id).signal("poke")
+            return gone
+        finally:
+            del client
+
+    later = (f"its lease keeper re-reads the ledger every {poll_seconds():g} s once the server answers, "
+             f"if the workflow still runs (`handoff status` says whether it does)")
+    ok, result = _in_thread(poke, wait)
+    if ok and result is None:
+        return f"signalled temporal workflow {ref.workflow_id}: it looks again within a second"
+    if ok:
+        return f"{result}; no workflow will act on this until someone runs {resume_hint(ref, ledger)}"
+    err = result
+    why = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return f"could not signal temporal workflow {ref.workflow_id} ({why}); {later}"

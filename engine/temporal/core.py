@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from typing import Any
 
 from engine import leasing
 from engine.access import open_writer
-from engine.errors import LeaseHeld
+from engine.errors import HandoffError, LeaseHeld
 from engine.guard import Decision
 from engine.identity import os_user
 from engine.lease import HeartbeatThread
@@ -55,6 +56,12 @@ class WorkflowActor(Actor):
         self.job = job
         self.started: list[Intent] = []
         self.workers = {name: None for name in running}  # what runs now, as attempt() counts it
+        self.handoff_at = 0.75  # the Claude planner's hand-off point (engine.temporal.planning)
+        self.wake = threading.Event()  # the planner's end_session sets it; the workflow decides what follows
+
+    def budget_text_now(self) -> str:
+        """For the Claude planner's brief: the workflow's budget is the model's tokens."""
+        return f"a Temporal workflow run; it hands off at {self.handoff_at:.0%} of the token budget"
 
     def _can_start(self) -> bool:
         return len(self.workers) < self.parallel
@@ -72,6 +79,10 @@ def step_digest(step: Step) -> str:
     return hashlib.sha256(json.dumps(step.model_dump(by_alias=True), sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _planner_name(job: Job) -> str:
+    return (job.get("planner") or {}).get("name", "autopilot")
+
+
 def _ref(job: Job) -> TemporalRef:
     return TemporalRef(address=job["address"], namespace=job["namespace"], task_queue=job["task_queue"],
                        workflow_id=job["workflow_id"])
@@ -83,7 +94,7 @@ def take_lease(job: Job) -> dict[str, Any]:
     handle = open_writer(job["ledger"], actor=job.get("actor"))
     if handle.read_only:
         return {"code": 2, "ending": f"cannot drive this ledger: {handle.read_only_reason}"}
-    lease = leasing.session_lease(job["workflow_id"], user=handle.actor, planner="autopilot", runtime="temporal",
+    lease = leasing.session_lease(job["workflow_id"], user=handle.actor, planner=_planner_name(job), runtime="temporal",
                                   with_pid=False, temporal=_ref(job))
     lease.host = None  # the workflow runs wherever its workers are
     try:
@@ -105,6 +116,11 @@ def take_lease(job: Job) -> dict[str, Any]:
             "in_flight": [n for n, t in ledger.targets.items() if t.in_flight is not None]}
 
 
+def beat_every(job: Job) -> float:
+    """How often the lease keeper beats (and heartbeats to Temporal): well inside the heartbeat timeout."""
+    return max(0.2, min(2.0, float(job.get("heartbeat_timeout", 20.0)) / 4))
+
+
 class Keeper:
     """The lease keeper's state between beats (one per keeper activity attempt)."""
 
@@ -114,10 +130,11 @@ class Keeper:
         self.workers: int | None = None
         self.beat = HeartbeatThread(self.handle.store.heartbeat(), job["workflow_id"], state_fn=self._state)
         self.checked_at = 0.0
+        self.seen: str | None = None  # the ledger as the keeper last read it (a digest)
 
     def _state(self) -> dict[str, Any]:
         on = f"on {self.workers} worker{'s' if self.workers != 1 else ''}" if self.workers is not None else "running"
-        return {"phase": on, "runtime": "temporal", "workers": self.workers}
+        return {"phase": on, "runtime": "temporal", "workers": self.workers, "every": beat_every(self.job)}
 
     def once(self) -> str | None:
         """Write one heartbeat; why the workflow no longer holds the lease, else None."""
@@ -130,6 +147,30 @@ class Keeper:
         if self.beat.lost:
             return str(self.beat.last_error)
         return None
+
+
+    def changed(self) -> bool:
+        """Whether the ledger differs from the keeper's last read: an edit made outside the
+        engine wakes the workflow this way. The first read counts as a change (an edit
+        between the workflow's last decision and this keeper's start is not missed); a
+        ledger that does not parse is no change (decide would only fail on it)."""
+        try:
+            ledger = self.handle.store.read()
+        except HandoffError:
+            return False
+        seen = hashlib.sha256(ledger.model_dump_json().encode()).hexdigest()
+        changed, self.seen = seen != self.seen, seen
+        return changed
+
+
+def workflow_gone(job: Job, text: str) -> None:
+    """A worker saw the ledger's workflow end without handing off: journal it and page (the
+    lease stays as it was: `handoff status` says the workflow ended, and a new start by the
+    same id renews it)."""
+    actor = WorkflowActor(job)
+    actor.out.say(f"{text}; nothing drives this ledger until someone runs `handoff resume --ledger {job['ledger']} "
+                  f"--runtime temporal --temporal {job['address']} --task-queue {job['task_queue']}`", kind="workflow_ended")
+    actor.page("workflow_ended", text)
 
 
 def verify(job: Job) -> dict[str, Any]:
@@ -156,7 +197,7 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         if memo.get("wait") != text:
             actor.out.say(text, kind="waiting")
             memo["wait"] = text
-        return {"started": [], "memo": memo}
+        return {"started": [], "memo": memo, "details": text}
 
     if ledger.session.stop_requested:
         return {"ending": f"stop requested by {ledger.session.stop_requested_by or 'someone'}", "code": 0,
@@ -168,7 +209,25 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         return {"ending": "nothing left to do: every target is done", "code": 0, "started": [], "memo": memo}
     actor.parallel = touch_limit(ledger) or 1
     started = gated = 0
-    actions = actor.planner.propose(ledger, busy=set(running))
+    if _planner_name(job) == "claude":
+        from engine.temporal import planning
+
+        try:
+            planning.attach(actor, job, memo, ledger)
+        except HandoffError as err:  # no credential on this worker: say so and end, never guess
+            return {"ending": f"the claude planner cannot run on this worker: {err.message}", "code": 2,
+                    "started": [], "memo": memo}
+        if not actor._invariants(ledger, acting=True):
+            _remember(actor, memo)
+            return waiting("an invariant paused the ledger; the workflow starts nothing until `handoff unpause`")
+        _remember(actor, memo)
+        planned = planning.turn(actor, job, memo, ledger, running)
+        if isinstance(planned, dict):
+            return {**planned, "started": _payloads(actor), "memo": memo}
+        started, gated = planned
+        if actor.ending:  # the planner ended the session (end_session)
+            return {"ending": actor.ending, "code": 0, "started": _payloads(actor), "memo": memo}
+    actions = [] if _planner_name(job) == "claude" else actor.planner.propose(ledger, busy=set(running))
     if actions:
         ok = actor._invariants(ledger, acting=True)
         _remember(actor, memo)
@@ -181,11 +240,7 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
     # writing it): the workflow settles it like one whose step's worker died.
     orphans = [n for n, t in fresh.targets.items()
                if t.in_flight is not None and t.in_flight.session == actor.sid and n not in running and n not in mine]
-    payloads = [{"target": i.target, "step": i.step.name, "token": i.token, "digest": step_digest(i.step),
-                 "attempts": 1 + (max(0, i.step.retries) if i.step.reversible else 0),
-                 "timeout": i.step.timeout or DEFAULT_WAIT,
-                 "approval": [i.decision.approval.hash, i.decision.approval.by, i.decision.approval.at]
-                 if not i.step.reversible else None} for i in actor.started]
+    payloads = _payloads(actor)
     if gated:
         return {"started": payloads, "orphans": orphans, "again": True, "memo": memo}
     if started or running or orphans:
@@ -193,10 +248,36 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         return {"started": payloads, "orphans": orphans, "memo": memo}
     awaiting = [n for n, t in fresh.targets.items() if t.state == "awaiting_approval"]
     if awaiting:
-        return waiting(f"waiting for approvals: {', '.join(awaiting)}")
+        said = waiting(f"waiting for approvals: {', '.join(awaiting)}")
+        said["details"] = "; ".join(awaiting_details(n, fresh.targets[n]) for n in awaiting[:20])
+        return said
     people = sum(1 for t in fresh.targets.values() if t.state in ("blocked", "failed"))
     return {"ending": f"nothing can proceed without a human ({people} target(s) wait on people)", "code": 0,
             "started": [], "memo": memo}
+
+
+def _payloads(actor: WorkflowActor) -> list[dict[str, Any]]:
+    """One step activity's input per intent this decision wrote."""
+    return [{"target": i.target, "step": i.step.name, "token": i.token, "digest": step_digest(i.step),
+             "attempts": 1 + (max(0, i.step.retries) if i.step.reversible else 0),
+             "timeout": i.step.timeout or DEFAULT_WAIT,
+             "approval": [i.decision.approval.hash, i.decision.approval.by, i.decision.approval.at]
+             if not i.step.reversible else None} for i in actor.started]
+
+
+def planner_note(job: Job, memo: dict[str, Any], why: str, note_at_start: str | None, started_at: str) -> str:
+    """The Claude planner's reviewed note at its budget's hand-off point (engine.temporal.planning)."""
+    from engine.temporal import planning
+
+    actor = WorkflowActor(job)
+    actor.note_at_start, actor.started_iso = note_at_start, started_at
+    return planning.write_note(actor, job, memo, why)
+
+
+def awaiting_details(name: str, t) -> str:
+    """`db-18 link awaiting approval since ..., asked by ...` (the workflow's current details)."""
+    return (f"{name} {t.awaiting or 'its next step'} awaiting approval since {t.awaiting_since or '?'}"
+            + (f", asked by {t.awaiting_by}" if t.awaiting_by else ""))
 
 
 def _recall(actor: WorkflowActor, memo: dict[str, Any]) -> None:
@@ -290,14 +371,26 @@ def settle(job: Job, name: str, token: str | None) -> str:
     return "settled"
 
 
-def finish(job: Job, ending: str, code: int, note_at_start: str | None, started_at: str) -> int | None:
-    """Write the handoff note and give the lease back; the revision, or None if not ours."""
+def finish(job: Job, ending: str, code: int, note_at_start: str | None, started_at: str,
+           memo: dict[str, Any] | None = None) -> int | None:
+    """Write the handoff note (the Claude planner's, asked for, when it plans) and give the
+    lease back; the revision, or None if not ours."""
     actor = WorkflowActor(job)
     actor.note_at_start, actor.started_iso = note_at_start, started_at
-    if not actor.holds(actor.store.read()):
+    ledger = actor.store.read()
+    if not actor.holds(ledger):
         return None
     actor.out.say(f"{ending}. Writing handoff_note and handing off.", kind="handoff_start")
-    text, _problems, rev = actor.store_note(None, ending=ending)
+    note = None
+    if _planner_name(job) == "claude" and memo is not None:
+        from engine.temporal import planning
+
+        try:
+            planning.attach(actor, job, memo, ledger)
+            note = actor.planner.final_note(actor, ending)
+        except HandoffError as err:
+            actor.out.say(f"the planner could not write the handoff note ({err.message}); the engine writes its own", kind="warning")
+    text, _problems, rev = actor.store_note(note, ending=ending)
     actor.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
     released = leasing.release(actor.store, actor.sid)
     actor.out.say(f"temporal workflow {actor.sid} ended (exit {code})", kind="session_end", rev=released, exit_code=code)

@@ -16,6 +16,16 @@ decided. Its life:
 
 Reversible steps are retried by Temporal (the step's `retries`); an irreversible step's
 activity has exactly one attempt.
+
+Bounded history: waiting costs no history of its own. The wait is woken by a `poke` (the
+commands send one after every write, the lease keeper one when its re-read finds the
+ledger changed some other way) or a long idle timer, not a short poll. When Temporal
+suggests it or the history reaches the job's `history_max`, the run starts no more steps,
+lets the running ones end and continues as new, carrying only the note and start time of
+the first run and the decisions' memo: the ledger is the state, and a fresh run's first
+`decide` finds any intent of the workflow's nobody runs (`orphans`) and settles it.
+Workflows started before this (no `bounded-history` marker) keep their old loop
+(`workflow.patched`), so a worker of this version replays them deterministically.
 """
 
 from __future__ import annotations
@@ -32,6 +42,8 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from engine.temporal.names import WORKFLOW, host_queue
 
+BOUNDED = "bounded-history"  # the patch id of the continue-as-new loop (never rename: running workflows carry it)
+HISTORY_MAX = 4000  # a job from before `history_max` was passed
 FOUND_WORKER = timedelta(seconds=10)  # a worker on the step's host picks a settle up within this, or none is there
 QUICK = timedelta(minutes=30)
 
@@ -57,27 +69,32 @@ class LedgerWorkflow:
                 "retry_policy": RetryPolicy(maximum_interval=timedelta(seconds=10))}
 
     @workflow.run
-    async def run(self, job: dict) -> dict[str, Any]:
-        start = await workflow.execute_activity("take_lease", job, **self._opts(job))
-        if start["code"]:
-            return {"code": start["code"], "ending": start["ending"]}
-        keeper = workflow.start_activity(
-            "keep_lease", job, start_to_close_timeout=timedelta(days=3650),
-            heartbeat_timeout=timedelta(seconds=job["heartbeat_timeout"]),
-            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
-            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, summary="lease keeper")
+    async def run(self, job: dict, carry: dict | None = None) -> dict[str, Any]:
+        bounded = workflow.patched(BOUNDED)  # False only when replaying a run started before it
+        if carry is None:
+            start = await workflow.execute_activity("take_lease", job, **self._opts(job))
+            if start["code"]:
+                return {"code": start["code"], "ending": start["ending"]}
+            carry = {"note": start["note"], "started_at": start["started_at"], "memo": {}, "runs": 1}
+        else:
+            start = {"in_flight": []}  # the lease is the workflow's already: the same id holds it
+        keeper = self._keeper(job)
         self.phase = "settling"
         for name in start["in_flight"]:
             self.running[name] = asyncio.create_task(self._settle(job, name))
         await self._drain()
         ending, code = None, 0
-        drift = (await workflow.execute_activity("verify", job, **self._opts(job)))["drift"]
-        if drift:
-            ending, code = f"the ledger and reality disagree on {', '.join(drift)} (checkpoint drift); stopping before any action", 3
-        memo: dict[str, str] = {}
+        if carry["runs"] == 1:
+            drift = (await workflow.execute_activity("verify", job, **self._opts(job)))["drift"]
+            if drift:
+                ending, code = f"the ledger and reality disagree on {', '.join(drift)} (checkpoint drift); stopping before any action", 3
+        memo: dict[str, Any] = carry["memo"]
+        wait = timedelta(seconds=job.get("idle", job["poll"]) if bounded else job["poll"])
         while ending is None:
             if keeper.done():
                 return {"code": 5, "ending": "the workflow lost the ledger's lease"}
+            if bounded and self._history_full(job):
+                return await self._continue(job, keeper, {**carry, "memo": memo, "runs": carry["runs"] + 1})
             self.phase, self.poked = "deciding", False
             d = await workflow.execute_activity("decide", args=[job, sorted(self.running), memo], **self._opts(job))
             memo = d["memo"]
@@ -92,23 +109,62 @@ class LedgerWorkflow:
                 break
             if d.get("again"):
                 continue
+            if d.get("handoff"):  # the Claude planner's budget: its note, then a fresh run and budget
+                await self._drain()
+                note = await workflow.execute_activity(
+                    "planner_note", args=[job, memo, d["handoff"], carry["note"], carry["started_at"]], **self._opts(job))
+                fresh = {**memo, "claude": {}}
+                return await self._continue(job, keeper, {**carry, "note": note, "memo": fresh, "runs": carry["runs"] + 1,
+                                                          "started_at": workflow.now().strftime("%Y-%m-%dT%H:%M:%SZ")})
+            if d.get("unavailable"):  # a model outage: steps run on, the workflow asks again later
+                workflow.set_current_details(f"the planner is unavailable ({d['unavailable']}); asking again in {d['retry_in']:g} s")
+                try:
+                    await workflow.wait_condition(keeper.done, timeout=timedelta(seconds=d["retry_in"]))
+                except asyncio.TimeoutError:
+                    pass
+                self._reap()
+                continue
             self.phase = f"{len(self.running)} running" if self.running else "waiting"
+            workflow.set_current_details(d.get("details") or self.phase)  # no command: `temporal workflow describe` shows it
             try:
-                await workflow.wait_condition(lambda: self.poked or keeper.done() or self._any_done(),
-                                              timeout=timedelta(seconds=job["poll"]))
+                await workflow.wait_condition(lambda: self.poked or keeper.done() or self._any_done(), timeout=wait)
             except asyncio.TimeoutError:
-                pass  # the timer: re-read the ledger, whoever changed it and however
+                pass  # the idle timer: decide again (time-based rules: reminders, expiry)
             self._reap()
         self.phase = "handing off"
+        workflow.set_current_details(f"handing off: {ending}")
         await self._drain()
-        await workflow.execute_activity("finish", args=[job, ending, code, start["note"], start["started_at"]],
-                                        **self._opts(job))
+        finish = [job, ending, code, carry["note"], carry["started_at"]] + ([memo] if job.get("planner") else [])
+        await workflow.execute_activity("finish", args=finish, **self._opts(job))
+        await self._stop_keeper(keeper)
+        return {"code": code, "ending": ending}
+
+    def _keeper(self, job: dict) -> asyncio.Task:
+        return workflow.start_activity(
+            "keep_lease", job, start_to_close_timeout=timedelta(days=3650),
+            heartbeat_timeout=timedelta(seconds=job["heartbeat_timeout"]),
+            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, summary="lease keeper")
+
+    async def _stop_keeper(self, keeper: asyncio.Task) -> None:
         keeper.cancel()
         try:
-            await keeper  # its last beat is written before the workflow ends
+            await keeper  # its last beat is written before the run ends
         except (ActivityError, asyncio.CancelledError):
             pass
-        return {"code": code, "ending": ending}
+
+    def _history_full(self, job: dict) -> bool:
+        info = workflow.info()
+        return info.is_continue_as_new_suggested() or info.get_current_history_length() >= job.get("history_max", HISTORY_MAX)
+
+    async def _continue(self, job: dict, keeper: asyncio.Task, carry: dict) -> dict[str, Any]:
+        """Let the running steps end (starting none), then continue as new with `carry`."""
+        self.phase = "continuing as new"
+        workflow.set_current_details(f"continuing as new (run {carry['runs']}) once {len(self.running)} running step(s) end")
+        await self._drain()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._stop_keeper(keeper)
+        workflow.continue_as_new(args=[job, carry])
 
     def _any_done(self) -> bool:
         return any(task.done() for task in self.running.values())

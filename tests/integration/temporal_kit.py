@@ -47,11 +47,24 @@ class Server:
     def __init__(self, folder: Path) -> None:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.folder = folder
         self.log = folder / "temporal.log"
+        self._start()
+
+    def kill9(self) -> None:
+        """kill -9 of the whole server (its state stays in the database file)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def restart(self) -> None:
+        """Start it again on the same port and database file."""
+        self._start()
+
+    def _start(self) -> None:
         self.proc = subprocess.Popen(
             [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
-             "--db-filename", str(folder / "temporal.db")],
-            stdout=self.log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+             "--db-filename", str(self.folder / "temporal.db")],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -140,3 +153,52 @@ def step_processes(pids: set[int]) -> list[tuple[int, int, list[str]]]:
         if ppid in pids:
             found.append((int(entry), ppid, argv[2:]))
     return found
+
+
+def runs(address: str, workflow_id: str) -> list[tuple[str, int, str]]:
+    """(status name, history length, run id) of every run of the workflow, oldest first."""
+    from temporalio.client import Client
+
+    from engine.temporal.client import in_loop
+
+    async def read() -> list[tuple[str, int, str]]:
+        client = await Client.connect(address)
+        found = [(w.start_time, w.status.name if w.status else "?", w.history_length, w.run_id)
+                 async for w in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+        del client
+        return [(status, length, run_id) for _at, status, length, run_id in sorted(found)]
+
+    return in_loop(read())
+
+
+def history(address: str, workflow_id: str, run_id: str | None = None):
+    """The WorkflowHistory of a run (the latest one without `run_id`)."""
+    from temporalio.client import Client
+
+    from engine.temporal.client import in_loop
+
+    async def read():
+        client = await Client.connect(address)
+        found = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        del client
+        return found
+
+    return in_loop(read())
+
+
+def shown(address: str, workflow_id: str) -> tuple[dict, str]:
+    """(memo, current details) of the workflow, as `temporal workflow describe` and the UI show them."""
+    from temporalio.api.sdk.v1 import WorkflowMetadata
+    from temporalio.client import Client
+
+    from engine.temporal.client import in_loop
+
+    async def read() -> tuple[dict, str]:
+        client = await Client.connect(address)
+        handle = client.get_workflow_handle(workflow_id)
+        memo = dict(await (await handle.describe()).memo())
+        meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        del client
+        return memo, meta.current_details
+
+    return in_loop(read())
