@@ -272,9 +272,11 @@ def retry(ledger: Ledger, name: str, who: Who, *, force: bool, reason: str | Non
     return [_record("retry", f"{name}: failed -> {step.from_} for a retry of {step.name} by {who}{detail}", name, step=step.name, forced=force or None, reason=reason)]
 
 
-def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Records:
+def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None, by_agent: bool = False) -> Records:
     """Set the handoff note; with `base`, refuse if it changed since the writer read it.
-    The note it replaces is kept as `previous_note` (see `_keeps_previous`)."""
+    The note it replaces is kept as `previous_note` (see `_keeps_previous`). `by_agent`:
+    the writer's process runs for an agent (engine.people), whatever name it gives: a
+    person's note it replaces is always kept (an agent never erases a person's words)."""
     current = ledger.handoff_note or ""
     if base is not None and current != base:
         raise Conflict(
@@ -283,7 +285,9 @@ def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Record
             theirs=current,
         )
     text = _clean(ledger, text) or ""
-    if current.strip() and current != text and _keeps_previous(ledger.handoff_note_by, who.name, ledger.previous_note is not None):
+    persons = not (ledger.handoff_note_by or "").startswith(AGENT_PREFIX)
+    if current.strip() and current != text and (
+            (by_agent and persons) or _keeps_previous(ledger.handoff_note_by, who.name, ledger.previous_note is not None)):
         ledger.previous_note = PreviousNote(text=current, by=ledger.handoff_note_by, at=ledger.handoff_note_at)
     ledger.handoff_note = text
     ledger.handoff_note_by = who.name
