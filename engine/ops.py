@@ -174,8 +174,9 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     target.next_action = f"{the_step.name} approved by {who.name}; the next session runs it"
     target.changed_at = approval.at
     msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "")
+    # `at` names this approval among others of the same hash: the witness (engine.approvals) matches on it.
     records.append(_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment,
-                           argv=pending.argv, checkpoint=target.checkpoint))
+                           argv=pending.argv, checkpoint=target.checkpoint, at=approval.at))
     return approval, records
 
 
