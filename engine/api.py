@@ -189,12 +189,17 @@ class LedgerHandle:
                         user=self.os_user, rev=self._snapshot.ledger.revision if self._snapshot else None)
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
-                expect_hash: str | None = None) -> Approval:
+                expect_hash: str | None = None, key: str | None = None) -> Approval:
         """Approve `target`'s irreversible step. With `expect_hash` (what the approver was
-        shown), a changed command or checkpoint raises ApprovalChanged and records nothing."""
+        shown), a changed command or checkpoint raises ApprovalChanged and records nothing.
+        An approver with an `ssh_key` signs with `key` (a key file) or the ssh-agent at
+        SSH_AUTH_SOCK (engine.approvals.signing)."""
         self.refuse_agent("approve", target)
+        from engine.approvals.signing import sign_approval
+
+        signed = sign_approval(self, target, step, key)
         return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment,
-                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash))
+                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed))
 
     def unapprove(self, target: str) -> None:
         self.refuse_agent("unapprove", target)

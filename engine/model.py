@@ -89,6 +89,23 @@ class Approval(Node):
     comment: str | None = None
     used_at: str | None = None
     used_by: str | None = None
+    # How the approver was verified (engine.approvals.approvers): none | os_user | ssh_key
+    # | os_user+ssh_key. With ssh_key, `signed` is the exact payload signed and `sig` the
+    # OpenSSH signature (armored), both checked again before the step is spawned.
+    verified: str | None = None
+    signed: str | None = None
+    sig: str | None = None
+
+
+class Approver(Node):
+    """A verified approver: `name` is who the approval says approved; `os_user`: the kernel
+    uid of the approving process must be that user's; `ssh_key`: the approval carries an
+    OpenSSH signature by this public key (`ssh-keygen -Y sign -n handoff-approval`)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
+    name: str
+    os_user: str | None = None
+    ssh_key: str | None = None
 
 
 class InFlight(Node):
@@ -283,7 +300,7 @@ class Ledger(Node):
     budget: Budget | None = None
     agent: Agent | None = None
     invariants: list[str | dict[str, Any]] = Field(default_factory=list)
-    approvers: list[str] | None = None
+    approvers: list[str | Approver] | None = None  # a plain name is an OS login (it proves little: `check --strict`)
     notify: list[Notifier] = Field(default_factory=list)
     metrics: dict[str, Metric] = Field(default_factory=dict)
     redact: list[Annotated[str, AfterValidator(_pattern)]] = Field(default_factory=list)

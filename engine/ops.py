@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from engine.approvals import sshsig
+from engine.approvals.approvers import Signed, admit
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.redact import redact
 from engine.render import approval_hash, describe, fields_for, render
-from engine.timefmt import now_iso
+from engine.timefmt import now_iso, parse_iso
 from engine.touched import is_touched
 
 Records = list[dict[str, Any]]
@@ -112,11 +115,12 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
 
 
 def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str,
-            expect_hash: str | None = None) -> tuple[Approval, Records]:
+            expect_hash: str | None = None, signed: Signed | None = None) -> tuple[Approval, Records]:
     """Record an approval bound to the exact command and checkpoint, and release the gate.
 
     `expect_hash`: the hash of the command the approver was shown; if what would be
-    approved now differs, nothing is recorded (ApprovalChanged shows what is there now)."""
+    approved now differs, nothing is recorded (ApprovalChanged shows what is there now).
+    `signed`: the approver's signature over the approval (engine.approvals.approvers)."""
     target = _target(ledger, name)
     try:
         pending = pending_command(ledger, name, ledger_dir, step)
@@ -134,11 +138,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
             f"(hash {pending.hash}). Nothing was approved: look again, then approve what is there now",
             seen=expect_hash, now=pending,
         )
-    if ledger.approvers is not None and not any(same_person(who.user, a) for a in ledger.approvers):
-        raise Refused(
-            f"OS user {who.user!r} is not in this ledger's approvers ({', '.join(ledger.approvers) or 'none'})",
-            title="Not an approver",
-        )
+    by, verified, at = admit_signed(ledger, name, who, pending, signed)
     if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
         raise Refused(
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
@@ -159,13 +159,16 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         records.append(_record("unapproval", f"{name}: stale approval of {existing.step} by {existing.by} "
                                              f"(hash {existing.hash}) replaced", name, step=existing.step, hash=existing.hash))
     approval = Approval(
-        by=who.name,
+        by=by,
         user=who.user,
-        at=now_iso(),
+        at=at,
         step=the_step.name,
         hash=pending.hash,
         checkpoint=target.checkpoint,
         comment=comment or None,
+        verified=verified if ledger.approvers is not None else None,
+        signed=signed.payload if signed else None,
+        sig=signed.sig if signed else None,
     )
     target.approvals.append(approval)
     if target.state == "awaiting_approval":
@@ -176,8 +179,42 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "")
     # `at` names this approval among others of the same hash: the witness (engine.approvals) matches on it.
     records.append(_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment,
-                           argv=pending.argv, checkpoint=target.checkpoint, at=approval.at))
+                           argv=pending.argv, checkpoint=target.checkpoint, at=approval.at, verified=approval.verified,
+                           signed=approval.signed, sig=approval.sig))
     return approval, records
+
+
+def admit_signed(ledger: Ledger, name: str, who: Who, pending: PendingCommand, signed: Signed | None) -> tuple[str, str, str]:
+    """(approver name, how verified, time) for an approval by `who` of `pending` now, or Refused."""
+    at = now_iso()
+    fields = (sshsig.parse_payload(signed.payload) or {}) if signed else {}
+    # A ledger with no id yet takes the one its first signed approval names (engine.approvals.signing).
+    new_id = fields.get("ledger") if ledger.id is None and _is_uuid(fields.get("ledger")) else None
+    expect = {"ledger": ledger.id or new_id, "target": name, "step": pending.step.name, "hash": pending.hash,
+              "checkpoint": pending.checkpoint}
+    by, verified = admit(ledger, who.name, who.user, signed, expect)
+    if signed is None:
+        return by, verified, at
+    age = (parse_iso(at) or 0) - (parse_iso(fields.get("at")) or 0)
+    if not 0 <= age <= SIGNED_FRESH or not isinstance(fields.get("revision"), int) or fields["revision"] > ledger.revision:
+        raise Refused(f"the signature was made at {fields.get('at')} for revision {fields.get('revision')}; an approval "
+                      f"signature is good for {SIGNED_FRESH:.0f}s and only for a revision already written: sign again",
+                      title="Stale signature")
+    if any(a.sig == signed.sig for a in ledger.targets[name].approvals):
+        raise Refused("this signature was already given for an approval; sign again", title="Signature reused")
+    if new_id:
+        ledger.id = new_id
+    return by, verified, fields["at"]
+
+
+def _is_uuid(text: object) -> bool:
+    try:
+        return isinstance(text, str) and str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
+SIGNED_FRESH = 600.0  # seconds a signature may take from signing to recording: never a replay of an old one
 
 
 def unapprove(ledger: Ledger, name: str, who: Who) -> Records:

@@ -3,7 +3,8 @@ irreversible step starts (engine.session.steps), after the guard found an unused
 approval bound to the exact command and checkpoint.
 
 It must also have its own journal record (engine.approvals.witness): an approval
-written into the file by anyone but the engine never authorises. An approval refused
+written into the file by anyone but the engine never authorises; and for a verified
+approver (engine.approvals.approvers) its uid record or its signature must still hold. An approval refused
 here is taken off the target (the journal keeps a copy in the refusal's record) and the
 target awaits a person again, its `reason` saying why, so nothing retries it in a loop
 and a person's fresh approval is not blocked by the bad one.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from engine.approvals.approvers import recheck
 from engine.approvals.witness import approval_recorded
 from engine.model import Approval, Ledger, Step
 from engine.timefmt import now_iso, parse_iso
@@ -40,6 +42,9 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
             f"approval not recorded by the engine: the approval of {approval.step} by {approval.by} at {approval.at} "
             "has no journal record of its own (written into the file by hand?), so it never authorises a run",
             settling=age is not None and 0 <= age < RECORDING_GRACE)
+    why = recheck(ledger, name, approval)
+    if why:
+        return Unauthorised(f"approval not verified: {why}, so it never authorises a run")
     return None
 
 

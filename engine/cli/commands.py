@@ -53,6 +53,7 @@ def register(sub) -> None:
     p.add_argument("--comment", help="why it is safe now (\"lag 1.4s, go\"); goes to the journal")
     p.add_argument("--expect-hash", metavar="H", help="approve only if the command still has this hash (`status --json` shows it)")
     p.add_argument("--yes", action="store_true", help="on a terminal, approve without typing the target's name")
+    p.add_argument("--key", metavar="FILE", help="sign the approval with this ssh key (approvers with ssh_key; default: SSH_AUTH_SOCK's agent)")
     add_who(p)
     p.set_defaults(handler=lambda a: _approve(a))
 
