@@ -319,8 +319,10 @@ def cmd_check(args) -> int:
 def report_check(args, handle, ledger, statuses, findings) -> int:
     """Print the findings (text or --json); exit 1 when any is a problem."""
     from engine.checks import ERROR
+    from engine.checks.finding import NOTICE, WARNING
 
-    problem = [f for f in findings if f.severity == ERROR or args.strict]
+    findings = [f for f in findings if f.severity != NOTICE or args.strict]  # notices: --strict only, never a problem
+    problem = [f for f in findings if f.severity == ERROR or (args.strict and f.severity == WARNING)]
     unenforced = [f"invariant unenforced: {s.text} ({s.value})" for s in statuses if s.status == "unenforced"]
     redactor = handle.journal.redactor
     if args.json:  # stale readings are among the findings (warnings)
@@ -333,7 +335,7 @@ def report_check(args, handle, ledger, statuses, findings) -> int:
         from engine.textsafe import visible
 
         for f in findings:
-            label = "" if f.severity == ERROR else "warning: "
+            label = {ERROR: "", NOTICE: "note: "}.get(f.severity, "warning: ")
             print(visible(redactor.text(f"{f.where}: {label}{f.message}" + (f"; {f.suggestion}" if f.suggestion else ""))))
         if not problem:
             print(visible(f"{handle.display_location}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))

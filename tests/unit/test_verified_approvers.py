@@ -249,3 +249,21 @@ def test_an_os_user_approver_must_run_as_that_user() -> None:
         assert not (folder / "spawned-db-18").exists()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("approvers,said", [(None, "no approvers: anyone but the asker may approve"),
+                                            (["alice", {"name": "bob", "os_user": "bob"}], "approvers alice are plain names: they prove nothing")])
+def test_check_strict_says_plain_or_missing_approvers_prove_nothing(tmp_path: Path, approvers, said) -> None:
+    """`check --strict` notes it (at the approvers line), without failing a team that accepts it; plain `check` is silent; verified entries only: no note."""
+    ledger = _ledger(tmp_path, approvers or [])
+    if approvers is None:
+        data = _load(ledger)
+        del data["approvers"]
+        _save(ledger, data)
+    strict = handoff("check", ledger, "--strict")
+    assert said in strict.stdout and "note: " in strict.stdout and "os_user" in strict.stdout, strict.stdout
+    assert handoff("check", ledger).stdout.count("prove") == 0
+    data = _load(ledger)
+    data["approvers"] = [{"name": "bob", "os_user": "bob"}]
+    _save(ledger, data)
+    assert "note: " not in handoff("check", ledger, "--strict").stdout
