@@ -197,9 +197,12 @@ class LedgerHandle:
         self.refuse_agent("approve", target)
         from engine.approvals.signing import sign_approval
 
+        from engine.approvals.policy import requesters
+
         signed = sign_approval(self, target, step, key)
         return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment,
-                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed))
+                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed,
+                                                  requested_by=requesters(self.journal, l, target) if target in l.targets else None))
 
     def unapprove(self, target: str) -> None:
         self.refuse_agent("unapprove", target)

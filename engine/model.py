@@ -156,6 +156,41 @@ class Target(Node):
 
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(value: Any) -> Any:
+    """`90`, `90s`, `30m`, `1h`, `2d` as seconds; anything else is left for validation to refuse."""
+    if isinstance(value, str):
+        text = value.strip()
+        unit = _UNITS.get(text[-1:].lower())
+        try:
+            return float(text[:-1]) * unit if unit else float(text)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a duration: write seconds, or a number with s, m, h or d (30m, 24h)") from None
+    return value
+
+
+Duration = Annotated[float, Field(gt=0), WithJsonSchema({"anyOf": [
+    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[smhdSMHD]?\s*$"}]})]
+
+
+class ApprovalPolicy(Node):
+    """How an irreversible step is approved (per step `approvals:`, ledger-wide
+    `approval_policy:`; the step's fields win): `count` distinct people, none the
+    requester; `remind_after` re-pages the same notify targets, `escalate_after` pages
+    the next `notify` entry, `expire_after` blocks the target (never approves)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
+    count: int = Field(default=1, ge=1)
+    remind_after: Duration | None = None
+    escalate_after: Duration | None = None
+    expire_after: Duration | None = None
+
+    _durations = field_validator("remind_after", "escalate_after", "expire_after", mode="before")(_seconds)
+
+
 class Step(Node):
     """One runbook step: a transition `from` -> `to` done by running `run`."""
 
@@ -172,6 +207,7 @@ class Step(Node):
     until: str | None = None
     interval: float | None = None
     description: str | None = None
+    approvals: ApprovalPolicy | None = None  # engine.approvals.policy
 
     _split = field_validator("run", "check", "verify", mode="before")(_argv)
 
@@ -300,6 +336,7 @@ class Ledger(Node):
     budget: Budget | None = None
     agent: Agent | None = None
     invariants: list[str | dict[str, Any]] = Field(default_factory=list)
+    approval_policy: ApprovalPolicy | None = None  # every irreversible step's, unless the step says otherwise
     approvers: list[str | Approver] | None = None  # a plain name is an OS login (it proves little: `check --strict`)
     notify: list[Notifier] = Field(default_factory=list)
     metrics: dict[str, Metric] = Field(default_factory=dict)

@@ -31,6 +31,7 @@ from engine.model import Notifier
 # The events the session pages on; `on:` in a notifier picks from these.
 EVENTS: tuple[str, ...] = (
     "approval_needed",
+    "approval_escalated",  # engine.approvals.policy: escalate_after pages the next notify entry
     "drift",
     "blocked",
     "failed",

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.approvals import sshsig
 from engine.approvals.approvers import Signed, admit
+from engine.approvals.policy import policy_for, progress, standing
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.redact import redact
@@ -115,12 +116,15 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
 
 
 def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str,
-            expect_hash: str | None = None, signed: Signed | None = None) -> tuple[Approval, Records]:
+            expect_hash: str | None = None, signed: Signed | None = None,
+            requested_by: set[str] | None = None) -> tuple[Approval, Records]:
     """Record an approval bound to the exact command and checkpoint, and release the gate.
 
     `expect_hash`: the hash of the command the approver was shown; if what would be
     approved now differs, nothing is recorded (ApprovalChanged shows what is there now).
-    `signed`: the approver's signature over the approval (engine.approvals.approvers)."""
+    `signed`: the approver's signature over the approval (engine.approvals.approvers).
+    `requested_by`: who asked (engine.approvals.policy.requesters): under a `count`
+    policy none of them may approve; until `count` people did, the target keeps awaiting."""
     target = _target(ledger, name)
     try:
         pending = pending_command(ledger, name, ledger_dir, step)
@@ -144,10 +148,16 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
             title="No self-approval",
         )
+    need = policy_for(ledger, the_step).count
+    if need > 1 and {by.strip().casefold(), who.name.strip().casefold()} & (requested_by or set()):
+        raise Refused(f"{who} asked for this approval (or started the session that did); {the_step.name} needs "
+                      f"{need} people other than the requester", title="No self-approval")
     records: Records = []
     for existing in list(target.approvals):
         if existing.step != the_step.name or existing.used_at:
             continue
+        if existing.hash == pending.hash and need > 1 and not same_person(existing.by, by):
+            continue  # a co-approval: `need` distinct people approve the same command
         if existing.hash == pending.hash:
             raise Refused(
                 f"{name} already holds an unused approval of {the_step.name} by {existing.by} at {existing.at}; "
@@ -171,12 +181,18 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         sig=signed.sig if signed else None,
     )
     target.approvals.append(approval)
-    if target.state == "awaiting_approval":
-        target.state = the_step.from_
-        target.awaiting = target.awaiting_by = target.awaiting_since = None
-    target.next_action = f"{the_step.name} approved by {who.name}; the next session runs it"
+    have = standing(ledger, name, the_step, pending.hash)
+    if len(have) < need:  # still awaiting: the gate stays shut, and says how far it got
+        so_far = f"{progress(len(have), need)} ({', '.join(a.by for a in have)})"
+        target.next_action = f"{so_far}; another person approves {the_step.name}: handoff approve LEDGER {name}"
+    else:
+        if target.state == "awaiting_approval":
+            target.state = the_step.from_
+            target.awaiting = target.awaiting_by = target.awaiting_since = None
+        target.next_action = f"{the_step.name} approved by {' and '.join(a.by for a in have[:need])}; the next session runs it"
+        so_far = progress(need, need) if need > 1 else ""
     target.changed_at = approval.at
-    msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "")
+    msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "") + (f"; {so_far}" if so_far else "")
     # `at` names this approval among others of the same hash: the witness (engine.approvals) matches on it.
     records.append(_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment,
                            argv=pending.argv, checkpoint=target.checkpoint, at=approval.at, verified=approval.verified,

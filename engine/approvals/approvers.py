@@ -76,7 +76,7 @@ def admit(ledger: Ledger, who_name: str, who_user: str, signed: Signed | None, e
         if any(_same(who_user, n) for n in plain_names(ledger)):
             return who_name, "none"
         names = ", ".join(a if isinstance(a, str) else a.name for a in ledger.approvers) or "none"
-        raise Refused(f"{who_name!r} (OS user {who_user!r}) is not in this ledger's approvers ({names}); "
+        raise Refused(f"OS user {who_user!r} is not in this ledger's approvers ({names}), nor is {who_name!r}; "
                       "a verified approver names themselves with --as NAME", title="Not an approver")
     if entry.os_user:
         why = uid_is(entry.os_user)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from engine.approvals.approvers import recheck
+from engine.approvals.policy import policy_for, standing
 from engine.approvals.witness import approval_recorded
 from engine.model import Approval, Ledger, Step
 from engine.timefmt import now_iso, parse_iso
@@ -67,18 +68,26 @@ class Refusal:
     record: dict | None
 
 
-def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: Approval, ledger_arg: str) -> Refusal | None:
-    """Under the fence, inside the intent's transaction: None when `approval` authorises;
-    else a Refusal, with the target already set to await a person (unless still settling)."""
-    found = unauthorised(journal, ledger, name, approval)
-    if found is None:
-        return None
-    if found.settling:
-        return Refusal(f"{found.why}; it may still be on its way: deciding again", None)
-    record = {"kind": "approval_refused", "target": name, "step": step.name, "why": found.why,
-              "approval": approval.model_dump(exclude_none=True)}
-    refuse(ledger, name, step, approval, found.why, ledger_arg=ledger_arg)
-    return Refusal(found.why, record)
+def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: Approval, ledger_arg: str,
+                   used_by: str | None = None) -> Refusal | None:
+    """Under the fence, inside the intent's transaction: None when `approval` (and, under a
+    `count` policy, each co-approval, then marked used with it) authorises; else a
+    Refusal, with the target already set to await a person (unless still settling)."""
+    need = policy_for(ledger, step).count
+    together = [a for a in standing(ledger, name, step, approval.hash)[:need] if a is not approval] + [approval]
+    for one in together:
+        found = unauthorised(journal, ledger, name, one)
+        if found is None:
+            continue
+        if found.settling:
+            return Refusal(f"{found.why}; it may still be on its way: deciding again", None)
+        record = {"kind": "approval_refused", "target": name, "step": step.name, "why": found.why,
+                  "approval": one.model_dump(exclude_none=True)}
+        refuse(ledger, name, step, one, found.why, ledger_arg=ledger_arg)
+        return Refusal(found.why, record)
+    for one in together[:-1]:  # the co-approvals are spent with the one that completed them
+        one.used_at, one.used_by = now_iso(), used_by
+    return None
 
 
 def launch_refusal(journal, ledger: Ledger, name: str, approval: Approval) -> str | None:

@@ -174,6 +174,11 @@ def status_data(handle, ledger) -> dict[str, Any]:
             item.update(argv=pending.argv, checkpoint=pending.checkpoint, hash=pending.hash)
         except HandoffError as err:  # a runbook that cannot render it: say why instead
             item.update(argv=None, checkpoint=t.checkpoint, hash=None, problem=err.message)
+        from engine.approvals.policy import describe_request
+
+        policy = describe_request(ledger, name)  # "1 of 2 approvals (alice); expires after 24h"
+        if policy:
+            item["policy"] = policy
         awaiting.append(item)
     return {
         "task": ledger.task,
@@ -231,7 +236,8 @@ def cmd_status(args) -> int:
     for warning in snap.warnings:
         out.append(f"WARNING: {warning}")
     for item in data["awaiting"]:
-        out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})")
+        out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})"
+                   + (f": {item['policy']}" if item.get("policy") else ""))
     out.append(f"touched: {data['touched']}")
     for inv in data["invariants"]:
         status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]

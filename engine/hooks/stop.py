@@ -66,7 +66,7 @@ def _write_engine_note(ctx: HookContext, start: dict) -> None:
 
     def fn(ledger):
         text = generate(ledger, ledger_path=ctx.ledger_path, ending="the Claude Code session stopped without "
-                        "writing a current handoff note", session=ctx.session_id)
+                        "writing a current handoff note", session=ctx.session_id, previous=start.get("note_at_start"))
         text = amend(text, review(text, ledger, previous=start.get("note_at_start"), since=start.get("ts")))
         return ops.set_note(ledger, who, text, base=None)
 

@@ -99,7 +99,8 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
                 raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
                                                f"already used (journal: {step.name} started at {used.get('ts')})",
                                         approval=decision.approval, used=used))
-            refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg)
+            refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg,
+                                               used_by=s.identity)
             if refused is not None:  # no witness, or an identity that does not verify: never spawns
                 if refused.record is None:
                     raise NoChange(Decision(False, refused.why))
