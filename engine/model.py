@@ -357,6 +357,19 @@ class Ledger(Node):
             return str(value)
         return value
 
+    @field_validator("approvers", mode="before")
+    @classmethod
+    def _approvers(cls, value: Any) -> Any:
+        # A union's own error ("approvers.0.str: Input should be a valid string") says nothing a person can use.
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            if isinstance(item, dict) and not isinstance(item.get("name"), str):
+                raise ValueError(f"approver {i + 1} needs a `name`: write {{name: alice, os_user: alice}} or "
+                                 "{name: alice, ssh_key: \"ssh-ed25519 AAAA... alice@laptop\"}, or a plain OS login")
+            if isinstance(item, dict) and not (item.get("os_user") or item.get("ssh_key")):
+                raise ValueError(f"approver {item['name']!r} is a mapping with neither `os_user` nor `ssh_key`: "
+                                 "add one, or write the plain name")
+        return value
+
     @field_validator("previous_note", mode="before")
     @classmethod
     def _previous_note(cls, value: Any) -> Any:

@@ -165,3 +165,27 @@ def describe_request(ledger: Ledger, name: str) -> str | None:
     parts += [f"{what} {span(v)}" for what, v in (("reminds every", pol.remind_after), ("escalates after", pol.escalate_after),
                                                    ("expires after", pol.expire_after)) if v]
     return "; ".join(parts) or None
+
+
+def explain_approvals(ledger: Ledger) -> str | None:
+    """How each irreversible step is approved (`check --explain`): who, how many, the timers."""
+    from engine.approvals.approvers import how
+    from engine.model import Approver
+
+    steps = [s for s in ledger.steps() if not s.reversible]
+    if not steps:
+        return None
+    if ledger.approvers is None:
+        who = "anyone but the asker (nothing proves who)"
+    else:
+        who = ", ".join(f"{a} (OS login, proves little)" if isinstance(a, str) else f"{a.name} ({how(a)})"
+                        for a in ledger.approvers if isinstance(a, (str, Approver))) or "nobody"
+    lines = [f"Who approves irreversible steps: {who}"]
+    for step in steps:
+        pol = policy_for(ledger, step)
+        timers = [f"{what} {span(v)}" for what, v in (("reminds every", pol.remind_after),
+                                                      ("escalates after", pol.escalate_after),
+                                                      ("expires after", pol.expire_after)) if v]
+        lines.append(f"  {step.name}: {pol.count} {'person' if pol.count == 1 else 'distinct people'}, never the requester"
+                     + (f"; {', '.join(timers)}" if timers else ""))
+    return "\n".join(lines)

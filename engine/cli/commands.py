@@ -319,6 +319,11 @@ def cmd_check(args) -> int:
         from engine.textsafe import visible
 
         print(visible(explain_ledger(ledger)))
+        from engine.approvals.policy import explain_approvals
+
+        approvals = explain_approvals(ledger)
+        if approvals:
+            print(visible(approvals))
     return report_check(args, handle, ledger, statuses, findings)
 
 

@@ -129,3 +129,14 @@ def test_a_bad_duration_names_the_file_and_line_and_changes_nothing(tmp_path: Pa
     assert f"{ledger}:" in result.stderr and "'soon' is not a duration" in result.stderr and "30m, 24h" in result.stderr
     assert handoff("approve", ledger, "db-19", "--yes", "--as", "alice").returncode == 2
     assert ledger.read_bytes() == before
+
+
+def test_check_explain_shows_who_approves_and_the_policy(tmp_path: Path) -> None:
+    """`check --explain` names the approvers and how they are verified, the count and the timers per irreversible step."""
+    ledger = _ledger(tmp_path, {"count": 2, "expire_after": "24h"})
+    data = yaml.safe_load(ledger.read_text())
+    data["approvers"] = ["alice", {"name": "bob", "os_user": "bob"}]
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = handoff("check", ledger, "--explain").stdout
+    assert "Who approves irreversible steps: alice (OS login, proves little), bob (os_user)" in out
+    assert "link: 2 distinct people, never the requester; expires after 24h" in out

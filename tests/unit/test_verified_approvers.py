@@ -267,3 +267,21 @@ def test_check_strict_says_plain_or_missing_approvers_prove_nothing(tmp_path: Pa
     data["approvers"] = [{"name": "bob", "os_user": "bob"}]
     _save(ledger, data)
     assert "note: " not in handoff("check", ledger, "--strict").stdout
+
+
+def test_bad_approver_input_is_refused_with_what_to_do_and_changes_nothing(tmp_path: Path) -> None:
+    """A key file that does not exist, an ssh_key that is no key line, an entry without a name: clear errors, ledger byte-identical."""
+    ledger = _ledger(tmp_path, [{"name": "alice", "ssh_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGarbage alice@laptop"}])
+    before = ledger.read_bytes()
+    missing = _approve(ledger, "db-19", "--key", str(tmp_path / "no-such-key"))
+    assert missing.returncode == 1 and "ssh-keygen could not sign with" in missing.stderr and "nothing was approved" in missing.stderr
+    key, _ = _keygen(tmp_path, "alice2")
+    garbage = _approve(ledger, "db-19", "--key", str(key))
+    assert garbage.returncode == 1 and "approver alice:" in garbage.stderr
+    assert ledger.read_bytes() == before
+    nameless = _ledger(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, [{"os_user": "alice"}])
+    before = nameless.read_bytes()
+    bad = handoff("check", nameless)
+    assert bad.returncode == 2 and f"{nameless}:" in bad.stderr and "approvers" in bad.stderr and "name" in bad.stderr, bad.stderr
+    assert _approve(nameless, "db-19").returncode == 2
+    assert nameless.read_bytes() == before
