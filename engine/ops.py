@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from engine.approvals import sshsig
-from engine.approvals.approvers import Signed, admit
+from engine.approvals.approvers import Signed, admit_signed
 from engine.approvals.policy import policy_for, progress, standing
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.redact import redact
 from engine.render import approval_hash, describe, fields_for, render
-from engine.timefmt import now_iso, parse_iso
+from engine.timefmt import now_iso
 from engine.touched import is_touched
 
 Records = list[dict[str, Any]]
@@ -142,7 +140,8 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
             f"(hash {pending.hash}). Nothing was approved: look again, then approve what is there now",
             seen=expect_hash, now=pending,
         )
-    by, verified, at = admit_signed(ledger, name, who, pending, signed)
+    by, verified, at = admit_signed(ledger, name, who.name, who.user, pending.step.name, pending.hash, pending.checkpoint,
+                                    signed)
     if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
         raise Refused(
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
@@ -198,39 +197,6 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
                            argv=pending.argv, checkpoint=target.checkpoint, at=approval.at, verified=approval.verified,
                            signed=approval.signed, sig=approval.sig))
     return approval, records
-
-
-def admit_signed(ledger: Ledger, name: str, who: Who, pending: PendingCommand, signed: Signed | None) -> tuple[str, str, str]:
-    """(approver name, how verified, time) for an approval by `who` of `pending` now, or Refused."""
-    at = now_iso()
-    fields = (sshsig.parse_payload(signed.payload) or {}) if signed else {}
-    # A ledger with no id yet takes the one its first signed approval names (engine.approvals.signing).
-    new_id = fields.get("ledger") if ledger.id is None and _is_uuid(fields.get("ledger")) else None
-    expect = {"ledger": ledger.id or new_id, "target": name, "step": pending.step.name, "hash": pending.hash,
-              "checkpoint": pending.checkpoint}
-    by, verified = admit(ledger, who.name, who.user, signed, expect)
-    if signed is None:
-        return by, verified, at
-    age = (parse_iso(at) or 0) - (parse_iso(fields.get("at")) or 0)
-    if not 0 <= age <= SIGNED_FRESH or not isinstance(fields.get("revision"), int) or fields["revision"] > ledger.revision:
-        raise Refused(f"the signature was made at {fields.get('at')} for revision {fields.get('revision')}; an approval "
-                      f"signature is good for {SIGNED_FRESH:.0f}s and only for a revision already written: sign again",
-                      title="Stale signature")
-    if any(a.sig == signed.sig for a in ledger.targets[name].approvals):
-        raise Refused("this signature was already given for an approval; sign again", title="Signature reused")
-    if new_id:
-        ledger.id = new_id
-    return by, verified, fields["at"]
-
-
-def _is_uuid(text: object) -> bool:
-    try:
-        return isinstance(text, str) and str(uuid.UUID(text)) == text
-    except ValueError:
-        return False
-
-
-SIGNED_FRESH = 600.0  # seconds a signature may take from signing to recording: never a replay of an old one
 
 
 def unapprove(ledger: Ledger, name: str, who: Who) -> Records:

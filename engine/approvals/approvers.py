@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import pwd
+import uuid
 from dataclasses import dataclass
 
 from engine.approvals import sshsig
 from engine.errors import Refused
 from engine.model import Approval, Approver, Ledger
+from engine.timefmt import now_iso, parse_iso
 
 
 def _same(a: str | None, b: str | None) -> bool:
@@ -129,3 +131,37 @@ def expected(ledger: Ledger, name: str, approval: Approval) -> dict:
     """The payload fields an approval's signature must carry (all but the revision seen)."""
     return {"ledger": ledger.id, "target": name, "step": approval.step, "hash": approval.hash,
             "checkpoint": approval.checkpoint, "at": approval.at, "approver": approval.by}
+
+
+def admit_signed(ledger: Ledger, name: str, who_name: str, who_user: str, step: str, digest: str, checkpoint: str | None,
+                 signed: Signed | None) -> tuple[str, str, str]:
+    """(approver name, how verified, time) for an approval of `step` on `name` (hash
+    `digest`) now, or Refused: `admit`, plus a signature's freshness and single use."""
+    at = now_iso()
+    fields = (sshsig.parse_payload(signed.payload) or {}) if signed else {}
+    # A ledger with no id yet takes the one its first signed approval names (engine.approvals.signing).
+    new_id = fields.get("ledger") if ledger.id is None and _is_uuid(fields.get("ledger")) else None
+    expect = {"ledger": ledger.id or new_id, "target": name, "step": step, "hash": digest, "checkpoint": checkpoint}
+    by, verified = admit(ledger, who_name, who_user, signed, expect)
+    if signed is None:
+        return by, verified, at
+    age = (parse_iso(at) or 0) - (parse_iso(fields.get("at")) or 0)
+    if not 0 <= age <= SIGNED_FRESH or not isinstance(fields.get("revision"), int) or fields["revision"] > ledger.revision:
+        raise Refused(f"the signature was made at {fields.get('at')} for revision {fields.get('revision')}; an approval "
+                      f"signature is good for {SIGNED_FRESH:.0f}s and only for a revision already written: sign again",
+                      title="Stale signature")
+    if any(a.sig == signed.sig for a in ledger.targets[name].approvals):
+        raise Refused("this signature was already given for an approval; sign again", title="Signature reused")
+    if new_id:
+        ledger.id = new_id
+    return by, verified, fields["at"]
+
+
+def _is_uuid(text: object) -> bool:
+    try:
+        return isinstance(text, str) and str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
+SIGNED_FRESH = 600.0  # seconds a signature may take from signing to recording: never a replay of an old one
