@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,34 @@ def test_bad_approver_input_is_refused_with_what_to_do_and_changes_nothing(tmp_p
     assert bad.returncode == 2 and f"{nameless}:" in bad.stderr and "approvers" in bad.stderr and "name" in bad.stderr, bad.stderr
     assert _approve(nameless, "db-19").returncode == 2
     assert nameless.read_bytes() == before
+
+
+def test_an_old_or_reused_signature_is_refused_when_given(signed) -> None:
+    """alice's real signature made 20 minutes ago, or one already on an approval: refused (a replay from the journal never approves)."""
+    from engine.approvals.approvers import Signed, admit_signed
+    from engine.errors import Refused
+    from engine.model import Ledger
+    from engine.render import approval_hash
+    from engine.timefmt import now_iso
+
+    ledger_path, key, _ = signed
+    assert _approve(ledger_path, "db-19", "--key", str(key)).returncode == 0
+    ledger = Ledger.model_validate(_load(ledger_path))
+    step, target = ledger.step("link"), ledger.targets["db-18"]
+    digest = approval_hash("db-18", target, step)
+
+    def signed_at(at: str) -> Signed:
+        text = sshsig.payload(ledger=ledger.id, target="db-18", step="link", hash=digest, checkpoint=target.checkpoint,
+                              revision=ledger.revision, at=at, approver="alice")
+        return Signed(text, sshsig.sign(text, str(key)))
+
+    def attempt(sig: Signed):
+        return admit_signed(ledger, "db-18", "alice", "root", "link", digest, target.checkpoint, sig)
+
+    with pytest.raises(Refused, match="good for 600s"):
+        attempt(signed_at(now_iso(time.time() - 1200)))
+    fresh = signed_at(now_iso())
+    assert attempt(fresh)[1] == "ssh_key"  # fresh: admitted
+    target.approvals.append(ledger.targets["db-19"].approvals[0].model_copy(update={"sig": fresh.sig}))
+    with pytest.raises(Refused, match="already given"):
+        attempt(fresh)
