@@ -26,7 +26,7 @@ task: witness
 owner_shift: test-oncall
 runbook:
   steps:
-  - {name: link, from: checked, to: linked, run: ["{python}", "{ledger_dir}/mark.py", "{target}"]}
+  - {name: link, from: checked, to: done, run: ["{python}", "{ledger_dir}/mark.py", "{target}"]}
 targets:
   db-19: {state: checked, checkpoint: "0/19"}
 """
@@ -38,11 +38,12 @@ FORGE = textwrap.dedent("""\
     from engine.model import Ledger
     from engine.render import approval_hash
     path, by, at = sys.argv[1], sys.argv[2], sys.argv[3]
+    name = sys.argv[4] if len(sys.argv) > 4 else "db-19"
     data = yaml.safe_load(open(path))
     ledger = Ledger.model_validate(data)
-    digest = approval_hash("db-19", ledger.targets["db-19"], ledger.step("link"))
-    entry = {"by": by, "user": "root", "at": at, "step": "link", "hash": digest, "checkpoint": "0/19"}
-    data["targets"]["db-19"].setdefault("approvals", []).append(entry)
+    digest = approval_hash(name, ledger.targets[name], ledger.step("link"))
+    entry = {"by": by, "user": "root", "at": at, "step": "link", "hash": digest, "checkpoint": ledger.targets[name].checkpoint}
+    data["targets"][name].setdefault("approvals", []).append(entry)
     open(path, "w").write(yaml.safe_dump(data, sort_keys=False))
 """)
 
@@ -128,3 +129,28 @@ def _wait_stopped(pid: int) -> None:
                 return
         time.sleep(0.05)
     raise AssertionError(f"process {pid} never reached its failpoint")
+
+
+def test_the_witness_is_found_in_a_postgresql_journal_too(tmp_path: Path) -> None:
+    """Real PostgreSQL: a person's approval runs (its record is in the database's journal); a hand-written one imported with --replace does not."""
+    import uuid
+
+    ledger = _setup(tmp_path)
+    ledger.write_text(ledger.read_text().replace("{ledger_dir}", str(tmp_path)))  # a database ledger has no folder of its own
+    url = f"postgresql://127.0.0.1/test#witness-{uuid.uuid4().hex[:8]}"
+    assert handoff("import", ledger, url).returncode == 0
+    assert handoff("approve", url, "db-19", "--yes", "--as", "alice").returncode == 0
+    ran = handoff("run", url, "db-19", "link")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert (tmp_path / "spawned-db-19").exists()
+    # The exported ledger, given a new target and a forged approval of it, goes back in through a person's import --replace.
+    data = yaml.safe_load(handoff("export", url).stdout)
+    data["targets"]["db-18"] = {"state": "checked", "checkpoint": "0/18"}
+    forged_file = tmp_path / "forged.yaml"
+    forged_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    subprocess.run([sys.executable, str(tmp_path / "forge.py"), str(forged_file), "alice", "2026-09-10T02:00:00Z", "db-18"],
+                   check=True, env=cli_env())
+    assert handoff("import", forged_file, url, "--replace").returncode == 0
+    refused = handoff("run", url, "db-18", "link")
+    assert refused.returncode == 1 and "approval not recorded by the engine" in refused.stdout + refused.stderr
+    assert not (tmp_path / "spawned-db-18").exists()
