@@ -147,3 +147,18 @@ def test_the_api_refuses_too_not_only_the_cli(fleet: Path, monkeypatch) -> None:
         handle.unpause()
     assert fleet.read_bytes() == before
     assert len([r for r in _journal(fleet) if r["kind"] == "people_only_refused"]) == 2
+
+
+def test_a_pager_the_engine_runs_cannot_approve_what_it_pages_about(tmp_path: Path) -> None:
+    """The approval_needed page's command tries `handoff approve` on the very target: refused, the target still awaits."""
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(STEP_LEDGER.replace("task: people-only\n", (
+        "task: people-only\nnotify:\n"
+        f"- run: [{json.dumps(PY)}, -m, engine.cli.main, approve, {json.dumps(str(ledger))}, db-3, --yes, --as, alice, --comment]\n"
+    )) + "  db-3: {state: verified, checkpoint: \"0/3\"}\n")
+    result = handoff("run", ledger, "db-3", "cutover")
+    assert result.returncode == 1, result.stdout + result.stderr
+    target = yaml.safe_load(ledger.read_text())["targets"]["db-3"]
+    assert target["state"] == "awaiting_approval" and not target.get("approvals")
+    refusals = [r for r in _journal(ledger) if r["kind"] == "people_only_refused"]  # one per delivery attempt
+    assert refusals and all(r["target"] == "db-3" and "the engine's pager" in r["caller"] for r in refusals)
