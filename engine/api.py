@@ -31,6 +31,7 @@ from engine.journal import JournalWriteError
 from engine.lease import LeaseState, lease_state
 from engine.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Target
 from engine.ops import PendingCommand
+from engine.people import agent_caller
 from engine.redact import redact
 from engine.render import approval_hash
 from engine.store import Snapshot, open_store
@@ -192,17 +193,38 @@ class LedgerHandle:
             self.woke = wake_workflow(holder[0], ledger=self.location)
         return result
 
+    def refuse_agent(self, command: str, target: str | None = None, flag: str | None = None) -> None:
+        """Refuse a people-only operation (engine.people) when this process runs for an
+        agent: one `people_only_refused` journal record, the ledger untouched (exit 1)."""
+        if self.read_only:
+            raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
+        from engine.approvals.refusal import refuse_if_agent
+
+        refuse_if_agent(self.journal, command, flag=flag, target=target, ledger=self.display_location, actor=self.actor,
+                        user=self.os_user, rev=self._snapshot.ledger.revision if self._snapshot else None)
+
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
-                expect_hash: str | None = None) -> Approval:
+                expect_hash: str | None = None, key: str | None = None) -> Approval:
         """Approve `target`'s irreversible step. With `expect_hash` (what the approver was
-        shown), a changed command or checkpoint raises ApprovalChanged and records nothing."""
+        shown), a changed command or checkpoint raises ApprovalChanged and records nothing.
+        An approver with an `ssh_key` signs with `key` (a key file) or the ssh-agent at
+        SSH_AUTH_SOCK (engine.approvals.signing)."""
+        self.refuse_agent("approve", target)
+        from engine.approvals.signing import sign_approval
+
+        from engine.approvals.policy import requesters
+
+        signed = sign_approval(self, target, step, key)
         return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment,
-                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash))
+                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed,
+                                                  requested_by=requesters(self.journal, l, target) if target in l.targets else None))
 
     def unapprove(self, target: str) -> None:
+        self.refuse_agent("unapprove", target)
         self._change(lambda l: (None, ops.unapprove(l, target, self.who)))
 
     def reject(self, target: str, reason: str) -> None:
+        self.refuse_agent("reject", target)
         self._change(lambda l: (None, ops.reject(l, target, self.who, reason)))
 
     def set_note(self, text: str, *, base: str | None = None) -> list[str]:
@@ -212,7 +234,7 @@ class LedgerHandle:
 
         def fn(ledger: Ledger):
             problems = review(text, ledger, previous=ledger.handoff_note, since=ledger.handoff_note_at)
-            records = ops.set_note(ledger, self.who, text, base=base)
+            records = ops.set_note(ledger, self.who, text, base=base, by_agent=agent_caller() is not None)
             if problems:  # on the note's own record: one journal record per write
                 records[0]["msg"] += f"; the reviewer found {len(problems)} problem(s): " + "; ".join(problems)
                 records[0]["review"] = problems
@@ -231,15 +253,19 @@ class LedgerHandle:
         self._change(lambda l: (None, ops.pause(l, self.who, reason)))
 
     def unpause(self) -> None:
+        self.refuse_agent("unpause")
         self._change(lambda l: (None, ops.unpause(l, self.who)))
 
     def retry(self, target: str, *, force: bool = False, reason: str | None = None) -> None:
+        if force:  # only a failed irreversible step needs --force: retrying it is for people
+            self.refuse_agent("retry", target, flag="--force")
         self._change(lambda l: (None, ops.retry(l, target, self.who, force=force, reason=reason)))
 
     def block(self, target: str, reason: str) -> None:
         self._change(lambda l: (None, ops.block(l, target, self.who, reason)))
 
     def unblock(self, target: str, to: str, reason: str) -> None:
+        self.refuse_agent("unblock", target)
         self._change(lambda l: (None, ops.unblock(l, target, self.who, to, reason)))
 
     def request_stop(self) -> None:
@@ -256,6 +282,9 @@ class LedgerHandle:
 
     def accept(self, *, removal: bool = False, rollback: bool = False) -> int:
         """Accept what the file lost since the engine last wrote it; returns the new revision."""
+        for flag, on in (("--accept-removal", removal), ("--accept-rollback", rollback)):
+            if on:
+                self.refuse_agent("check", flag=flag)
         snap = self.store.snapshot()
         records = []
         if removal:

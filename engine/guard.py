@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.approvals.policy import policy_for, progress, standing
 from engine.invariants import InvariantStatus, parse_all
 from engine.model import Approval, Ledger, Step
 from engine.render import approval_hash
@@ -30,15 +31,20 @@ class Decision:
 
 
 def valid_approval(ledger: Ledger, name: str, step: Step) -> tuple[Approval | None, str]:
-    """An unused approval of `step` on `name` that matches the command and checkpoint now."""
+    """An unused approval of `step` on `name` that matches the command and checkpoint now
+    and, under a `count` policy, completes that many by distinct people (the last one)."""
     target = ledger.targets[name]
     digest = approval_hash(name, target, step)
+    need = policy_for(ledger, step).count
+    have = standing(ledger, name, step, digest)
+    if len(have) >= need:
+        return have[need - 1], digest
+    if have:
+        return None, f"{progress(len(have), need)} ({', '.join(a.by for a in have)})"
     stale = None
     for approval in target.approvals:
         if approval.step != step.name or approval.used_at:
             continue
-        if approval.hash == digest:
-            return approval, digest
         stale = approval
     if stale is not None:
         return None, (

@@ -89,6 +89,23 @@ class Approval(Node):
     comment: str | None = None
     used_at: str | None = None
     used_by: str | None = None
+    # How the approver was verified (engine.approvals.approvers): none | os_user | ssh_key
+    # | os_user+ssh_key. With ssh_key, `signed` is the exact payload signed and `sig` the
+    # OpenSSH signature (armored), both checked again before the step is spawned.
+    verified: str | None = None
+    signed: str | None = None
+    sig: str | None = None
+
+
+class Approver(Node):
+    """A verified approver: `name` is who the approval says approved; `os_user`: the kernel
+    uid of the approving process must be that user's; `ssh_key`: the approval carries an
+    OpenSSH signature by this public key (`ssh-keygen -Y sign -n handoff-approval`)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
+    name: str
+    os_user: str | None = None
+    ssh_key: str | None = None
 
 
 class InFlight(Node):
@@ -139,6 +156,41 @@ class Target(Node):
 
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(value: Any) -> Any:
+    """`90`, `90s`, `30m`, `1h`, `2d` as seconds; anything else is left for validation to refuse."""
+    if isinstance(value, str):
+        text = value.strip()
+        unit = _UNITS.get(text[-1:].lower())
+        try:
+            return float(text[:-1]) * unit if unit else float(text)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a duration: write seconds, or a number with s, m, h or d (30m, 24h)") from None
+    return value
+
+
+Duration = Annotated[float, Field(gt=0), WithJsonSchema({"anyOf": [
+    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[smhdSMHD]?\s*$"}]})]
+
+
+class ApprovalPolicy(Node):
+    """How an irreversible step is approved (per step `approvals:`, ledger-wide
+    `approval_policy:`; the step's fields win): `count` distinct people, none the
+    requester; `remind_after` re-pages the same notify targets, `escalate_after` pages
+    the next `notify` entry, `expire_after` blocks the target (never approves)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
+    count: int = Field(default=1, ge=1)
+    remind_after: Duration | None = None
+    escalate_after: Duration | None = None
+    expire_after: Duration | None = None
+
+    _durations = field_validator("remind_after", "escalate_after", "expire_after", mode="before")(_seconds)
+
+
 class Step(Node):
     """One runbook step: a transition `from` -> `to` done by running `run`."""
 
@@ -155,6 +207,7 @@ class Step(Node):
     until: str | None = None
     interval: float | None = None
     description: str | None = None
+    approvals: ApprovalPolicy | None = None  # engine.approvals.policy
 
     _split = field_validator("run", "check", "verify", mode="before")(_argv)
 
@@ -283,7 +336,8 @@ class Ledger(Node):
     budget: Budget | None = None
     agent: Agent | None = None
     invariants: list[str | dict[str, Any]] = Field(default_factory=list)
-    approvers: list[str] | None = None
+    approval_policy: ApprovalPolicy | None = None  # every irreversible step's, unless the step says otherwise
+    approvers: list[str | Approver] | None = None  # a plain name is an OS login (it proves little: `check --strict`)
     notify: list[Notifier] = Field(default_factory=list)
     metrics: dict[str, Metric] = Field(default_factory=dict)
     redact: list[Annotated[str, AfterValidator(_pattern)]] = Field(default_factory=list)
@@ -301,6 +355,19 @@ class Ledger(Node):
         # A number where text is wanted is the text a person typed: `1.30` stays "1.30".
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)
+        return value
+
+    @field_validator("approvers", mode="before")
+    @classmethod
+    def _approvers(cls, value: Any) -> Any:
+        # A union's own error ("approvers.0.str: Input should be a valid string") says nothing a person can use.
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            if isinstance(item, dict) and not isinstance(item.get("name"), str):
+                raise ValueError(f"approver {i + 1} needs a `name`: write {{name: alice, os_user: alice}} or "
+                                 "{name: alice, ssh_key: \"ssh-ed25519 AAAA... alice@laptop\"}, or a plain OS login")
+            if isinstance(item, dict) and not (item.get("os_user") or item.get("ssh_key")):
+                raise ValueError(f"approver {item['name']!r} is a mapping with neither `os_user` nor `ssh_key`: "
+                                 "add one, or write the plain name")
         return value
 
     @field_validator("previous_note", mode="before")

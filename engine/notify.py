@@ -17,6 +17,7 @@ group on timeout), passed in: this module knows nothing of sessions.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import time
@@ -27,10 +28,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from engine.model import Notifier
+from engine.people import AGENT_VAR
 
 # The events the session pages on; `on:` in a notifier picks from these.
 EVENTS: tuple[str, ...] = (
     "approval_needed",
+    "approval_escalated",  # engine.approvals.policy: escalate_after pages the next notify entry
     "drift",
     "blocked",
     "failed",
@@ -148,7 +151,9 @@ def _run(template: list[str], message: str, ledger_dir: str, python: str, timeou
     # The journal says what ran, not the template it came from (the message is left out).
     label = f"run {shlex.join(argv)}"
     argv.append(message)
-    result = run_command(argv, timeout=timeout, tail_bytes=400)
+    # A pager is a process the engine spawns: it runs for an agent (engine.people), never as a person.
+    env = {**os.environ, AGENT_VAR: os.environ.get(AGENT_VAR) or "the engine's pager"}
+    result = run_command(argv, timeout=timeout, tail_bytes=400, env=env)
     if result.timed_out:
         return PageResult(label, False, f"no exit within {timeout:g}s (killed)"), True
     if result.exit_code in (126, 127):  # cannot be run at all: the same next time

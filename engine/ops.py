@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from engine.approvals.approvers import Signed, admit_signed
+from engine.approvals.policy import policy_for, progress, standing
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.redact import redact
@@ -112,11 +114,15 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
 
 
 def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str,
-            expect_hash: str | None = None) -> tuple[Approval, Records]:
+            expect_hash: str | None = None, signed: Signed | None = None,
+            requested_by: set[str] | None = None) -> tuple[Approval, Records]:
     """Record an approval bound to the exact command and checkpoint, and release the gate.
 
     `expect_hash`: the hash of the command the approver was shown; if what would be
-    approved now differs, nothing is recorded (ApprovalChanged shows what is there now)."""
+    approved now differs, nothing is recorded (ApprovalChanged shows what is there now).
+    `signed`: the approver's signature over the approval (engine.approvals.approvers).
+    `requested_by`: who asked (engine.approvals.policy.requesters): under a `count`
+    policy none of them may approve; until `count` people did, the target keeps awaiting."""
     target = _target(ledger, name)
     try:
         pending = pending_command(ledger, name, ledger_dir, step)
@@ -134,20 +140,23 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
             f"(hash {pending.hash}). Nothing was approved: look again, then approve what is there now",
             seen=expect_hash, now=pending,
         )
-    if ledger.approvers is not None and not any(same_person(who.user, a) for a in ledger.approvers):
-        raise Refused(
-            f"OS user {who.user!r} is not in this ledger's approvers ({', '.join(ledger.approvers) or 'none'})",
-            title="Not an approver",
-        )
+    by, verified, at = admit_signed(ledger, name, who.name, who.user, pending.step.name, pending.hash, pending.checkpoint,
+                                    signed)
     if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
         raise Refused(
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
             title="No self-approval",
         )
+    need = policy_for(ledger, the_step).count
+    if need > 1 and {by.strip().casefold(), who.name.strip().casefold()} & (requested_by or set()):
+        raise Refused(f"{who} asked for this approval (or started the session that did); {the_step.name} needs "
+                      f"{need} people other than the requester", title="No self-approval")
     records: Records = []
     for existing in list(target.approvals):
         if existing.step != the_step.name or existing.used_at:
             continue
+        if existing.hash == pending.hash and need > 1 and not same_person(existing.by, by):
+            continue  # a co-approval: `need` distinct people approve the same command
         if existing.hash == pending.hash:
             raise Refused(
                 f"{name} already holds an unused approval of {the_step.name} by {existing.by} at {existing.at}; "
@@ -159,23 +168,34 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         records.append(_record("unapproval", f"{name}: stale approval of {existing.step} by {existing.by} "
                                              f"(hash {existing.hash}) replaced", name, step=existing.step, hash=existing.hash))
     approval = Approval(
-        by=who.name,
+        by=by,
         user=who.user,
-        at=now_iso(),
+        at=at,
         step=the_step.name,
         hash=pending.hash,
         checkpoint=target.checkpoint,
         comment=comment or None,
+        verified=verified if ledger.approvers is not None else None,
+        signed=signed.payload if signed else None,
+        sig=signed.sig if signed else None,
     )
     target.approvals.append(approval)
-    if target.state == "awaiting_approval":
-        target.state = the_step.from_
-        target.awaiting = target.awaiting_by = target.awaiting_since = None
-    target.next_action = f"{the_step.name} approved by {who.name}; the next session runs it"
+    have = standing(ledger, name, the_step, pending.hash)
+    if len(have) < need:  # still awaiting: the gate stays shut, and says how far it got
+        so_far = f"{progress(len(have), need)} ({', '.join(a.by for a in have)})"
+        target.next_action = f"{so_far}; another person approves {the_step.name}: handoff approve LEDGER {name}"
+    else:
+        if target.state == "awaiting_approval":
+            target.state = the_step.from_
+            target.awaiting = target.awaiting_by = target.awaiting_since = None
+        target.next_action = f"{the_step.name} approved by {' and '.join(a.by for a in have[:need])}; the next session runs it"
+        so_far = progress(need, need) if need > 1 else ""
     target.changed_at = approval.at
-    msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "")
+    msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "") + (f"; {so_far}" if so_far else "")
+    # `at` names this approval among others of the same hash: the witness (engine.approvals) matches on it.
     records.append(_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment,
-                           argv=pending.argv, checkpoint=target.checkpoint))
+                           argv=pending.argv, checkpoint=target.checkpoint, at=approval.at, verified=approval.verified,
+                           signed=approval.signed, sig=approval.sig))
     return approval, records
 
 
@@ -272,9 +292,11 @@ def retry(ledger: Ledger, name: str, who: Who, *, force: bool, reason: str | Non
     return [_record("retry", f"{name}: failed -> {step.from_} for a retry of {step.name} by {who}{detail}", name, step=step.name, forced=force or None, reason=reason)]
 
 
-def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Records:
+def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None, by_agent: bool = False) -> Records:
     """Set the handoff note; with `base`, refuse if it changed since the writer read it.
-    The note it replaces is kept as `previous_note` (see `_keeps_previous`)."""
+    The note it replaces is kept as `previous_note` (see `_keeps_previous`). `by_agent`:
+    the writer's process runs for an agent (engine.people), whatever name it gives: a
+    person's note it replaces is always kept (an agent never erases a person's words)."""
     current = ledger.handoff_note or ""
     if base is not None and current != base:
         raise Conflict(
@@ -283,7 +305,9 @@ def set_note(ledger: Ledger, who: Who, text: str, *, base: str | None) -> Record
             theirs=current,
         )
     text = _clean(ledger, text) or ""
-    if current.strip() and current != text and _keeps_previous(ledger.handoff_note_by, who.name, ledger.previous_note is not None):
+    persons = not (ledger.handoff_note_by or "").startswith(AGENT_PREFIX)
+    if current.strip() and current != text and (
+            (by_agent and persons) or _keeps_previous(ledger.handoff_note_by, who.name, ledger.previous_note is not None)):
         ledger.previous_note = PreviousNote(text=current, by=ledger.handoff_note_by, at=ledger.handoff_note_at)
     ledger.handoff_note = text
     ledger.handoff_note_by = who.name

@@ -21,6 +21,17 @@ ROOT = Path(__file__).resolve().parent.parent
 for _name in [n for n in os.environ if n.startswith("ANTHROPIC_")]:
     del os.environ[_name]
 
+
+# The suite may be run from inside Claude Code (or a step the engine started): the
+# engine refuses people-only operations there (engine.people), so neither this process
+# nor the CLI it runs inherits an agent's markers; a test that wants them sets them.
+def _agent_markers(env) -> list[str]:
+    return [n for n in env if n == "CLAUDECODE" or n.startswith("CLAUDE_CODE_") or n == "HANDOFF_AGENT"]
+
+
+for _name in _agent_markers(os.environ):
+    del os.environ[_name]
+
 # The article's sample ledger as it prints it, with its targets indented two spaces.
 ARTICLE = """\
 # ledger.yaml (the agent's only source of truth)
@@ -88,6 +99,8 @@ def fleet(tmp_path: Path) -> Path:
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment the CLI runs in: this checkout first on the path, no colour."""
     env = dict(os.environ)
+    for name in _agent_markers(env):
+        del env[name]
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("EDITOR", None)
     env.pop("VISUAL", None)

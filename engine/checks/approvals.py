@@ -25,3 +25,19 @@ def stale_approvals(ledger: Ledger) -> list[str]:
                 out.append(f"{name}: the approval of {a.step} by {a.by} at {a.at} no longer matches what would run "
                            f"(hash {a.hash}, now {current}); approve it again")
     return out
+
+
+def unverified_approvers(ledger: Ledger) -> list[tuple[str, str]]:
+    """(message, suggestion) when the ledger's irreversible steps are approved by people
+    the engine cannot tell from an agent: no `approvers`, or plain names (a warning)."""
+    if not any(not step.reversible for step in ledger.steps()):
+        return []
+    fix = ("list approvers as {name: alice, os_user: alice} with agents running as their own OS user, or "
+           "{name: alice, ssh_key: \"ssh-ed25519 ...\"} (docs/operating.md, Approvals and identity)")
+    if ledger.approvers is None:
+        return [("no approvers: anyone but the asker may approve, and nothing proves who did", fix)]
+    plain = [a for a in ledger.approvers if isinstance(a, str)]
+    if plain:
+        return [(f"approvers {', '.join(plain)} are plain names: they prove nothing about who approved "
+                 "(an agent running as that OS user can approve as them)", fix)]
+    return []

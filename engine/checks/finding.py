@@ -8,6 +8,7 @@ from typing import Iterable
 
 ERROR = "error"  # a session would stop or stall on it: `check` exits 1, `resume` refuses
 WARNING = "warning"  # worth fixing; a problem only with `check --strict`
+NOTICE = "notice"  # said only with `check --strict`, never a problem: what the setup does not prove
 
 
 @dataclass

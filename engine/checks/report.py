@@ -4,8 +4,8 @@ contradict each other, invariants violated now, and the analysis (engine.checks)
 from __future__ import annotations
 
 from engine.checks.analyse import analyse, source_text
-from engine.checks.approvals import stale_approvals
-from engine.checks.finding import ERROR, WARNING, Finding
+from engine.checks.approvals import stale_approvals, unverified_approvers
+from engine.checks.finding import ERROR, NOTICE, WARNING, Finding
 from engine.checks.locate import Locator
 from engine.invariants import parse
 
@@ -33,5 +33,8 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str)
     # reads it afresh), but `check` must not call it ok either: a warning.
     old = [Finding(WARNING, f"invariant unknown (stale): {s.text} ({s.value})", path, code="stale-reading")
            for s in statuses if s.stale]
-    return out + found + stale + old
+    line, column = locator.key("approvers") if snap.ledger.approvers is not None else (None, None)
+    who = [Finding(NOTICE, message, path, line, column, suggestion=fix, code="unverified-approvers")
+           for message, fix in unverified_approvers(snap.ledger)]
+    return out + found + stale + old + who
 

@@ -6,6 +6,8 @@
   the checkpoint and the hash, and ask for the target's name, as the TUI does;
   a wrong name, end of input or Ctrl-C approves nothing (exit 1). `--yes` skips it.
 - Without a terminal: approve what is on disk now.
+- `--key FILE`: an approver with an `ssh_key` signs with FILE (else the ssh-agent at
+  SSH_AUTH_SOCK); the signature is checked now and again before the step starts.
 Whatever the path, what was approved (argv, checkpoint, hash) is printed.
 """
 
@@ -53,7 +55,8 @@ def cmd_approve(args) -> int:
             print("handoff: the name did not match; nothing was approved", file=sys.stderr)
             return 1
     try:
-        approval = handle.approve(args.target, step=args.step, comment=args.comment, expect_hash=expect or pending.hash)
+        approval = handle.approve(args.target, step=args.step, comment=args.comment, expect_hash=expect or pending.hash,
+                                  key=getattr(args, "key", None))
     except ApprovalChanged as err:
         if err.now is not None and expect is None:
             print("You were shown:", file=sys.stderr)
@@ -66,4 +69,6 @@ def cmd_approve(args) -> int:
     print(visible("  argv: " + json.dumps(pending.argv, ensure_ascii=False)))
     print(visible(f"  checkpoint: {approval.checkpoint or '-'}"))
     print(f"  hash: {approval.hash}")
+    if approval.verified and approval.verified != "none":
+        print(f"  verified: {approval.verified}")
     return 0

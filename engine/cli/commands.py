@@ -53,6 +53,7 @@ def register(sub) -> None:
     p.add_argument("--comment", help="why it is safe now (\"lag 1.4s, go\"); goes to the journal")
     p.add_argument("--expect-hash", metavar="H", help="approve only if the command still has this hash (`status --json` shows it)")
     p.add_argument("--yes", action="store_true", help="on a terminal, approve without typing the target's name")
+    p.add_argument("--key", metavar="FILE", help="sign the approval with this ssh key (approvers with ssh_key; default: SSH_AUTH_SOCK's agent)")
     add_who(p)
     p.set_defaults(handler=lambda a: _approve(a))
 
@@ -173,6 +174,11 @@ def status_data(handle, ledger) -> dict[str, Any]:
             item.update(argv=pending.argv, checkpoint=pending.checkpoint, hash=pending.hash)
         except HandoffError as err:  # a runbook that cannot render it: say why instead
             item.update(argv=None, checkpoint=t.checkpoint, hash=None, problem=err.message)
+        from engine.approvals.policy import describe_request
+
+        policy = describe_request(ledger, name)  # "1 of 2 approvals (alice); expires after 24h"
+        if policy:
+            item["policy"] = policy
         awaiting.append(item)
     return {
         "task": ledger.task,
@@ -233,7 +239,8 @@ def cmd_status(args) -> int:
     for warning in snap.warnings:
         out.append(f"WARNING: {warning}")
     for item in data["awaiting"]:
-        out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})")
+        out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})"
+                   + (f": {item['policy']}" if item.get("policy") else ""))
     out.append(f"touched: {data['touched']}")
     for inv in data["invariants"]:
         status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]
@@ -315,14 +322,21 @@ def cmd_check(args) -> int:
         from engine.textsafe import visible
 
         print(visible(explain_ledger(ledger)))
+        from engine.approvals.policy import explain_approvals
+
+        approvals = explain_approvals(ledger)
+        if approvals:
+            print(visible(approvals))
     return report_check(args, handle, ledger, statuses, findings)
 
 
 def report_check(args, handle, ledger, statuses, findings) -> int:
     """Print the findings (text or --json); exit 1 when any is a problem."""
     from engine.checks import ERROR
+    from engine.checks.finding import NOTICE, WARNING
 
-    problem = [f for f in findings if f.severity == ERROR or args.strict]
+    findings = [f for f in findings if f.severity != NOTICE or args.strict]  # notices: --strict only, never a problem
+    problem = [f for f in findings if f.severity == ERROR or (args.strict and f.severity == WARNING)]
     unenforced = [f"invariant unenforced: {s.text} ({s.value})" for s in statuses if s.status == "unenforced"]
     redactor = handle.journal.redactor
     if args.json:  # stale readings are among the findings (warnings)
@@ -335,7 +349,7 @@ def report_check(args, handle, ledger, statuses, findings) -> int:
         from engine.textsafe import visible
 
         for f in findings:
-            label = "" if f.severity == ERROR else "warning: "
+            label = {ERROR: "", NOTICE: "note: "}.get(f.severity, "warning: ")
             print(visible(redactor.text(f"{f.where}: {label}{f.message}" + (f"; {f.suggestion}" if f.suggestion else ""))))
         if not problem:
             print(visible(f"{handle.display_location}: ok ({len(ledger.targets)} targets, revision {ledger.revision})"))

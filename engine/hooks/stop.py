@@ -93,7 +93,8 @@ def _write_engine_note(ctx: HookContext, start: dict,
     who = ops.Who(ctx.identity, os_user())
 
     def fn(ledger):
-        text = generate(ledger, ledger_path=ctx.ledger_path, ending=ending, session=ctx.session_id)
+        text = generate(ledger, ledger_path=ctx.ledger_path, ending=ending, session=ctx.session_id,
+                        previous=start.get("note_at_start"))
         text = amend(text, review(text, ledger, previous=start.get("note_at_start"), since=start.get("ts")))
         return ops.set_note(ledger, who, text, base=None)
 

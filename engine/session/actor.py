@@ -131,7 +131,8 @@ class Actor:
         Returns (the note as stored, the problems found, the revision written)."""
 
         def fn(ledger: Ledger):
-            text = note if note is not None else generate(ledger, ledger_path=self.ledger_arg, ending=ending or "", session=self.sid)
+            text = note if note is not None else generate(ledger, ledger_path=self.ledger_arg, ending=ending or "", session=self.sid,
+                                                          previous=self.note_at_start)
             problems = review(text, ledger, previous=self.note_at_start, since=self.started_iso)
             text = amend(text, problems, model_problems=model_problems)
             return (text, problems), ops.set_note(ledger, ops.Who(self.identity, os_user()), text, base=None)

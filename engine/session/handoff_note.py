@@ -60,8 +60,23 @@ def _section(title: str, items: list[str]) -> list[str]:
     return [title] + [f"- {item}." for item in items]
 
 
-def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> str:
-    """The note for the next session and the next human."""
+def still_applying(previous: str | None, ledger: Ledger) -> list[str]:
+    """The previous note's rules that still hold: a target they name is not done, or they
+    name none (the rule the reviewer, engine.review, requires the next note to keep)."""
+    judged = re.split(r"(?m)^\s*Reviewer\b", previous or "", maxsplit=1)[0]  # the reviewer's words are no rules
+    out = []
+    for rule in rules_in(judged):
+        names = [n for n in ledger.targets if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", rule)]
+        if names and all(ledger.targets[n].state == "done" for n in names):
+            continue
+        out.append(rule.strip().rstrip("."))
+    return out
+
+
+def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, previous: str | None = None) -> str:
+    """The note for the next session and the next human. `previous`: the note this one
+    replaces; every rule of it that still applies is carried forward word for word, so
+    the engine's own note never fails the engine's review."""
     lines: list[str] = []
     counts = ", ".join(f"{n} {state}" for state, n in ledger.counts().items())
     lines.append(f"Session {session} ended: {ending}.")
@@ -106,8 +121,9 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str) -> 
             dont.append(f"Do NOT retry {' or '.join(done)} on {name}: irreversible, already done{at}")
         elif t.state in ("blocked", "failed"):
             dont.append(f"Do NOT restart {name} from scratch: it is mid-change (touched{_since(t.touched_at)})")
-    if dont:
-        lines.extend(_section("Do not touch:", _more(dont)))
+    kept = [rule for rule in still_applying(previous, ledger) if not any(rule in d for d in dont)]
+    if dont or kept:  # the carried rules are never cut by _more: a dropped rule is a rule lost
+        lines.extend(_section("Do not touch:", _more(dont) + [f"{rule} (kept from the previous note)" for rule in kept]))
 
     nxt = []
     for name, t in ledger.targets.items():

@@ -141,6 +141,7 @@ class Session(Actor):
                          f"{' with ' + model if model else ''}"
                          f"{', DRY RUN on ' + os.path.basename(location) if self.dry_run else ''}; budget {self._budget_text()})",
                          kind="session_start", rev=rev, planner=planner.name, model=model, dry_run=self.dry_run or None,
+                         by=self.handle.actor,  # who started it: never an approver of its asks under a count policy
                          tokens_budget=planner.figures().get("tokens_budget"))
             if self.opts.allow_unenforced:
                 self.out.say("started with --allow-unenforced: invariants the engine does not understand are NOT enforced",
@@ -371,6 +372,11 @@ class Session(Actor):
         if all(t.state == "done" for t in ledger.targets.values()):
             self.ending = "nothing left to do: every target is done"
             return False
+        if any(t.state == "awaiting_approval" for t in ledger.targets.values()):
+            from engine.approvals.policy import tend
+
+            tend(self, ledger)  # reminders, escalation, expiry of approval requests (engine.approvals.policy)
+            ledger = self.store.read()
         awaiting = [n for n, t in ledger.targets.items() if t.state == "awaiting_approval"]
         if self.opts.wait and awaiting:
             if getattr(self, "_waiting_said", None) != awaiting:

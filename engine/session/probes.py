@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from engine.model import Ledger, Step
+from engine.people import AGENT_VAR
 from engine.redact import Redactor
 from engine.render import fields_for, render
 from engine.session.runner import StepResult, parse_reading, run_step
@@ -23,12 +24,21 @@ PROBE_TIMEOUT = 30.0
 TOKEN_VAR = "HANDOFF_STEP_TOKEN"
 
 
-def step_env(token: str | None = None) -> dict[str, str]:
-    """The environment of a step: ours, plus the token that names its intent."""
+def step_env(token: str | None = None, holder: str | None = None) -> dict[str, str]:
+    """The environment of a step, probe or metric: ours, plus the token that names its
+    intent, plus `HANDOFF_AGENT=<holder>` (engine.people): a process the engine spawns
+    runs for an agent, and the engine refuses it every people-only operation."""
     env = dict(os.environ)
     if token:
         env[TOKEN_VAR] = token
+    # The holder: as given; else the session id a token starts with (`<sid>/<hex>`); else
+    # whoever this process already runs for; else the engine itself. Never empty.
+    env[AGENT_VAR] = holder or (token.split("/", 1)[0] if token else "") or env.get(AGENT_VAR) or "the engine"
     return env
+
+
+def _holder(ledger: Ledger) -> str | None:
+    return ledger.session.id if ledger.session is not None else None
 
 
 def render_for(ledger: Ledger, name: str, template: list[str], ledger_dir: str, what: str) -> list[str]:
@@ -65,7 +75,7 @@ def run_probe(ledger: Ledger, name: str, step: Step, ledger_dir: str) -> ProbeRe
     holds no secret (a masked checkpoint would match the next masked reading: drift
     detection and the approval hash would be blind)."""
     argv = render_for(ledger, name, step.verify or [], ledger_dir, f"verify of step {step.name}")
-    result = run_step(argv, timeout=step.timeout or PROBE_TIMEOUT, cwd=ledger_dir, env=step_env())
+    result = run_step(argv, timeout=step.timeout or PROBE_TIMEOUT, cwd=ledger_dir, env=step_env(holder=_holder(ledger)))
     return probe_result(result, Redactor(ledger.redact))
 
 
@@ -88,7 +98,7 @@ def read_metric(ledger: Ledger, metric: str, ledger_dir: str) -> tuple[float, bo
         raise ValueError(f"no source: add metrics.{metric}.run to the ledger")
     values = {"ledger_dir": ledger_dir, "python": sys.executable}
     argv = render(spec.run, values, what=f"metric {metric}")
-    result = run_step(argv, timeout=PROBE_TIMEOUT, cwd=ledger_dir, env=step_env())
+    result = run_step(argv, timeout=PROBE_TIMEOUT, cwd=ledger_dir, env=step_env(holder=_holder(ledger)))
     redactor = Redactor(ledger.redact)
     shown = redactor.text(" ".join(argv[-3:]))
     if not result.ok:

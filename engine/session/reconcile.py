@@ -275,6 +275,7 @@ def verify_target(s, name: str, ledger: Ledger | None = None) -> bool:
 
 def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | None, reason: str) -> str:
     """Resolve a drift or a block as the operator says; returns what was recorded."""
+    handle.refuse_agent("reconcile", name)  # people only (engine.people): never from an agent's process
     ledger = handle.load()
     reason = redact(reason, ledger.redact)  # it is stored and printed
     target = ledger.targets.get(name)

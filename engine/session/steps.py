@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from engine import guard
+from engine.approvals import authority
 from engine.guard import Decision
 from engine.model import Evidence, InFlight, Ledger, Step
 from engine.ops import rendered_command
@@ -98,6 +99,12 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
                 raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
                                                f"already used (journal: {step.name} started at {used.get('ts')})",
                                         approval=decision.approval, used=used))
+            refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg,
+                                               used_by=s.identity)
+            if refused is not None:  # no witness, or an identity that does not verify: never spawns
+                if refused.record is None:
+                    raise NoChange(Decision(False, refused.why))
+                return refused
         target, now = ledger.targets[name], now_iso()
         target.in_flight = InFlight(step=step.name, session=s.sid, host=s.host, started_at=now, attempt=1, token=token)
         if not step.reversible:
@@ -112,6 +119,9 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
     result, rev = apply(s.store, fn, s.txn_lock)
     if rev is None:
         return result
+    if isinstance(result, authority.Refusal):
+        s.out.say(f"{name}: {step.name} NOT started: {result.why}", rev=rev, **result.record)
+        return Decision(False, result.why)
     argv, check, decision = result
     return Intent(name, step, argv, check, token, decision, rev)
 
@@ -201,6 +211,10 @@ def fenced_launch(s, it: Intent):
         why = s.beat.can_act() if s.beat is not None else None
         if why:
             raise Fenced(f"this session {why}")
+        if not it.step.reversible:  # the approval's witness and identity, again, at the spawn itself
+            why = authority.launch_refusal(s.handle.journal, ledger, name, it.decision.approval)
+            if why:
+                raise Fenced(why)
 
     def record(ledger: Ledger, proc) -> None:
         t = ledger.targets.get(name)

@@ -28,6 +28,7 @@ GOOD = textwrap.dedent("""\
       - never touch more than 2 services concurrently
       - pause if handshake_errors > 0.5
     budget: {steps: 20, minutes: 30, handoff_at: 0.75}
+    approvers: [{name: alice, os_user: alice}]
     notify:
       - run: ["true"]
         on: [approval_needed, failed]

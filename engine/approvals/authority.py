@@ -1,0 +1,101 @@
+"""May this approval authorise a spawn? Asked under the fence, right before an
+irreversible step starts (engine.session.steps), after the guard found an unused
+approval bound to the exact command and checkpoint.
+
+It must also have its own journal record (engine.approvals.witness): an approval
+written into the file by anyone but the engine never authorises; and for a verified
+approver (engine.approvals.approvers) its uid record or its signature must still hold. An approval refused
+here is taken off the target (the journal keeps a copy in the refusal's record) and the
+target awaits a person again, its `reason` saying why, so nothing retries it in a loop
+and a person's fresh approval is not blocked by the bad one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from engine.approvals.approvers import recheck
+from engine.approvals.policy import policy_for, standing
+from engine.approvals.witness import approval_recorded
+from engine.model import Approval, Ledger, Step
+from engine.timefmt import now_iso, parse_iso
+
+# `handoff approve` writes the ledger, then the journal: for this long after `at` a
+# missing record may be on its way, and the step waits instead of being refused.
+RECORDING_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class Unauthorised:
+    """Why an approval does not authorise; `settling`: it may still, in a moment."""
+
+    why: str
+    settling: bool = False
+
+
+def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now: float | None = None) -> Unauthorised | None:
+    """None when `approval` may authorise the spawn of its step on `name`; else why not."""
+    if not approval_recorded(journal, name, approval):
+        at = parse_iso(approval.at)
+        age = (time.time() if now is None else now) - at if at is not None else None
+        return Unauthorised(
+            f"approval not recorded by the engine: the approval of {approval.step} by {approval.by} at {approval.at} "
+            "has no journal record of its own (written into the file by hand?), so it never authorises a run",
+            settling=age is not None and 0 <= age < RECORDING_GRACE)
+    why = recheck(ledger, name, approval)
+    if why:
+        return Unauthorised(f"approval not verified: {why}, so it never authorises a run")
+    return None
+
+
+def refuse(ledger: Ledger, name: str, step: Step, approval: Approval, why: str, *, ledger_arg: str) -> None:
+    """Inside the fence's transaction: drop `approval` and make `name` await a person again."""
+    target = ledger.targets[name]
+    target.approvals = [a for a in target.approvals if a is not approval]
+    target.state, target.awaiting = "awaiting_approval", step.name
+    target.awaiting_since = target.changed_at = now_iso()
+    target.reason = why
+    target.next_action = f"a person approves {step.name}: handoff approve {ledger_arg} {name}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What the fence does with an approval that may not authorise: `record` is the
+    journal record to write once the refusal is on disk (None: write nothing, decide again)."""
+
+    why: str
+    record: dict | None
+
+
+def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: Approval, ledger_arg: str,
+                   used_by: str | None = None) -> Refusal | None:
+    """Under the fence, inside the intent's transaction: None when `approval` (and, under a
+    `count` policy, each co-approval, then marked used with it) authorises; else a
+    Refusal, with the target already set to await a person (unless still settling)."""
+    need = policy_for(ledger, step).count
+    together = [a for a in standing(ledger, name, step, approval.hash)[:need] if a is not approval] + [approval]
+    for one in together:
+        found = unauthorised(journal, ledger, name, one)
+        if found is None:
+            continue
+        if found.settling:
+            return Refusal(f"{found.why}; it may still be on its way: deciding again", None)
+        record = {"kind": "approval_refused", "target": name, "step": step.name, "why": found.why,
+                  "approval": one.model_dump(exclude_none=True)}
+        refuse(ledger, name, step, one, found.why, ledger_arg=ledger_arg)
+        return Refusal(found.why, record)
+    for one in together[:-1]:  # the co-approvals are spent with the one that completed them
+        one.used_at, one.used_by = now_iso(), used_by
+    return None
+
+
+def launch_refusal(journal, ledger: Ledger, name: str, approval: Approval) -> str | None:
+    """At the spawn itself (the fence's lock held): why the intent's approval no longer
+    authorises, or None. It must still be on the target, marked used, and still pass."""
+    target = ledger.targets.get(name)
+    mine = [a for a in (target.approvals if target else []) if (a.hash, a.by, a.at) == (approval.hash, approval.by, approval.at)]
+    if not mine:
+        return f"the approval of {approval.step} by {approval.by} at {approval.at} is no longer in the ledger"
+    found = unauthorised(journal, ledger, name, mine[0])
+    return found.why if found is not None else None

@@ -1,0 +1,191 @@
+"""Approval policies: how many people approve, and what happens while nobody does.
+
+Per step `approvals: {count, remind_after, escalate_after, expire_after}` and ledger-wide
+`approval_policy:` (the step's fields win; engine.model.ApprovalPolicy):
+- `count`: that many distinct people (by the name the approval records), none of them
+  the requester: the session that asked (`awaiting_by`) and whoever started it (its
+  `session_start` / `claude_session_start` record). Until then the target keeps
+  awaiting, its next_action saying "1 of 2 approvals". Distinct names prove distinct
+  people only with verified approvers (engine.approvals.approvers).
+- `remind_after`: every so long, the same notify targets are paged again;
+- `escalate_after`: once, the next `notify` entry (after the ones paged for approvals);
+- `expire_after`: the request ends: the target is blocked with "approval request
+  expired after 24h" and people are paged; it is never approved by default.
+`tend` is run by whatever waits (the session loop), with an injectable clock; what it
+already did is found in the journal, so a new session never pages twice for one step.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from engine.model import Approval, ApprovalPolicy, Ledger, Step
+from engine.timefmt import now_iso, parse_iso
+
+
+def policy_for(ledger: Ledger, step: Step) -> ApprovalPolicy:
+    """The step's policy over the ledger's over the default (one approval, no timers)."""
+    merged: dict = {}
+    for layer in (ledger.approval_policy, step.approvals):
+        if layer is not None:
+            merged.update(layer.model_dump(exclude_unset=True))
+    return ApprovalPolicy(**merged)
+
+
+def standing(ledger: Ledger, name: str, step: Step, digest: str) -> list[Approval]:
+    """The unused approvals of `step` on `name` bound to `digest`, one per person (the first)."""
+    seen, out = set(), []
+    for approval in ledger.targets[name].approvals:
+        key = approval.by.strip().casefold()
+        if approval.step == step.name and not approval.used_at and approval.hash == digest and key not in seen:
+            seen.add(key)
+            out.append(approval)
+    return out
+
+
+def requesters(journal, ledger: Ledger, name: str) -> set[str]:
+    """Names (case-folded) that asked for `name`'s approval: never approvers under a count."""
+    asked = ledger.targets[name].awaiting_by
+    if not asked:
+        return set()
+    names = {asked.strip().casefold()}
+    sid = asked.removeprefix("agent:")
+    for kind in ("session_start", "claude_session_start"):
+        record = journal.last_of(kind, session=sid) if journal is not None else None
+        if record:
+            names.update(str(record[k]).strip().casefold() for k in ("by", "user") if record.get(k))
+    return names
+
+
+def span(seconds: float) -> str:
+    """`24h`, `30m`, `90s`: how a person wrote the duration."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def progress(have: int, need: int) -> str:
+    """`1 of 2 approvals`."""
+    return f"{have} of {need} approvals"
+
+
+def tend(s, ledger: Ledger, *, now: float | None = None) -> None:
+    """Remind, escalate or expire each awaiting target as its policy says (see the module)."""
+    now = time.time() if now is None else now
+    for name, target in ledger.targets.items():
+        step = ledger.step(target.awaiting) if target.state == "awaiting_approval" and target.awaiting else None
+        since = parse_iso(target.awaiting_since)
+        if step is None or since is None:
+            continue
+        pol, age = policy_for(ledger, step), now - since
+        if not (pol.expire_after or pol.escalate_after or pol.remind_after):
+            continue
+        if pol.expire_after and age >= pol.expire_after:
+            _expire(s, name, step, target.awaiting_since, pol.expire_after)
+            continue
+        done = _done(s, name, target.awaiting_since)
+        if pol.escalate_after and age >= pol.escalate_after and "escalated" not in done:
+            _escalate(s, ledger, name, step, pol.escalate_after, target.awaiting_since)
+        if pol.remind_after and age >= pol.remind_after:
+            due = int(age // pol.remind_after)
+            if due > done.get("reminded", 0):
+                msg = f"{name}: {step.name} still awaits approval ({span(age - age % pol.remind_after)}): handoff approve {s.ledger_arg} {name}"
+                s.page("approval_needed", msg)
+                s.out.say(f"reminder {due} sent: {msg}", target=name, kind="approval_reminder", n=due, since=target.awaiting_since)
+
+
+def _done(s, name: str, since: str) -> dict:
+    """What was already sent for this request (the journal's records naming its start)."""
+    out: dict = {}
+    reminded = s.handle.journal.last_of("approval_reminder", target=name, since=since)
+    if reminded:
+        out["reminded"] = reminded.get("n", 0)
+    if s.handle.journal.last_of("approval_escalated", target=name, since=since):
+        out["escalated"] = True
+    return out
+
+
+def _escalate(s, ledger: Ledger, name: str, step: Step, after: float, since: str) -> None:
+    from engine.notify import listeners, send_pages
+    from engine.session.runner import run_step
+
+    asked = [i for i, n in enumerate(ledger.notify) if n in listeners(ledger.notify, "approval_needed")]
+    nxt = ledger.notify[(asked[-1] + 1) if asked else 0:][:1]
+    msg = f"{name}: {step.name} has awaited approval for {span(after)}; escalated: handoff approve {s.ledger_arg} {name}"
+    sent = []
+    for result in send_pages(nxt, s.out.clean(f"[{ledger.task}] {msg}"), event="approval_escalated", ledger_dir=s.ledger_dir,
+                             python=sys.executable, run_command=run_step):
+        sent.append(result.target if result.ok else f"{result.target} (failed: {result.error})")
+    s.out.say(f"escalated: {msg}; paged {', '.join(sent) or 'nobody (no next notify entry)'}", target=name,
+              kind="approval_escalated", since=since, to=sent or None)
+
+
+def _expire(s, name: str, step: Step, since: str, after: float) -> None:
+    from engine.session.steps import NoChange, apply
+
+    why = f"approval request expired after {span(after)}"
+
+    def fn(ledger: Ledger):
+        t = ledger.targets.get(name)
+        if t is None or t.state != "awaiting_approval" or t.awaiting_since != since:
+            raise NoChange(False)  # approved, rejected or asked again meanwhile: that stands
+        t.state, t.reason = "blocked", why
+        t.awaiting = t.awaiting_by = t.awaiting_since = None
+        t.next_action = f"a person decides: approve it again from {step.from_} (`handoff unblock`), or leave it"
+        t.changed_at = now_iso()
+        return True
+
+    ok, rev = apply(s.store, fn, s.txn_lock)
+    if ok:
+        s.out.say(f"{name}: {step.name}: {why}; ledger updated: {name}.state = blocked", target=name, kind="approval_expired",
+                  rev=rev, step=step.name)
+        s.page("blocked", f"{name}: blocked: {why} ({step.name} was never approved)")
+
+
+def describe_request(ledger: Ledger, name: str) -> str | None:
+    """`1 of 2 approvals (alice); reminds every 1h, escalates after 4h, expires after 24h`
+    for an awaiting target under a policy (status, explain); None with the default one."""
+    target = ledger.targets[name]
+    step = ledger.step(target.awaiting) if target.awaiting else None
+    if step is None:
+        return None
+    pol = policy_for(ledger, step)
+    parts = []
+    if pol.count > 1:
+        from engine.errors import HandoffError
+        from engine.render import approval_hash
+
+        try:
+            have = standing(ledger, name, step, approval_hash(name, target, step))
+        except HandoffError:  # a template that cannot render: `check` says why
+            have = []
+        parts.append(progress(len(have), pol.count) + (f" ({', '.join(a.by for a in have)})" if have else ""))
+    parts += [f"{what} {span(v)}" for what, v in (("reminds every", pol.remind_after), ("escalates after", pol.escalate_after),
+                                                   ("expires after", pol.expire_after)) if v]
+    return "; ".join(parts) or None
+
+
+def explain_approvals(ledger: Ledger) -> str | None:
+    """How each irreversible step is approved (`check --explain`): who, how many, the timers."""
+    from engine.approvals.approvers import how
+    from engine.model import Approver
+
+    steps = [s for s in ledger.steps() if not s.reversible]
+    if not steps:
+        return None
+    if ledger.approvers is None:
+        who = "anyone but the asker (nothing proves who)"
+    else:
+        who = ", ".join(f"{a} (OS login, proves little)" if isinstance(a, str) else f"{a.name} ({how(a)})"
+                        for a in ledger.approvers if isinstance(a, (str, Approver))) or "nobody"
+    lines = [f"Who approves irreversible steps: {who}"]
+    for step in steps:
+        pol = policy_for(ledger, step)
+        timers = [f"{what} {span(v)}" for what, v in (("reminds every", pol.remind_after),
+                                                      ("escalates after", pol.escalate_after),
+                                                      ("expires after", pol.expire_after)) if v]
+        lines.append(f"  {step.name}: {pol.count} {'person' if pol.count == 1 else 'distinct people'}, never the requester"
+                     + (f"; {', '.join(timers)}" if timers else ""))
+    return "\n".join(lines)
