@@ -27,17 +27,24 @@ _SEALED: OrderedDict[int, list[Any]] = OrderedDict()
 _SEALED_MAX = 4  # the snapshot now, the one before, a transaction's base: a few suffice
 
 
-def seal(targets: dict[str, Target]) -> None:
+def seal(targets: dict[str, Target], derived: Any = None) -> None:
     """Mark a readers' snapshot of targets: it is never changed again, so what is derived
-    from it may be remembered. Only the store calls this, on what it shares."""
+    from it may be remembered. Only the store calls this, on what it shares. `derived`:
+    the transaction's copy-on-write targets it was written from, whose base's touched
+    lists are carried forward by looking again only at the targets it changed."""
     key = id(targets)
     entry = _SEALED.get(key)
     if entry is None or entry[0] is not targets:
-        _SEALED[key] = [targets, {}]
+        entry = _SEALED[key] = [targets, {}]
         while len(_SEALED) > _SEALED_MAX:
             _SEALED.popitem(last=False)
     else:
         _SEALED.move_to_end(key)
+    base = getattr(derived, "shared", None)
+    known = _SEALED.get(id(base)) if base is not None else None
+    if known is not None and known[0] is base and all(n in base for n in derived.changed):
+        for rules, names in known[1].items():
+            entry[1].setdefault(rules, _carried(base, names, derived, rules[0], dict(rules[1])))
 
 
 def touched_states(ledger: Ledger) -> frozenset[str]:
@@ -99,6 +106,15 @@ def _sealed_touched(targets: dict, states: frozenset[str], awaiting_from: dict[s
     return names
 
 
+def _carried(base: dict, names: list[str], targets: Any, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str]:
+    """The base's touched `names`, with the targets `targets` changed or removed looked at
+    again (none of them new, so the base's order is the order)."""
+    gone = targets.changed | targets.removed
+    mine = {n for n in targets.changed if _target_touched(dict.__getitem__(targets, n), states, awaiting_from)}
+    keep = {n for n in names if n not in gone} | mine
+    return [n for n in base if n in keep] if mine - set(names) else [n for n in names if n in keep]
+
+
 def touched(ledger: Ledger) -> list[str]:
     """Names of the touched targets, in ledger order."""
     states, awaiting_from = touched_states(ledger), _awaiting_from(ledger)
@@ -107,12 +123,8 @@ def touched(ledger: Ledger) -> list[str]:
     if base is not None:  # a transaction's copy-on-write targets over a readers' snapshot
         seal(base)  # what a transaction reads from is shared by definition
         names = _sealed_touched(base, states, awaiting_from)
-        changed = targets.changed | targets.removed
         if all(n in base for n in targets.changed):  # no new target: the base order holds
-            mine = {n for n in targets.changed if _target_touched(dict.__getitem__(targets, n), states, awaiting_from)}
-            keep = {n for n in names if n not in changed} | mine
-            order = [n for n in base if n in keep] if mine - set(names) else [n for n in names if n in keep]
-            return order
+            return _carried(base, names, targets, states, awaiting_from)
     else:
         names = _sealed_touched(targets, states, awaiting_from)
         if names is not None:

@@ -300,7 +300,7 @@ class FileStore:
             self.saw_external_edit = snap.external_edit
             new_key = digest(out)
             self._cache = {new_key: _Parse(doc, ledger)}
-            seal(ledger.targets)
+            seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
             try:
                 write_record(self.record_path, real_path(self.path), ledger, new_key)
