@@ -80,8 +80,6 @@ class Actor:
         for action in actions:
             if self.ending:
                 break
-            if action.step.reversible and not self.dry_run and not self._can_start():
-                continue  # what attempt() would say ("busy", nothing done), without its cost 10,000 times a turn
             result = self.attempt(action, ledger=ledger, may_start=not hold)
             if result.kind == "held":
                 hold = True
