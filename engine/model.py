@@ -456,7 +456,7 @@ class Ledger(Node):
     def counts(self) -> dict[str, int]:
         """Targets per state, in the article's summary order (runbook states last)."""
         counts: dict[str, int] = {}
-        for target in self.targets.values():
+        for target in dict.values(self.targets):  # only reads: no copy-on-write views (engine.store.cow)
             counts[target.state] = counts.get(target.state, 0) + 1
         order = {s: i for i, s in enumerate(SUMMARY_ORDER)}
         return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))

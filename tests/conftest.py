@@ -119,3 +119,28 @@ def handoff(*args: str, input: str | None = None, env: dict[str, str] | None = N
         cwd=str(ROOT),
         timeout=timeout,
     )
+
+
+# Parallel runs (tests/run.sh: pytest-xdist, `--dist loadgroup`). Tests that share one
+# thing outside their own tmp_path run one after another on one worker; everything else
+# spreads. Shared are: the PostgreSQL server (fixed ledger names, a role created once),
+# kill -9 and concurrency chaos (their kill points count on a machine not also running
+# a second chaos test), the pinned Claude Code CLI and sshd, and the snapshot files.
+_GROUPS = (
+    ("tests/integration/", "postgres"),
+    ("tests/unit/test_no_traceback.py", "postgres"),
+    ("tests/chaos/", "chaos"),
+    ("tests/e2e/test_claude_code.py", "claude-code"),
+    ("tests/e2e/test_tui_ssh.py", "sshd"),
+    ("tests/tui/test_snapshots.py", "snapshots"),
+)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Give each test that shares something (above) its xdist group, unless it has one."""
+    for item in items:
+        path = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+        for prefix, group in _GROUPS:
+            if path.startswith(prefix) and item.get_closest_marker("xdist_group") is None:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break

@@ -46,4 +46,11 @@ python3 -m venv .venv
 # Screens are compared at a fixed size and without colour surprises from the caller.
 export COLUMNS=120 LINES=40 TERM=xterm-256color
 unset NO_COLOR || true
-exec .venv/bin/python -m pytest -q "$@"
+# In parallel (pytest-xdist): tests that share a server or a file outside their tmp_path
+# carry an xdist group (tests/conftest.py) and run one after another on one worker.
+# HANDOFF_TEST_WORKERS=0 runs everything in this process, one test at a time.
+workers=${HANDOFF_TEST_WORKERS:-3}
+if [ "$workers" = "0" ]; then
+  exec .venv/bin/python -m pytest -q "$@"
+fi
+exec .venv/bin/python -m pytest -q -n "$workers" --dist loadgroup "$@"

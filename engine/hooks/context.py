@@ -15,8 +15,11 @@ from typing import Any
 from engine import leasing
 from engine.access import open_writer
 from engine.errors import LeaseHeld
+from engine.hooks import facts
+from engine.hooks.facts import HookFacts
 from engine.identity import os_user
 from engine.lease import LeaseState, lease_state
+from engine.model import Ledger
 
 SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
 
@@ -31,9 +34,44 @@ class HookContext:
         self.session_id = str(data.get("session_id") or os.environ.get(SESSION_VAR) or "")
         self.writer = open_writer(ledger_path)
         self.store = self.writer.store
-        self.ledger = self.store.read()
+        self._ledger: Ledger | None = None
+        self._facts: HookFacts | None = None
+        self._read_digest = ""
+        self.ledger  # noqa: B018 - read now, as every handler expects (a bad ledger fails the call closed here)
         self.identity = f"agent:{self.session_id}" if self.session_id else "agent:claude-code"
         self.holder: LeaseState | None = None  # someone else's live lease, when there is one
+
+    @property
+    def ledger(self) -> Ledger:
+        """The whole validated ledger, read at the first use. Its hook facts
+        (engine.hooks.facts) are kept for the next call when they were not there yet."""
+        if self._ledger is None:
+            snap = self.store.snapshot()
+            self._ledger = snap.ledger
+            if self._is_file():
+                known = self._facts.key if self._facts is not None else facts.stored_key(self.ledger_path)
+                if known != snap.digest:
+                    facts.remember(self.ledger_path, snap.digest, snap.ledger)
+            self._facts = None  # made from what was read, if asked for
+            self._read_digest = snap.digest
+        return self._ledger
+
+    @ledger.setter
+    def ledger(self, value: Ledger) -> None:
+        self._ledger, self._facts, self._read_digest = value, None, ""
+
+    @property
+    def facts(self) -> HookFacts:
+        """States, steps, pause, agent policy and lease of the ledger as it is now: from the
+        per-user cache when they were made from these very bytes, else from the whole read."""
+        if self._facts is None and self._is_file():
+            self._facts = facts.load(self.ledger_path)
+        if self._facts is None:
+            self._facts = facts.build(self._read_digest, facts.of_ledger(self.ledger))
+        return self._facts
+
+    def _is_file(self) -> bool:
+        return not self.ledger_path.startswith(("postgresql://", "postgres://"))
 
     def say(self, kind: str, msg: str, **fields: Any) -> None:
         """One journal record (redacted by the journal), from this Claude Code session."""
@@ -61,7 +99,7 @@ class HookContext:
         except LeaseHeld as err:  # taken in the same instant by someone else
             self.holder = LeaseState("live", "another holder", err.message, None)
             return self.holder
-        self.ledger = self.store.read()
+        self._ledger = None  # changed by taking the lease: read again (its facts kept) at the next use
         self.say("lease_take", f"Claude Code session {self.session_id} holds the lease"
                  + (f" (took it over: {state.detail})" if state.status in ("dead", "stale") else ""))
         return None

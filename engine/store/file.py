@@ -34,6 +34,7 @@ from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
 from engine.store import parse_cache
 from engine.store.cow import CowTargets, cow_ledger
+from engine.touched import seal
 from engine.store.filelock import FileLock
 from engine.store.record import read_record, regressions, write_record
 from engine.store.sidecar import SidecarRefused
@@ -181,6 +182,7 @@ class FileStore:
                 self._cache = {key: parsed}
                 ledger = to_ledger(parsed.data, self.path, text)
             parsed.ledger = ledger
+            seal(ledger.targets)  # shared by readers from now on: what is derived may be kept
             self._known = {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets}
         else:
             ledger = parsed.ledger
@@ -314,6 +316,7 @@ class FileStore:
             self.saw_external_edit = snap.external_edit
             new_key = digest(out)
             self._cache = {new_key: _Parse(doc, ledger)}
+            seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
             try:
                 write_record(self.record_path, real_path(self.path), ledger, new_key)

@@ -64,10 +64,33 @@ def load(real: str) -> dict[str, tuple[str, dict]]:
     return known
 
 
+# cache file -> (the target texts our last save wrote, that file's identity). A write
+# that changed a few targets leaves the cache as it is: the next reader parses only
+# those few lines itself (an entry is only ever used for the very text it was made
+# from), instead of every transaction dumping 10,000 targets to JSON again.
+_SAVED: dict[str, tuple[frozenset[str], tuple[int, int, int]]] = {}
+STALE_LINES = 8  # ... or 1% of the targets, whichever is more, before it is written again
+
+
+def _identity(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset()) -> None:
     """Remember what each target's text parsed to (best effort: a cache that cannot be
     written only costs the next reader a parse). `skip`: targets whose data JSON cannot
-    carry (numbers that remember their spelling, `1.30`): they are parsed each time."""
+    carry (numbers that remember their spelling, `1.30`): they are parsed each time.
+    Skipped while the cache this process wrote is still there and lacks only a few lines."""
+    path = cache_path(real)
+    saved = _SAVED.get(path)
+    if saved is not None and saved[1] == _identity(path):
+        missing = sum(1 for text in lines.values() if text not in saved[0])
+        if missing <= max(STALE_LINES, len(lines) // 100):
+            return
     folder = cache_dir()
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -75,10 +98,12 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
             return  # someone else's folder, or readable by others: do not put anything there
         entries = {text: [name, targets[name]] for name, text in lines.items() if name in targets and name not in skip}
         body = json.dumps({"v": VERSION, "path": real, "targets": entries}, ensure_ascii=False, separators=(",", ":"))
-        path = cache_path(real)
         if os.path.lexists(path) and not _private(path):
             return
         atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
         os.chmod(path, 0o600)
+        identity = _identity(path)
+        if identity is not None:
+            _SAVED[path] = (frozenset(entries), identity)
     except (OSError, UnicodeError, ValueError):
         pass  # only a cache

@@ -92,3 +92,33 @@ def test_a_cache_others_can_write_is_not_trusted(tmp_path, cache_home):
     os.chmod(cache, 0o600)
     os.chmod(cache_home / "handoff", 0o777)
     assert parse_cache.load(os.path.realpath(path)) == {}
+
+
+def test_a_write_of_few_targets_keeps_the_cache_and_readers_still_read_the_file(tmp_path, cache_home):
+    """A one-target change does not rewrite the cache (it lacks one line); a fresh reader
+    parses that line from the file, never takes an old entry for it; a deleted cache, or
+    enough changed lines, make the next write save it again."""
+    path = _written(tmp_path)
+    cache = parse_cache.cache_path(os.path.realpath(path))
+    before = Path(cache).read_bytes()
+    FileStore(str(path)).transact(lambda ledger: setattr(ledger.targets["db-5"], "state", "checked"))
+    assert Path(cache).read_bytes() == before
+    fresh = FileStore(str(path)).read()
+    assert fresh.targets["db-5"].state == "checked" and fresh.targets["db-2"].state == "verified"
+    os.unlink(cache)
+    FileStore(str(path)).transact(lambda ledger: setattr(ledger.targets["db-5"], "reason", "again"))
+    assert os.path.exists(cache)
+    again = Path(cache).read_bytes()
+    assert b'"again"' in again
+
+    big = tmp_path / "big.yaml"
+    big.write_text("task: t\ntargets:\n" + "".join(f"  db-{i}: {{state: queued}}\n" for i in range(20)))
+    store = FileStore(str(big))
+    store.transact(lambda ledger: None)
+    big_cache = parse_cache.cache_path(os.path.realpath(big))
+    first = Path(big_cache).read_bytes()
+    for i in range(parse_cache.STALE_LINES):  # up to the allowance: the cache stands
+        store.transact(lambda ledger: setattr(ledger.targets[f"db-{i}"], "state", "done"))
+    assert Path(big_cache).read_bytes() == first
+    store.transact(lambda ledger: setattr(ledger.targets["db-19"], "state", "done"))  # one more: saved again
+    assert Path(big_cache).read_bytes() != first and FileStore(str(big)).read().counts() == {"queued": 11, "done": 9}

@@ -1,0 +1,136 @@
+"""Issue 27's goals that the `speed` work touched, each as a ratio measured side by side
+in this one run (whole processes, in rotation), with met / NOT MET. Asserts nothing.
+
+- one session step at 10,000 targets vs at 40 (bench/step_cost.py)            <= 1.5
+- `resume` to its first decision at 10,000 vs a bare CSafeLoader load process  <= 2
+- `status --json` 10k, engine layout and PyYAML-written, cold and warm, vs the
+  bare load process                                                            <= 0.5 each
+- `approve` 10k vs a naive load + change + dump process                        <= 0.3
+- `hook pre-tool-use` at 40 and 10k vs `python -c pass`                        <= 5
+
+    python3 bench/goals.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, first_awaiting, interleaved, row, run_process, without_cache, write_engine_ledger  # noqa: E402
+
+import resume_cost  # noqa: E402
+import step_cost  # noqa: E402
+
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "claude_code", "PreToolUse.json")
+
+
+def _resume_first_decision(src: str, folder: str, runs: int, bare_argv: list[str]) -> tuple[float, float]:
+    """Medians of (resume to its first decision, bare load process), alternated."""
+    ours, bare = [], []
+    for _ in range(runs):
+        ours.append(resume_cost.first_decision(resume_cost.fresh_copy(Path(src), Path(folder) / "resume")))
+        t0 = time.perf_counter()
+        subprocess.run(bare_argv, check=True)
+        bare.append(time.perf_counter() - t0)
+    return sorted(ours)[len(ours) // 2], sorted(bare)[len(bare) // 2]
+
+
+def main(runs: int = 5) -> list[str]:
+    out = [f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1, 5, 15 min), "
+           f"{os.cpu_count()} CPUs, PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"]
+    out += step_cost.main(runs)
+    folder = tempfile.mkdtemp(prefix="bench-goals-")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")
+    py, env = sys.executable, dict(os.environ, PYTHONPATH=ROOT)
+    try:
+        engine_10k = os.path.join(folder, "engine.yaml")
+        raw = write_engine_ledger(engine_10k, 10_000)
+        pyyaml_10k = os.path.join(folder, "pyyaml.yaml")
+        data = yaml.load(raw, Loader=yaml.CSafeLoader)
+        with open(pyyaml_10k, "w") as fh:
+            yaml.dump(data, fh, Dumper=yaml.CSafeDumper, sort_keys=False)
+        target = first_awaiting(data)
+        bare = [py, "-c", f"import yaml; yaml.load(open({engine_10k!r}), Loader=yaml.CSafeLoader)"]
+        naive = [py, "-c", f"import yaml; d = yaml.load(open({engine_10k!r}), Loader=yaml.CSafeLoader); "
+                           f"d['targets'][{target!r}]['state'] = 'verified'; "
+                           f"open({os.path.join(folder, 'naive.yaml')!r}, 'w').write(yaml.dump(d, Dumper=yaml.CSafeDumper))"]
+        pristine = {p: open(p, "rb").read() for p in (engine_10k, pyyaml_10k)}
+
+        def fresh(path: str, cache: bool):
+            def setup() -> None:
+                for side in (path + ".last-write.json", path + ".lock"):
+                    if os.path.exists(side):
+                        os.unlink(side)
+                with open(path, "wb") as fh:
+                    fh.write(pristine[path])
+                if not cache:
+                    without_cache(path)
+                else:
+                    run_process([py, "-m", "engine.cli.main", "status", path, "--json"], env=env, cwd=ROOT)
+            return setup
+
+        def cli(*args: str):
+            return lambda: run_process([py, "-m", "engine.cli.main", *args], env=env, cwd=ROOT)
+
+        small = os.path.join(folder, "small.yaml")
+        write_engine_ledger(small, 40)
+        stdin = os.path.join(folder, "call.json")
+        with open(FIXTURE) as src, open(stdin, "w") as fh:
+            call = json.load(src)
+            call.update(session_id="bench-session", cwd=folder, tool_input={"command": "grep -c lag /var/log/app.log"})
+            json.dump(call, fh)
+        hook_env = dict(env, CLAUDE_CODE_SESSION_ID="bench-session")
+
+        def hook(path: str):
+            def run() -> None:
+                with open(stdin, "rb") as fh:
+                    run_process([py, "-m", "engine.cli.main", "hook", "pre-tool-use", "--ledger", path], env=hook_env,
+                                cwd=folder, stdin=fh)
+            return run
+
+        for path in (small, engine_10k):  # engine-written, its cache warm, as in a session
+            run_process([py, "-m", "engine.cli.main", "status", path, "--json"], env=env, cwd=ROOT)
+        t = interleaved({
+            "bare": (lambda: run_process(bare, env=env), None),
+            "pass": (lambda: run_process([py, "-c", "pass"]), None),
+            "naive": (lambda: run_process(naive, env=env), None),
+            "status engine cold": (cli("status", engine_10k, "--json"), fresh(engine_10k, False)),
+            "status engine warm": (cli("status", engine_10k, "--json"), fresh(engine_10k, True)),
+            "status pyyaml cold": (cli("status", pyyaml_10k, "--json"), fresh(pyyaml_10k, False)),
+            "status pyyaml warm": (cli("status", pyyaml_10k, "--json"), fresh(pyyaml_10k, True)),
+            "approve": (cli("approve", engine_10k, target, "--as", "bench"), fresh(engine_10k, True)),
+            "hook 40": (hook(small), None),
+            "hook 10k": (hook(engine_10k), fresh(engine_10k, True)),
+        }, runs)
+        src = resume_cost.make_ledger(Path(folder), 10_000)
+        ours, base = _resume_first_decision(str(src), folder, runs, bare)
+        out += [
+            row("resume to its first decision, 10k vs bare load process", ours, base, 2),
+            row("status --json 10k, engine layout, cold vs bare load", t["status engine cold"], t["bare"], 0.5),
+            row("status --json 10k, engine layout, warm vs bare load", t["status engine warm"], t["bare"], 0.5),
+            row("status --json 10k, PyYAML-written, cold vs bare load", t["status pyyaml cold"], t["bare"], 0.5),
+            row("status --json 10k, PyYAML-written, warm vs bare load", t["status pyyaml warm"], t["bare"], 0.5),
+            row("approve 10k vs naive load + change + dump process", t["approve"], t["naive"], 0.3),
+            row("hook pre-tool-use, 40 targets vs python -c pass", t["hook 40"], t["pass"], 5),
+            row("hook pre-tool-use, 10k targets vs python -c pass", t["hook 10k"], t["pass"], 5),
+        ]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    for line in main(parser.parse_args().runs):
+        print(line, flush=True)

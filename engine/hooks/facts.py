@@ -1,0 +1,161 @@
+"""What a Claude Code hook call needs of the ledger, without reading the whole ledger.
+
+`handoff hook pre-tool-use` runs on every tool call. Most calls need only: the target
+names and states, the runbook's steps (name, run, from, to, reversible), whether the
+ledger is paused and by whom, the agent's `unknown_commands` policy and the session
+lease. Those facts are taken from a Ledger the engine has validated, and kept in the
+per-user cache folder (`$XDG_CACHE_HOME/handoff/`, private to the user, like the parse
+cache) keyed by the hash of the ledger file's exact bytes. A hook call reads the file,
+hashes it, and uses the facts only if they were made from those very bytes; anything
+else (a hand edit, a new host, a corrupt or foreign cache) means the full read, which
+then remembers the facts for the next call. The facts are never a second reading of
+the YAML: a ledger that does not validate never gets any, so a hook on it fails closed.
+
+This module imports no pydantic and nothing of the store: loading must stay cheap.
+How it is used: `HookContext.facts` (engine.hooks.context).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+VERSION = 1
+MAX_BYTES = 64 * 1024 * 1024  # the store's own limit is lower; a bigger file is the full path's to refuse
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """One runbook step as the hook sees it."""
+
+    name: str
+    run: tuple[str, ...] | None
+    from_: str
+    to: str
+    reversible: bool
+
+
+@dataclass(frozen=True)
+class HookFacts:
+    """The facts of one exact ledger text (see the module docstring)."""
+
+    key: str
+    states: dict[str, str]
+    step_list: tuple[StepFacts, ...]
+    paused: dict[str, Any] | None = None  # {"by": ..., "why": ...} when paused
+    unknown_commands: str = "allow"
+    session: dict[str, Any] | None = None  # the lease as the ledger holds it
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def targets(self) -> dict[str, str]:
+        """Target name -> state (iterating gives the names, as `Ledger.targets` does)."""
+        return self.states
+
+    def steps(self) -> list[StepFacts]:
+        return list(self.step_list)
+
+
+def digest(raw: bytes) -> str:
+    """The same content hash the file store keys its snapshots by (engine.store.file.digest)."""
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def facts_path(real: str) -> str:
+    """Where the facts of the ledger at real path `real` live."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".hook.json"
+    return os.path.join(base, "handoff", name)
+
+
+def _private(path: str, kind=stat.S_ISREG) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def read_key(ledger_path: str) -> tuple[str, str] | None:
+    """(real path, content hash) of the ledger file now; None if it cannot be read."""
+    real = os.path.realpath(ledger_path)
+    try:
+        with open(real, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    return (real, digest(raw)) if len(raw) <= MAX_BYTES else None
+
+
+def load(ledger_path: str) -> HookFacts | None:
+    """The facts of the ledger's current bytes, or None (then read the ledger itself)."""
+    key = read_key(ledger_path)
+    if key is None:
+        return None
+    real, content = key
+    path = facts_path(real)
+    if not _private(path) or not _private(os.path.dirname(path), stat.S_ISDIR):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read())
+        if not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("path") != real or doc.get("key") != content:
+            return None
+        return build(content, doc["facts"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # only a cache: a bad one costs the full read, never an answer
+
+
+def build(key: str, f: dict[str, Any]) -> HookFacts:
+    """HookFacts from their stored form (`of_ledger`)."""
+    steps = tuple(StepFacts(s["name"], tuple(s["run"]) if s["run"] is not None else None, s["from"], s["to"],
+                            bool(s["reversible"])) for s in f["steps"])
+    return HookFacts(key, dict(f["states"]), steps, f["paused"], f["unknown_commands"], f["session"])
+
+
+def of_ledger(ledger: Any) -> dict[str, Any]:
+    """The facts of a validated Ledger, as stored."""
+    paused = ledger.paused
+    return {
+        "states": {name: t.state for name, t in dict.items(ledger.targets)},
+        "steps": [{"name": s.name, "run": list(s.run) if s.run is not None else None, "from": s.from_, "to": s.to,
+                   "reversible": bool(s.reversible)} for s in ledger.steps()],
+        "paused": None if paused is None else {"by": paused.by, "why": paused.why},
+        "unknown_commands": ledger.agent.unknown_commands if ledger.agent else "allow",
+        "session": ledger.session.model_dump(mode="json") if ledger.session is not None else None,
+    }
+
+
+def stored_key(ledger_path: str) -> str | None:
+    """The content hash the stored facts were made from (their file's first bytes only)."""
+    path = facts_path(os.path.realpath(ledger_path))
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return None
+    match = re.match(rb'\{"v": %d, "key": "([0-9a-f]{32})"' % VERSION, head)
+    return match.group(1).decode() if match else None
+
+
+def remember(ledger_path: str, content: str, ledger: Any) -> None:
+    """Keep the facts of `ledger`, validated from the bytes whose hash is `content`."""
+    from engine.store.atomic import atomic_write
+
+    real = os.path.realpath(ledger_path)
+    path = facts_path(real)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        if not _private(os.path.dirname(path), stat.S_ISDIR) or (os.path.lexists(path) and not _private(path)):
+            return  # someone else's folder or file: put nothing there
+        # The key first: `stored_key` reads only the head of the file.
+        body = json.dumps({"v": VERSION, "key": content, "path": real, "facts": of_ledger(ledger)}, ensure_ascii=False)
+        atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
+        os.chmod(path, 0o600)
+    except (OSError, UnicodeError, ValueError, TypeError):
+        pass  # only a cache
