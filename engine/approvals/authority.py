@@ -52,7 +52,10 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
 def refuse(ledger: Ledger, name: str, step: Step, approval: Approval, why: str, *, ledger_arg: str) -> None:
     """Inside the fence's transaction: drop `approval` and make `name` await a person again."""
     target = ledger.targets[name]
-    target.approvals = [a for a in target.approvals if a is not approval]
+    # By what it says, not by identity: inside a transaction targets are read through
+    # copy-on-change views (engine.store.cow_views), a new object at every read.
+    key = (approval.step, approval.hash, approval.by, approval.at)
+    target.approvals = [a for a in target.approvals if (a.step, a.hash, a.by, a.at) != key]
     target.state, target.awaiting = "awaiting_approval", step.name
     target.awaiting_since = target.changed_at = now_iso()
     target.reason = why

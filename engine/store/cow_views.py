@@ -8,6 +8,9 @@ transaction, then makes the change on the copy. Nested views remember which shar
 object they stand for and find its copy through the deep copy's memo, so a view taken
 before the copy (`a = t.approvals[0]`) still means the same approval after it.
 
+A view is not identity-stable: every read hands out a new view object, so code inside
+a transaction compares models by what they hold (`==`, or their key fields), never `is`.
+
 What a view never does is hand out a mutable shared object: immutable scalars are
 returned as they are, models, lists and dicts as views, and anything else (a method, a
 set, `__dict__`) is taken from the copy, which is made first. That is the fence; the
