@@ -163,3 +163,15 @@ def test_the_review_accepts_every_true_note_and_flags_every_false_one(case) -> N
     assert review(true_note, ledger, previous=previous, since=None) == []
     problems = review(false_note, ledger, previous=previous, since=None)
     assert any(finding in p for p in problems), (false_note, problems)
+
+
+def test_a_reverser_verb_is_not_a_prohibition() -> None:
+    """"Do not hesitate to retry" allows the retry; "do not retry" prohibits it; "do not touch" prohibits all."""
+    from engine import note_rules
+
+    assert not note_rules.prohibits("Do not hesitate to retry link on db-18.", "retry")
+    assert note_rules.allows("Do not hesitate to retry link on db-18.", "retry")
+    assert note_rules.prohibits("Do NOT retry link on db-18.", "retry")
+    assert not note_rules.allows("Do NOT retry link on db-18.", "retry")
+    assert note_rules.prohibits("Never touch db-18.", "retry")
+    assert not note_rules.allows("Retried link on db-18 at 02:00 and it failed.", "retry")  # narration, not an instruction
