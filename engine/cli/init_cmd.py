@@ -189,4 +189,14 @@ def _next_steps(path: Path, template: str, schema: Path | None) -> str:
         f"  3. handoff resume --ledger {shown} --dry-run",
         "     one full cycle on a copy, running only each step's check",
         f"  then: handoff resume --ledger {shown}; handoff-tui {shown} to watch and approve",
+        *_examples(),
     ])
+
+
+def _examples() -> list[str]:
+    """Where the shipped example ledgers (whole jobs, several hops) are installed."""
+    from engine.bundled import ledgers_dir
+
+    folder = ledgers_dir()
+    found = sorted(p.name for p in folder.glob("*.yaml"))
+    return [f"whole example jobs to copy from, in {folder}: {', '.join(found)}"] if found else []
