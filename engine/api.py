@@ -184,8 +184,13 @@ class LedgerHandle:
         return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment,
                                                   ledger_dir=self.ledger_dir, expect_hash=expect_hash))
 
-    def unapprove(self, target: str) -> None:
-        self._change(lambda l: (None, ops.unapprove(l, target, self.who)))
+    def unapprove(self, target: str, *, step: str | None = None) -> str:
+        """Withdraw `target`'s unused approvals (of `step` only, when given); returns the step(s) withdrawn."""
+        def change(ledger: Ledger):
+            records = ops.unapprove(ledger, target, self.who, step=step)
+            return records[0]["step"], records
+
+        return self._change(change)
 
     def reject(self, target: str, reason: str) -> None:
         self._change(lambda l: (None, ops.reject(l, target, self.who, reason)))

@@ -35,6 +35,7 @@ def register(sub) -> None:
     p.add_argument("--strict", action="store_true", help="warnings are problems too (for CI): no runbook, nobody paged, template placeholders, unused steps")
     p.add_argument("--json", action="store_true", help="one JSON object: ok, problems, unenforced, invariants, findings (file, line, column, suggestion)")
     p.add_argument("--explain", action="store_true", help="print every invariant form the engine understands (and how this ledger's read)")
+    p.add_argument("--live", action="store_true", help="also read each metric an invariant names, now (runs its command once); without it check reads no metric")
     p.add_argument("--accept-removal", action="store_true", help="record that targets missing from the file were removed on purpose")
     p.add_argument("--accept-rollback", action="store_true",
                    help="record that the file going back in time (lower revision, lost step, metric or budget) is meant")
@@ -60,7 +61,8 @@ def register(sub) -> None:
     add_ledger(p)
     add_target(p)
     add_who(p)
-    p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unapprove(a.target), f"approval on {a.target} withdrawn"))
+    p.add_argument("--step", metavar="STEP", help="withdraw only the approval of this step (default: every unused one)")
+    p.set_defaults(handler=_unapprove)
 
     p = sub.add_parser("reject", help="say no to the step a target waits on; the target is blocked with your reason")
     add_ledger(p)
@@ -142,6 +144,18 @@ def _simple(args, action, done: str) -> int:
     handle = _open(args)
     action(handle)
     print(visible(done))
+    return 0
+
+
+def _unapprove(args) -> int:
+    """Withdraw, then name what was withdrawn and what approvals the target still holds."""
+    from engine.textsafe import visible
+
+    handle = _open(args)
+    steps = handle.unapprove(args.target, step=args.step)
+    left = sorted({a.step for a in handle.load().targets[args.target].approvals if not a.used_at})
+    kept = f"; still approved: {', '.join(left)}" if left else ""
+    print(visible(f"approval of {steps} on {args.target} withdrawn{kept}"))
     return 0
 
 
@@ -303,10 +317,11 @@ def cmd_check(args) -> int:
         print(f"{' and '.join(done)} accepted (journaled); {len(handle.load().targets)} targets remain")
     snap = handle.snapshot()
     ledger = snap.ledger
-    statuses = handle.invariants(ledger)
+    from engine.checks.live import check_statuses
     from engine.checks.report import check_findings
 
-    findings = check_findings(handle, snap, statuses, problems(ledger), handle.display_location)
+    statuses, unread = check_statuses(handle, ledger, live=args.live)  # the file alone, unless --live
+    findings = check_findings(handle, snap, statuses, problems(ledger), handle.display_location, unread=unread)
     if args.explain:
         from engine.checks.explain import explain_ledger
         from engine.textsafe import visible
