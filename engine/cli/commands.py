@@ -77,6 +77,7 @@ def register(sub) -> None:
     group.add_argument("--set", dest="text", metavar="TEXT", help="the new note (`-` reads it from stdin)")
     group.add_argument("--edit", action="store_true", help="edit it in $EDITOR (refused if someone changed it meanwhile)")
     group.add_argument("--previous", action="store_true", help="print the note the current one replaced")
+    p.add_argument("--json", action="store_true", help="reading: one JSON object, {note, by, at} (null when there is none)")
     add_who(p)
     p.set_defaults(handler=cmd_note)
 
@@ -228,6 +229,9 @@ def cmd_status(args) -> int:
     data = status_data(handle, ledger)
     redactor = handle.journal.redactor  # the default shapes and the ledger's own patterns
     if args.json:
+        from engine.version import version
+
+        data = {"version": version(), **data}  # which handoff wrote this: scripts check it before reading on
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
         text = json.dumps(data, ensure_ascii=False)
         safe = redactor.document(data, text)  # a secret written in by hand is not shown either
@@ -357,9 +361,27 @@ def report_check(args, handle, ledger, statuses, findings) -> int:
 # -- note --------------------------------------------------------------------------
 
 
+def _note_json(args) -> int:
+    """The note (or the previous one) as {note, by, at}, redacted; null when there is none."""
+    handle = _open(args, read_only=True)
+    ledger = handle.load()
+    if args.previous:
+        p = ledger.previous_note
+        data = None if p is None else {"note": p.text, "by": p.by, "at": p.at}
+    else:
+        data = None if ledger.handoff_note is None else {
+            "note": ledger.handoff_note, "by": ledger.handoff_note_by, "at": ledger.handoff_note_at}
+    print(json.dumps(handle.journal.redactor.value(data), ensure_ascii=False))
+    return 0
+
+
 def cmd_note(args) -> int:
     from engine.textsafe import visible
 
+    if args.json and args.text is None and not args.edit:
+        return _note_json(args)
+    if args.json:
+        raise UsageError("--json reads the note; it does not go with --set or --edit")
     if args.previous:
         previous = _open(args, read_only=True).load().previous_note
         if previous is None:
