@@ -79,13 +79,14 @@ def allows(sentence: str, verb: str) -> bool:
 
 
 def sentences(text: str) -> list[str]:
-    """A note's sentences, each line on its own (a list item need not end in a full stop); headings left out."""
+    """A note's sentences and clauses, each line on its own (a list item need not end in a full stop); headings left out."""
     out = []
     for line in text.splitlines():
         line = line.strip().removeprefix("- ")
         if line.endswith(":"):
             continue  # "Do not touch:" heads a list; it forbids nothing by itself
-        out.extend(s for s in re.split(r"(?<=[.!?])\s+", line) if s.strip())
+        # Clauses too: "do not retry link on db-18; you may retry the check on db-19" allows nothing on db-18.
+        out.extend(s for s in re.split(r"(?<=[.!?])\s+|\s*[;—–]\s*|,?\s+but\s+", line) if s.strip())
     return out
 
 
