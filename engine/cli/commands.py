@@ -231,7 +231,9 @@ def cmd_status(args) -> int:
     if args.json:
         from engine.version import version
 
-        data = {"version": version(), **data}  # which handoff wrote this: scripts check it before reading on
+        from engine.cli.needs import needs_a_person
+
+        data = {"version": version(), **data, "needs_person": needs_a_person(ledger)}  # version: which handoff wrote this
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
         text = json.dumps(data, ensure_ascii=False)
         safe = redactor.document(data, text)  # a secret written in by hand is not shown either
@@ -249,6 +251,9 @@ def cmd_status(args) -> int:
         out.append(f"WARNING: {warning}")
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})")
+    from engine.cli.needs import lines, needs_a_person
+
+    out.extend(lines(needs_a_person(ledger)))
     out.append(f"touched: {data['touched']}")
     for inv in data["invariants"]:
         status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]

@@ -105,3 +105,20 @@ def test_quiet_and_verbose_sessions(tmp_path: Path) -> None:
     assert counts["-q"] < counts[None] < counts["-v"]
     quiet = handoff("-q", "resume", tmp_path / "fleet-q.yaml", "--dry-run").stdout
     assert "loaded ledger" not in quiet and "ended (exit 0)" in quiet  # before the command works the same
+
+
+def test_status_names_every_target_that_needs_a_person_and_why(fleet: Path) -> None:
+    """Failed, drifted (blocked on a checkpoint drift) and open-discrepancy targets, each with why; secrets masked; --json has them all."""
+    text = RUNBOOK_LEDGER.replace('db-5: {state: queued}',
+                                  'db-5: {state: blocked, reason: "checkpoint drift: the ledger says 0/1, lsn says 0/2"}\n'
+                                  '  db-6: {state: queued, reason: "token=hunter2secret seen in the log"}')
+    fleet.write_text(text, encoding="utf-8")
+    out = handoff("status", fleet).stdout
+    assert "needs a person: db-3 (failed) failed: link exited 1" in out
+    assert "needs a person: db-4 (failed) failed: check exited 1" in out
+    assert "needs a person: db-5 (blocked) drifted: checkpoint drift: the ledger says 0/1, lsn says 0/2" in out
+    assert "needs a person: db-6 (queued) open discrepancy: token=[REDACTED] seen in the log" in out
+    assert "hunter2secret" not in out
+    data = json.loads(handoff("status", fleet, "--json").stdout)
+    assert [i["target"] for i in data["needs_person"]] == ["db-3", "db-4", "db-5", "db-6"]
+    assert fleet.read_text(encoding="utf-8") == text
