@@ -219,9 +219,15 @@ class LedgerHandle:
                                                   ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed,
                                                   requested_by=requesters(self.journal, l, target) if target in l.targets else None))
 
-    def unapprove(self, target: str) -> None:
+    def unapprove(self, target: str, *, step: str | None = None) -> str:
+        """Withdraw `target`'s unused approvals (of `step` only, when given); returns the step(s) withdrawn."""
         self.refuse_agent("unapprove", target)
-        self._change(lambda l: (None, ops.unapprove(l, target, self.who)))
+
+        def change(ledger: Ledger):
+            records = ops.unapprove(ledger, target, self.who, step=step)
+            return records[0]["step"], records
+
+        return self._change(change)
 
     def reject(self, target: str, reason: str) -> None:
         self.refuse_agent("reject", target)

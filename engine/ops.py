@@ -199,13 +199,16 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     return approval, records
 
 
-def unapprove(ledger: Ledger, name: str, who: Who) -> Records:
-    """Withdraw an unused approval; the next session will ask again."""
+def unapprove(ledger: Ledger, name: str, who: Who, step: str | None = None) -> Records:
+    """Withdraw the unused approvals (of `step` only, when given); the next session will ask again."""
     target = _target(ledger, name)
-    unused = [a for a in target.approvals if not a.used_at]
+    unused = [a for a in target.approvals if not a.used_at and (step is None or a.step == step)]
     if not unused:
-        raise Refused(f"{name} holds no unused approval to withdraw", title="Nothing to withdraw")
-    target.approvals = [a for a in target.approvals if a.used_at]
+        held = sorted({a.step for a in target.approvals if not a.used_at})
+        of = f" of {step}" if step else ""
+        hint = f" (it holds one of {', '.join(held)})" if held else ""
+        raise Refused(f"{name} holds no unused approval{of} to withdraw{hint}", title="Nothing to withdraw")
+    target.approvals = [a for a in target.approvals if a not in unused]
     target.next_action = None
     target.changed_at = now_iso()
     steps = ", ".join(a.step for a in unused)

@@ -25,9 +25,15 @@ from typing import Any, Iterable
 MASK = "[REDACTED]"
 
 # Plurals are counts, not secrets (`tokens: 5000` in a budget line).
-_KEYWORD = r"(?:pass(?:word|wd)|secret(?!s)|token(?!s)|api[_-]?key|apikey|private[_-]?key|access[_-]?key|auth[_-]?key|credentials?)"
-# A value: quoted (all of it, spaces too), or up to whitespace or a quote.
-_VALUE = r"(?:\"(?P<secret>[^\"\n]{1,1000})\"|'(?P<secret2>[^'\n]{1,1000})'|(?P<secret3>[^\s'\"]{1,1000}))"
+_KEYWORD = r"(?:pass(?:word|wd|phrase)|secret(?!s)|token(?!s)|api[_-]?key|apikey|private[_-]?key|access[_-]?key|auth[_-]?key|credentials?)"
+# A value: in escaped quotes (JSON inside JSON), in quotes (all of it, spaces too), or up
+# to whitespace or a quote. No length bound and no closing quote required: the value is
+# the last thing a rule matches, so it is read once and never backtracked over, and a
+# value of any length is masked whole (a bound would leave a long value's tail in clear).
+_VALUE = r"(?:\\\"(?P<secret4>[^\"\\\n]+)|\"(?P<secret>[^\"\n]+)|'(?P<secret2>[^'\n]+)|(?P<secret3>[^\s'\"]+))"
+# Between a key and its value: `=`, `:`, `=>`, and the value may sit on the next line
+# (a tool that prints "Generated password:" and then the password).
+_SEP = r"\\?[\"']?\s{0,5}(?:=>|[=:])[ \t]{0,5}(?:\r?\n[ \t]{0,40})?"
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,25 @@ RULES: tuple[Rule, ...] = (
     # NAME=value, name: value, "name": "value" where NAME looks secret (PGPASSWORD, X-Api-Key,
     # client_secret). The match starts at the keyword: a prefix repetition would be tried
     # from every position of a long token.
-    Rule("a secret-named value", rf"(?i){_KEYWORD}[a-z0-9_.-]{{0,40}}[\"']?\s{{0,5}}[=:]\s{{0,5}}{_VALUE}",
-         ("passw", "secret", "token", "credential", "key")),
+    Rule("a secret-named value", rf"(?i){_KEYWORD}[a-z0-9_.-]{{0,40}}{_SEP}{_VALUE}",
+         ("passw", "passp", "secret", "token", "credential", "key")),
+    # DB_PASS=x, PASS=x (not bypass=, compass=, DB_PASSING=); Pwd=x in a connection string,
+    # MYSQL_PWD=x (not PWD=/home/..., the working directory in an env dump).
+    Rule("a password variable", rf"(?i)(?<![a-z])pass\s{{0,5}}=\s{{0,5}}{_VALUE}", ("pass",)),
+    Rule("a pwd value", r"(?i)(?<![a-z])pwd\s{0,5}[=:]\s{0,5}(?![/~])(?P<secret>[^\s;'\"]+)", ("pwd",)),
+    # PGPASSWORD s3cret, ENV PGPASSWORD s3cret (a Dockerfile): an upper-case name, a space, a value.
+    Rule("a password variable without =", r"(?<![a-z])PASSWORD[ \t]{1,5}(?!(?:is|was|for|to|and|or|the|not|required|reset"
+         r"|changed|expired|set|missing|policy|rotation|must|will)\b)(?P<secret>[^\s'\"]+)", ("password",)),
+    # mysql -pPW (the password glued to -p; -P is the port), sshpass -p PW.
+    Rule("a mysql -p password", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n]{0,300}?\s-p(?P<secret>[^\s'\"]+)",
+         ("mysql", "mariadb")),
+    Rule("an sshpass password", r"\bsshpass\b[^\n]{0,100}?\s-p\s{0,5}[\"']?(?P<secret>[^\s'\"]+)", ("sshpass",)),
+    # An Azure SAS URL's signature (?sv=...&sig=...).
+    Rule("a SAS signature", r"[?&]sig=(?P<secret>[^&\s'\"#]{8,})", ("sig=",)),
+    # A .pgpass line, host:port:database:user:password (not an IPv6 address: its fields are
+    # hex of up to four digits, so a database field like that is taken for one).
+    Rule("a .pgpass line", r"(?m)^[ \t]*[^:\s]{1,253}:(?:\d{2,5}|\*):(?![0-9a-fA-F]{0,4}:)[^:\s]{1,63}:"
+         r"[^:\s]{1,63}:(?P<secret>\S+)$", ()),
     # --password x, --token x (the `=` form is the rule above).
     Rule("a secret command-line flag", rf"(?i)(?<![\w-])--?(?:pass(?:word|wd)?|secret|token|api[_-]?key|auth[_-]?token|client[_-]?secret)\s{{1,5}}{_VALUE}",
          ("-pass", "-secret", "-token", "-api", "-auth", "-client")),
@@ -62,8 +85,13 @@ RULES: tuple[Rule, ...] = (
     # that starts with a literal is searched for at C speed, one that starts with \b is not.
     Rule("an API key (sk-/pk-/rk-)", r"(?P<secret>[spr]k(?<![A-Za-z0-9_][spr]k)[-_](?:live_|test_|ant-)?[A-Za-z0-9_-]{16,400})",
          ("sk-", "sk_", "pk-", "pk_", "rk-", "rk_")),
-    Rule("a GitHub token", r"(?P<secret>gh(?<![A-Za-z0-9_]gh)(?:[pousr]_[A-Za-z0-9]{20,255}|ithub_pat_[A-Za-z0-9_]{20,255}))",
-         ("gh",)),
+    Rule("a GitHub token", r"(?P<secret>gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{20,255}"
+         r"|github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{20,255})", ("gh", "github_pat_")),
+    Rule("a Vault token", r"(?P<secret>hv[sbr](?<![A-Za-z0-9_]hv[sbr])\.[A-Za-z0-9_-]{24,400})", ("hvs.", "hvb.", "hvr.")),
+    Rule("an npm token", r"(?P<secret>npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36})(?![A-Za-z0-9])", ("npm_",)),
+    Rule("a DigitalOcean token", r"(?P<secret>do[por]_v1_(?<![A-Za-z0-9_]do[por]_v1_)[a-f0-9]{64})", ("_v1_",)),
+    Rule("a Grafana token", r"(?P<secret>glsa_(?<![A-Za-z0-9_]glsa_)[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
+         r"|glc_(?<![A-Za-z0-9_]glc_)[A-Za-z0-9+/]{32,400}={0,2})", ("glsa_", "glc_")),
     Rule("a GitLab token", r"(?P<secret>gl(?<![A-Za-z0-9_]gl)(?:pat|dt|rt|ptt|ft|oas|cbt|soat|agent|imt|ffct)-[A-Za-z0-9_.-]{20,300})",
          ("gl",)),
     Rule("a Google API key", r"(?P<secret>AIza(?<![A-Za-z0-9_]AIza)[A-Za-z0-9_-]{35})", ("aiza",)),

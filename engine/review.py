@@ -6,11 +6,12 @@ handoff note before a human sees it". This one is code, so it runs on every note
   session's start, or the previous note's time for a person's note) is named; when a
   kind has more than LIST_MAX targets, LIST_MAX named and the rest counted will do;
 - no target is described in a state it is not in ("db-19 is done" while it awaits an
-  approval); only a state word right after the name counts ("db-19 is now done",
-  "db-19 (done)", "db-19: done"), never one in a "do not ..." rule or after a "not";
+  approval), in any of the forms `engine.note_claims` reads ("db-18 done.", "Finished
+  db-18", "Completed: db-17, db-18"), never one in a "do not ..." rule or after a "not";
 - the previous note's rules ("Do NOT retry link on db-18 ...") that still apply (a
-  target they name is not done, or they name none) are kept: some rule of the new note
-  names the same target, or says much the same words.
+  target they name is not done, or they name none) are kept by meaning
+  (`engine.note_rules`): some sentence of the new note prohibits the same action on the
+  same targets (or names none and says much the same words), and none allows it.
 Only the text before a `Reviewer:` line is judged. `amend` appends what is wrong as a
 `Reviewer:` section (planners' notes); a person's note is stored as written and the
 findings are printed and journaled instead.
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import re
 
+from engine import note_rules
 from engine.model import Ledger
+from engine.note_claims import Reader, holds
 from engine.session.handoff_note import rules_in
 from engine.timefmt import now_iso, parse_iso
 
@@ -28,12 +31,6 @@ REVIEWER = "Reviewer:"
 LIST_MAX = 5
 _TOKEN = re.compile(r"[\w.-]+")
 _SIMPLE_NAME = re.compile(r"^[\w.-]+$")
-_SYNONYMS = {
-    "done": r"done|finished|completed?|cut over",
-    "awaiting_approval": r"awaiting[ _](?:human |an? )?approval|waiting (?:on|for) (?:a |an |the )?(?:human )?approval|awaits (?:an? )?approval|pending approval",
-    "in_flight": r"in flight|running",
-}
-_FILLER = r"(?:\s*(?:is|are|was|now|still|stays|remains|has been|been|state|in state|=|:|\(|,|-|–)\s*)*"
 
 
 def judged(note: str) -> str:
@@ -69,57 +66,44 @@ def _coverage(kind: str, members: dict[str, str], mentioned: set[str], text: str
         [f"... and {len(missing) - LIST_MAX} more {kind} targets the note does not name"] if len(missing) > LIST_MAX else [])
 
 
-def _state_pattern(ledger: Ledger) -> re.Pattern:
-    phrases = []
-    for state in sorted(ledger.states(), key=len, reverse=True):
-        phrases.append((state, re.escape(state).replace("_", "[ _]")))
-    phrases += list(_SYNONYMS.items())
-    alternatives = "|".join(f"(?P<s{i}>{p})" for i, (_, p) in enumerate(phrases))
-    return re.compile(rf"^{_FILLER}(?P<neg>(?:not|never|no longer)\s+)?(?:{alternatives})\b", re.I), [s for s, _ in phrases]
-
-
-def _claims_true(ledger: Ledger, name: str, claimed: str) -> bool:
-    t = ledger.targets[name]
-    if claimed == "in_flight":
-        return t.in_flight is not None or t.state in ("in_progress", "replicating")
-    return claimed in (t.state, ledger.position(name))
-
-
 def contradictions(text: str, ledger: Ledger) -> list[str]:
     """"the note says X is S; the ledger says T" for each state claim the ledger denies."""
-    pattern, states = _state_pattern(ledger)
-    rules = set(rules_in(text))
     found: list[str] = []
-    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
-        if not sentence.strip() or any(sentence.strip().removeprefix("- ") in r or r in sentence for r in rules):
-            continue
-        for name in named(sentence, ledger):
-            for at in [m.end() for m in re.finditer(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", sentence)]:
-                match = pattern.match(sentence[at: at + 60])
-                if not match or match.group("neg"):
-                    continue
-                claimed = next(states[i] for i in range(len(states)) if match.group(f"s{i}"))
-                if not _claims_true(ledger, name, claimed):
-                    t = ledger.targets[name]
-                    actual = t.state + (f", {t.in_flight.step} in flight" if t.in_flight else ", nothing in flight")
-                    found.append(f"the note says {name} is {claimed.replace('_', ' ')}; the ledger says {actual}")
+    for claim in Reader(ledger).claims(text):
+        if not holds(ledger, claim):
+            t = ledger.targets[claim.name]
+            actual = t.state + (f", {t.in_flight.step} in flight" if t.in_flight else ", nothing in flight")
+            found.append(f"the note says {claim.name} is {claim.state.replace('_', ' ')}; the ledger says {actual}")
     return list(dict.fromkeys(found))
 
 
+def _overlap(rule: str, sentence: str) -> bool:
+    """Much the same words (a rule that names no target is matched by its words)."""
+    words = {w.lower() for w in re.findall(r"[\w-]{4,}", rule)}
+    return len(words & {w.lower() for w in re.findall(r"[\w-]{4,}", sentence)}) >= 0.6 * max(1, len(words))
+
+
 def dropped_rules(text: str, previous: str | None, ledger: Ledger) -> list[str]:
-    """The previous note's rules that still apply and that the note does not keep."""
-    new_rules = rules_in(text)
+    """The previous note's rules that still apply and that the note drops or reverses."""
+    said = note_rules.sentences(text)
     out = []
     for rule in rules_in(judged(previous or "")):
         names = named(rule, ledger)
         if names and all(ledger.targets[n].state == "done" for n in names):
             continue  # its targets are finished: the rule has done its job
-        if names:
-            kept = any(set(names) & set(named(r, ledger)) for r in new_rules)
-        else:
-            words = {w.lower() for w in re.findall(r"[\w-]{4,}", rule)}
-            kept = any(len(words & {w.lower() for w in re.findall(r"[\w-]{4,}", r)}) >= 0.6 * max(1, len(words)) for r in new_rules)
-        if not kept:
+        verbs = {r.verb for r in note_rules.read(rule) if not r.allowed}
+
+        def about(sentence: str, name: str | None) -> bool:
+            return name in named(sentence, ledger) if name else _overlap(rule, sentence)
+
+        scope = names or [None]
+        reversal = next((s for s in said for n in scope for v in verbs if about(s, n) and note_rules.allows(s, v)), None)
+        kept = all(any(about(s, n) and any(note_rules.prohibits(s, v) for v in verbs) for s in said) for n in scope)
+        if not verbs:  # a rule whose action we cannot tell: kept by naming its targets in a rule, or its words
+            kept = any(all(about(r, n) for n in scope) for r in rules_in(text))
+        if reversal is not None:
+            out.append(f'the note reverses the previous rule "{rule.strip()}": it says "{reversal.strip()}"')
+        elif not kept:
             out.append(f'the previous note\'s rule still applies but is missing: "{rule.strip()}"')
     return out
 

@@ -166,8 +166,8 @@ class Controller:
         return f"Session started (pid {pid})"
 
     def unapprove(self, target: str) -> str:
-        self.handle.unapprove(target)
-        return f"Approval withdrawn on {target}; the next session will ask again"
+        steps = self.handle.unapprove(target)
+        return f"Approval of {steps} withdrawn on {target}; the next session will ask again"
 
     def accept_removal(self) -> str:
         remaining = self.handle.accept_removal()

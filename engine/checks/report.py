@@ -10,9 +10,11 @@ from engine.checks.locate import Locator
 from engine.invariants import parse
 
 
-def check_findings(handle, snap, statuses, contradictions: list[str], path: str) -> list[Finding]:
+def check_findings(handle, snap, statuses, contradictions: list[str], path: str, *,
+                   unread: list[str] | None = None) -> list[Finding]:
     """Problems first (the store's warnings, `contradictions`, violated invariants), then
-    the analysis; each placed in `path` where it can be."""
+    the analysis; each placed in `path` where it can be. `unread`: metrics `--live` could
+    not read (warnings)."""
     text = source_text(handle.store)
     found = analyse(snap.ledger, text, path)
     locator = Locator(text, path)
@@ -29,12 +31,11 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str)
         out.append(Finding(ERROR, f"invariant violated: {status.text} ({status.value})", path, line, column,
                            code="violated"))
     stale = [Finding(WARNING, line, path, code="stale-approval") for line in stale_approvals(snap.ledger)]
-    # A metric reading older than its max_age is not a problem with the file (a session
-    # reads it afresh), but `check` must not call it ok either: a warning.
-    old = [Finding(WARNING, f"invariant unknown (stale): {s.text} ({s.value})", path, code="stale-reading")
-           for s in statuses if s.stale]
+    # How old a reading is never reaches `check` (engine.checks.live reads none, or reads
+    # afresh); a metric `--live` could not read is a warning, never ok.
+    failed = [Finding(WARNING, line, path, code="metric-unread") for line in unread or []]
     line, column = locator.key("approvers") if snap.ledger.approvers is not None else (None, None)
     who = [Finding(NOTICE, message, path, line, column, suggestion=fix, code="unverified-approvers")
            for message, fix in unverified_approvers(snap.ledger)]
-    return out + found + stale + old + who
+    return out + found + stale + failed + who
 

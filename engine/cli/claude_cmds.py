@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import sys
 
+from engine.cli import ledger_arg
 from engine.hooks import EVENTS
 
 
 def register(sub) -> None:
     p = sub.add_parser("hook", help="answer one of Claude Code's hooks (reads its JSON on stdin; `handoff claude init` wires them)")
     p.add_argument("event", choices=EVENTS, help="which hook")
-    p.add_argument("--ledger", required=True, help="the ledger the Claude Code session works on")
-    p.set_defaults(handler=cmd_hook)
+    ledger_arg.add(p, help="the ledger the Claude Code session works on")
+    p.set_defaults(handler=ledger_arg.resolved(cmd_hook))
 
     p = sub.add_parser("claude", help="set a project's Claude Code up to drive a ledger (`claude init`)")
     verbs = p.add_subparsers(dest="verb", metavar="init", help="the one thing to do: init")

@@ -35,6 +35,7 @@ def register(sub) -> None:
     p.add_argument("--strict", action="store_true", help="warnings are problems too (for CI): no runbook, nobody paged, template placeholders, unused steps")
     p.add_argument("--json", action="store_true", help="one JSON object: ok, problems, unenforced, invariants, findings (file, line, column, suggestion)")
     p.add_argument("--explain", action="store_true", help="print every invariant form the engine understands (and how this ledger's read)")
+    p.add_argument("--live", action="store_true", help="also read each metric an invariant names, now (runs its command once); without it check reads no metric")
     p.add_argument("--accept-removal", action="store_true", help="record that targets missing from the file were removed on purpose")
     p.add_argument("--accept-rollback", action="store_true",
                    help="record that the file going back in time (lower revision, lost step, metric or budget) is meant")
@@ -61,7 +62,8 @@ def register(sub) -> None:
     add_ledger(p)
     add_target(p)
     add_who(p)
-    p.set_defaults(handler=lambda a: _simple(a, lambda h: h.unapprove(a.target), f"approval on {a.target} withdrawn"))
+    p.add_argument("--step", metavar="STEP", help="withdraw only the approval of this step (default: every unused one)")
+    p.set_defaults(handler=_unapprove)
 
     p = sub.add_parser("reject", help="say no to the step a target waits on; the target is blocked with your reason")
     add_ledger(p)
@@ -76,6 +78,7 @@ def register(sub) -> None:
     group.add_argument("--set", dest="text", metavar="TEXT", help="the new note (`-` reads it from stdin)")
     group.add_argument("--edit", action="store_true", help="edit it in $EDITOR (refused if someone changed it meanwhile)")
     group.add_argument("--previous", action="store_true", help="print the note the current one replaced")
+    p.add_argument("--json", action="store_true", help="reading: one JSON object, {note, by, at} (null when there is none)")
     add_who(p)
     p.set_defaults(handler=cmd_note)
 
@@ -143,6 +146,18 @@ def _simple(args, action, done: str) -> int:
     handle = _open(args)
     action(handle)
     print(visible(done))
+    return 0
+
+
+def _unapprove(args) -> int:
+    """Withdraw, then name what was withdrawn and what approvals the target still holds."""
+    from engine.textsafe import visible
+
+    handle = _open(args)
+    steps = handle.unapprove(args.target, step=args.step)
+    left = sorted({a.step for a in handle.load().targets[args.target].approvals if not a.used_at})
+    kept = f"; still approved: {', '.join(left)}" if left else ""
+    print(visible(f"approval of {steps} on {args.target} withdrawn{kept}"))
     return 0
 
 
@@ -223,6 +238,11 @@ def cmd_status(args) -> int:
     data = status_data(handle, ledger)
     redactor = handle.journal.redactor  # the default shapes and the ledger's own patterns
     if args.json:
+        from engine.version import version
+
+        from engine.cli.needs import needs_a_person
+
+        data = {"version": version(), **data, "needs_person": needs_a_person(ledger)}  # version: which handoff wrote this
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
         text = json.dumps(data, ensure_ascii=False)
         safe = redactor.document(data, text)  # a secret written in by hand is not shown either
@@ -241,6 +261,9 @@ def cmd_status(args) -> int:
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})"
                    + (f": {item['policy']}" if item.get("policy") else ""))
+    from engine.cli.needs import lines, needs_a_person
+
+    out.extend(lines(needs_a_person(ledger)))
     out.append(f"touched: {data['touched']}")
     for inv in data["invariants"]:
         status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]
@@ -313,10 +336,11 @@ def cmd_check(args) -> int:
         print(f"{' and '.join(done)} accepted (journaled); {len(handle.load().targets)} targets remain")
     snap = handle.snapshot()
     ledger = snap.ledger
-    statuses = handle.invariants(ledger)
+    from engine.checks.live import check_statuses
     from engine.checks.report import check_findings
 
-    findings = check_findings(handle, snap, statuses, problems(ledger), handle.display_location)
+    statuses, unread = check_statuses(handle, ledger, live=args.live)  # the file alone, unless --live
+    findings = check_findings(handle, snap, statuses, problems(ledger), handle.display_location, unread=unread)
     if args.explain:
         from engine.checks.explain import explain_ledger
         from engine.textsafe import visible
@@ -359,9 +383,27 @@ def report_check(args, handle, ledger, statuses, findings) -> int:
 # -- note --------------------------------------------------------------------------
 
 
+def _note_json(args) -> int:
+    """The note (or the previous one) as {note, by, at}, redacted; null when there is none."""
+    handle = _open(args, read_only=True)
+    ledger = handle.load()
+    if args.previous:
+        p = ledger.previous_note
+        data = None if p is None else {"note": p.text, "by": p.by, "at": p.at}
+    else:
+        data = None if ledger.handoff_note is None else {
+            "note": ledger.handoff_note, "by": ledger.handoff_note_by, "at": ledger.handoff_note_at}
+    print(json.dumps(handle.journal.redactor.value(data), ensure_ascii=False))
+    return 0
+
+
 def cmd_note(args) -> int:
     from engine.textsafe import visible
 
+    if args.json and args.text is None and not args.edit:
+        return _note_json(args)
+    if args.json:
+        raise UsageError("--json reads the note; it does not go with --set or --edit")
     if args.previous:
         previous = _open(args, read_only=True).load().previous_note
         if previous is None:

@@ -1,7 +1,7 @@
 """`handoff init`: a new ledger from a template, in one command.
 
     handoff init [PATH] --template NAME [--targets FILE | --target NAME ...] [--as NAME]
-    handoff init --list
+    handoff init --list [--json]
 
 Exit 0 written, 1 the file exists (it is never overwritten), 2 usage. The templates
 (`ledgers/templates/NAME.yaml`, shipped in the wheel) are complete ledgers whose
@@ -29,6 +29,7 @@ def register(sub) -> None:
     p.add_argument("path", nargs="?", default="ledger.yaml", help="where to write it (default ./ledger.yaml); an existing file is never overwritten")
     p.add_argument("--template", metavar="NAME", help="which job to start from (`handoff init --list` shows them)")
     p.add_argument("--list", action="store_true", help="list the templates, one line each")
+    p.add_argument("--json", action="store_true", help="with --list: one JSON array of {name, summary, path}")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--targets", metavar="FILE", help="the targets, one name a line (`-` reads them from stdin; # comments)")
     group.add_argument("--target", action="append", metavar="NAME", help="a target (repeat it); default: the template's examples")
@@ -53,6 +54,11 @@ def cmd_init(args) -> int:
     from engine.textsafe import visible
 
     found = templates()
+    if args.list and args.json:
+        import json
+
+        print(json.dumps([{"name": n, "summary": summary(p), "path": str(p)} for n, p in found.items()], ensure_ascii=False))
+        return 0
     if args.list:
         width = max(len(n) for n in found)
         for name, path in found.items():
@@ -189,4 +195,14 @@ def _next_steps(path: Path, template: str, schema: Path | None) -> str:
         f"  3. handoff resume --ledger {shown} --dry-run",
         "     one full cycle on a copy, running only each step's check",
         f"  then: handoff resume --ledger {shown}; handoff-tui {shown} to watch and approve",
+        *_examples(),
     ])
+
+
+def _examples() -> list[str]:
+    """Where the shipped example ledgers (whole jobs, several hops) are installed."""
+    from engine.bundled import ledgers_dir
+
+    folder = ledgers_dir()
+    found = sorted(p.name for p in folder.glob("*.yaml"))
+    return [f"whole example jobs to copy from, in {folder}: {', '.join(found)}"] if found else []

@@ -53,9 +53,19 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("approving", ("approve", "unapprove", "reject")),
     ("running", ("resume", "run", "stop", "pause", "unpause", "worker")),
     ("repairing", ("retry", "block", "unblock", "reconcile")),
-    ("setting up", ("init", "claude", "schema", "import", "export")),
+    ("setting up", ("init", "claude", "schema", "import", "export", "completion", "info")),
     ("hooks", ("hook",)),
 )
+
+
+def add_verbosity(parser, *, sub: bool = False) -> None:
+    """-q/--quiet and -v/--verbose, before the command or (`sub`) after it."""
+    keep = {"default": argparse.SUPPRESS} if sub else {"default": 0}  # a command's own never resets the global one
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, **keep,
+                       help="a session prints only what needs a person: warnings, errors, refusals, drift, how it ended")
+    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1, **keep,
+                       help="a session also prints what it only journals: metric readings, step output")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Ledger-first execution: the engine's command line. "
                                  "`handoff COMMAND --help` says more about each.")
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
+    add_verbosity(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands.register(sub)
@@ -80,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.cli import temporal_cmds
 
     temporal_cmds.register(sub)
+    from engine.cli import completion_cmd, info_cmd
+
+    completion_cmd.register(sub)
+    info_cmd.register(sub)
     _group_commands(parser, sub)
     return parser
 
@@ -117,7 +132,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"handoff: argument {position} is not valid UTF-8 text; nothing was changed", file=sys.stderr)
             return 2
     parser = build_parser()
+    from engine.cli.completion_cmd import complete
+
+    complete(parser)  # a shell asking for completions (TAB) is answered here, and nothing else runs
     args = parser.parse_args(argv)
+    if getattr(args, "verbosity", 0):
+        from engine.session import out
+
+        out.VERBOSITY = args.verbosity
     try:
         code = args.handler(args)
         for handle in getattr(args, "handles", ()):  # a Temporal workflow holding the ledger is woken

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from engine.cli import ledger_arg
 from engine.cli.commands import add_who
 from engine.errors import UsageError
 
@@ -33,7 +34,7 @@ exit codes:
 def register(sub) -> None:
     p = sub.add_parser("resume", help="run an agent session: verify reality, act where invariants and approvals allow, hand off before the budget ends",
                        epilog=RESUME_EXITS, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ledger", required=True, help="the ledger file (or its postgresql://host/db#name location)")
+    ledger_arg.add(p)
     p.add_argument("--dry-run", action="store_true", help="rehearse on a copy (<name>.dryrun.yaml), running only each step's check form")
     p.add_argument("--planner", default="autopilot", choices=("autopilot", "claude"),
                    help="who proposes the next step: autopilot (default, runbook order) or claude (needs ANTHROPIC_API_KEY or another SDK credential)")
@@ -53,8 +54,11 @@ def register(sub) -> None:
 
     add_server(p)
     p.add_argument("--follow", action="store_true", help="runtime temporal: print the workflow's progress and exit with its code")
+    from engine.cli.main import add_verbosity
+
+    add_verbosity(p, sub=True)
     add_who(p)
-    p.set_defaults(handler=cmd_resume)
+    p.set_defaults(handler=ledger_arg.resolved(cmd_resume))
 
     p = sub.add_parser("stop", help="ask the running session to finish its running steps, write the handoff note and exit")
     p.add_argument("ledger", help="the ledger file (or its postgresql:// location)")

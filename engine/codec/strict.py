@@ -18,6 +18,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import BaseResolver
 
+from engine.codec.hints import brace_hint
 from engine.codec.numbers import make_float, make_int
 from engine.errors import LedgerInvalid
 
@@ -158,7 +159,8 @@ def compose(text: str, path: str, line_offset: int = 0, depth_offset: int = 0):
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "YAML syntax error"
-        raise _invalid(path, mark, f"{problem}; fix the YAML syntax there", line_offset) from None
+        advice = brace_hint(text, err) or "fix the YAML syntax there"
+        raise _invalid(path, mark, f"{problem}; {advice}", line_offset) from None
     except yaml.YAMLError as err:
         raise LedgerInvalid(f"not valid YAML: {err}", path=path) from None
     except RecursionError:

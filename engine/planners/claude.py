@@ -18,11 +18,13 @@ for models that refuse a forced tool_choice). Failures: see engine.planners.clie
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from engine.brief import BriefContext, build, step_line
 from engine.model import Ledger
-from engine.planners.client import ForcedToolRefused, PlannerRefused, PlannerUnavailable, create, make_client
+from engine.planners.client import (ForcedToolRefused, PlannerInterrupted, PlannerRefused, PlannerUnavailable, make_client,
+                                    wait_for)
 from engine.planners.models import DEFAULT_MODEL, Usage, cost_usd, forces_tools
 from engine.planners.prompts import PLANNER
 from engine.planners.tools import CACHE, TOOLS, check_call
@@ -32,6 +34,10 @@ from engine.session.planner import Action, Autopilot
 MAX_ROUNDS = 10  # model calls in one turn; then the turn ends and the next starts fresh
 MAX_OUTPUT = 4096  # max_tokens of one request (thinking included)
 NOTE_ROUNDS = 2  # tries for the handoff note before the engine writes its own
+NOTE_OUTPUT = 1024  # tokens kept back for the note's answer: a note is a few hundred words
+NOTE_MIN = 256  # less room than this left in the token budget: the engine writes the note
+NOTE_WAIT = 60.0  # seconds the session waits for the model's note once it is ending
+LEDGER_POLL = 1.0  # how often a wait on the model reads the ledger for `handoff stop`
 TAIL_BYTES = 256 * 1024  # more journal than this since the last turn: read only its tail
 SYSTEM = [{"type": "text", "text": PLANNER, "cache_control": CACHE}]
 
@@ -56,6 +62,8 @@ class ClaudePlanner:
         self._seen: Any = None  # the ledger's fingerprint when the last turn started
         self._fp: tuple[int, Any] | None = None  # (revision, targets part) cache
         self._offset: int | None = None  # journal offset where the last turn started
+        self.note_input = 0  # input tokens of the last turn's first request: what the note's request will cost
+        self.interrupted = False  # told to stop while waiting on the model: the engine writes the note
 
     # -- the session's planner interface --------------------------------------------
 
@@ -95,13 +103,26 @@ class ClaudePlanner:
         usage, calls, started, gated = Usage(), 0, 0, 0
         try:
             for _ in range(MAX_ROUNDS):
-                response = self._call(s, messages, usage)
+                try:
+                    response = self._call(s, messages, usage)
+                except PlannerInterrupted as err:
+                    self.interrupted = True
+                    s.out.say(f"stopped waiting on the model: {err}; starting nothing new", kind="warning")
+                    break
+                if calls == 0:
+                    u = response.usage
+                    self.note_input = (u.input_tokens or 0) + (getattr(u, "cache_read_input_tokens", 0) or 0) + (
+                        getattr(u, "cache_creation_input_tokens", 0) or 0)
                 calls += 1
                 self._say_text(s, response)
                 uses = [b for b in response.content if b.type == "tool_use"]
                 if uses and self._spent(s):
                     s.out.say(f"the token budget reached the hand-off point; {len(uses)} tool call(s) of the planner not acted on",
                               kind="warning")
+                if self._spent(s) and self.tokens_used_fraction() < s.handoff_at:
+                    # Below the hand-off point, but one more round would eat what the note's request needs.
+                    s.ending = s.ending or (f"the token budget keeps its last {self.tokens_budget - self.used.total:,} "
+                                            "tokens for the handoff note")
                 if not uses or self._spent(s):
                     break
                 results = []
@@ -123,13 +144,23 @@ class ClaudePlanner:
         """The model's handoff note, asked for with write_handoff_note forced; None if none came."""
         if self.unavailable:
             return None
+        if self.interrupted:
+            s.out.say("the session was told to stop while it waited on the model; the engine writes its own handoff note",
+                      kind="warning")
+            return None
         ask = (f"The session is ending now: {why}. Nothing new will start. Call write_handoff_note with the handoff "
                "note for the next session and the next human; it is the only thing left to do.")
         messages: list[dict[str, Any]] = [{"role": "user", "content": self._brief(s, s.store.read(), ending=why) + "\n\n" + ask}]
         usage, calls = Usage(), 0
         try:
             for _ in range(NOTE_ROUNDS):
-                response = self._call(s, messages, usage, force="write_handoff_note")
+                room = self._note_room()
+                if room is not None and room < NOTE_MIN:
+                    s.out.say(f"the token budget leaves no room for the model's handoff note ({self.spend_text()}); "
+                              "the engine writes its own", kind="warning")
+                    return None
+                response = self._call(s, messages, usage, force="write_handoff_note", limit=NOTE_WAIT, stop=lambda: None,
+                                      max_tokens=min(MAX_OUTPUT, room) if room is not None else MAX_OUTPUT)
                 calls += 1
                 uses = [b for b in response.content if b.type == "tool_use"]
                 results = []
@@ -142,7 +173,7 @@ class ClaudePlanner:
                 messages += [{"role": "assistant", "content": _blocks(response)},
                              {"role": "user", "content": results or "Call write_handoff_note now."}]
             s.out.say("the planner wrote no handoff note when asked; the engine writes its own", kind="warning")
-        except (PlannerUnavailable, PlannerRefused) as err:
+        except (PlannerUnavailable, PlannerRefused, PlannerInterrupted) as err:
             s.out.say(f"the planner could not write the handoff note ({err}); the engine writes its own", kind="planner_unavailable")
         finally:
             self._account(s, "handoff note", usage, calls)
@@ -160,24 +191,51 @@ class ClaudePlanner:
 
     def _call(self, s, messages: list[dict[str, Any]], usage: Usage, *, force: str | None = None,
               system: list[dict[str, Any]] | None = None, tools: list[dict[str, Any]] | None = None,
-              max_tokens: int = MAX_OUTPUT):
+              max_tokens: int = MAX_OUTPUT, limit: float | None = None, stop=None):
+        stop = stop or self._stopper(s)
         request: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "system": system or SYSTEM,
                                    "tools": tools or TOOLS, "messages": messages}
         if force and self.forcing:
             request["tool_choice"] = {"type": "tool", "name": force}
         try:
-            response = create(self.client, **request)
+            response = wait_for(self.client, stop, limit=limit, **request)
         except ForcedToolRefused as err:
             self.forcing = False
             s.out.say(f"{self.model} does not accept a forced tool choice ({err}); asking in words instead", kind="warning")
             request.pop("tool_choice")
-            response = create(self.client, **request)
+            response = wait_for(self.client, stop, limit=limit, **request)
         usage.add(response.usage)
         self.used.add(response.usage)
         return response
 
     def _spent(self, s) -> bool:
-        return bool(self.tokens_budget) and self.tokens_used_fraction() >= s.handoff_at
+        """The hand-off point is reached, or going on would leave no room for the note's request."""
+        if not self.tokens_budget:
+            return False
+        return self.tokens_used_fraction() >= s.handoff_at or self.used.total + self.note_input + NOTE_OUTPUT >= self.tokens_budget
+
+    def _note_room(self) -> int | None:
+        """Output tokens the note's request may use without passing the budget (None: no budget)."""
+        if not self.tokens_budget:
+            return None
+        return self.tokens_budget - self.used.total - self.note_input
+
+    def _stopper(self, s):
+        """Why the session should stop waiting on the model (SIGTERM, `handoff stop`), or None."""
+        seen = [0.0]
+
+        def stop() -> str | None:
+            if s.ending:
+                return s.ending
+            now = time.monotonic()
+            if now - seen[0] >= LEDGER_POLL:  # `handoff stop` is a field in the ledger: read it now and then
+                seen[0] = now
+                lease = s.store.read().session
+                if lease is not None and lease.stop_requested:
+                    return f"stop requested by {lease.stop_requested_by or 'someone'}"
+            return None
+
+        return stop
 
     def _dispatch(self, s, use) -> tuple[str, bool, str]:
         """(tool result text, is it an error, the attempt's kind) for one tool call."""

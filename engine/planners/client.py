@@ -14,12 +14,19 @@ API refuses) is `PlannerRefused` (exit 2: it cannot proceed as configured).
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+import time
+from typing import Any, Callable
 
 from engine.errors import HandoffError, UsageError
 
 API_RETRIES = 3  # on top of the first try; with backoff 0.5 s, 1 s, 2 s (or what retry-after says)
-API_TIMEOUT = 120.0  # seconds for one request: a turn's answer is short
+# Seconds for one request. A turn's request is a brief of a few kilobytes (about 1,000-2,000
+# tokens) and its answer at most MAX_OUTPUT (4,096) tokens, mostly a short tool call: well
+# under a minute at the API's usual speeds. A hung request costs at most 4 x 60 s, and a
+# session told to stop does not wait for it at all (`wait_for`).
+API_TIMEOUT = 60.0
+POLL = 0.2  # how often a wait on the model looks at whether the session was told to stop
 
 
 class PlannerUnavailable(HandoffError):
@@ -34,6 +41,10 @@ class PlannerRefused(HandoffError):
 
     title = "Planner refused"
     exit_code = 2
+
+
+class PlannerInterrupted(Exception):
+    """The session was told to stop (stop, SIGTERM) while it waited on the model, or the wait ran out."""
 
 
 class ForcedToolRefused(Exception):
@@ -72,3 +83,31 @@ def create(client, **request: Any):
         raise PlannerRefused(f"the model's API refused the request: {detail}") from None
     except anthropic.APIConnectionError as err:
         raise PlannerUnavailable(f"cannot reach the model's API: {err.message} (after {API_RETRIES} retries)") from None
+
+
+def wait_for(client, stop: Callable[[], str | None], *, limit: float | None = None, **request: Any):
+    """`create(client, **request)`, given up on as soon as `stop()` says why (or after `limit`
+    seconds): PlannerInterrupted. The request runs in a daemon thread, which is left to
+    finish or time out on its own; its answer, if one comes, is thrown away."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            box["response"] = create(client, **request)
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting thread, raised there
+            box["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="planner-request", daemon=True).start()
+    deadline = None if limit is None else time.monotonic() + limit
+    while not done.wait(POLL):
+        why = stop()
+        if why:
+            raise PlannerInterrupted(why)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise PlannerInterrupted(f"the model gave no answer within {limit:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["response"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.brief import BriefContext, build
-from engine.planners.client import PlannerRefused, PlannerUnavailable
+from engine.planners.client import PlannerInterrupted, PlannerRefused, PlannerUnavailable
 from engine.planners.models import Usage
 from engine.planners.prompts import REVIEW_TOOL, REVIEWER
 from engine.redact import Redactor
@@ -31,13 +31,15 @@ def model_review(planner, s, note: str, previous: str | None) -> list[str] | Non
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     usage, calls = Usage(), 0
     try:
-        response = planner._call(s, messages, usage, force="review_note", system=SYSTEM, tools=[REVIEW_TOOL], max_tokens=2048)
+        # The session is ending when it asks: a bounded wait, not one a stop would cut short.
+        response = planner._call(s, messages, usage, force="review_note", system=SYSTEM, tools=[REVIEW_TOOL], max_tokens=2048,
+                                 limit=60.0, stop=lambda: None)
         calls += 1
         verdict = _verdict(response)
         if verdict is None:
             s.out.say("the model reviewer answered without a verdict; the deterministic review stands alone", kind="warning")
         return verdict
-    except (PlannerUnavailable, PlannerRefused) as err:
+    except (PlannerUnavailable, PlannerRefused, PlannerInterrupted) as err:
         s.out.say(f"the model reviewer could not be reached ({err}); the deterministic review stands alone", kind="warning")
         return None
     finally:

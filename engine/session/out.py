@@ -20,6 +20,14 @@ from engine.textsafe import visible
 from engine.timefmt import now_iso
 
 
+# How much a session prints, set once by the CLI (`-q`, `-v`): -1 only what a person must
+# see (warnings, errors, refusals, drift, pauses, how it ended), 0 every line, 1 also the
+# records it only journals (metric readings, step output). The journal gets all of them.
+VERBOSITY = 0
+LOUD = frozenset({"warning", "error", "refusal", "discrepancy", "paused", "planner_unavailable", "drift", "lease_lost",
+                  "lease_takeover", "page_failed", "fenced", "handoff", "session_end"})
+
+
 class Out:
     """Print-and-journal for one session (thread-safe: step workers print too)."""
 
@@ -41,14 +49,15 @@ class Out:
     def say(self, msg: str, *, kind: str = "log", target: str | None = None, rev: int | None = None, **fields: Any) -> dict[str, Any]:
         """Journal `msg` and print it; returns the journal record (with its `seq`)."""
         record = self._append(kind, msg, target, rev, fields)
-        self._emit(record)
+        if VERBOSITY >= 0 or kind in LOUD or self.json_mode or "journal_error" in record:
+            self._emit(record)
         return record
 
     def record(self, kind: str, msg: str, *, target: str | None = None, rev: int | None = None, **fields: Any) -> dict[str, Any]:
         """Journal only (metric readings, step output); printed only in --json mode, or
         when the journal could not take it (then it is printed, saying so)."""
         record = self._append(kind, msg, target, rev, fields)
-        if self.json_mode or "journal_error" in record:
+        if self.json_mode or VERBOSITY > 0 or "journal_error" in record:
             self._emit(record)
         return record
 

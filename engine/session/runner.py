@@ -134,7 +134,7 @@ def run_step(
         exit_code=None if timed_out else proc.returncode,
         duration=time.monotonic() - t0,
         timed_out=timed_out,
-        output_tail=_decode(buf[-tail_bytes:] if tail_bytes > 0 else b""),
+        output_tail=_tail(buf[-cap:], tail_bytes),
         stdout=_decode(buf[-cap:]),
         started_at=started_at,
         pid=proc.pid,
@@ -144,6 +144,17 @@ def run_step(
 
 def _decode(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", errors="replace")
+
+
+def _tail(data: bytes | bytearray, tail_bytes: int) -> str:
+    """The last `tail_bytes` of the output, cut after masking the whole of it: a tail cut
+    first could start between a key ("password:") and its secret on the next line."""
+    from engine.redact import redact
+
+    if tail_bytes <= 0:
+        return ""
+    masked = redact(_decode(data)).encode("utf-8")
+    return masked[-tail_bytes:].decode("utf-8", errors="ignore")  # a character cut in two is dropped, not replaced
 
 
 def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float):

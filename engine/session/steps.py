@@ -30,6 +30,7 @@ from engine.approvals import authority
 from engine.guard import Decision
 from engine.model import Evidence, InFlight, Ledger, Step
 from engine.ops import rendered_command
+from engine.redact import redact
 from engine.render import describe
 from engine.session.planner import Action, next_action_text
 from engine.session.probes import render_for, run_probe, step_env
@@ -173,7 +174,7 @@ def _run_once(s, it: Intent, argv: list[str], launch) -> Outcome:
 def _why(result: StepResult) -> str:
     if result.timed_out:
         return f"timed out after {result.duration:.0f}s (process group killed)"
-    return f"exit {result.exit_code}: {_last_line(result.output_tail)}"
+    return f"exit {result.exit_code}: {_last_line(redact(result.output_tail))}"  # masked whole, then cut
 
 
 def announce(s, it: Intent) -> None:

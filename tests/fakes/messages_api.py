@@ -9,7 +9,8 @@ It serves `POST /v1/messages` (also with `?beta=true`), non-streaming JSON or, w
 body says `"stream": true`, server-sent events in the API's own order (message_start,
 ping, content_block_start/delta/stop, message_delta, message_stop), and
 `POST /v1/messages/count_tokens`. Anything else is a 404 in the API's error shape.
-Which reply a request gets is the script's business (tests.fakes.messages_script).
+Which reply a request gets is the script's business (tests.fakes.messages_script); a
+reply `{"hang": SECONDS}` holds the request unanswered that long (a hung API).
 Every request is logged as one JSON line: its number, path, query, the headers that
 matter, how it authenticated (never the secret), the body, the rule that answered, the
 status, and the reply's content (so a test can see which turn produced a tool_use id).
@@ -47,6 +48,7 @@ class FakeMessagesAPI:
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread: threading.Thread | None = None
+        self.released = threading.Event()  # set on stop: hung requests end (unanswered)
 
     def start(self) -> "FakeMessagesAPI":
         self.thread = threading.Thread(target=self.server.serve_forever, name="fake-messages-api", daemon=True)
@@ -54,6 +56,7 @@ class FakeMessagesAPI:
         return self
 
     def stop(self) -> None:
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -112,6 +115,12 @@ def _handler(api: FakeMessagesAPI):
             if body is not None and parts.path in ("/v1/messages", "/v1/messages/count_tokens"):
                 rule, reply = api.script.choose(parts.path, body)
             entry["rule"] = rule
+            if reply is not None and reply.get("hang"):
+                # A hung API: the request is logged (so a test knows it arrived), then held
+                # unanswered until the fake stops or `hang` seconds pass.
+                api.write_log({**entry, "status": None, "hung": True})
+                api.released.wait(float(reply["hang"]))
+                return
             status, payload, headers, stream = self._answer(parts.path, body, reply, number)
             entry.update(status=status, stream=stream, reply=payload)
             api.write_log(entry)  # before answering: a client that has its answer finds it logged

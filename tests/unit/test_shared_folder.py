@@ -55,10 +55,51 @@ def _python_for_others() -> str:
     pytest.fail(f"no {minor} that other users can run (this one is {sys.executable})")
 
 
+def _readable_copy(source: Path, dest: Path, *, link: bool) -> None:
+    """`source` copied to `dest` so any user can read it: folders 0755, files readable by others.
+    With `link`, files are hard links (same file system: no bytes copied) unless a file is
+    private, then it is copied and opened up; the originals are never changed."""
+    for folder, dirs, files in os.walk(source):
+        rel = Path(folder).relative_to(source)
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".git")]
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        (dest / rel).chmod(0o755)
+        for name in files:
+            src, dst = Path(folder) / name, dest / rel / name
+            if link and os.stat(src).st_mode & stat.S_IROTH:
+                try:
+                    os.link(src, dst)
+                    continue
+                except OSError:
+                    pass  # another file system: copy it
+            shutil.copy2(src, dst)
+            dst.chmod(0o755 if os.access(src, os.X_OK) else 0o644)
+
+
+@pytest.fixture(scope="module")
+def payload():
+    """What Alice and Bob run, in a folder they can read wherever this clone lives (a clone
+    under a 0700 folder, as `mktemp -d` makes it, is out of their reach): the engine and its
+    bundled ledgers copied, this environment's packages linked. Returns the PYTHONPATH."""
+    base = Path(tempfile.mkdtemp(prefix="handoff-payload-", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        for part in ("engine", "ledgers"):
+            _readable_copy(ROOT / part, base / "code" / part, link=False)
+        paths = [str(base / "code")]
+        for index, site_dir in enumerate(p for p in site.getsitepackages() if os.path.isdir(p)):
+            _readable_copy(Path(site_dir), base / f"site{index}", link=True)
+            paths.append(str(base / f"site{index}"))
+        yield os.pathsep.join(paths)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 class Team:
     """Two users in one `ops` group, and a group-owned folder for their ledger."""
 
-    def __init__(self) -> None:
+    def __init__(self, pythonpath: str) -> None:
+        self.pythonpath = pythonpath
         tag = uuid.uuid4().hex[:6]
         self.group, self.alice, self.bob = f"ho{tag}ops", f"ho{tag}al", f"ho{tag}bo"
         subprocess.run(["groupadd", self.group], check=True)
@@ -78,12 +119,15 @@ class Team:
         home = self.base / f"home-{user}"
         home.mkdir(exist_ok=True)
         os.chown(home, entry.pw_uid, entry.pw_gid)
-        path = os.pathsep.join([str(ROOT), *site.getsitepackages()])
-        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": path, "HOME": str(home),
-               "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state"), "LANG": "C.UTF-8"}
+        env = self.env(home)
         return subprocess.run([_python_for_others(), "-m", "engine.cli.main", *args], capture_output=True, text=True, env=env,
                               cwd=str(self.base), user=entry.pw_uid, group=entry.pw_gid, extra_groups=[self.gid],
                               umask=0o022, timeout=60)
+
+    def env(self, home: Path) -> dict[str, str]:
+        """The environment their commands run in."""
+        return {"PATH": "/usr/bin:/bin", "PYTHONPATH": self.pythonpath, "HOME": str(home),
+                "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state"), "LANG": "C.UTF-8"}
 
     def close(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
@@ -93,8 +137,8 @@ class Team:
 
 
 @pytest.fixture
-def team():
-    made = Team()
+def team(payload):
+    made = Team(payload)
     try:
         yield made
     finally:
@@ -157,3 +201,14 @@ def test_a_dry_run_in_a_folder_bob_cannot_write_is_one_line(team):
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "--dry-run" in result.stderr and "Permission denied" in result.stderr
     assert sorted(p.name for p in private.iterdir()) == ["fleet.yaml"]
+
+
+def test_what_the_users_run_does_not_depend_on_where_the_clone_lives(team):
+    """Nothing on their PYTHONPATH is under this clone or its environment, and every folder of it is reachable by others."""
+    clone = os.path.realpath(ROOT)
+    for entry in team.env(team.base)["PYTHONPATH"].split(os.pathsep):
+        real = os.path.realpath(entry)
+        assert real != clone and not real.startswith(clone + os.sep), entry
+        assert _reachable(os.path.join(entry, ".")), entry
+    result = team.run(team.alice, "--version")
+    assert result.returncode == 0 and result.stdout.startswith("handoff "), result.stderr
