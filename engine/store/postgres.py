@@ -117,13 +117,21 @@ class PostgresStore:
 
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
         """Spawn only while the caller provably still holds the ledger (FileStore.fence):
-        check, spawn and record happen in one database transaction holding the lock."""
+        check, spawn and record happen in one database transaction holding the lock.
+
+        `Db.run` retries its work on a new connection after a dropped one; once the
+        process has been spawned, a retry must never check and spawn again (the pid
+        record was rolled back, so the check would pass and the step start twice).
+        A retry after the spawn only records the pid (idempotent: it sets the same
+        value); if that cannot be done, the error is returned and the intent, already
+        on disk, is how a later session finds the process."""
         spawned: list[T] = []
 
         def work(conn):
-            _, body = self._row(conn, lock=True)
-            check(self._parse(body, fresh=True)[0].ledger)
-            spawned.append(spawn())
+            if not spawned:
+                _, body = self._row(conn, lock=True)
+                check(self._parse(body, fresh=True)[0].ledger)
+                spawned.append(spawn())
             self._apply(conn, lambda ledger: record(ledger, spawned[0]))
 
         try:
