@@ -30,6 +30,7 @@ from engine.guard import Decision
 from engine.model import Evidence, InFlight, Ledger, Step
 from engine.ops import rendered_command
 from engine.render import describe
+from engine.session.already import already_happened
 from engine.session.planner import Action, next_action_text
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
@@ -239,6 +240,8 @@ def run_intent(s, it: Intent) -> None:
         announce(s, it)
         s.out.say(f"{name}: dry run: {step.name} has no check form; would run {describe(it.argv)}", target=name)
         record_outcome(s, it, Outcome(None, True), None)
+        return
+    if already_happened(s, it):  # an irreversible step's own probe proves it done: record it, never run it
         return
     attempts = 1 + (max(0, step.retries) if step.reversible else 0)  # an irreversible step runs once
     outcome, end = Outcome(None, False), None
