@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and 
 
 from engine.codec import Parsed, parse_document, splice
 from engine.errors import LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
+from engine import highwater
 from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
@@ -210,6 +211,13 @@ class FileStore:
                     "an editor's stale buffer, git checkout) holding approvals already used; nothing acts on it. "
                     f"Restore the newest file, or run `handoff check {self.path} --accept-rollback` if this is meant."
                 )
+        # The witness outside the folder: a folder restored whole matches its own record.
+        late = highwater.behind(highwater.identity(ledger, real_path(self.path)), ledger.revision)
+        if late and not snap.rollback:
+            snap.rollback.append(late)
+            snap.warnings.append(
+                f"{self.path} went back in time: {late}. It may hold approvals already used; nothing acts on it. "
+                f"Restore the newest copy, or run `handoff check {self.path} --accept-rollback` if this is meant.")
         return snap, parsed
 
     def snapshot(self) -> Snapshot:
@@ -274,6 +282,8 @@ class FileStore:
             ledger = cow_ledger(snap.ledger)
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
+            mark = highwater.identity(ledger, real_path(self.path))
+            floor = max(floor, highwater.read_mark(mark)["revision"])  # an accepted rollback climbs above the mark
             ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
             targets = ledger.targets
             try:
@@ -282,6 +292,10 @@ class FileStore:
                     ledger.targets = targets.plain()
                     names = targets.changed | targets.removed
                 ledger.check_states(names)
+                spent = highwater.newly_spent(snap.ledger, ledger, ledger.targets if names is None else names)
+                used = highwater.already_spent(mark, spent)
+                if used:
+                    raise Refused(used, title="Approval already used")
                 doc = splice(parsed.doc, change(snap.ledger, ledger, names))
                 out = doc.text.encode("utf-8")
             except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
@@ -303,6 +317,10 @@ class FileStore:
                 write_record(self.record_path, real_path(self.path), ledger, new_key)
             except OSError:
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
+            try:
+                highwater.raise_mark(mark, ledger.revision, spent)
+            except OSError:
+                pass  # the ledger is written; the witnesses beside it still stand
             parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
             return result, ledger.revision
         raise Refused(
