@@ -256,6 +256,7 @@ class SessionLease(Node):
     stop_requested: bool = False
     stop_requested_by: str | None = None
     temporal: TemporalRef | None = None  # runtime temporal: the workflow holding the lease
+    bind: str | None = None  # runtime claude-code: hash of the session's secret (engine.lease_binding)
 
 
 class PreviousNote(Node):
