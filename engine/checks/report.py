@@ -28,7 +28,7 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str)
             continue  # the analysis already said why the runbook and the invariant disagree, with the fix
         out.append(Finding(ERROR, f"invariant violated: {status.text} ({status.value})", path, line, column,
                            code="violated"))
-    stale = [Finding(WARNING, line, path, code="stale-approval") for line in stale_approvals(snap.ledger)]
+    stale = [Finding(WARNING, line, path, code="stale-approval") for line in stale_approvals(snap.ledger, handle.ledger_dir)]
     # A metric reading older than its max_age is not a problem with the file (a session
     # reads it afresh), but `check` must not call it ok either: a warning.
     old = [Finding(WARNING, f"invariant unknown (stale): {s.text} ({s.value})", path, code="stale-reading")

@@ -91,7 +91,7 @@ def _handoff_run(ctx: HookContext, runs) -> dict[str, Any]:
             step = pick_step(ledger, run.target, run.step)
         except HandoffError as err:
             return decision("deny", err.message)
-        verdict = guard.check(ledger, run.target, step, statuses=statuses)
+        verdict = guard.check(ledger, run.target, step, statuses=statuses, ledger_dir=ctx.writer.ledger_dir)
         if not verdict.allowed and not verdict.needs_approval:
             return decision("deny", f"the guard refuses {step.name} on {run.target}: {verdict.reason}")
     # Allowed, or it will wait for a person's approval (the engine gates it and pages).

@@ -90,7 +90,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
         if fresh is None or fresh.model_dump() != step.model_dump():
             raise NoChange(Decision(False, f"runbook step {step.name} changed since it was proposed; deciding again"))
         argv = rendered_command(ledger, name, fresh, s.ledger_dir)
-        decision = guard.check(ledger, name, fresh, statuses=statuses)
+        decision = guard.check(ledger, name, fresh, statuses=statuses, ledger_dir=s.ledger_dir)
         if not decision.allowed:
             raise NoChange(decision)
         if not fresh.reversible:
