@@ -219,6 +219,7 @@ def cmd_status(args) -> int:
         safe = redactor.document(data, text)  # a secret written in by hand is not shown either
         sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
         return 0
+    from engine.render import describe
     from engine.textsafe import visible
 
     out = [f"{ledger.task} (revision {ledger.revision}" + (f", owner {ledger.owner_shift}" if ledger.owner_shift else "") + ")"]
@@ -231,6 +232,8 @@ def cmd_status(args) -> int:
         out.append(f"WARNING: {warning}")
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})")
+        if item.get("argv"):  # what an approval would bind, every character visible (the final `visible`)
+            out.append(f"  would run: {describe(item['argv'])}")
     out.append(f"touched: {data['touched']}")
     for inv in data["invariants"]:
         status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]
