@@ -214,6 +214,19 @@ class Budget(Node):
     tokens: int | None = Field(default=None, json_schema_extra=POSITIVE)
     handoff_at: float | None = Field(default=None, json_schema_extra={**POSITIVE, "maximum": 1})
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_numbers(cls, data: Any) -> Any:
+        """A misspelt key (`stepz`) would silently mean no limit, and `true` is not a number: refused."""
+        if isinstance(data, dict):
+            known = ("steps", "minutes", "tokens", "handoff_at")
+            for key, value in data.items():
+                if key not in known:
+                    raise ValueError(f"unknown key {key!r} in budget: (a budget has {', '.join(known)})")
+                if isinstance(value, bool):
+                    raise ValueError(f"budget.{key} is {str(value).lower()}, not a number")
+        return data
+
 
 class Agent(Node):
     """How a model-driven session works on this ledger (`agent:`; the Claude planner and the

@@ -36,6 +36,7 @@ from engine.store.base import Snapshot, WatchEvent
 from engine.store import parse_cache
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.filelock import FileLock
+from engine.store.ledger_file import open_ledger_file
 from engine.store.record import read_record, regressions, write_record
 from engine.store.sidecar import SidecarRefused
 from engine.store.convert import change, to_ledger, to_ledger_reusing
@@ -113,6 +114,9 @@ def decode(raw: bytes, path: str) -> str:
     return text
 
 
+_BOM = b"\xef\xbb\xbf"  # some Windows editors write it; decode() reads past it, writes keep it
+
+
 class FileStore:
     """A ledger in a YAML file."""
 
@@ -130,18 +134,12 @@ class FileStore:
     # -- reading -----------------------------------------------------------------
 
     def _raw(self) -> bytes:
-        try:
-            with open(self.path, "rb") as fh:
-                raw = fh.read(MAX_BYTES + 1)
-                if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
-                    raise too_big(os.fstat(fh.fileno()).st_size, self.path)
-                return raw
-        except FileNotFoundError:
-            raise LedgerInvalid("no such ledger file; check the path", path=self.path) from None
-        except IsADirectoryError:
-            raise LedgerInvalid("is a folder, not a ledger file", path=self.path) from None
-        except PermissionError:
-            raise LedgerInvalid("cannot be read (permission denied)", path=self.path) from None
+        # Only a regular file, opened without blocking (a FIFO would hang every command).
+        with os.fdopen(open_ledger_file(self.path), "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+            if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
+                raise too_big(os.fstat(fh.fileno()).st_size, self.path)
+            return raw
 
     def _parse(self, raw: bytes) -> tuple[str, _Parse, str]:
         key = digest(raw)
@@ -297,7 +295,7 @@ class FileStore:
                 if used:
                     raise Refused(used, title="Approval already used")
                 doc = splice(parsed.doc, change(snap.ledger, ledger, names))
-                out = doc.text.encode("utf-8")
+                out = (_BOM if raw.startswith(_BOM) else b"") + doc.text.encode("utf-8")  # a BOM stays
             except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
                 raise Refused(str(err), title="Cannot write that") from None
             # Compare-and-swap at the swap itself: if someone saved the file since we
