@@ -10,7 +10,8 @@ path or location):
 - `revision`: the highest revision this user's engine wrote. A ledger read with a lower
   one went back in time: refused like any rollback, until `handoff check
   --accept-rollback` (whose write then climbs above the mark);
-- `spent`: the approvals this user's engine marked used (target, step, hash, who, when).
+- the spent approvals (a `.spent` file beside it, appended): the approvals this user's
+  engine marked used (target, step, hash, who, when).
   Such an approval never authorises another run, whatever the ledger says, even after
   `--accept-rollback`: a person approves again.
 
@@ -40,21 +41,31 @@ def identity(ledger, where: str) -> str:
 
 
 def mark_path(key: str) -> Path:
+    """The revision mark of `key` (small: read on every snapshot); the spent approvals
+    are in the same name with `.spent`, one per line, appended (read only when an intent
+    would spend one)."""
     return mark_dir() / (hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
 
 
+def _spent_path(key: str) -> Path:
+    return mark_path(key).with_suffix(".spent")
+
+
 def read_mark(key: str) -> dict:
-    """The mark for `key`: {"revision": int, "spent": [str]}; empty if none was written."""
+    """The mark for `key`: {"revision": int}; 0 if none was written."""
     try:
         data = json.loads(mark_path(key).read_bytes())
     except (OSError, ValueError):
-        return {"revision": 0, "spent": []}
-    if not isinstance(data, dict):
-        return {"revision": 0, "spent": []}
-    revision = data.get("revision")
-    spent = data.get("spent")
-    return {"revision": revision if isinstance(revision, int) else 0,
-            "spent": [s for s in spent if isinstance(s, str)] if isinstance(spent, list) else []}
+        return {"revision": 0}
+    revision = data.get("revision") if isinstance(data, dict) else None
+    return {"revision": revision if isinstance(revision, int) and not isinstance(revision, bool) else 0}
+
+
+def _spent(key: str) -> set[str]:
+    try:
+        return set(_spent_path(key).read_text("utf-8", "replace").splitlines())
+    except OSError:
+        return set()
 
 
 def spent_key(target: str, approval) -> str:
@@ -84,7 +95,7 @@ def already_spent(key: str, spent: list[tuple[str, object, bool]]) -> str | None
     although this user's mark says it was used before, or None."""
     if not any(starting for _, _, starting in spent):
         return None
-    known = set(read_mark(key)["spent"])
+    known = _spent(key)
     for name, approval, starting in spent:
         if starting and spent_key(name, approval) in known:
             return (f"the approval of {approval.step} on {name} by {approval.by} at {approval.at} was already used "
@@ -95,14 +106,18 @@ def already_spent(key: str, spent: list[tuple[str, object, bool]]) -> str | None
 
 def raise_mark(key: str, revision: int, spent: list[tuple[str, object, bool]]) -> None:
     """Record a write: the revision (never lowered) and the approvals it spent."""
-    mark = read_mark(key)
-    if revision <= mark["revision"] and not spent:
-        return
-    keys = mark["spent"] + [k for k in (spent_key(n, a) for n, a, _ in spent) if k not in mark["spent"]]
-    body = {"key": key, "revision": max(revision, mark["revision"]), "spent": keys}
-    path = mark_path(key)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    atomic_write(str(path), json.dumps(body, ensure_ascii=False).encode("utf-8"), durable=False)
+    folder = mark_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if spent:
+        lines = "".join(spent_key(n, a).replace("\n", " ") + "\n" for n, a, _ in spent)
+        fd = os.open(_spent_path(key), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, lines.encode("utf-8", "surrogateescape"))
+        finally:
+            os.close(fd)
+    if revision > read_mark(key)["revision"]:
+        body = {"key": key, "revision": revision}
+        atomic_write(str(mark_path(key)), json.dumps(body, ensure_ascii=False).encode("utf-8"), durable=False)
 
 
 def behind(key: str, revision: int) -> str | None:
