@@ -139,7 +139,8 @@ class LedgerHandle:
         if step is None or not step.run:
             return None
         argv = ops.rendered_command(ledger, target, step, self.ledger_dir)
-        return PendingCommand(step, argv, not step.reversible, t.checkpoint, approval_hash(target, t, step))
+        return PendingCommand(step, argv, not step.reversible, t.checkpoint,
+                              approval_hash(target, t, step, ledger_dir=self.ledger_dir))
 
     def session_state(self, ledger: Ledger | None = None) -> LeaseState:
         """Who holds the lease, and whether they are live (engine.lease's rules)."""

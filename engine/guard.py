@@ -30,11 +30,12 @@ class Decision:
     used: dict | None = None  # the journal's record of an earlier use of this approval
 
 
-def valid_approval(ledger: Ledger, name: str, step: Step) -> tuple[Approval | None, str]:
-    """An unused approval of `step` on `name` that matches the command and checkpoint now
-    and, under a `count` policy, completes that many by distinct people (the last one)."""
+def valid_approval(ledger: Ledger, name: str, step: Step, *, ledger_dir: str) -> tuple[Approval | None, str]:
+    """An unused approval of `step` on `name` that matches the command (as rendered in
+    `ledger_dir`) and the checkpoint now and, under a `count` policy, completes that many
+    by distinct people (the last one)."""
     target = ledger.targets[name]
-    digest = approval_hash(name, target, step)
+    digest = approval_hash(name, target, step, ledger_dir=ledger_dir)
     need = policy_for(ledger, step).count
     have = standing(ledger, name, step, digest)
     if len(have) >= need:
@@ -60,8 +61,9 @@ def check(
     step: Step,
     *,
     statuses: list[InvariantStatus] | None = None,
+    ledger_dir: str,
 ) -> Decision:
-    """May `step` run on target `name` now?"""
+    """May `step` run on target `name` now? (`ledger_dir`: where `{ledger_dir}` points, for the approval's hash)"""
     if name not in ledger.targets:
         return Decision(False, f"no target named {name!r} in the ledger")
     target = ledger.targets[name]
@@ -92,8 +94,8 @@ def check(
         if status.kind == "metric" and status.status == "violated":
             return Decision(False, f"invariant: {status.text} ({status.value})")
     if not step.reversible:
-        approval, why = valid_approval(ledger, name, step)
-        digest = approval_hash(name, target, step)
+        approval, why = valid_approval(ledger, name, step, ledger_dir=ledger_dir)
+        digest = approval_hash(name, target, step, ledger_dir=ledger_dir)
         if approval is None:
             reason = f"{step.name} is irreversible and needs a human approval"
             if why:

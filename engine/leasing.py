@@ -13,6 +13,7 @@ import os
 
 from engine.errors import LeaseHeld
 from engine.lease import LeaseState, lease_state, where_pids_count
+from engine.lease_binding import not_the_holder, session_bind
 from engine.model import Ledger, SessionLease
 from engine.procs import process_start_time
 from engine.store.filelock import LockTimeout
@@ -34,8 +35,10 @@ def session_lease(holder_id: str, *, user: str, planner: str | None, runtime: st
 
 def claude_code_lease(session_id: str, *, user: str) -> SessionLease:
     """The lease of a Claude Code session: its session id, no pid (hook processes come and
-    go; the heartbeat every hook call and `handoff run` writes is its proof of life)."""
-    return session_lease(session_id, user=user, planner="claude-code", runtime="claude-code", with_pid=False)
+    go; the heartbeat every hook call and `handoff run` writes is its proof of life),
+    bound to this user's secret for that id (engine.lease_binding)."""
+    return session_lease(session_id, user=user, planner="claude-code", runtime="claude-code", with_pid=False,
+                         bind=session_bind(session_id, create=True))
 
 
 def acquire(store, location: str, lease: SessionLease, *, phase: str = "starting") -> tuple[LeaseState, int]:
@@ -51,6 +54,13 @@ def acquire(store, location: str, lease: SessionLease, *, phase: str = "starting
             raise LeaseHeld(
                 f"another session drives this ledger: {state.detail}. "
                 f"Stop it with `handoff stop {location}`, or wait for it to hand off",
+            )
+        impostor = not_the_holder(ledger.session, lease) if state.status == "live" else None
+        if impostor:  # the same id, presented by something that is not its holder
+            raise LeaseHeld(
+                f"this process presents the id of the live session that drives this ledger ({state.detail}), "
+                f"but {impostor}: a session id is not a credential. Stop that session with `handoff stop {location}`, "
+                "or wait for it to hand off",
             )
         heartbeat.write(lease.id, phase=phase)
         if ledger.session is not None and ledger.session.id == lease.id:

@@ -267,6 +267,19 @@ class Budget(Node):
     tokens: int | None = Field(default=None, json_schema_extra=POSITIVE)
     handoff_at: float | None = Field(default=None, json_schema_extra={**POSITIVE, "maximum": 1})
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_numbers(cls, data: Any) -> Any:
+        """A misspelt key (`stepz`) would silently mean no limit, and `true` is not a number: refused."""
+        if isinstance(data, dict):
+            known = ("steps", "minutes", "tokens", "handoff_at")
+            for key, value in data.items():
+                if key not in known:
+                    raise ValueError(f"unknown key {key!r} in budget: (a budget has {', '.join(known)})")
+                if isinstance(value, bool):
+                    raise ValueError(f"budget.{key} is {str(value).lower()}, not a number")
+        return data
+
 
 class Agent(Node):
     """How a model-driven session works on this ledger (`agent:`; the Claude planner and the
@@ -309,6 +322,7 @@ class SessionLease(Node):
     stop_requested: bool = False
     stop_requested_by: str | None = None
     temporal: TemporalRef | None = None  # runtime temporal: the workflow holding the lease
+    bind: str | None = None  # runtime claude-code: hash of the session's secret (engine.lease_binding)
 
 
 class PreviousNote(Node):

@@ -74,7 +74,8 @@ def pending_command(ledger: Ledger, name: str, ledger_dir: str, step: str | None
     the_step = approval_step(ledger, name, step)
     argv = rendered_command(ledger, name, the_step, ledger_dir)
     target = ledger.targets[name]
-    return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint, approval_hash(name, target, the_step))
+    return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint,
+                          approval_hash(name, target, the_step, ledger_dir=ledger_dir))
 
 
 def rendered_command(ledger: Ledger, name: str, step: Step, ledger_dir: str, python: str | None = None) -> list[str]:

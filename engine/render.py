@@ -58,15 +58,16 @@ def render(template: list[str], values: dict[str, str], *, what: str = "command"
     return [fill(str(arg)) for arg in template]
 
 
-def approval_hash(name: str, target: Target, step: Step) -> str:
+def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, python: str | None = None) -> str:
     """What an approval is bound to: everything that decides what the approved step does.
 
-    The step's command for this target (every value rendered in, but the host's own
-    paths `{python}` and `{ledger_dir}` left as placeholders, so the same approval holds
-    whichever interpreter or folder a session uses), its timeout, and the target's
+    The step's command for this target exactly as it will run (every value rendered in,
+    `{ledger_dir}` and `{python}` too: a ledger copied to another folder would otherwise
+    run another folder's script under the same approval), its timeout, and the target's
     checkpoint. An irreversible step has no `until` and no retries (the runbook is
-    refused otherwise), so nothing else changes what one approval lets happen."""
-    values = fields_for(name, target, ledger_dir="{ledger_dir}", python="{python}")
+    refused otherwise), so nothing else changes what one approval lets happen. Every
+    caller passes the `ledger_dir` (and `python`) the command is rendered with."""
+    values = fields_for(name, target, ledger_dir=ledger_dir, python=python)
     argv = render(step.run or [], values, what=f"step {step.name}")
     blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or ""},
                       ensure_ascii=False, sort_keys=True).encode("utf-8")

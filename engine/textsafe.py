@@ -4,8 +4,12 @@ This is the one place that decides which characters are dangerous on a terminal:
 C0/C1 control but newline and tab, DEL, the Unicode line and paragraph separators
 (U+2028/2029), the bidi marks, embeddings, overrides and isolates ("Trojan Source"),
 and the zero-width and invisible characters that hide text (U+200B..U+200D, U+2060..U+2064,
-U+180E, U+FEFF). A target name or note can then never move the cursor, change colours,
-set the window title, read backwards or hide text from the operator.
+U+180E, U+FEFF), and the characters that draw nothing yet change what runs: the soft
+hyphen (U+00AD), the combining grapheme joiner (U+034F), the Hangul fillers (U+115F,
+U+1160, U+3164, U+FFA0), the variation selectors (U+FE00..U+FE0F, U+E0100..U+E01EF) and
+the tag characters (U+E0000..U+E007F). A target name or note can then never move the
+cursor, change colours, set the window title, read backwards or hide text from the
+operator, and an approver sees every character of the argv they approve.
 
 Two spellings of the same set: the CLI writes `\\x1b` / `\\u202e` (copy-pastable into a
 bug report), the TUI writes one visible cell per C0 control from Unicode's Control
@@ -25,13 +29,19 @@ _CODES: tuple[int, ...] = (
     *range(0x202A, 0x202F),                                     # bidi embeddings and overrides
     *range(0x2060, 0x2065), *range(0x2066, 0x206A),             # word joiner, invisible operators, isolates
     0xFEFF,                                                     # zero-width no-break space (BOM)
+    0x00AD, 0x034F,                                             # soft hyphen, combining grapheme joiner
+    0x115F, 0x1160, 0x3164, 0xFFA0,                             # Hangul fillers (blank, yet letters)
+    *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0),           # variation selectors
+    *range(0xE0000, 0xE0080),                                   # tag characters (invisible ASCII copies)
 )
 CONTROL_CODES: frozenset[int] = frozenset(_CODES)
 _CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c in _CODES) + "]")
 
 
 def _escape(code: int) -> str:
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _picture(code: int) -> str:

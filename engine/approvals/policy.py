@@ -144,7 +144,7 @@ def _expire(s, name: str, step: Step, since: str, after: float) -> None:
         s.page("blocked", f"{name}: blocked: {why} ({step.name} was never approved)")
 
 
-def describe_request(ledger: Ledger, name: str) -> str | None:
+def describe_request(ledger: Ledger, name: str, ledger_dir: str) -> str | None:
     """`1 of 2 approvals (alice); reminds every 1h, escalates after 4h, expires after 24h`
     for an awaiting target under a policy (status, explain); None with the default one."""
     target = ledger.targets[name]
@@ -158,7 +158,7 @@ def describe_request(ledger: Ledger, name: str) -> str | None:
         from engine.render import approval_hash
 
         try:
-            have = standing(ledger, name, step, approval_hash(name, target, step))
+            have = standing(ledger, name, step, approval_hash(name, target, step, ledger_dir=ledger_dir))
         except HandoffError:  # a template that cannot render: `check` says why
             have = []
         parts.append(progress(len(have), pol.count) + (f" ({', '.join(a.by for a in have)})" if have else ""))

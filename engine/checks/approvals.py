@@ -9,8 +9,8 @@ from engine.model import Ledger
 from engine.render import approval_hash
 
 
-def stale_approvals(ledger: Ledger) -> list[str]:
-    """One sentence per unused approval that no longer matches."""
+def stale_approvals(ledger: Ledger, ledger_dir: str) -> list[str]:
+    """One sentence per unused approval that no longer matches (rendered in `ledger_dir`)."""
     out = []
     for name, t in ledger.targets.items():
         for a in t.approvals:
@@ -18,7 +18,7 @@ def stale_approvals(ledger: Ledger) -> list[str]:
             if a.used_at or step is None or step.reversible or not step.run:
                 continue
             try:
-                current = approval_hash(name, t, step)
+                current = approval_hash(name, t, step, ledger_dir=ledger_dir)
             except HandoffError:
                 continue  # an unknown placeholder: the analysis reports the step itself
             if a.hash != current:

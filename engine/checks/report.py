@@ -30,7 +30,7 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str,
             continue  # the analysis already said why the runbook and the invariant disagree, with the fix
         out.append(Finding(ERROR, f"invariant violated: {status.text} ({status.value})", path, line, column,
                            code="violated"))
-    stale = [Finding(WARNING, line, path, code="stale-approval") for line in stale_approvals(snap.ledger)]
+    stale = [Finding(WARNING, line, path, code="stale-approval") for line in stale_approvals(snap.ledger, handle.ledger_dir)]
     # How old a reading is never reaches `check` (engine.checks.live reads none, or reads
     # afresh); a metric `--live` could not read is a warning, never ok.
     failed = [Finding(WARNING, line, path, code="metric-unread") for line in unread or []]

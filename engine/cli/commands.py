@@ -191,7 +191,7 @@ def status_data(handle, ledger) -> dict[str, Any]:
             item.update(argv=None, checkpoint=t.checkpoint, hash=None, problem=err.message)
         from engine.approvals.policy import describe_request
 
-        policy = describe_request(ledger, name)  # "1 of 2 approvals (alice); expires after 24h"
+        policy = describe_request(ledger, name, handle.ledger_dir)  # "1 of 2 approvals (alice); expires after 24h"
         if policy:
             item["policy"] = policy
         awaiting.append(item)
@@ -248,6 +248,7 @@ def cmd_status(args) -> int:
         safe = redactor.document(data, text)  # a secret written in by hand is not shown either
         sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
         return 0
+    from engine.render import describe
     from engine.textsafe import visible
 
     out = [f"{ledger.task} (revision {ledger.revision}" + (f", owner {ledger.owner_shift}" if ledger.owner_shift else "") + ")"]
@@ -261,6 +262,8 @@ def cmd_status(args) -> int:
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})"
                    + (f": {item['policy']}" if item.get("policy") else ""))
+        if item.get("argv"):  # what an approval would bind, every character visible (the final `visible`)
+            out.append(f"  would run: {describe(item['argv'])}")
     from engine.cli.needs import lines, needs_a_person
 
     out.extend(lines(needs_a_person(ledger)))

@@ -87,10 +87,13 @@ def _header(lines: list[str]) -> str:
 def _chunks(lines: list[str], slow: list[int]) -> list[tuple[int, int]]:
     """Group the slow lines into (first, last) ranges: neighbours, and lines with only
     comments or blank lines between them, are one range (one loader call, and a
-    target written over several lines with a comment inside stays whole)."""
+    target written over several lines with a comment inside stays whole). A comment
+    indented with a tab is never taken into a range: YAML refuses a tab there, and the
+    same line between fast targets is read as a comment, so between slow ones (a CRLF
+    file's, say) it must be too."""
     ranges: list[tuple[int, int]] = []
     for index in slow:
-        if ranges and all(neutral(lines[i]) for i in range(ranges[-1][1] + 1, index)):
+        if ranges and all(neutral(lines[i]) and lines[i][:1] != "\t" for i in range(ranges[-1][1] + 1, index)):
             ranges[-1] = (ranges[-1][0], index)
         else:
             ranges.append((index, index))

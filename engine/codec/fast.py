@@ -18,7 +18,7 @@ import re
 
 from engine.codec.emit import plain_ok
 from engine.codec.numbers import make_float
-from engine.codec.strict import MAX_DEPTH
+from engine.codec.strict import MAX_DEPTH, TEXT_KEYS
 
 _TOKEN = re.compile(
     r"(?P<punct>[{}\[\],])|(?P<colon>: )|(?P<space> )"
@@ -43,13 +43,17 @@ def _translate(segment: str) -> str | None:
     """One outside-string segment as JSON text, or None if it is not canonical."""
     out = []
     pos = 0
+    key = None  # the word before `: `, when the token now is its value
     for m in _TOKEN.finditer(segment):
         if m.start() != pos:
             return None
         pos = m.end()
         kind = m.lastgroup
         text = m.group()
-        if kind == "word":
+        text_value, key = key in TEXT_KEYS, (out[-1][1:-1] if kind == "colon" and out and out[-1][:1] == '"' else None)
+        if kind == "num" and text_value:
+            out.append('"' + text + '"')  # a hash or token that looks like a number is text (see TEXT_KEYS)
+        elif kind == "word":
             lit = _LITERALS.get(text)
             if lit is not None:
                 out.append(lit)

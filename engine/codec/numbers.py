@@ -54,8 +54,12 @@ class SrcInt(int):
 
 
 def make_float(text: str) -> float:
-    """The float `text` spells, remembering the spelling when Python's differs."""
+    """The float `text` spells, remembering the spelling when Python's differs. A number
+    too big to be finite (`1e999`) is refused (ValueError): an infinite budget or
+    timeout is no limit, and nothing in a ledger means infinity."""
     value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too big to be a number (it would be infinite)")
     return value if repr(value) == text else SrcFloat(text)
 
 

@@ -56,6 +56,13 @@ CoreResolver.add_implicit_resolver("tag:yaml.org,2002:int", INT, list("-+0123456
 CoreResolver.add_implicit_resolver("tag:yaml.org,2002:float", FLOAT, list("-+.0123456789"))
 
 
+# Keys whose values are always text, whatever they look like: approval hashes and intent
+# tokens are hex digits, and a hex string such as `90118711690768e1` or `1234567890123456`
+# reads as a number to YAML. They are read as their source text, never coerced back.
+TEXT_KEYS = frozenset({"hash", "token", "approval_hash"})
+_NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+
+
 class StrictConstructor(SafeConstructor):
     """SafeConstructor that refuses duplicate keys instead of keeping the last one, reads
     keys as their source text and numbers with their spelling."""
@@ -81,7 +88,10 @@ class StrictConstructor(SafeConstructor):
                     key_node.start_mark,
                 )
             seen[key] = key_node.start_mark
-            mapping[key] = self.construct_object(value_node, deep=deep)
+            if key in TEXT_KEYS and isinstance(value_node, ScalarNode) and value_node.tag in _NUMBER_TAGS:
+                mapping[key] = value_node.value  # `hash: 90118711690768e1` (PyYAML writes it bare) is text
+            else:
+                mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
     def construct_yaml_int(self, node):  # noqa: D401 - PyYAML hook
@@ -92,7 +102,11 @@ class StrictConstructor(SafeConstructor):
                                    "quote it if it is text", node.start_mark) from None
 
     def construct_yaml_float(self, node):  # noqa: D401 - PyYAML hook
-        return make_float(node.value)
+        try:
+            return make_float(node.value)
+        except ValueError as err:  # infinite: said where, with what to do
+            raise ConstructorError(None, None, f"{err}; write a finite number, or quote it if it is text",
+                                   node.start_mark) from None
 
 
 StrictConstructor.add_constructor("tag:yaml.org,2002:int", StrictConstructor.construct_yaml_int)
@@ -142,6 +156,9 @@ def _check_tree(root, path: str, line_offset: int = 0, depth_offset: int = 0) ->
                 stack.append((item, depth + 1))
 
 
+_OPENERS = {"while parsing a flow sequence": "`[`", "while parsing a flow mapping": "`{`"}
+
+
 def _invalid(path: str, mark, message: str, line_offset: int = 0) -> LedgerInvalid:
     line = mark.line + 1 + line_offset if mark is not None else None
     column = mark.column + 1 if mark is not None else None
@@ -159,6 +176,13 @@ def compose(text: str, path: str, line_offset: int = 0, depth_offset: int = 0):
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "YAML syntax error"
+        opened = _OPENERS.get(err.context or "")
+        if opened and err.context_mark is not None and err.problem_mark is not None:
+            # An unclosed bracket is found only where the parser gives up, maybe the end
+            # of the file: the line to fix is where it opens.
+            at = err.problem_mark.line + 1 + line_offset
+            raise _invalid(path, err.context_mark, f"this {opened} is never closed (at line {at}: {problem}); "
+                           f"close it, or quote the value if the bracket is text", line_offset) from None
         advice = brace_hint(text, err) or "fix the YAML syntax there"
         raise _invalid(path, mark, f"{problem}; {advice}", line_offset) from None
     except yaml.YAMLError as err:

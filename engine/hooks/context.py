@@ -19,6 +19,7 @@ from engine.hooks import facts
 from engine.hooks.facts import HookFacts
 from engine.identity import os_user
 from engine.lease import LeaseState, lease_state
+from engine.lease_binding import holds_here
 from engine.model import Ledger
 
 SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
@@ -86,7 +87,7 @@ class HookContext:
             return None
         lease = self.ledger.session
         heartbeat = self.store.heartbeat()
-        if lease is not None and lease.id == self.session_id:
+        if holds_here(lease, self.session_id):  # the id alone is no proof (engine.lease_binding)
             heartbeat.write(self.session_id, phase=f"claude code: {self.event}")
             return None
         state = lease_state(lease, heartbeat.current())

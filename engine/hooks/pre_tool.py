@@ -120,7 +120,7 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
             step = pick_step(ledger, run.target, run.step)
         except HandoffError as err:
             return judge.Verdict("deny", err.message)
-        verdict = guard.check(ledger, run.target, step, statuses=statuses)
+        verdict = guard.check(ledger, run.target, step, statuses=statuses, ledger_dir=ctx.writer.ledger_dir)
         if not verdict.allowed and not verdict.needs_approval:
             return judge.Verdict("deny", f"the guard refuses {step.name} on {run.target}: {verdict.reason}")
     # Allowed, or it will wait for a person's approval (the engine gates it and pages).

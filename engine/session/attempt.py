@@ -80,11 +80,11 @@ def _decide(s, action: Action, ledger: Ledger, may_start: bool) -> Attempt:
     except Refused as err:
         s.out.say(f"{name}: cannot render {step.name}: {err}", target=name, kind="warning")
         return Attempt("refused", f"cannot render {step.name}: {err}")
-    decision = guard.check(ledger, name, step, statuses=s.statuses)
+    decision = guard.check(ledger, name, step, statuses=s.statuses, ledger_dir=s.ledger_dir)
     busy_itself = name in ledger.targets and ledger.targets[name].in_flight is not None
     if not decision.allowed and not decision.needs_approval and s.workers and not busy_itself:
         # Refused now; would it pass once the running reversible steps end?
-        later = guard.check(s.views.of(ledger), name, step, statuses=s.statuses)
+        later = guard.check(s.views.of(ledger), name, step, statuses=s.statuses, ledger_dir=s.ledger_dir)
         if later.allowed:
             return Attempt("held", f"{decision.reason}; it can run once the running reversible steps finish")
         if later.needs_approval:

@@ -1,7 +1,8 @@
 """`--dry-run`: a full cycle on a shadow copy of the ledger, never the real one.
 
 The ledger is copied to `<name>.dryrun.yaml` beside it (so `{ledger_dir}` still means
-the same folder) and the session works on that copy through its own store, journal
+the same folder; never through a symlink planted there, and with the ledger's group and
+mode bits, so a second user of a group folder can dry-run too) and the session works on that copy through its own store, journal
 and lease. Steps run only their `check` argv; verify probes and metrics, which only
 read, run as usual; nobody is paged.
 """
@@ -31,13 +32,20 @@ def make_shadow(path: str) -> str:
     except OSError as err:
         raise LedgerInvalid(f"cannot be read: {err.strerror}", path=path) from None
     shadow = shadow_path(path)
+    if os.path.islink(shadow):  # planted: writing through it would overwrite whatever it names
+        raise UsageError(f"{shadow} is a symlink; --dry-run never writes through one (it would overwrite what it "
+                         "points at): remove it, then dry-run again (nothing was changed)")
     try:
         # The shadow's record of its last engine write: a fresh copy is a new start.
         try:
             os.unlink(shadow + ".last-write.json")
         except FileNotFoundError:
             pass  # first dry run: nothing to forget
-        atomic_write(shadow, raw)
+        try:  # a fresh copy takes the ledger's group and mode bits, like every sidecar
+            os.unlink(shadow)
+        except FileNotFoundError:
+            pass  # first dry run
+        atomic_write(shadow, raw, sidecar_of=real)  # never through a symlink, even one planted just now
     except OSError as err:  # a folder this user cannot write, a read-only mount, a full disk
         raise UsageError(f"--dry-run works on a copy beside the ledger ({shadow}) and cannot write it: "
                          f"{os_error_text(err)}; copy the ledger to a folder you can write and dry-run that copy "

@@ -32,6 +32,7 @@ from engine.model import Evidence, InFlight, Ledger, Step
 from engine.ops import rendered_command
 from engine.redact import redact
 from engine.render import describe
+from engine.session.already import already_happened
 from engine.session.planner import Action, next_action_text
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
@@ -91,7 +92,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
         if fresh is None or fresh.model_dump() != step.model_dump():
             raise NoChange(Decision(False, f"runbook step {step.name} changed since it was proposed; deciding again"))
         argv = rendered_command(ledger, name, fresh, s.ledger_dir)
-        decision = guard.check(ledger, name, fresh, statuses=statuses)
+        decision = guard.check(ledger, name, fresh, statuses=statuses, ledger_dir=s.ledger_dir)
         if not decision.allowed:
             raise NoChange(decision)
         if not fresh.reversible:
@@ -254,6 +255,8 @@ def run_intent(s, it: Intent) -> None:
         announce(s, it)
         s.out.say(f"{name}: dry run: {step.name} has no check form; would run {describe(it.argv)}", target=name)
         record_outcome(s, it, Outcome(None, True), None)
+        return
+    if already_happened(s, it):  # an irreversible step's own probe proves it done: record it, never run it
         return
     attempts = 1 + (max(0, step.retries) if step.reversible else 0)  # an irreversible step runs once
     outcome, end = Outcome(None, False), None

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and 
 
 from engine.codec import Parsed, parse_document, splice
 from engine.errors import LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
+from engine import highwater
 from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
@@ -36,6 +37,7 @@ from engine.store import parse_cache
 from engine.store.cow import CowTargets, cow_ledger
 from engine.touched import seal
 from engine.store.filelock import FileLock
+from engine.store.ledger_file import open_ledger_file
 from engine.store.record import read_record, regressions, write_record
 from engine.store.sidecar import SidecarRefused
 from engine.store.convert import change, to_ledger, to_ledger_reusing
@@ -113,6 +115,9 @@ def decode(raw: bytes, path: str) -> str:
     return text
 
 
+_BOM = b"\xef\xbb\xbf"  # some Windows editors write it; decode() reads past it, writes keep it
+
+
 class FileStore:
     """A ledger in a YAML file."""
 
@@ -130,18 +135,12 @@ class FileStore:
     # -- reading -----------------------------------------------------------------
 
     def _raw(self) -> bytes:
-        try:
-            with open(self.path, "rb") as fh:
-                raw = fh.read(MAX_BYTES + 1)
-                if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
-                    raise too_big(os.fstat(fh.fileno()).st_size, self.path)
-                return raw
-        except FileNotFoundError:
-            raise LedgerInvalid("no such ledger file; check the path", path=self.path) from None
-        except IsADirectoryError:
-            raise LedgerInvalid("is a folder, not a ledger file", path=self.path) from None
-        except PermissionError:
-            raise LedgerInvalid("cannot be read (permission denied)", path=self.path) from None
+        # Only a regular file, opened without blocking (a FIFO would hang every command).
+        with os.fdopen(open_ledger_file(self.path), "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+            if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
+                raise too_big(os.fstat(fh.fileno()).st_size, self.path)
+            return raw
 
     def _parse(self, raw: bytes) -> tuple[str, _Parse, str]:
         key = digest(raw)
@@ -213,6 +212,13 @@ class FileStore:
                     "an editor's stale buffer, git checkout) holding approvals already used; nothing acts on it. "
                     f"Restore the newest file, or run `handoff check {self.path} --accept-rollback` if this is meant."
                 )
+        # The witness outside the folder: a folder restored whole matches its own record.
+        late = highwater.behind(highwater.identity(ledger, real_path(self.path)), ledger.revision)
+        if late and not snap.rollback:
+            snap.rollback.append(late)
+            snap.warnings.append(
+                f"{self.path} went back in time: {late}. It may hold approvals already used; nothing acts on it. "
+                f"Restore the newest copy, or run `handoff check {self.path} --accept-rollback` if this is meant.")
         return snap, parsed
 
     def _file_and_record(self) -> tuple[bytes, dict[str, Any] | None]:
@@ -292,6 +298,8 @@ class FileStore:
             ledger = cow_ledger(snap.ledger)
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
+            mark = highwater.identity(ledger, real_path(self.path))
+            floor = max(floor, highwater.read_mark(mark)["revision"])  # an accepted rollback climbs above the mark
             ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
             targets = ledger.targets
             try:
@@ -300,8 +308,12 @@ class FileStore:
                     ledger.targets = targets.plain()
                     names = targets.changed | targets.removed
                 ledger.check_states(names)
+                spent = highwater.newly_spent(snap.ledger, ledger, ledger.targets if names is None else names)
+                used = highwater.already_spent(mark, spent)
+                if used:
+                    raise Refused(used, title="Approval already used")
                 doc = splice(parsed.doc, change(snap.ledger, ledger, names))
-                out = doc.text.encode("utf-8")
+                out = (_BOM if raw.startswith(_BOM) else b"") + doc.text.encode("utf-8")  # a BOM stays
             except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
                 raise Refused(str(err), title="Cannot write that") from None
             # Compare-and-swap at the swap itself: if someone saved the file since we
@@ -322,6 +334,10 @@ class FileStore:
                 write_record(self.record_path, real_path(self.path), ledger, new_key)
             except OSError:
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
+            try:
+                highwater.raise_mark(mark, ledger.revision, spent)
+            except OSError:
+                pass  # the ledger is written; the witnesses beside it still stand
             parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
             return result, ledger.revision
         raise Refused(

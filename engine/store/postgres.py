@@ -29,6 +29,7 @@ import socket
 import sys
 from typing import Any, AsyncIterator, Callable, TypeVar
 
+from engine import highwater
 from engine.codec import parse_document, splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
 from engine.lease import beat_record
@@ -100,7 +101,18 @@ class PostgresStore:
             ledger = to_ledger(parsed.data, self.path, body)
             if not fresh:
                 self._cache = (key, parsed, ledger)
-        return Snapshot(ledger, key), parsed
+        snap = Snapshot(ledger, key)
+        late = highwater.behind(self._mark(ledger), ledger.revision)  # the row restored from a backup
+        if late:
+            snap.rollback.append(late)
+            snap.warnings.append(f"{self.path} went back in time: {late}. It may hold approvals already used; nothing "
+                                 f"acts on it. Restore the newest copy, or run `handoff check {self.path} "
+                                 "--accept-rollback` if this is meant.")
+        return snap, parsed
+
+    def _mark(self, ledger: Ledger) -> str:
+        """The key of this ledger's per-user high-water mark (engine.highwater)."""
+        return highwater.identity(ledger, f"{split_location(self.path)[0]}#{self.name}")
 
     def snapshot(self) -> Snapshot:
         _, body = self.db.run(self._row)
@@ -113,18 +125,39 @@ class PostgresStore:
         """Apply `fn` to the ledger row under the writers' lock; returns (fn's result, revision)."""
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
-        return self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn)))
+        marks: list = []
+        done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks)))
+        self._raise_mark(marks)
+        return done
+
+    @staticmethod
+    def _raise_mark(marks: list) -> None:
+        """After the commit (a mark ahead of a lost commit would call the row a rollback)."""
+        for mark in marks[-1:]:
+            try:
+                highwater.raise_mark(*mark)
+            except OSError:
+                pass  # the witnesses in the database still stand
 
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
         """Spawn only while the caller provably still holds the ledger (FileStore.fence):
-        check, spawn and record happen in one database transaction holding the lock."""
+        check, spawn and record happen in one database transaction holding the lock.
+
+        `Db.run` retries its work on a new connection after a dropped one; once the
+        process has been spawned, a retry must never check and spawn again (the pid
+        record was rolled back, so the check would pass and the step start twice).
+        A retry after the spawn only records the pid (idempotent: it sets the same
+        value); if that cannot be done, the error is returned and the intent, already
+        on disk, is how a later session finds the process."""
         spawned: list[T] = []
+        marks: list = []
 
         def work(conn):
-            _, body = self._row(conn, lock=True)
-            check(self._parse(body, fresh=True)[0].ledger)
-            spawned.append(spawn())
-            self._apply(conn, lambda ledger: record(ledger, spawned[0]))
+            if not spawned:
+                _, body = self._row(conn, lock=True)
+                check(self._parse(body, fresh=True)[0].ledger)
+                spawned.append(spawn())
+            self._apply(conn, lambda ledger: record(ledger, spawned[0]), marks=marks)
 
         try:
             self.db.run(lambda conn: self._locked(conn, lambda: work(conn)))
@@ -132,6 +165,7 @@ class PostgresStore:
             if not spawned:
                 raise
             return spawned[0], err
+        self._raise_mark(marks)
         return spawned[0], None
 
     def _locked(self, conn, work: Callable[[], T]) -> T:
@@ -171,17 +205,25 @@ class PostgresStore:
         name, addr, since = row
         return f"{name or 'a client'}" + (f" from {addr}" if addr else "") + (f" since {since:%Y-%m-%dT%H:%M:%SZ}" if since else "")
 
-    def _apply(self, conn, fn: Callable[[Ledger], T]) -> tuple[T, int]:
-        """Inside the locked transaction: `fn` on a copy, spliced into the stored text."""
+    def _apply(self, conn, fn: Callable[[Ledger], T], accept_rollback: bool = False, marks: list | None = None) -> tuple[T, int]:
+        """Inside the locked transaction: `fn` on a copy, spliced into the stored text;
+        what the high-water mark is to record once committed goes into `marks`."""
         revision, body = self._row(conn, lock=True)
         snap, parsed = self._parse(body, fresh=True)
+        if snap.rollback and not accept_rollback:
+            raise Refused(snap.warnings[-1], title="Ledger went back in time")
         ledger = cow_ledger(snap.ledger)
         result = fn(ledger)
-        ledger.revision = max(ledger.revision, revision) + 1
+        mark = self._mark(ledger)
+        ledger.revision = max(ledger.revision, revision, highwater.read_mark(mark)["revision"]) + 1
         targets = ledger.targets
         try:
             ledger.targets = targets.plain()
             ledger.check_states(targets.changed)
+            spent = highwater.newly_spent(snap.ledger, ledger, targets.changed)
+            used = highwater.already_spent(mark, spent)
+            if used:
+                raise Refused(used, title="Approval already used")
             text = splice(parsed, change(snap.ledger, ledger, targets.changed | targets.removed)).text
         except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
             raise Refused(str(err), title="Cannot write that") from None
@@ -192,6 +234,8 @@ class PostgresStore:
         if updated != 1:
             raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+        if marks is not None:
+            marks.append((mark, ledger.revision, spent))
         return result, ledger.revision
 
     def import_text(self, text: str, *, replace: bool = False) -> int:

@@ -317,7 +317,7 @@ def run_step(job: Job, it: dict[str, Any], attempt: int) -> dict[str, Any]:
             if actor.handle.journal.last_of("step_start", target=name, token=token) is not None:
                 raise NoChange(f"irreversible {step.name} was already started under this intent; it never runs again")
             approval = next((a for a in t.approvals if [a.hash, a.by, a.at] == it["approval"]), None)
-            if approval is None or approval_hash(name, t, step) != approval.hash:
+            if approval is None or approval_hash(name, t, step, ledger_dir=actor.ledger_dir) != approval.hash:
                 raise NoChange(f"the approval of {step.name} no longer matches the command and checkpoint")
         before.update(host=t.in_flight.host, inflight=t.in_flight.model_copy())
         t.in_flight.attempt, t.in_flight.host = attempt, actor.host

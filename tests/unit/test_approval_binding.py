@@ -81,15 +81,15 @@ def test_checkpoint_and_timeout_are_in_the_hash_and_the_guard_holds_them(ledger:
     handle.approve("db-1")
     fresh = handle.load()
     step = fresh.step("link")
-    assert guard.check(fresh, "db-1", step).allowed
+    assert guard.check(fresh, "db-1", step, ledger_dir=str(ledger.parent)).allowed
     moved = fresh.model_copy(deep=True)
     moved.targets["db-1"].checkpoint = "0/BB"
-    decision = guard.check(moved, "db-1", moved.step("link"))
+    decision = guard.check(moved, "db-1", moved.step("link"), ledger_dir=str(ledger.parent))
     assert not decision.allowed and decision.needs_approval and "no longer matches" in decision.reason
     slower = fresh.model_copy(deep=True)
     slower.step("link").timeout = 3600
-    assert approval_hash("db-1", slower.targets["db-1"], slower.step("link")) != fresh.targets["db-1"].approvals[0].hash
-    assert not guard.check(slower, "db-1", slower.step("link")).allowed
+    assert approval_hash("db-1", slower.targets["db-1"], slower.step("link"), ledger_dir=str(ledger.parent)) != fresh.targets["db-1"].approvals[0].hash
+    assert not guard.check(slower, "db-1", slower.step("link"), ledger_dir=str(ledger.parent)).allowed
 
 
 def test_status_json_shows_argv_checkpoint_and_hash_and_expect_hash_uses_it(ledger: Path) -> None:
@@ -188,7 +188,7 @@ def test_an_irreversible_step_with_until_or_retries_never_runs(ledger: Path, tmp
     """`until` or `retries` on an irreversible step: the guard refuses it and a session refuses to start, changing nothing."""
     _edit(ledger, lambda d: d["runbook"]["steps"][0].update(until="value < 5"))
     l = open_ledger(str(ledger)).load()
-    decision = guard.check(l, "db-1", l.step("link"))
+    decision = guard.check(l, "db-1", l.step("link"), ledger_dir=str(ledger.parent))
     assert not decision.allowed and "runs exactly once per approval" in decision.reason
     before = ledger.read_bytes()
     names = sorted(p.name for p in tmp_path.iterdir())

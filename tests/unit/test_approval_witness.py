@@ -34,14 +34,14 @@ MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.a
 
 # What an agent can do with the file: compute the real hash and write an approval entry.
 FORGE = textwrap.dedent("""\
-    import sys, yaml
+    import os, sys, yaml
     from engine.model import Ledger
     from engine.render import approval_hash
     path, by, at = sys.argv[1], sys.argv[2], sys.argv[3]
     name = sys.argv[4] if len(sys.argv) > 4 else "db-19"
     data = yaml.safe_load(open(path))
     ledger = Ledger.model_validate(data)
-    digest = approval_hash(name, ledger.targets[name], ledger.step("link"))
+    digest = approval_hash(name, ledger.targets[name], ledger.step("link"), ledger_dir=os.path.dirname(os.path.abspath(path)))
     entry = {"by": by, "user": "root", "at": at, "step": "link", "hash": digest, "checkpoint": ledger.targets[name].checkpoint}
     data["targets"][name].setdefault("approvals", []).append(entry)
     open(path, "w").write(yaml.safe_dump(data, sort_keys=False))

@@ -32,7 +32,7 @@ CASES = {
     "unknown_state": ((GOOD_HEAD + "  a: {state: queued}\n  b: {state: finished}\n").encode(), ":4:", ["'finished'", "valid states: awaiting_approval, blocked, checked, done, failed, in_progress, queued, replicating, verified"]),
     "missing_task": (b"targets:\n  a: {state: queued}\n", ":1:1:", ["`task` is required"]),
     "missing_targets": (b"task: t\n", ":1:1:", ["`targets` is required"]),
-    "syntax_flow": ((GOOD_HEAD + "  a: {state: queued\n  b: {state: queued}\n").encode(), ":4:", ["fix the YAML syntax there"]),
+    "syntax_flow": ((GOOD_HEAD + "  a: {state: queued\n  b: {state: queued}\n").encode(), ":3:", ["is never closed", "close it"]),
     "syntax_indent": (b"task: t\n targets:\n  a: {state: queued}\n", ":2:", ["fix the YAML syntax there"]),
     "tag": (b"task: !!python/object:os.system x\ntargets:\n  a: {state: queued}\n", ":1:7:", ["explicit tag", "remove it"]),
     "not_a_mapping": (b"- task\n- targets\n", ":1:1:", ["must be a mapping"]),

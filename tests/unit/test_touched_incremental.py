@@ -71,7 +71,7 @@ def test_guard_counts_a_target_made_touched_in_the_same_transaction(fleet):
         ledger.targets["db-5"].in_flight = InFlight(step="check")
         step = ledger.step("link")
         ledger.targets["db-1"].state = "checked"  # db-1 was awaiting cutover (touched): now not
-        return before, touched(ledger), guard.check(ledger, "db-1", step).reason
+        return before, touched(ledger), guard.check(ledger, "db-1", step, ledger_dir=str(fleet.parent)).reason
 
     (before, after, reason), _ = store.transact(fn)
     assert before == ["db-1", "db-2"] and after == ["db-2", "db-5"]

@@ -160,7 +160,7 @@ def test_a_signature_replayed_after_the_command_changed_never_spawns(signed) -> 
 
     data = _load(ledger)
     model = Ledger.model_validate(data)
-    data["targets"]["db-19"]["approvals"][0]["hash"] = approval_hash("db-19", model.targets["db-19"], model.step("link"))
+    data["targets"]["db-19"]["approvals"][0]["hash"] = approval_hash("db-19", model.targets["db-19"], model.step("link"), ledger_dir=str(Path(ledger).resolve().parent))
     _save(ledger, data)
     second = handoff("run", ledger, "db-19", "link")
     assert second.returncode == 1 and "approval not recorded by the engine" in second.stdout + second.stderr
@@ -300,7 +300,7 @@ def test_an_old_or_reused_signature_is_refused_when_given(signed) -> None:
     assert _approve(ledger_path, "db-19", "--key", str(key)).returncode == 0
     ledger = Ledger.model_validate(_load(ledger_path))
     step, target = ledger.step("link"), ledger.targets["db-18"]
-    digest = approval_hash("db-18", target, step)
+    digest = approval_hash("db-18", target, step, ledger_dir=str(Path(ledger_path).resolve().parent))
 
     def signed_at(at: str) -> Signed:
         text = sshsig.payload(ledger=ledger.id, target="db-18", step="link", hash=digest, checkpoint=target.checkpoint,

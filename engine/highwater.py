@@ -1,0 +1,130 @@
+"""High-water marks kept outside the ledger's folder, so a whole-folder restore is seen.
+
+Every other witness (the ledger, `.last-write.json`, the journal) lives beside the
+ledger, so a VM snapshot, an rsync or a tar restore of the folder brings back a
+consistent past in which an approval is still unused. This per-user file, under
+`$XDG_STATE_HOME/handoff/highwater/` (default `~/.local/state`), is not restored with
+it. It holds, per ledger identity (the ledger's `id` when it has one, else its real
+path or location):
+
+- `revision`: the highest revision this user's engine wrote. A ledger read with a lower
+  one went back in time: refused like any rollback, until `handoff check
+  --accept-rollback` (whose write then climbs above the mark);
+- the spent approvals (a `.spent` file beside it, appended): the approvals this user's
+  engine marked used (target, step, hash, who, when).
+  Such an approval never authorises another run, whatever the ledger says, even after
+  `--accept-rollback`: a person approves again.
+
+It is written under the ledger's writers' lock, after the ledger itself. It is per user:
+on a shared ledger each user's mark covers what that user's engine wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from engine.store.atomic import atomic_write
+
+
+def mark_dir() -> Path:
+    """The folder of the marks (private to this user)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "handoff" / "highwater"
+
+
+def identity(ledger, where: str) -> str:
+    """The key of a ledger's mark: its `id` when present, else `where` (real path or location)."""
+    return f"id:{ledger.id}" if getattr(ledger, "id", None) else f"at:{where}"
+
+
+def mark_path(key: str) -> Path:
+    """The revision mark of `key` (small: read on every snapshot); the spent approvals
+    are in the same name with `.spent`, one per line, appended (read only when an intent
+    would spend one)."""
+    return mark_dir() / (hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
+
+
+def _spent_path(key: str) -> Path:
+    return mark_path(key).with_suffix(".spent")
+
+
+def read_mark(key: str) -> dict:
+    """The mark for `key`: {"revision": int}; 0 if none was written."""
+    try:
+        data = json.loads(mark_path(key).read_bytes())
+    except (OSError, ValueError):
+        return {"revision": 0}
+    revision = data.get("revision") if isinstance(data, dict) else None
+    return {"revision": revision if isinstance(revision, int) and not isinstance(revision, bool) else 0}
+
+
+def _spent(key: str) -> set[str]:
+    try:
+        return set(_spent_path(key).read_text("utf-8", "replace").splitlines())
+    except OSError:
+        return set()
+
+
+def spent_key(target: str, approval) -> str:
+    """What names one approval of one step on one target."""
+    return "\x1f".join((target, approval.step, str(approval.hash), approval.by, approval.at))
+
+
+def newly_spent(before, after, names) -> list[tuple[str, object, bool]]:
+    """(target, approval, starting) for each approval whose `used_at` this change set,
+    among targets `names`; `starting` when the same change writes a new intent on the
+    target (the approval is spent on a run, not only noted as used by reconcile)."""
+    found = []
+    for name in names or ():
+        new = after.targets.get(name)
+        if new is None:
+            continue
+        old = before.targets.get(name)
+        was = {spent_key(name, a) for a in (old.approvals if old else []) if a.used_at}
+        token = new.in_flight.token if new.in_flight else None
+        starting = token is not None and not (old and old.in_flight and old.in_flight.token == token)
+        found += [(name, a, starting) for a in new.approvals if a.used_at and spent_key(name, a) not in was]
+    return found
+
+
+def already_spent(key: str, spent: list[tuple[str, object, bool]]) -> str | None:
+    """A sentence naming the first approval in `spent` that a new intent would spend
+    although this user's mark says it was used before, or None."""
+    if not any(starting for _, _, starting in spent):
+        return None
+    known = _spent(key)
+    for name, approval, starting in spent:
+        if starting and spent_key(name, approval) in known:
+            return (f"the approval of {approval.step} on {name} by {approval.by} at {approval.at} was already used "
+                    f"(this user's high-water mark {mark_path(key)} says so, outside the ledger's folder: the folder "
+                    "may have been restored from a backup); nothing was started. Check the real system, then approve again")
+    return None
+
+
+def raise_mark(key: str, revision: int, spent: list[tuple[str, object, bool]]) -> None:
+    """Record a write: the revision (never lowered) and the approvals it spent."""
+    folder = mark_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if spent:
+        lines = "".join(spent_key(n, a).replace("\n", " ") + "\n" for n, a, _ in spent)
+        fd = os.open(_spent_path(key), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, lines.encode("utf-8", "surrogateescape"))
+        finally:
+            os.close(fd)
+    if revision > read_mark(key)["revision"]:
+        body = {"key": key, "revision": revision}
+        atomic_write(str(mark_path(key)), json.dumps(body, ensure_ascii=False).encode("utf-8"), durable=False)
+
+
+def behind(key: str, revision: int) -> str | None:
+    """A rollback sentence when `revision` is below this user's mark, else None."""
+    mark = read_mark(key)["revision"]
+    if revision < mark:
+        return (f"its revision is {revision}, lower than the highest this user's engine wrote (revision {mark}, "
+                f"recorded outside the ledger's folder in {mark_path(key)}): the whole folder may have been restored "
+                "from a backup")
+    return None

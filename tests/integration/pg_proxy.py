@@ -1,0 +1,133 @@
+"""A TCP proxy on loopback in front of the real PostgreSQL that cuts every connection
+at a chosen point of the wire conversation, for the fence's retry tests.
+
+A rule is a sequence of byte patterns seen in what clients send (the SQL text is in
+the Query and Parse messages). When the last pattern arrives on a connection that
+has seen the earlier ones in order (a pattern may be `ANY:` prefixed to be matched on
+any connection, which arms every connection), that message is held back (never
+forwarded), the proxy optionally waits for a marker file (the step's process has
+started), then refuses new connections and cuts all open ones for `outage` seconds,
+as a crashed server does, and listens again. It fires once."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+PG_HOST, PG_PORT = "127.0.0.1", 5432
+
+
+class CuttingProxy:
+    """127.0.0.1:PORT -> the real server; `arm(...)` chooses where it cuts."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.conns: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.listener: socket.socket | None = None
+        self.rule: list[bytes] = []
+        self.marker: Path | None = None
+        self.outage = 0.0
+        self.seen_any = 0  # how many ANY: patterns have been seen (on any connection)
+        self.fired = threading.Event()
+        self.restored = threading.Event()
+        self.up()
+
+    def arm(self, *patterns: bytes, marker: Path | None = None, outage: float = 1.5) -> None:
+        """Cut when `patterns` have been sent in order (ANY: ones on any connection)."""
+        self.rule, self.marker, self.outage = list(patterns), marker, outage
+
+    def up(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        self.listener.close()
+        with self.lock:
+            for conn in self.conns:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed by its other end
+                conn.close()
+            self.conns.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by down()
+            upstream = socket.create_connection((PG_HOST, PG_PORT))
+            with self.lock:
+                self.conns += [client, upstream]
+            threading.Thread(target=self._client_to_server, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+
+    def _matches(self, data: bytes, state: list[int]) -> bool:
+        """Advance this connection's place in the rule; True when the rule completes here."""
+        while not self.fired.is_set() and state[0] < len(self.rule):
+            pattern = self.rule[state[0]]
+            shared = pattern.startswith(b"ANY:")
+            needle = pattern[4:] if shared else pattern
+            if shared and self.seen_any > state[0]:
+                state[0] += 1  # another connection saw it: every connection is armed past it
+                continue
+            if needle not in data:
+                return False
+            if shared:
+                self.seen_any = state[0] + 1
+            state[0] += 1
+            data = data[data.index(needle) + len(needle):]
+            if state[0] == len(self.rule):
+                return True
+        return False
+
+    def _client_to_server(self, client: socket.socket, upstream: socket.socket) -> None:
+        state = [0]
+        try:
+            while data := client.recv(65536):
+                if self.rule and self._matches(data, state):
+                    self._cut()
+                    return
+                upstream.sendall(data)
+        except OSError:
+            pass  # cut: the other side sees the connection drop
+        finally:
+            self._close(client, upstream)
+
+    def _cut(self) -> None:
+        self.fired.set()
+        if self.marker is not None:
+            deadline = time.monotonic() + 20
+            while not self.marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        self.down()
+        time.sleep(self.outage)
+        self.up()
+        self.restored.set()
+
+    @classmethod
+    def _pipe(cls, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass  # cut by down()
+        finally:
+            cls._close(src, dst)
+
+    @staticmethod
+    def _close(*socks: socket.socket) -> None:
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already shut

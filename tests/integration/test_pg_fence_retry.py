@@ -1,0 +1,108 @@
+"""The PostgreSQL fence never retries a spawn: a connection cut after an irreversible
+step's process has started (at the spawn, between the spawn and the pid record, at the
+record's COMMIT) must not re-run the check and start the process again. Only recording
+the pid is retried; a longer outage ends the session with the intent left for
+reconcile. Real sessions (`handoff resume` processes), the real server, a real proxy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+import yaml
+
+from engine.api import open_ledger
+from tests.conftest import cli_env
+from tests.integration.pg_proxy import CuttingProxy
+
+PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
+# The step: count its start in the world file, then take a little while.
+LINK = "import sys, time; open(sys.argv[1], 'a').write('started\\n'); time.sleep(0.3)"
+START = b'ANY:"kind": "step_start"'  # the journal line written just before the spawn
+
+
+@pytest.fixture(scope="module", autouse=True)
+def server_is_up():
+    """PostgreSQL must be there: a missing server fails these tests, never skips them."""
+    try:
+        psycopg.connect(PG, connect_timeout=5).close()
+    except psycopg.OperationalError as err:
+        pytest.fail(f"PostgreSQL is not reachable at {PG}: {err}")
+
+
+@pytest.fixture
+def proxy():
+    made = CuttingProxy()
+    yield made
+    made.down()
+
+
+def _setup(tmp_path: Path, port: int) -> tuple[str, str, Path]:
+    """An approved irreversible `link` on target a; (location via the proxy, direct location, world file)."""
+    from engine.store.postgres import PostgresStore
+
+    world = tmp_path / "world.txt"
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    data = {"task": "fence-retry", "runbook": {"steps": [
+        {"name": "link", "from": "queued", "to": "linked", "reversible": False,
+         "run": [sys.executable, "-c", LINK, str(world)]}]}, "targets": {"a": {}}}
+    direct = f"{PG}#{name}"
+    PostgresStore(direct).import_text(yaml.safe_dump(data, sort_keys=False))
+    approved = subprocess.run([sys.executable, "-m", "engine.cli.main", "approve", direct, "a", "--as", "human-1"],
+                              capture_output=True, text=True, env=cli_env(), timeout=60, stdin=subprocess.DEVNULL)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    return f"postgresql://127.0.0.1:{port}/test#{name}", direct, world
+
+
+def _resume(location: str, tmp_path: Path, outage: str) -> subprocess.CompletedProcess:
+    env = cli_env(HANDOFF_DB_OUTAGE_SECONDS=outage, PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", location, "--max-minutes", "2"],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+
+
+def _starts(world: Path) -> int:
+    return world.read_text().count("started") if world.exists() else 0
+
+
+@pytest.mark.parametrize("where", ["at the spawn", "in between", "at the commit"])
+def test_a_cut_after_the_spawn_never_starts_the_step_again(proxy, tmp_path, where):
+    """Cut for 1.5 s at the chosen point, ridden out: link started once, and recorded as done."""
+    via_proxy, direct, world = _setup(tmp_path, proxy.port)
+    rules = {  # the cut holds back the named message of the fence's connection (it never reaches the server)
+        "at the spawn": ((START, b"UPDATE handoff_ledger"), world),  # and waits until the process has started
+        "in between": ((START, b"FOR UPDATE"), None),  # the record's re-read, after the spawn
+        "at the commit": ((START, b"UPDATE handoff_ledger", b"COMMIT"), None),
+    }
+    patterns, marker = rules[where]
+    proxy.arm(*patterns, marker=marker, outage=1.5)
+    done = _resume(via_proxy, tmp_path, outage="30")
+    assert proxy.fired.is_set(), "the cut never happened: the rule did not match the conversation"
+    assert _starts(world) == 1, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    target = open_ledger(direct, read_only=True).load().targets["a"]
+    assert target.state == "linked" and target.in_flight is None
+
+
+def test_an_outage_longer_than_patience_leaves_the_intent_for_reconcile(proxy, tmp_path):
+    """Cut at the record's commit and away past the session's patience: link started once, exit 6, the intent
+    stays; the next session does not start link again (an irreversible step in flight waits for a human)."""
+    via_proxy, direct, world = _setup(tmp_path, proxy.port)
+    proxy.arm(START, b"UPDATE handoff_ledger", b"COMMIT", outage=4)
+    done = _resume(via_proxy, tmp_path, outage="1")
+    assert proxy.fired.is_set()
+    assert _starts(world) == 1, done.stdout + done.stderr
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    proxy.restored.wait(10)
+    target = open_ledger(direct, read_only=True).load().targets["a"]
+    assert target.in_flight is not None and target.state == "queued"
+    again = _resume(direct, tmp_path, outage="30")
+    assert _starts(world) == 1, again.stdout + again.stderr
+    target = open_ledger(direct, read_only=True).load().targets["a"]
+    assert target.state == "blocked" and target.in_flight is None, (target, again.stdout)
