@@ -7,6 +7,7 @@ from engine.checks.analyse import analyse, source_text
 from engine.checks.approvals import stale_approvals
 from engine.checks.finding import ERROR, WARNING, Finding
 from engine.checks.locate import Locator
+from engine.checks.witness import witness_patterns
 from engine.invariants import parse
 
 
@@ -33,5 +34,5 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str)
     # reads it afresh), but `check` must not call it ok either: a warning.
     old = [Finding(WARNING, f"invariant unknown (stale): {s.text} ({s.value})", path, code="stale-reading")
            for s in statuses if s.stale]
-    return out + found + stale + old
+    return out + witness_patterns(snap.ledger, text, path) + found + stale + old
 
