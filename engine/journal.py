@@ -25,10 +25,12 @@ from typing import Any
 
 from engine.errors import HandoffError, os_error_text
 from engine.journal_base import MAX_WARNINGS, JournalBase, JournalWriteError, Warnings, gap_record, make_record
+from engine.journal_chain import GENESIS, chain_hash, link_of, seal
+from engine.journal_index import INDEXED, JournalIndex
 from engine.store.sidecar import open_sidecar
 
-__all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "gap_record",
-           "journal_path", "make_record", "print_warnings"]
+__all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "approval_recorded",
+           "gap_record", "journal_head", "journal_path", "make_record", "print_warnings"]
 
 SUFFIX = ".journal.jsonl"
 GAP_SUFFIX = ".gap"
@@ -44,6 +46,14 @@ class Journal(JournalBase):
 
     def _ledger(self) -> str:
         return self.path.removesuffix(SUFFIX)
+
+    @property
+    def index(self) -> JournalIndex:
+        """The witness index beside this journal (engine.journal_index), kept per process."""
+        if getattr(self, "_index", None) is None:
+            self._index = JournalIndex(self.path, self._ledger())
+            self._tail: tuple[int, str] | None = None  # (journal end, link of its last record) under the lock
+        return self._index
 
     def check_writable(self) -> None:
         """The journal can be opened for appending (creating it if need be); raises
@@ -65,8 +75,11 @@ class Journal(JournalBase):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # one writer at a time: `seq` is the true offset
             try:
+                self.index.refresh()
+                self._note_break(fd, actor)
                 self._write_gaps(fd, actor)
-                record["seq"] = _write_whole(fd, line)
+                record = self._put(fd, record)
+                self.index.save()
             except OSError as err:
                 reason = os_error_text(err)
                 if rev is not None:
@@ -75,6 +88,40 @@ class Journal(JournalBase):
         finally:
             os.close(fd)  # releases the lock
         return record
+
+    def _put(self, fd: int, record: dict[str, Any]) -> dict[str, Any]:
+        """Under the lock: write `record` sealed after the journal's last record, with its
+        offset as `seq`; note it in the index (saved by the caller)."""
+        end = os.lseek(fd, 0, os.SEEK_END)
+        prev = self._tail[1] if self._tail and self._tail[0] == end else _link_before(fd, end)
+        record["seq"] = end + (1 if end and os.pread(fd, 1, end - 1) != b"\n" else 0)  # as _write_whole places it
+        line = _encode(seal(record, prev))
+        if _write_whole(fd, line) != record["seq"]:
+            raise OSError("the journal moved under its lock")
+        self._tail = (record["seq"] + len(line), record["chain"])  # the next _put under this lock needs no read
+        self.index.note(record, record["seq"] + len(line))
+        return record
+
+    def _note_break(self, fd: int, actor: str) -> None:
+        """Under the lock: if the journal's end shows a break (cut short, its last record
+        changed or moved), write a `chain_break` record saying so before anything else."""
+        end = os.lseek(fd, 0, os.SEEK_END)
+        last = _last_record(fd, end)
+        self._tail = (end, link_of(last[0]) if last else GENESIS)
+        why = None
+        if self.index.shrunk is not None:
+            size, covered = self.index.shrunk
+            why = f"the journal is {size} bytes but its index says it reached byte {covered}: records were erased or cut off"
+        elif last is not None and "chain" in last[0]:
+            record, at = last
+            if record["chain"] != chain_hash(record):
+                why = f"its last record (seq {at}) was changed after it was written"
+            elif record.get("seq") != at:
+                why = f"its last record says it was written at byte {record.get('seq')} but is at byte {at}: records before it were removed or added"
+        if why is not None:
+            self._put(fd, make_record(self.redactor, "chain_break", f"journal chain broken before this record: {why}",
+                                      actor=actor, rev=None, target=None, fields={}))
+            self.index.shrunk = None
 
     # -- gaps: ledger changes whose record could not be written --------------------
 
@@ -107,7 +154,7 @@ class Journal(JournalBase):
             if isinstance(gap, dict):
                 kind, msg, fields = gap_record(gap)
                 rev, target = fields.pop("rev"), fields.pop("target")
-                _write_whole(fd, _encode(make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)))
+                self._put(fd, make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields))
         os.unlink(self._gap_path())
 
     # -- reading -----------------------------------------------------------------
@@ -140,7 +187,7 @@ class Journal(JournalBase):
                 self.warnings.add(f"{self.path}: skipped a damaged journal line at byte {here}")
                 continue
             if isinstance(record, dict):
-                record.setdefault("seq", here)
+                record["seq"] = here  # where it is (a record moved by hand says otherwise; `journal --verify` reports it)
                 records.append(record)
         if end < len(data) and data[end:].strip() and self._is_torn(offset + end):
             self.warnings.add(f"{self.path}: the last line is incomplete (a crash mid-append?); skipped")
@@ -189,9 +236,30 @@ class Journal(JournalBase):
         records, _ = self.read(0)
         return [r for r in records if r.get("target") == target][-limit:]
 
+    def witness(self, kind: str, **match: Any) -> dict[str, Any] | None:
+        """The newest `step_start`, `approval` or `chain_break` record whose fields equal
+        `match`, found through the index (however long the journal): the journal's record
+        itself, or the index's copy of its fields when the journal no longer has it."""
+        self.index.refresh()
+        entry = self.index.newest(kind, match)
+        if entry is None:
+            return None
+        at = self._window(entry["seq"])[:1] if isinstance(entry.get("seq"), int) else []
+        if at and at[0].get("seq") == entry["seq"] and at[0].get("kind") == kind and all(at[0].get(k) == v for k, v in match.items()):
+            return at[0]
+        return {**entry, "from_index": True}
+
+    def highest_revision(self) -> int:
+        """The highest ledger revision the journal records (through the index: cheap)."""
+        self.index.refresh()
+        return self.index.rev
+
     def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
-        """The newest record of `kind` whose fields equal `match`, reading backwards from
-        the end in growing windows (a long journal is never read whole for this)."""
+        """The newest record of `kind` whose fields equal `match`. Witness kinds matched on
+        indexed fields go through the index (unbounded reach); anything else reads
+        backwards from the end in growing windows, up to 64 MiB."""
+        if kind in INDEXED and set(match) <= set(INDEXED[kind]):
+            return self.witness(kind, **match)
         try:
             size = os.path.getsize(self.path)
         except FileNotFoundError:
@@ -205,6 +273,58 @@ class Journal(JournalBase):
             if start == 0 or window >= 64 * 1024 * 1024:
                 return None
             window *= 4
+
+
+def approval_recorded(journal, target: str, step: str, hash: str, by: str) -> dict[str, Any] | None:
+    """The journal's own `approval` record of `by` approving `step` on `target` with this
+    hash, or None: the witness that an approval in the ledger was given through the
+    engine (any journal backend)."""
+    return journal.last_of("approval", target=target, step=step, hash=hash, actor=by)
+
+
+def journal_head(path: str) -> dict[str, Any] | None:
+    """{seq, chain} of the journal's last record (what the last-write record names), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        last = _last_record(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    if last is None:
+        return None
+    return {"seq": last[1], "chain": link_of(last[0])}
+
+
+def _link_before(fd: int, end: int) -> str:
+    last = _last_record(fd, end)
+    return link_of(last[0]) if last else GENESIS
+
+
+def _last_record(fd: int, end: int) -> tuple[dict[str, Any], int] | None:
+    """The last whole JSON record before byte `end` and its offset (a torn or damaged
+    last line is skipped, as readers skip it), reading backwards in growing windows."""
+    window = 64 * 1024
+    while end > 0:
+        start = max(0, end - window)
+        data = os.pread(fd, end - start, start)
+        stop = data.rfind(b"\n")
+        while stop >= 0:
+            begin = data.rfind(b"\n", 0, stop) + 1
+            if begin == 0 and start > 0:
+                break  # this line may start before the window: widen it
+            try:
+                record = json.loads(data[begin:stop])
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                return record, start + begin
+            stop = begin - 1
+        if start == 0:
+            return None
+        window *= 4
+    return None
 
 
 def _encode(record: dict[str, Any]) -> bytes:

@@ -35,7 +35,7 @@ from engine.store.base import Snapshot, WatchEvent
 from engine.store import parse_cache
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.filelock import FileLock
-from engine.store.record import read_record, regressions, write_record
+from engine.store.record import behind_journal, journal_revision, read_record, regressions, write_record
 from engine.store.sidecar import SidecarRefused
 from engine.store.convert import change, to_ledger, to_ledger_reusing
 
@@ -192,9 +192,12 @@ class FileStore:
                 now, record = self._raw(), self.last_write()
             if now != raw:
                 return self._snapshot(now, _again=False)
-        if record and record.get("hash") != key:
+        behind = behind_journal(ledger, real_path(self.path))  # the last-write record may be gone or forged
+        if (record and record.get("hash") != key) or behind:
             snap.external_edit = True
-            snap.missing, snap.rollback = regressions(ledger, record)
+            snap.missing, snap.rollback = regressions(ledger, record) if record and record.get("hash") != key else ([], [])
+            if behind and not any(s.startswith("its revision is") for s in snap.rollback):
+                snap.rollback += behind
             if snap.missing:
                 names = record.get("names") or []
                 snap.warnings.append(
@@ -274,6 +277,7 @@ class FileStore:
             ledger = cow_ledger(snap.ledger)
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
+            floor = max(floor, journal_revision(real_path(self.path)))
             ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
             targets = ledger.targets
             try:

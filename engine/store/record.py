@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 
+from engine.journal import Journal, journal_head, journal_path
 from engine.model import Ledger
 from engine.store.atomic import atomic_write
 from engine.store.sidecar import SidecarRefused, open_sidecar
@@ -35,8 +36,33 @@ def read_record(path: str, ledger: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+_JOURNALS: dict[str, Journal] = {}  # per ledger: the journal's index is read incrementally
+
+
+def journal_revision(ledger_path: str) -> int:
+    """The highest revision the ledger's journal records (0 if none): a file below it went
+    back in time, whatever happened to the last-write record (deleted, torn, edited or a
+    symlink). Cheap: the journal's index and at most its last 64 KiB."""
+    journal = _JOURNALS.get(ledger_path)
+    if journal is None:
+        journal = _JOURNALS[ledger_path] = Journal(journal_path(ledger_path), read_only=True)
+    try:
+        return journal.highest_revision()
+    except OSError:
+        return 0  # an unreadable journal is reported where it is read (`handoff journal`, `check`)
+
+
+def behind_journal(ledger: Ledger, ledger_path: str) -> list[str]:
+    """The rollback sentence for a ledger whose revision is below its journal's highest."""
+    highest = journal_revision(ledger_path)
+    if ledger.revision < highest:
+        return [f"its revision is {ledger.revision}, lower than the highest revision its journal records ({highest})"]
+    return []
+
+
 def write_record(path: str, ledger_path: str, ledger: Ledger, key: str) -> None:
-    """Record a write the engine just made (atomically; under the writers' lock)."""
+    """Record a write the engine just made (atomically; under the writers' lock), naming
+    the journal's head as it is now (`handoff journal --verify` checks it is still there)."""
     body = {
         "revision": ledger.revision,
         "hash": key,
@@ -44,6 +70,7 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str) -> None:
         "steps": [s.name for s in ledger.steps()],
         "metrics": sorted(ledger.metrics),
         "budget": ledger.budget is not None,
+        "journal_head": journal_head(journal_path(ledger_path)),
     }
     atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
 

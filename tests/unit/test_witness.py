@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from session_kit import counts, demo_copy, handoff, journal, load, resume
@@ -21,6 +22,7 @@ HEX16 = "[0-9a-f]{16}"
 
 def _linked_once(tmp_path: Path, **top):
     """db-50 approved, a copy of the file taken, then a session runs link once."""
+    tmp_path.mkdir(exist_ok=True)
     ledger = demo_copy(tmp_path, {"db-50": {"state": "checked"}}, budget={"steps": 1}, **top)
     world = tmp_path / "world"
     assert resume(ledger, world=world).returncode == 0
@@ -98,9 +100,10 @@ def _damage(record: Path, how: str, approved: bytes, tmp_path: Path) -> None:
 
 def test_rollback_is_seen_whatever_happened_to_the_last_write_record(tmp_path: Path) -> None:
     """Deleted, torn, edited or symlinked `.last-write.json`: the journal's highest revision still calls the old copy a rollback."""
+    linked, world_linked, approved = _linked_once(tmp_path / "first")
     for how in ("deleted", "torn", "edited", "symlinked"):
-        (tmp_path / how).mkdir()
-        ledger, world, approved = _linked_once(tmp_path / how)
+        shutil.copytree(tmp_path / "first", tmp_path / how, symlinks=True)
+        ledger, world = tmp_path / how / linked.relative_to(tmp_path / "first"), tmp_path / how / "world"
         ledger.write_bytes(approved)
         _damage(Path(str(ledger) + ".last-write.json"), how, approved, tmp_path / how)
         check = handoff("check", str(ledger), world=world)
