@@ -30,7 +30,7 @@ from engine.journal_index import INDEXED, JournalIndex
 from engine.store.sidecar import open_sidecar
 
 __all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "approval_recorded",
-           "gap_record", "journal_head", "journal_path", "make_record", "print_warnings"]
+           "gap_record", "head_gone", "journal_head", "journal_path", "make_record", "print_warnings"]
 
 SUFFIX = ".journal.jsonl"
 GAP_SUFFIX = ".gap"
@@ -118,10 +118,30 @@ class Journal(JournalBase):
                 why = f"its last record (seq {at}) was changed after it was written"
             elif record.get("seq") != at:
                 why = f"its last record says it was written at byte {record.get('seq')} but is at byte {at}: records before it were removed or added"
+        missing = None
+        if why is None:
+            why, missing = self._head_gone(fd, end)
         if why is not None:
             self._put(fd, make_record(self.redactor, "chain_break", f"journal chain broken before this record: {why}",
-                                      actor=actor, rev=None, target=None, fields={}))
+                                      actor=actor, rev=None, target=None, fields={"missing_head": missing}))
             self.index.shrunk = None
+
+    def _head_gone(self, fd: int, end: int) -> tuple[str | None, int | None]:
+        """(why, seq) if the record the ledger's last write named as the journal's head is
+        no longer there (the journal and its index erased together); noted once."""
+        from engine.store.record import read_record
+
+        head = (read_record(self._ledger() + ".last-write.json", self._ledger()) or {}).get("journal_head")
+        if not isinstance(head, dict) or not isinstance(head.get("seq"), int):
+            return None, None
+        seq = head["seq"]
+        if self.index.newest("chain_break", {"missing_head": seq}) is not None:
+            return None, None  # already noted
+        at = _record_at(fd, seq, end)
+        if at is not None and link_of(at) == head.get("chain"):
+            return None, None
+        return (f"the ledger's last write named record seq {seq} as the journal's head; the journal no longer has it "
+                "(records were erased or cut off)"), seq
 
     # -- gaps: ledger changes whose record could not be written --------------------
 
@@ -249,6 +269,19 @@ class Journal(JournalBase):
             return at[0]
         return {**entry, "from_index": True}
 
+    def verify(self, head: dict[str, Any] | None = None):
+        """Check the whole chain (engine.journal_verify); `head` is what the ledger's
+        last-write record names. The index reaching past the journal's end is a break too."""
+        from engine.journal_verify import Break, verify_file
+
+        verdict = verify_file(self.path, head)
+        self.index.refresh()
+        if self.index.shrunk is not None:
+            size, covered = self.index.shrunk
+            verdict.breaks.append(Break(size, None, f"the journal ends at byte {size} but its index says it reached byte "
+                                                    f"{covered}: records were erased or cut off"))
+        return verdict
+
     def highest_revision(self) -> int:
         """The highest ledger revision the journal records (through the index: cheap)."""
         self.index.refresh()
@@ -282,6 +315,22 @@ def approval_recorded(journal, target: str, step: str, hash: str, by: str) -> di
     return journal.last_of("approval", target=target, step=step, hash=hash, actor=by)
 
 
+def head_gone(path: str, head: dict[str, Any] | None) -> bool:
+    """Is the record `head` ({seq, chain}, as a last-write record names it) no longer in
+    the journal at `path`?"""
+    if not isinstance(head, dict) or not isinstance(head.get("seq"), int):
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return True
+    try:
+        at = _record_at(fd, head["seq"], os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return at is None or link_of(at) != head.get("chain")
+
+
 def journal_head(path: str) -> dict[str, Any] | None:
     """{seq, chain} of the journal's last record (what the last-write record names), or None."""
     try:
@@ -295,6 +344,23 @@ def journal_head(path: str) -> dict[str, Any] | None:
     if last is None:
         return None
     return {"seq": last[1], "chain": link_of(last[0])}
+
+
+def _record_at(fd: int, seq: int, end: int) -> dict[str, Any] | None:
+    """The record whose line starts at byte `seq`, or None."""
+    if seq < 0 or seq >= end or (seq > 0 and os.pread(fd, 1, seq - 1) != b"\n"):
+        return None
+    size = 64 * 1024
+    while True:
+        data = os.pread(fd, size, seq)
+        stop = data.find(b"\n")
+        if stop >= 0 or seq + len(data) >= end:
+            try:
+                record = json.loads(data[: stop if stop >= 0 else len(data)])
+            except ValueError:
+                return None
+            return record if isinstance(record, dict) else None
+        size *= 4
 
 
 def _link_before(fd: int, end: int) -> str:

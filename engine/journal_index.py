@@ -30,7 +30,7 @@ MARK_EVERY = 64 * 1024
 INDEXED: dict[str, tuple[str, ...]] = {
     "step_start": ("target", "step", "token", "attempt", "approval_hash", "approval_by", "approval_at", "ts", "actor"),
     "approval": ("target", "step", "hash", "actor", "user", "ts"),
-    "chain_break": ("ts", "msg"),
+    "chain_break": ("ts", "msg", "missing_head"),
 }
 
 
@@ -153,7 +153,7 @@ class JournalIndex:
         """Append the entries the index file lacks, and a mark if 64 KiB went by
         without one; fsynced. Under the journal's lock (one writer at a time)."""
         lines = list(self.unsaved)
-        if not lines and self.scanned - self.covered >= MARK_EVERY:
+        if not lines and (self.scanned - self.covered >= MARK_EVERY or (self.covered == 0 < self.scanned)):
             lines.append({"end": self.scanned, "rev": self.rev})
         if not lines:
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from engine.checks.analyse import analyse, source_text
 from engine.checks.approvals import stale_approvals
+from engine.checks.chain import chain_findings
 from engine.checks.finding import ERROR, WARNING, Finding
 from engine.checks.locate import Locator
 from engine.checks.witness import witness_patterns
@@ -34,5 +35,5 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str)
     # reads it afresh), but `check` must not call it ok either: a warning.
     old = [Finding(WARNING, f"invariant unknown (stale): {s.text} ({s.value})", path, code="stale-reading")
            for s in statuses if s.stale]
-    return out + witness_patterns(snap.ledger, text, path) + found + stale + old
+    return out + chain_findings(handle) + witness_patterns(snap.ledger, text, path) + found + stale + old
 

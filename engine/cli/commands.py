@@ -116,6 +116,8 @@ def register(sub) -> None:
     add_ledger(p)
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
     p.add_argument("--json", action="store_true", help="one JSON record per line")
+    p.add_argument("--verify", action="store_true",
+                   help="check the journal's hash chain and say where it breaks (exit 1 on a break)")
     p.set_defaults(handler=cmd_journal)
 
     p = sub.add_parser("schema", help="print the ledger's JSON Schema, so editors flag mistakes as you type")
@@ -418,7 +420,12 @@ def format_record(record: dict[str, Any]) -> str:
 def cmd_journal(args) -> int:
     from engine.journal import print_warnings
 
-    journal = _open(args, read_only=True).journal  # a clear error if the ledger is not there
+    handle = _open(args, read_only=True)  # a clear error if the ledger is not there
+    journal = handle.journal
+    if args.verify:
+        from engine.checks.chain import print_verdict
+
+        return print_verdict(handle, args.json)
     records, offset = journal.read(0)
     emit = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_record
     for record in records:

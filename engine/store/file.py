@@ -304,7 +304,7 @@ class FileStore:
             self._cache = {new_key: _Parse(doc, ledger)}
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
             try:
-                write_record(self.record_path, real_path(self.path), ledger, new_key)
+                write_record(self.record_path, real_path(self.path), ledger, new_key, record)
             except OSError:
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
             parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 
-from engine.journal import Journal, journal_head, journal_path
+from engine.journal import Journal, head_gone, journal_head, journal_path
 from engine.model import Ledger
 from engine.store.atomic import atomic_write
 from engine.store.sidecar import SidecarRefused, open_sidecar
@@ -60,9 +60,21 @@ def behind_journal(ledger: Ledger, ledger_path: str) -> list[str]:
     return []
 
 
-def write_record(path: str, ledger_path: str, ledger: Ledger, key: str) -> None:
+def _head(ledger_path: str, previous: dict | None) -> dict | None:
+    """The journal head this write names: the journal's last record now, unless the head
+    the previous write named is gone and no `chain_break` has noted it yet (then that one
+    stays named, so the next append and every verify still see the loss)."""
+    path = journal_path(ledger_path)
+    old = (previous or {}).get("journal_head")
+    if head_gone(path, old) and Journal(path, read_only=True).witness("chain_break", missing_head=old["seq"]) is None:
+        return old
+    return journal_head(path)
+
+
+def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous: dict | None = None) -> None:
     """Record a write the engine just made (atomically; under the writers' lock), naming
-    the journal's head as it is now (`handoff journal --verify` checks it is still there)."""
+    the journal's head (`handoff journal --verify` checks it is still there); `previous`
+    is the record this one replaces."""
     body = {
         "revision": ledger.revision,
         "hash": key,
@@ -70,7 +82,7 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str) -> None:
         "steps": [s.name for s in ledger.steps()],
         "metrics": sorted(ledger.metrics),
         "budget": ledger.budget is not None,
-        "journal_head": journal_head(journal_path(ledger_path)),
+        "journal_head": _head(ledger_path, previous),
     }
     atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
 
