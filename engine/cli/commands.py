@@ -231,6 +231,11 @@ def cmd_status(args) -> int:
         out.append(f"PAUSED by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}")
     for warning in snap.warnings:
         out.append(f"WARNING: {warning}")
+    for name, t in ledger.targets.items():
+        if t.changed_outside:  # engine.store.outside: a session stops on it until reconciled
+            mark = t.changed_outside
+            out.append(f"CHANGED OUTSIDE THE ENGINE: {name} ({', '.join(mark.get('fields') or [])} at {mark.get('at')}); "
+                       f"not trusted until `handoff reconcile {handle.display_location} {name} --to STATE --reason WHY`")
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})")
     out.append(f"touched: {data['touched']}")

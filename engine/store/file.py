@@ -32,7 +32,7 @@ from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
-from engine.store import parse_cache
+from engine.store import outside, parse_cache
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.filelock import FileLock
 from engine.store.record import behind_journal, journal_revision, read_record, regressions, write_record
@@ -275,6 +275,9 @@ class FileStore:
             # Only what the change touched is written again; every other line of the
             # file (the engine's or a human's) keeps its text.
             ledger = cow_ledger(snap.ledger)
+            # A hand edit is diffed, journaled after the write, and what no step would do is flagged.
+            edit = outside.changes(real_path(self.path), snap.ledger) if snap.external_edit else None
+            flagged = outside.flag(ledger, edit) if edit else []
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
             floor = max(floor, journal_revision(real_path(self.path)))
@@ -307,6 +310,14 @@ class FileStore:
                 write_record(self.record_path, real_path(self.path), ledger, new_key, record)
             except OSError:
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
+            try:
+                outside.save_fields(real_path(self.path), ledger, new_key, base=snap.digest, names=names)
+            except OSError:
+                pass  # as for the record: the next hand edit is then journaled without its diff
+            self.journaled_external_edit = bool(edit)
+            if edit:
+                outside.journal_edit(real_path(self.path), ledger, edit, flagged, ledger.revision,
+                                     outside.who_edited(real_path(self.path)))
             parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
             return result, ledger.revision
         raise Refused(
