@@ -153,7 +153,7 @@ class JournalIndex:
         """Append the entries the index file lacks, and a mark if 64 KiB went by
         without one; fsynced. Under the journal's lock (one writer at a time)."""
         lines = list(self.unsaved)
-        if not lines and (self.scanned - self.covered >= MARK_EVERY or (self.covered == 0 < self.scanned)):
+        if not lines and self.scanned - self.covered >= MARK_EVERY:
             lines.append({"end": self.scanned, "rev": self.rev})
         if not lines:
             return
