@@ -25,8 +25,9 @@ from typing import Any
 
 from engine.errors import HandoffError, os_error_text
 from engine.journal_base import MAX_WARNINGS, JournalBase, JournalWriteError, Warnings, gap_record, make_record
-from engine.journal_chain import GENESIS, chain_hash, link_of, seal
-from engine.journal_index import INDEXED, JournalIndex
+from engine.journal_index import INDEXED
+from engine.journal_sealed import Sealed
+from engine.journal_tail import head_gone, journal_head
 from engine.store.sidecar import open_sidecar
 
 __all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "approval_recorded",
@@ -41,19 +42,11 @@ def journal_path(ledger_path: str) -> str:
     return os.path.realpath(ledger_path) + SUFFIX
 
 
-class Journal(JournalBase):
+class Journal(Sealed, JournalBase):
     """Append and read one ledger's journal file."""
 
     def _ledger(self) -> str:
         return self.path.removesuffix(SUFFIX)
-
-    @property
-    def index(self) -> JournalIndex:
-        """The witness index beside this journal (engine.journal_index), kept per process."""
-        if getattr(self, "_index", None) is None:
-            self._index = JournalIndex(self.path, self._ledger())
-            self._tail: tuple[int, str] | None = None  # (journal end, link of its last record) under the lock
-        return self._index
 
     def check_writable(self) -> None:
         """The journal can be opened for appending (creating it if need be); raises
@@ -88,60 +81,6 @@ class Journal(JournalBase):
         finally:
             os.close(fd)  # releases the lock
         return record
-
-    def _put(self, fd: int, record: dict[str, Any]) -> dict[str, Any]:
-        """Under the lock: write `record` sealed after the journal's last record, with its
-        offset as `seq`; note it in the index (saved by the caller)."""
-        end = os.lseek(fd, 0, os.SEEK_END)
-        prev = self._tail[1] if self._tail and self._tail[0] == end else _link_before(fd, end)
-        record["seq"] = end + (1 if end and os.pread(fd, 1, end - 1) != b"\n" else 0)  # as _write_whole places it
-        line = _encode(seal(record, prev))
-        if _write_whole(fd, line) != record["seq"]:
-            raise OSError("the journal moved under its lock")
-        self._tail = (record["seq"] + len(line), record["chain"])  # the next _put under this lock needs no read
-        self.index.note(record, record["seq"] + len(line))
-        return record
-
-    def _note_break(self, fd: int, actor: str) -> None:
-        """Under the lock: if the journal's end shows a break (cut short, its last record
-        changed or moved), write a `chain_break` record saying so before anything else."""
-        end = os.lseek(fd, 0, os.SEEK_END)
-        last = _last_record(fd, end)
-        self._tail = (end, link_of(last[0]) if last else GENESIS)
-        why = None
-        if self.index.shrunk is not None:
-            size, covered = self.index.shrunk
-            why = f"the journal is {size} bytes but its index says it reached byte {covered}: records were erased or cut off"
-        elif last is not None and "chain" in last[0]:
-            record, at = last
-            if record["chain"] != chain_hash(record):
-                why = f"its last record (seq {at}) was changed after it was written"
-            elif record.get("seq") != at:
-                why = f"its last record says it was written at byte {record.get('seq')} but is at byte {at}: records before it were removed or added"
-        missing = None
-        if why is None:
-            why, missing = self._head_gone(fd, end)
-        if why is not None:
-            self._put(fd, make_record(self.redactor, "chain_break", f"journal chain broken before this record: {why}",
-                                      actor=actor, rev=None, target=None, fields={"missing_head": missing}))
-            self.index.shrunk = None
-
-    def _head_gone(self, fd: int, end: int) -> tuple[str | None, int | None]:
-        """(why, seq) if the record the ledger's last write named as the journal's head is
-        no longer there (the journal and its index erased together); noted once."""
-        from engine.store.record import read_record
-
-        head = (read_record(self._ledger() + ".last-write.json", self._ledger()) or {}).get("journal_head")
-        if not isinstance(head, dict) or not isinstance(head.get("seq"), int):
-            return None, None
-        seq = head["seq"]
-        if self.index.newest("chain_break", {"missing_head": seq}) is not None:
-            return None, None  # already noted
-        at = _record_at(fd, seq, end)
-        if at is not None and link_of(at) == head.get("chain"):
-            return None, None
-        return (f"the ledger's last write named record seq {seq} as the journal's head; the journal no longer has it "
-                "(records were erased or cut off)"), seq
 
     # -- gaps: ledger changes whose record could not be written --------------------
 
@@ -256,37 +195,6 @@ class Journal(JournalBase):
         records, _ = self.read(0)
         return [r for r in records if r.get("target") == target][-limit:]
 
-    def witness(self, kind: str, **match: Any) -> dict[str, Any] | None:
-        """The newest `step_start`, `approval` or `chain_break` record whose fields equal
-        `match`, found through the index (however long the journal): the journal's record
-        itself, or the index's copy of its fields when the journal no longer has it."""
-        self.index.refresh()
-        entry = self.index.newest(kind, match)
-        if entry is None:
-            return None
-        at = self._window(entry["seq"])[:1] if isinstance(entry.get("seq"), int) else []
-        if at and at[0].get("seq") == entry["seq"] and at[0].get("kind") == kind and all(at[0].get(k) == v for k, v in match.items()):
-            return at[0]
-        return {**entry, "from_index": True}
-
-    def verify(self, head: dict[str, Any] | None = None):
-        """Check the whole chain (engine.journal_verify); `head` is what the ledger's
-        last-write record names. The index reaching past the journal's end is a break too."""
-        from engine.journal_verify import Break, verify_file
-
-        verdict = verify_file(self.path, head)
-        self.index.refresh()
-        if self.index.shrunk is not None:
-            size, covered = self.index.shrunk
-            verdict.breaks.append(Break(size, None, f"the journal ends at byte {size} but its index says it reached byte "
-                                                    f"{covered}: records were erased or cut off"))
-        return verdict
-
-    def highest_revision(self) -> int:
-        """The highest ledger revision the journal records (through the index: cheap)."""
-        self.index.refresh()
-        return self.index.rev
-
     def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
         """The newest record of `kind` whose fields equal `match`. Witness kinds matched on
         indexed fields go through the index (unbounded reach); anything else reads
@@ -313,84 +221,6 @@ def approval_recorded(journal, target: str, step: str, hash: str, by: str) -> di
     hash, or None: the witness that an approval in the ledger was given through the
     engine (any journal backend)."""
     return journal.last_of("approval", target=target, step=step, hash=hash, actor=by)
-
-
-def head_gone(path: str, head: dict[str, Any] | None) -> bool:
-    """Is the record `head` ({seq, chain}, as a last-write record names it) no longer in
-    the journal at `path`?"""
-    if not isinstance(head, dict) or not isinstance(head.get("seq"), int):
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return True
-    try:
-        at = _record_at(fd, head["seq"], os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-    return at is None or link_of(at) != head.get("chain")
-
-
-def journal_head(path: str) -> dict[str, Any] | None:
-    """{seq, chain} of the journal's last record (what the last-write record names), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        last = _last_record(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-    if last is None:
-        return None
-    return {"seq": last[1], "chain": link_of(last[0])}
-
-
-def _record_at(fd: int, seq: int, end: int) -> dict[str, Any] | None:
-    """The record whose line starts at byte `seq`, or None."""
-    if seq < 0 or seq >= end or (seq > 0 and os.pread(fd, 1, seq - 1) != b"\n"):
-        return None
-    size = 64 * 1024
-    while True:
-        data = os.pread(fd, size, seq)
-        stop = data.find(b"\n")
-        if stop >= 0 or seq + len(data) >= end:
-            try:
-                record = json.loads(data[: stop if stop >= 0 else len(data)])
-            except ValueError:
-                return None
-            return record if isinstance(record, dict) else None
-        size *= 4
-
-
-def _link_before(fd: int, end: int) -> str:
-    last = _last_record(fd, end)
-    return link_of(last[0]) if last else GENESIS
-
-
-def _last_record(fd: int, end: int) -> tuple[dict[str, Any], int] | None:
-    """The last whole JSON record before byte `end` and its offset (a torn or damaged
-    last line is skipped, as readers skip it), reading backwards in growing windows."""
-    window = 64 * 1024
-    while end > 0:
-        start = max(0, end - window)
-        data = os.pread(fd, end - start, start)
-        stop = data.rfind(b"\n")
-        while stop >= 0:
-            begin = data.rfind(b"\n", 0, stop) + 1
-            if begin == 0 and start > 0:
-                break  # this line may start before the window: widen it
-            try:
-                record = json.loads(data[begin:stop])
-            except ValueError:
-                record = None
-            if isinstance(record, dict):
-                return record, start + begin
-            stop = begin - 1
-        if start == 0:
-            return None
-        window *= 4
-    return None
 
 
 def _encode(record: dict[str, Any]) -> bytes:
