@@ -138,6 +138,13 @@ class LedgerHandle:
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
 
+    def journal_breaks(self) -> list[str]:
+        """Where the journal's hash chain breaks, one line each (empty: intact). Reads the
+        whole journal: for a banner checked now and then, not on every refresh."""
+        from engine.checks.chain import verdict_of
+
+        return [b.text() for b in verdict_of(self).breaks]
+
     # -- changing ----------------------------------------------------------------
 
     def _change(self, fn: Callable[[Ledger], tuple[T, list[dict[str, Any]]]], *, accept_shrink: bool = False,

@@ -277,7 +277,9 @@ class FileStore:
             ledger = cow_ledger(snap.ledger)
             # A hand edit is diffed, journaled after the write, and what no step would do is flagged.
             edit = outside.changes(real_path(self.path), snap.ledger) if snap.external_edit else None
-            flagged = outside.flag(ledger, edit) if edit else []
+            # A person accepting a rollback or a removal has looked at the file: journaled, not flagged
+            # (a revived approval is still refused by the journal's witness).
+            flagged = outside.flag(ledger, edit) if edit and not (accept_rollback or accept_shrink) else []
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
             floor = max(floor, journal_revision(real_path(self.path)))
