@@ -1,6 +1,6 @@
 """Verifying the journal's hash chain against a plain read of the same journal.
 
-    python3 bench/journal_chain.py [RECORDS]      # default 1,000,000
+    python3 bench/journal_chain.py [RECORDS [ROUNDS]]      # default 1,000,000 records, 3 rounds
 
 A journal of RECORDS sealed records (the shapes a session writes: step output lines,
 transitions with a revision, some step_starts) is written once; then, in rotation,
@@ -62,12 +62,13 @@ def peak_kib(what: str, path: str) -> int:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "ledger.yaml.journal.jsonl")
         write_journal(path, n)
         size = os.path.getsize(path)
         assert verify_file(path).ok
-        times = interleaved({"verify": (lambda: verify_file(path), None), "read": (lambda: plain_read(path), None)}, runs=3)
+        times = interleaved({"verify": (lambda: verify_file(path), None), "read": (lambda: plain_read(path), None)}, runs=rounds)
         print(f"journal of {n:,} records, {size / 2**20:.0f} MiB")
         print(row(f"verify_file, {n:,} records (vs json.loads of every line)", times["verify"], times["read"]))
         print(f"{'records verified per second':<58} {n / times['verify']:,.0f}")
