@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and 
     import asyncio
 
 from engine.codec import Parsed, parse_document, splice
-from engine.errors import LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
+from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
 from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
@@ -318,8 +318,11 @@ class FileStore:
                 pass  # as for the record: the next hand edit is then journaled without its diff
             self.journaled_external_edit = bool(edit)
             if edit:
-                outside.journal_edit(real_path(self.path), ledger, edit, flagged, ledger.revision,
-                                     outside.who_edited(real_path(self.path)))
+                try:
+                    outside.journal_edit(real_path(self.path), ledger, edit, flagged, ledger.revision,
+                                         outside.who_edited(real_path(self.path)))
+                except HandoffError:
+                    pass  # the ledger is written; the journal notes the lost record as a gap at its next append
             parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
             return result, ledger.revision
         raise Refused(
