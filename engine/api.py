@@ -155,6 +155,13 @@ class LedgerHandle:
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
 
+    def journal_breaks(self) -> list[str]:
+        """Where the journal's hash chain breaks, one line each (empty: intact). Reads the
+        whole journal: for a banner checked now and then, not on every refresh."""
+        from engine.checks.chain import verdict_of
+
+        return [b.text() for b in verdict_of(self).breaks]
+
     # -- changing ----------------------------------------------------------------
 
     def _change(self, fn: Callable[[Ledger], tuple[T, list[dict[str, Any]]]], *, accept_shrink: bool = False,
@@ -172,7 +179,7 @@ class LedgerHandle:
         (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         # The ledger is written first: the journal never records a change a retry then drops.
         try:
-            if getattr(self.store, "saw_external_edit", False):
+            if getattr(self.store, "saw_external_edit", False) and not getattr(self.store, "journaled_external_edit", False):
                 self.journal.append(
                     "external_edit",
                     f"the ledger was edited outside the engine before revision {revision}; the change was applied on top of that edit",

@@ -25,10 +25,13 @@ from typing import Any
 
 from engine.errors import HandoffError, os_error_text
 from engine.journal_base import MAX_WARNINGS, JournalBase, JournalWriteError, Warnings, gap_record, make_record
+from engine.journal_index import INDEXED
+from engine.journal_sealed import Sealed
+from engine.journal_tail import head_gone, journal_head
 from engine.store.sidecar import open_sidecar
 
-__all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "gap_record",
-           "journal_path", "make_record", "print_warnings"]
+__all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "approval_recorded",
+           "gap_record", "head_gone", "journal_head", "journal_path", "make_record", "print_warnings"]
 
 SUFFIX = ".journal.jsonl"
 GAP_SUFFIX = ".gap"
@@ -39,7 +42,7 @@ def journal_path(ledger_path: str) -> str:
     return os.path.realpath(ledger_path) + SUFFIX
 
 
-class Journal(JournalBase):
+class Journal(Sealed, JournalBase):
     """Append and read one ledger's journal file."""
 
     def _ledger(self) -> str:
@@ -65,8 +68,11 @@ class Journal(JournalBase):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # one writer at a time: `seq` is the true offset
             try:
+                self.index.refresh()
+                self._note_break(fd, actor)
                 self._write_gaps(fd, actor)
-                record["seq"] = _write_whole(fd, line)
+                record = self._put(fd, record)
+                self.index.save()
             except OSError as err:
                 reason = os_error_text(err)
                 if rev is not None:
@@ -107,7 +113,7 @@ class Journal(JournalBase):
             if isinstance(gap, dict):
                 kind, msg, fields = gap_record(gap)
                 rev, target = fields.pop("rev"), fields.pop("target")
-                _write_whole(fd, _encode(make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)))
+                self._put(fd, make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields))
         os.unlink(self._gap_path())
 
     # -- reading -----------------------------------------------------------------
@@ -140,7 +146,7 @@ class Journal(JournalBase):
                 self.warnings.add(f"{self.path}: skipped a damaged journal line at byte {here}")
                 continue
             if isinstance(record, dict):
-                record.setdefault("seq", here)
+                record["seq"] = here  # where it is (a record moved by hand says otherwise; `journal --verify` reports it)
                 records.append(record)
         if end < len(data) and data[end:].strip() and self._is_torn(offset + end):
             self.warnings.add(f"{self.path}: the last line is incomplete (a crash mid-append?); skipped")
@@ -190,8 +196,11 @@ class Journal(JournalBase):
         return [r for r in records if r.get("target") == target][-limit:]
 
     def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
-        """The newest record of `kind` whose fields equal `match`, reading backwards from
-        the end in growing windows (a long journal is never read whole for this)."""
+        """The newest record of `kind` whose fields equal `match`. Witness kinds matched on
+        indexed fields go through the index (unbounded reach); anything else reads
+        backwards from the end in growing windows, up to 64 MiB."""
+        if kind in INDEXED and set(match) <= set(INDEXED[kind]):
+            return self.witness(kind, **match)
         try:
             size = os.path.getsize(self.path)
         except FileNotFoundError:
@@ -205,6 +214,13 @@ class Journal(JournalBase):
             if start == 0 or window >= 64 * 1024 * 1024:
                 return None
             window *= 4
+
+
+def approval_recorded(journal, target: str, step: str, hash: str, by: str) -> dict[str, Any] | None:
+    """The journal's own `approval` record of `by` approving `step` on `target` with this
+    hash, or None: the witness that an approval in the ledger was given through the
+    engine (any journal backend)."""
+    return journal.last_of("approval", target=target, step=step, hash=hash, actor=by)
 
 
 def _encode(record: dict[str, Any]) -> bytes:

@@ -13,9 +13,19 @@ from engine.timefmt import now_iso
 
 MAX_WARNINGS = 20
 
+# Fields the engine reads back as proof (a spent approval, an intent's start, where the
+# chain stands): never masked, whatever the ledger's `redact:` patterns say. A pattern
+# that matched them would blind the witness (an approval hash masked as [REDACTED] is
+# never found again); `handoff check` refuses such a pattern (engine.checks.witness).
+WITNESS_FIELDS = frozenset({
+    "ts", "kind", "actor", "rev", "seq", "prev", "chain", "target", "step", "token", "attempt",
+    "approval_hash", "approval_by", "approval_at", "hash",
+})
+
 
 def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int | None, target: str | None, fields: dict[str, Any]) -> dict[str, Any]:
-    """One journal record, redacted: the same shape in every journal backend."""
+    """One journal record, redacted except for its witness fields: the same shape in every
+    journal backend."""
     record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
     if rev is not None:
         record["rev"] = rev
@@ -23,7 +33,7 @@ def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int
         record["target"] = target
     record["msg"] = msg
     record.update({k: v for k, v in fields.items() if v is not None})
-    return redactor.value(record)
+    return {k: v if k in WITNESS_FIELDS else redactor.value(v) for k, v in record.items()}
 
 
 def gap_record(gap: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:

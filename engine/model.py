@@ -153,6 +153,9 @@ class Target(Node):
     awaiting_since: str | None = None
     approvals: list[Approval] = Field(default_factory=list)
     evidence: Evidence | None = None
+    # {at, fields}: changed by hand in a way no runbook step would (engine.store.outside);
+    # sessions treat it like drift until a person runs `handoff reconcile`.
+    changed_outside: dict[str, Any] | None = None
 
 
 

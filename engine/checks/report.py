@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from engine.checks.analyse import analyse, source_text
 from engine.checks.approvals import stale_approvals, unverified_approvers
+from engine.checks.chain import chain_findings
 from engine.checks.finding import ERROR, NOTICE, WARNING, Finding
 from engine.checks.locate import Locator
+from engine.checks.witness import witness_patterns
 from engine.invariants import parse
 
 
@@ -37,5 +39,5 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str,
     line, column = locator.key("approvers") if snap.ledger.approvers is not None else (None, None)
     who = [Finding(NOTICE, message, path, line, column, suggestion=fix, code="unverified-approvers")
            for message, fix in unverified_approvers(snap.ledger)]
-    return out + found + stale + failed + who
+    return out + chain_findings(handle) + witness_patterns(snap.ledger, text, path) + found + stale + failed + who
 

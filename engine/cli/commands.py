@@ -120,6 +120,8 @@ def register(sub) -> None:
     add_ledger(p)
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
     p.add_argument("--json", action="store_true", help="one JSON record per line")
+    p.add_argument("--verify", action="store_true",
+                   help="check the journal's hash chain and say where it breaks (exit 1 on a break)")
     p.set_defaults(handler=cmd_journal)
 
     p = sub.add_parser("schema", help="print the ledger's JSON Schema, so editors flag mistakes as you type")
@@ -259,6 +261,11 @@ def cmd_status(args) -> int:
         out.append(f"PAUSED by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}")
     for warning in snap.warnings:
         out.append(f"WARNING: {warning}")
+    for name, t in ledger.targets.items():
+        if t.changed_outside:  # engine.store.outside: a session stops on it until reconciled
+            mark = t.changed_outside
+            out.append(f"CHANGED OUTSIDE THE ENGINE: {name} ({', '.join(mark.get('fields') or [])} at {mark.get('at')}); "
+                       f"not trusted until `handoff reconcile {handle.display_location} {name} --to STATE --reason WHY`")
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})"
                    + (f": {item['policy']}" if item.get("policy") else ""))
@@ -480,7 +487,12 @@ def format_record(record: dict[str, Any]) -> str:
 def cmd_journal(args) -> int:
     from engine.journal import print_warnings
 
-    journal = _open(args, read_only=True).journal  # a clear error if the ledger is not there
+    handle = _open(args, read_only=True)  # a clear error if the ledger is not there
+    journal = handle.journal
+    if args.verify:
+        from engine.checks.chain import print_verdict
+
+        return print_verdict(handle, args.json)
     records, offset = journal.read(0)
     emit = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_record
     for record in records:

@@ -40,6 +40,7 @@ from engine.session.handoff_note import rules_in
 from engine.session.preflight import preflight, refusal_text
 from engine.session.planner import get_planner, touch_limit
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
+from engine.session.untrusted import stop_for_outside_edits
 from engine.session.steps import Intent, run_intent
 from engine.store.filelock import lock_timeout
 from engine.timefmt import now_iso
@@ -266,6 +267,9 @@ class Session(Actor):
         reconcile_in_flight(self)
         if verify_checkpoints(self):
             self._finish("the ledger and reality disagree (checkpoint drift); stopping before any action")
+            return 3
+        if stop_for_outside_edits(self):
+            self._finish("targets were changed outside the engine in ways no runbook step makes; stopping before any action")
             return 3
         return self._loop()
 

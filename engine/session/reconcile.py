@@ -314,6 +314,7 @@ def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | No
         if probe is not None and probe.ok:
             t.verified_at = now
         t.reason = None
+        t.changed_outside = None  # a person has looked: a change made outside the engine is accepted
         t.last_action = f"reconciled by {who.name}: {reason}"
         t.next_action = next_action_text(ledger, name)
         t.changed_at = now

@@ -27,18 +27,18 @@ if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and 
     import asyncio
 
 from engine.codec import Parsed, parse_document, splice
-from engine.errors import LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
+from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
 from engine import highwater
 from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
-from engine.store import parse_cache
+from engine.store import outside, parse_cache
 from engine.store.cow import CowTargets, cow_ledger
 from engine.touched import seal
 from engine.store.filelock import FileLock
 from engine.store.ledger_file import open_ledger_file
-from engine.store.record import read_record, regressions, write_record
+from engine.store.record import behind_journal, journal_revision, read_record, regressions, write_record
 from engine.store.sidecar import SidecarRefused
 from engine.store.convert import change, to_ledger, to_ledger_reusing
 
@@ -194,9 +194,12 @@ class FileStore:
             now, record = self._file_and_record()
             if now != raw:
                 return self._snapshot(now, _again=False, _record=record)
-        if record and record.get("hash") != key:
+        behind = behind_journal(ledger, real_path(self.path))  # the last-write record may be gone or forged
+        if (record and record.get("hash") != key) or behind:
             snap.external_edit = True
-            snap.missing, snap.rollback = regressions(ledger, record)
+            snap.missing, snap.rollback = regressions(ledger, record) if record and record.get("hash") != key else ([], [])
+            if behind and not any(s.startswith("its revision is") for s in snap.rollback):
+                snap.rollback += behind
             if snap.missing:
                 names = record.get("names") or []
                 snap.warnings.append(
@@ -296,10 +299,16 @@ class FileStore:
             # Only what the change touched is written again; every other line of the
             # file (the engine's or a human's) keeps its text.
             ledger = cow_ledger(snap.ledger)
+            # A hand edit is diffed, journaled after the write, and what no step would do is flagged.
+            edit = outside.changes(real_path(self.path), snap.ledger) if snap.external_edit else None
+            # A person accepting a rollback or a removal has looked at the file: journaled, not flagged
+            # (a revived approval is still refused by the journal's witness).
+            flagged = outside.flag(ledger, edit) if edit and not (accept_rollback or accept_shrink) else []
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
             mark = highwater.identity(ledger, real_path(self.path))
             floor = max(floor, highwater.read_mark(mark)["revision"])  # an accepted rollback climbs above the mark
+            floor = max(floor, journal_revision(real_path(self.path)))
             ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
             targets = ledger.targets
             try:
@@ -331,13 +340,24 @@ class FileStore:
             seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
             try:
-                write_record(self.record_path, real_path(self.path), ledger, new_key)
+                write_record(self.record_path, real_path(self.path), ledger, new_key, record)
             except OSError:
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
             try:
                 highwater.raise_mark(mark, ledger.revision, spent)
             except OSError:
                 pass  # the ledger is written; the witnesses beside it still stand
+            try:
+                outside.save_fields(real_path(self.path), ledger, new_key, base=snap.digest, names=names)
+            except OSError:
+                pass  # as for the record: the next hand edit is then journaled without its diff
+            self.journaled_external_edit = bool(edit)
+            if edit:
+                try:
+                    outside.journal_edit(real_path(self.path), ledger, edit, flagged, ledger.revision,
+                                         outside.who_edited(real_path(self.path)))
+                except HandoffError:
+                    pass  # the ledger is written; the journal notes the lost record as a gap at its next append
             parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
             return result, ledger.revision
         raise Refused(

@@ -28,6 +28,9 @@ CREATE TABLE IF NOT EXISTS handoff_journal (
     record jsonb NOT NULL
 );
 CREATE INDEX IF NOT EXISTS handoff_journal_ledger ON handoff_journal (ledger, seq);
+-- The witness lookups (a spent approval, an intent's start): by kind and target, newest first,
+-- however long the journal (engine.store.pg_journal).
+CREATE INDEX IF NOT EXISTS handoff_journal_witness ON handoff_journal (ledger, (record->>'kind'), (record->>'target'), seq);
 CREATE TABLE IF NOT EXISTS handoff_heartbeat (
     ledger text PRIMARY KEY,
     record jsonb NOT NULL

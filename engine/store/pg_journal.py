@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.errors import HandoffError
 from engine.journal_base import JournalBase, JournalWriteError, gap_record, make_record
+from engine.journal_chain import GENESIS, link_of, seal
 from engine.store.pg_conn import Db
 
 
@@ -35,8 +36,14 @@ class PgJournal(JournalBase):
         rows.append(record)
 
         def work(conn):
-            # One writer per ledger at a time: seq order is commit order.
+            # One writer per ledger at a time: seq order is commit order, and each row is
+            # sealed after the one before it (engine.journal_chain).
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('handoff_journal'), hashtext(%s))", (self.ledger,))
+            last = conn.execute("SELECT record FROM handoff_journal WHERE ledger = %s ORDER BY seq DESC LIMIT 1",
+                                (self.ledger,)).fetchone()
+            prev = link_of(dict(last[0])) if last else GENESIS
+            for row in rows:
+                prev = seal(row, prev)["chain"]
             seqs = [conn.execute("INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
                                  (self.ledger, json.dumps(row, ensure_ascii=False))).fetchone()[0] for row in rows]
             return seqs[-1]
@@ -76,6 +83,20 @@ class PgJournal(JournalBase):
     def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return list(reversed(self._select("AND record->>'target' = %s", (target,), "DESC", limit)))
 
+    def verify(self, head: dict[str, Any] | None = None):
+        """Check the chain of this ledger's rows (engine.journal_verify)."""
+        from engine.journal_verify import verify_rows
+
+        rows = self.db.run(lambda conn: conn.execute(
+            "SELECT seq, record FROM handoff_journal WHERE ledger = %s ORDER BY seq", (self.ledger,)).fetchall())
+        return verify_rows(rows)
+
     def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
-        rows = self._select("AND record->>'kind' = %s AND record @> %s::jsonb", (kind, json.dumps(match)), "DESC", 1)
+        """The newest record of `kind` matching `match`: through the (ledger, kind, target)
+        index when a target is named, unbounded in reach."""
+        if "target" in match:
+            rows = self._select("AND record->>'kind' = %s AND record->>'target' = %s AND record @> %s::jsonb",
+                                (kind, match["target"], json.dumps(match)), "DESC", 1)
+        else:
+            rows = self._select("AND record->>'kind' = %s AND record @> %s::jsonb", (kind, json.dumps(match)), "DESC", 1)
         return rows[0] if rows else None

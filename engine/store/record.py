@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 
+from engine.journal import Journal, head_gone, journal_head, journal_path
 from engine.model import Ledger
 from engine.store.atomic import atomic_write
 from engine.store.sidecar import SidecarRefused, open_sidecar
@@ -35,8 +36,45 @@ def read_record(path: str, ledger: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def write_record(path: str, ledger_path: str, ledger: Ledger, key: str) -> None:
-    """Record a write the engine just made (atomically; under the writers' lock)."""
+_JOURNALS: dict[str, Journal] = {}  # per ledger: the journal's index is read incrementally
+
+
+def journal_revision(ledger_path: str) -> int:
+    """The highest revision the ledger's journal records (0 if none): a file below it went
+    back in time, whatever happened to the last-write record (deleted, torn, edited or a
+    symlink). Cheap: the journal's index and at most its last 64 KiB."""
+    journal = _JOURNALS.get(ledger_path)
+    if journal is None:
+        journal = _JOURNALS[ledger_path] = Journal(journal_path(ledger_path), read_only=True)
+    try:
+        return journal.highest_revision()
+    except OSError:
+        return 0  # an unreadable journal is reported where it is read (`handoff journal`, `check`)
+
+
+def behind_journal(ledger: Ledger, ledger_path: str) -> list[str]:
+    """The rollback sentence for a ledger whose revision is below its journal's highest."""
+    highest = journal_revision(ledger_path)
+    if ledger.revision < highest:
+        return [f"its revision is {ledger.revision}, lower than the highest revision its journal records ({highest})"]
+    return []
+
+
+def _head(ledger_path: str, previous: dict | None) -> dict | None:
+    """The journal head this write names: the journal's last record now, unless the head
+    the previous write named is gone and no `chain_break` has noted it yet (then that one
+    stays named, so the next append and every verify still see the loss)."""
+    path = journal_path(ledger_path)
+    old = (previous or {}).get("journal_head")
+    if head_gone(path, old) and Journal(path, read_only=True).witness("chain_break", missing_head=old["seq"]) is None:
+        return old
+    return journal_head(path)
+
+
+def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous: dict | None = None) -> None:
+    """Record a write the engine just made (atomically; under the writers' lock), naming
+    the journal's head (`handoff journal --verify` checks it is still there); `previous`
+    is the record this one replaces."""
     body = {
         "revision": ledger.revision,
         "hash": key,
@@ -44,6 +82,7 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str) -> None:
         "steps": [s.name for s in ledger.steps()],
         "metrics": sorted(ledger.metrics),
         "budget": ledger.budget is not None,
+        "journal_head": _head(ledger_path, previous),
     }
     atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
 

@@ -75,7 +75,8 @@ def test_no_temp_files_are_left_behind(article):
     store.transact(_state)
     with pytest.raises(Refused):
         store.transact(lambda l: (_ for _ in ()).throw(Refused("x")))
-    assert sorted(p.name for p in article.parent.iterdir()) == ["ledger.yaml", "ledger.yaml.last-write.json", "ledger.yaml.lock"]
+    assert sorted(p.name for p in article.parent.iterdir()) == ["ledger.yaml", "ledger.yaml.last-write.json",
+                                                                  "ledger.yaml.last-write.targets.json", "ledger.yaml.lock"]
 
 
 def test_human_save_between_read_and_write_is_reapplied_not_overwritten(article):

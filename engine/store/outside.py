@@ -1,0 +1,149 @@
+"""Edits made to a file ledger outside the engine: what changed, who, and what is not trusted.
+
+After every write the engine keeps, beside the ledger, the few fields of each target a
+hand edit could use to fake progress or revive an approval (`<ledger>.last-write.targets.json`:
+state, checkpoint, the intent in flight, approvals and whether each was used, awaiting,
+and the changed-outside flag). When the engine next writes a file that someone else
+changed, it diffs the file against that copy field by field, journals an `external_edit`
+record with the diff (values redacted) and the file's owner and mtime, and flags each
+target whose change no runbook step makes (a state no step moves it to, a new or
+revived approval, a removed intent, a removed flag) with `changed_outside: {at, fields}`.
+A session treats a flagged target like drift until a person runs `handoff reconcile`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+from typing import Any
+
+from engine.model import Ledger, Target
+from engine.store.atomic import atomic_write
+from engine.store.sidecar import SidecarRefused, open_sidecar
+from engine.timefmt import now_iso
+
+SUFFIX = ".last-write.targets.json"
+SAFE_STATES = ("blocked", "failed")  # a person stopping a target by hand is never a lie about progress
+
+
+def _fields(t: Target) -> dict[str, Any]:
+    return {
+        "state": t.state,
+        "checkpoint": t.checkpoint,
+        "in_flight": t.in_flight.token or t.in_flight.step if t.in_flight else None,
+        "approvals": sorted(f"{a.step} {a.hash} by {a.by} at {a.at}" + (" used" if a.used_at else "") for a in t.approvals),
+        "awaiting": t.awaiting,
+        "changed_outside": bool(getattr(t, "changed_outside", None)),
+    }
+
+
+_LAST: dict[str, tuple[str, dict[str, Any]]] = {}  # ledger -> (content hash, its fields): only changed targets are redone
+
+
+def save_fields(ledger_path: str, ledger: Ledger, key: str, *, base: str | None = None, names: set[str] | None = None) -> None:
+    """Keep what the engine just wrote as content `key` (after every write; under the
+    writers' lock). With the hash the change started from (`base`) and the `names` it
+    touched, only those targets are looked at again."""
+    last = _LAST.get(ledger_path)
+    if last is not None and names is not None and last[0] == base:
+        body = dict(last[1])
+        for name in names:
+            if name in ledger.targets:
+                body[name] = _fields(ledger.targets[name])
+            else:
+                body.pop(name, None)
+    else:
+        body = {name: _fields(t) for name, t in ledger.targets.items()}
+    _LAST[ledger_path] = (key, body)
+    atomic_write(ledger_path + SUFFIX, json.dumps(body, separators=(",", ":")).encode("utf-8"), durable=False,
+                 sidecar_of=ledger_path)
+
+
+def _saved(ledger_path: str) -> dict[str, Any] | None:
+    try:
+        fd = open_sidecar(ledger_path + SUFFIX, os.O_RDONLY, ledger=ledger_path)
+    except SidecarRefused:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read() or b"null")
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:
+    """Is this change one no runbook step makes?"""
+    if field == "state":
+        steps = {(s.from_, s.to) for s in ledger.steps()}
+        return new not in SAFE_STATES and (old, new) not in steps
+    if field == "approvals":
+        return bool(set(new or []) - set(old or []))  # a new approval, or a used one made unused
+    if field in ("in_flight", "changed_outside"):
+        return bool(old) and not new  # an intent or a flag removed
+    return False
+
+
+def changes(ledger_path: str, ledger: Ledger) -> list[dict[str, Any]] | None:
+    """The field diff of `ledger` (as read from the edited file) against the engine's last
+    write: [{target, field, old, new, untrusted}], or None when that copy is missing."""
+    saved = _saved(ledger_path)
+    if saved is None:
+        return None
+    out = []
+    for name in sorted(set(saved) | set(ledger.targets)):
+        before = saved.get(name)
+        after = _fields(ledger.targets[name]) if name in ledger.targets else None
+        if before is None or after is None:
+            out.append({"target": name, "field": "target", "old": "present" if before else None,
+                        "new": "present" if after else None, "untrusted": before is None})
+            continue
+        for field, new in after.items():
+            old = before.get(field)
+            if old != new:
+                out.append({"target": name, "field": field, "old": old, "new": new,
+                            "untrusted": _untrusted(ledger, field, old, new)})
+    return out
+
+
+def flag(ledger: Ledger, found: list[dict[str, Any]]) -> list[str]:
+    """Mark each target with an untrusted change (in the transaction's ledger); their names."""
+    names: dict[str, list[str]] = {}
+    for change in found:
+        if change["untrusted"] and change["target"] in ledger.targets:
+            names.setdefault(change["target"], []).append(change["field"])
+    at = now_iso()
+    for name, fields in names.items():
+        ledger.targets[name].changed_outside = {"at": at, "fields": sorted(set(fields))}
+    return list(names)
+
+
+def who_edited(ledger_path: str) -> dict[str, Any]:
+    """The file's owner and mtime: as near to "who" as a file can tell."""
+    try:
+        st = os.stat(ledger_path)
+    except OSError:
+        return {}
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = str(st.st_uid)
+    from datetime import datetime, timezone
+
+    return {"owner": owner, "mtime": datetime.fromtimestamp(st.st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def journal_edit(ledger_path: str, ledger: Ledger, found: list[dict[str, Any]], flagged: list[str], revision: int,
+                 who: dict[str, Any]) -> None:
+    """The `external_edit` record, written after the ledger (values redacted)."""
+    from engine.journal import Journal, journal_path
+
+    targets = sorted({c["target"] for c in found})
+    shown = ", ".join(targets[:10]) + (" ..." if len(targets) > 10 else "")
+    msg = (f"the ledger was edited outside the engine before revision {revision} (file owner {who.get('owner', '?')}, "
+           f"modified {who.get('mtime', '?')}): {len(found)} field change(s) on {shown or 'no target'}")
+    if flagged:
+        msg += f"; not trusted until `handoff reconcile`: {', '.join(flagged[:10])}"
+    Journal(journal_path(ledger_path), redact=ledger.redact).append(
+        "external_edit", msg, actor="outside the engine", rev=revision, changes=found[:1000], flagged=flagged, **who)
