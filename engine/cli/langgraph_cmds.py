@@ -47,6 +47,30 @@ def _ledger_id(writer) -> str:
     return lid
 
 
+def _acquire(store, location: str, lease):
+    """engine.leasing.acquire, but a live lease of the same thread is refused too: every run
+    of a ledger's thread has the same holder id, and two processes must never run it at once.
+    Decided in the one store transaction that writes the lease."""
+    from engine.lease import lease_state
+    from engine.store.filelock import LockTimeout
+
+    heartbeat = store.heartbeat()
+
+    def take(ledger):
+        state = lease_state(ledger.session, heartbeat.current())
+        if state.status == "live":
+            raise LeaseHeld(f"another process drives this ledger: {state.detail}. "
+                            f"Stop it with `handoff stop {location}`, or wait for it to hand off")
+        heartbeat.write(lease.id, phase="langgraph run starting")
+        ledger.session = lease
+        return state
+
+    try:
+        return store.transact(take)
+    except LockTimeout as err:
+        raise LeaseHeld(f"cannot take the lease: {err.message}") from None
+
+
 def resume_langgraph(args) -> int:
     from engine.langgraph import require, thread_id
 
@@ -78,7 +102,7 @@ def resume_langgraph(args) -> int:
     tid = thread_id(_ledger_id(writer))
     lease = leasing.session_lease(tid, user=writer.actor, planner="autopilot", runtime="langgraph")
     try:
-        previous, _rev = leasing.acquire(writer.store, args.ledger, lease, phase="langgraph run starting")
+        previous, _rev = _acquire(writer.store, args.ledger, lease)
     except LeaseHeld as err:
         writer.journal.append("session_refused", f"langgraph thread {tid} not started: {err.message}", actor=f"agent:{tid}")
         raise
