@@ -199,6 +199,10 @@ class LedgerHandle:
             from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
 
             self.woke = wake_workflow(holder[0], ledger=self.location)
+        elif holder and holder[0] is not None and holder[0].runtime == "langgraph":
+            from engine.langgraph import wake_hint  # no langgraph import: the runtime watches the ledger
+
+            self.woke = wake_hint(holder[0])
         return result
 
     def refuse_agent(self, command: str, target: str | None = None, flag: str | None = None) -> None:

@@ -217,7 +217,8 @@ def _ago(seconds: float) -> str:
 
 def describe_holder(lease: SessionLease) -> str:
     """`session 6650a1b2-3f2a91 on bastion-1 pid 4242 (alice)`, with what is known."""
-    kind = {"claude-code": "Claude Code session", "temporal": "temporal workflow"}.get(lease.runtime or "", "session")
+    kind = {"claude-code": "Claude Code session", "temporal": "temporal workflow",
+            "langgraph": "langgraph thread"}.get(lease.runtime or "", "session")
     text = f"{kind} {lease.id}"
     if lease.host:
         text += f" on {lease.host}"

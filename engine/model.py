@@ -312,7 +312,7 @@ class SessionLease(Node):
     `boot_id` and `pid_ns` say where `pid` can be checked (engine.lease)."""
 
     id: str
-    runtime: str | None = None  # session (default) | claude-code | temporal
+    runtime: str | None = None  # session (default) | claude-code | temporal | langgraph (id: the thread id)
     host: str | None = None
     pid: int | None = None
     pid_start: float | None = None

@@ -3,12 +3,13 @@
   handoff resume --ledger LEDGER [--dry-run] [--planner autopilot|claude] [--model M]
                  [--max-tokens N] [--max-steps N] [--max-minutes M] [--handoff-at 0.75]
                  [--wait] [--as NAME] [--json]
-                 [--runtime session|temporal] [--temporal HOST:PORT] [--namespace NS] [--task-queue Q] [--follow]
+                 [--runtime session|temporal|langgraph] [--temporal HOST:PORT] [--namespace NS] [--task-queue Q] [--follow]
+                 [--checkpointer postgresql://...] [--keep-checkpoints N]
   handoff stop LEDGER
   handoff reconcile LEDGER TARGET (--accept-checkpoint | --to STATE) --reason R
 
 `resume` exits as RESUME_EXITS says (also printed by `handoff resume --help`); with
-`--runtime temporal` see engine.cli.temporal_cmds.
+`--runtime temporal` see engine.cli.temporal_cmds, with `--runtime langgraph` engine.cli.langgraph_cmds.
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print journal records (JSON lines) instead of text, for scripts")
     p.add_argument("--allow-unenforced", action="store_true",
                    help="run even though some invariants are not understood (journaled; they are NOT enforced)")
-    p.add_argument("--runtime", choices=("session", "temporal"), default="session",
+    p.add_argument("--runtime", choices=("session", "temporal", "langgraph"), default="session",
                    help="session (default): this process drives the ledger; temporal: start or attach to the ledger's "
-                        "Temporal workflow, run by `handoff worker` (needs the temporal extra)")
+                        "Temporal workflow, run by `handoff worker` (needs the temporal extra); langgraph: this process "
+                        "runs the ledger's LangGraph thread, checkpointed in PostgreSQL (needs the langgraph extra)")
+    from engine.cli.langgraph_cmds import add_options
     from engine.cli.temporal_cmds import add_server
 
     add_server(p)
+    add_options(p)
     p.add_argument("--follow", action="store_true", help="runtime temporal: print the workflow's progress and exit with its code")
     from engine.cli.main import add_verbosity
 
@@ -86,6 +90,13 @@ def cmd_resume(args) -> int:
         from engine.cli.temporal_cmds import resume_temporal
 
         return resume_temporal(args)
+    if args.runtime == "langgraph":
+        if args.dry_run or args.planner != "autopilot" or args.follow or args.temporal:
+            raise UsageError("--runtime langgraph drives the ledger with autopilot and waits on approvals by itself: "
+                             "--dry-run, --planner, --follow and --temporal are for the other runtimes")
+        from engine.cli.langgraph_cmds import resume_langgraph
+
+        return resume_langgraph(args)
     if args.follow or args.temporal:
         raise UsageError("--follow and --temporal go with --runtime temporal")
 
