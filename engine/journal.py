@@ -30,7 +30,7 @@ from engine.journal_sealed import Sealed
 from engine.journal_tail import head_gone, journal_head
 from engine.store.sidecar import open_sidecar
 
-__all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings", "approval_recorded",
+__all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings",
            "gap_record", "head_gone", "journal_head", "journal_path", "make_record", "print_warnings"]
 
 SUFFIX = ".journal.jsonl"
@@ -214,13 +214,6 @@ class Journal(Sealed, JournalBase):
             if start == 0 or window >= 64 * 1024 * 1024:
                 return None
             window *= 4
-
-
-def approval_recorded(journal, target: str, step: str, hash: str, by: str) -> dict[str, Any] | None:
-    """The journal's own `approval` record of `by` approving `step` on `target` with this
-    hash, or None: the witness that an approval in the ledger was given through the
-    engine (any journal backend)."""
-    return journal.last_of("approval", target=target, step=step, hash=hash, actor=by)
 
 
 def _encode(record: dict[str, Any]) -> bytes:

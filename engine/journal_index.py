@@ -29,7 +29,7 @@ MARK_EVERY = 64 * 1024
 # kind -> the fields its entry keeps: what lookups match on, and what callers read back.
 INDEXED: dict[str, tuple[str, ...]] = {
     "step_start": ("target", "step", "token", "attempt", "approval_hash", "approval_by", "approval_at", "ts", "actor"),
-    "approval": ("target", "step", "hash", "actor", "user", "ts"),
+    "approval": ("target", "step", "hash", "actor", "user", "at", "ts"),
     "chain_break": ("ts", "msg", "missing_head"),
 }
 

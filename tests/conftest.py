@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # Claude planner's tests set their own, pointing at tests.fakes.messages_api.
 for _name in [n for n in os.environ if n.startswith("ANTHROPIC_")]:
     del os.environ[_name]
+
+# The engine keeps per-user state outside every ledger's folder (engine.highwater's marks,
+# the Claude Code session secrets, "since you last looked"). The suite's own runs must not
+# meet the marks an earlier run left on this machine (CI runs on the developer's machine),
+# so every run gets a fresh state folder; a test that needs its own sets one itself.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="handoff-test-state-")
 
 
 # The suite may be run from inside Claude Code (or a step the engine started): the
