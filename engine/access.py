@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine import ops
 from engine.identity import os_user
 from engine.journal import SUFFIX as JOURNAL_SUFFIX
-from engine.store import open_store
 from engine.store.sidecar import cannot_write
+
+if TYPE_CHECKING:
+    from engine import ops
+
+# engine.ops and engine.store (the model, pydantic) are imported where a writer is opened:
+# `writable_reason` is on the Claude Code hook's fast path (engine.hooks.context).
 
 LOCK_SUFFIX = ".lock"  # engine.store.file's lock sidecar
 
@@ -44,6 +48,8 @@ def writable_reason(path: str) -> str | None:
 
 def ledger_dir(location: str) -> str:
     """Where `{ledger_dir}` points: the ledger's folder (the working folder for a URL)."""
+    from engine import ops
+
     return os.getcwd() if is_url(location) else ops.ledger_dir(location)
 
 
@@ -67,6 +73,9 @@ class Writer:
 def open_writer(location: str, *, actor: str | None = None) -> Writer:
     """Open `location` to drive it; the ledger is read once (LedgerInvalid if it is bad),
     and the journal redacts with its `redact:` patterns."""
+    from engine import ops
+    from engine.store import open_store
+
     user = os_user()
     name = actor or user
     reason = None if is_url(location) else writable_reason(location)

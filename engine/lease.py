@@ -28,13 +28,15 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from engine.envconf import seconds
-from engine.model import SessionLease
 from engine.procs import boot_id, pid_alive, pid_namespace
 from engine.store.atomic import atomic_write
 from engine.store.sidecar import SidecarRefused, open_sidecar
+
+if TYPE_CHECKING:  # only annotations here: the hook's fast path imports this module without the model
+    from engine.model import SessionLease
 
 LeaseStatus = Literal["none", "live", "dead", "stale"]
 DEFAULT_STALE_AFTER = 180.0

@@ -20,11 +20,14 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.hooks.shell import Command
 from engine.hooks.unwrap import parse
 from engine.hooks.writes import protected, writes_ledger
-from engine.model import Ledger
+
+if TYPE_CHECKING:  # annotation only: raw_step also takes the hook's facts (engine.hooks.facts)
+    from engine.model import Ledger
 
 __all__ = ["Command", "Run", "split", "handoff_args", "handoff_runs", "protected", "writes_ledger", "raw_step"]
 _PARTS = re.compile(r"[/=:,@]")

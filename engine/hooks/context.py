@@ -5,22 +5,30 @@ CLAUDE_CODE_SESSION_ID for every hook and Bash-tool command); hook processes com
 go, so the lease records no pid, and every hook call refreshes its heartbeat. A lease
 that went stale while the session was idle is taken again by its next hook call, if
 nobody else took it meanwhile.
+
+A hook runs on every tool call, so a call pays only for what it uses: for a ledger
+file whose exact bytes have stored facts (engine.hooks.facts), the call reads those
+and never imports pydantic, the store or the model; the whole validated ledger
+(`ledger`), the store and the journal (`writer`) are opened at their first use. With no
+facts for the current bytes (a hand edit, a first call, a database ledger) the ledger
+is read in full at once, as before: a bad ledger fails the call closed here.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-from engine import leasing
-from engine.access import open_writer
-from engine.errors import LeaseHeld
 from engine.hooks import facts
 from engine.hooks.facts import HookFacts
 from engine.identity import os_user
-from engine.lease import LeaseState, lease_state
 from engine.lease_binding import holds_here
-from engine.model import Ledger
+
+if TYPE_CHECKING:
+    from engine.access import Writer
+    from engine.lease import LeaseState
+    from engine.model import Ledger
 
 SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
 
@@ -33,14 +41,44 @@ class HookContext:
         self.ledger_path = ledger_path
         self.data = data
         self.session_id = str(data.get("session_id") or os.environ.get(SESSION_VAR) or "")
-        self.writer = open_writer(ledger_path)
-        self.store = self.writer.store
+        self._writer: Writer | None = None
         self._ledger: Ledger | None = None
-        self._facts: HookFacts | None = None
+        self._facts: HookFacts | None = facts.load(ledger_path) if self._is_file() else None
         self._read_digest = ""
-        self.ledger  # noqa: B018 - read now, as every handler expects (a bad ledger fails the call closed here)
+        if self._facts is None:
+            self.ledger  # noqa: B018 - no facts of these bytes: read now (a bad ledger fails the call closed here)
         self.identity = f"agent:{self.session_id}" if self.session_id else "agent:claude-code"
         self.holder: LeaseState | None = None  # someone else's live lease, when there is one
+
+    @property
+    def writer(self) -> Writer:
+        """The store, journal and read-only reason (engine.access), opened at the first use."""
+        if self._writer is None:
+            from engine.access import open_writer
+
+            self._writer = open_writer(self.ledger_path)
+        return self._writer
+
+    @property
+    def store(self) -> Any:
+        return self.writer.store
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this user cannot change the ledger (asked without opening the store)."""
+        if self._writer is not None or not self._is_file():
+            return self.writer.read_only
+        from engine.access import writable_reason
+
+        return writable_reason(self.ledger_path) is not None
+
+    @property
+    def ledger_dir(self) -> str:
+        """Where `{ledger_dir}` points: the writer's, or for a file what engine.ops.ledger_dir
+        says (its folder), without importing engine.ops and the model."""
+        if self._writer is not None or not self._is_file():
+            return self.writer.ledger_dir
+        return os.path.dirname(os.path.abspath(self.ledger_path))
 
     @property
     def ledger(self) -> Ledger:
@@ -80,14 +118,32 @@ class HookContext:
             return
         self.writer.journal.append(kind, msg, actor=self.identity, session=self.session_id or None, user=os_user(), **fields)
 
+    def _heartbeat(self) -> Any:
+        if self._writer is not None or not self._is_file():
+            return self.store.heartbeat()
+        from engine.lease import Heartbeat
+
+        # What FileStore.heartbeat opens (the `<ledger>.heartbeat` sidecar), without the store.
+        real = os.path.realpath(self.ledger_path)
+        return Heartbeat(real + ".heartbeat", real)
+
     def touch_lease(self) -> LeaseState | None:
         """Refresh this session's lease (or take it, when it is free or stale); returns the
         state of someone else's live lease, or None when this session holds it."""
-        if self.writer.read_only or not self.session_id:
+        if self.read_only or not self.session_id:
             return None
+        known = self.facts.session if self._ledger is None else None
+        held = SimpleNamespace(**known) if known is not None else None
+        if held is not None and holds_here(held, self.session_id):  # the id alone is no proof (engine.lease_binding)
+            self._heartbeat().write(self.session_id, phase=f"claude code: {self.event}")
+            return None
+        from engine import leasing
+        from engine.errors import LeaseHeld
+        from engine.lease import LeaseState, lease_state
+
         lease = self.ledger.session
         heartbeat = self.store.heartbeat()
-        if holds_here(lease, self.session_id):  # the id alone is no proof (engine.lease_binding)
+        if holds_here(lease, self.session_id):
             heartbeat.write(self.session_id, phase=f"claude code: {self.event}")
             return None
         state = lease_state(lease, heartbeat.current())

@@ -21,6 +21,10 @@ wrappers), and the answer is the strictest part's: `allow` only when every part 
 - Anything else: the ledger's `agent.unknown_commands` (`allow`: no objection, Claude
   Code's own permissions apply; `ask`: a person is asked; `deny`); reading tools (`Read`,
   `Grep`, `Glob`) are never refused.
+
+Everything but the guard's judgement of a `handoff run` reads the hook's facts
+(`ctx.facts`: states, steps, pause, policy); the guard, the invariants and the whole
+validated ledger are loaded only for a line that has a `handoff run` of this ledger.
 """
 
 from __future__ import annotations
@@ -29,11 +33,8 @@ import os
 import sys
 from typing import Any
 
-from engine import guard
-from engine.errors import HandoffError
 from engine.hooks import commands, judge
 from engine.hooks.context import HookContext
-from engine.invariants import journal_readings, evaluate
 
 FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 # Subagents' tool calls are reported to skip PreToolUse (anthropics/claude-code 40580, 88441):
@@ -83,7 +84,7 @@ def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, 
         return _handoff_run(ctx, found) if found else None
 
     def raw(command: commands.Command) -> str | None:
-        hit = commands.raw_step([command], ctx.ledger, ctx.writer.ledger_dir, sys.executable)
+        hit = commands.raw_step([command], ctx.facts, ctx.ledger_dir, sys.executable)
         if hit is None:
             return None
         step, target = hit
@@ -98,19 +99,23 @@ def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, 
 
 
 def _policy(ctx: HookContext) -> str:
-    return ctx.ledger.agent.unknown_commands if ctx.ledger.agent else "allow"
+    return ctx.facts.unknown_commands
 
 
 def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
-    ledger = ctx.ledger
-    if ledger.paused is not None:
-        return judge.Verdict("deny", f"the ledger is paused by {ledger.paused.by or 'someone'}: "
-                                f"{ledger.paused.why or 'no reason given'}; nothing runs until a person unpauses it")
+    paused = ctx.facts.paused
+    if paused is not None:
+        return judge.Verdict("deny", f"the ledger is paused by {paused.get('by') or 'someone'}: "
+                                f"{paused.get('why') or 'no reason given'}; nothing runs until a person unpauses it")
     if ctx.holder is not None:
         return judge.Verdict("deny", f"another holder drives this ledger: {ctx.holder.detail}; `handoff run` would exit 5. "
                                 "Look with `handoff status` and wait for it to hand off")
+    from engine import guard
+    from engine.errors import HandoffError
+    from engine.invariants import evaluate, journal_readings
     from engine.session.single import pick_step
 
+    ledger = ctx.ledger  # the guard needs the whole validated ledger
     statuses = evaluate(ledger, journal_readings(ctx.writer.journal))
     for run in runs:
         if run.target is None or run.target not in ledger.targets:
@@ -120,7 +125,7 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
             step = pick_step(ledger, run.target, run.step)
         except HandoffError as err:
             return judge.Verdict("deny", err.message)
-        verdict = guard.check(ledger, run.target, step, statuses=statuses, ledger_dir=ctx.writer.ledger_dir)
+        verdict = guard.check(ledger, run.target, step, statuses=statuses, ledger_dir=ctx.ledger_dir)
         if not verdict.allowed and not verdict.needs_approval:
             return judge.Verdict("deny", f"the guard refuses {step.name} on {run.target}: {verdict.reason}")
     # Allowed, or it will wait for a person's approval (the engine gates it and pages).
@@ -128,7 +133,7 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
 
 
 def _unknown(ctx: HookContext, tool: str) -> dict[str, Any]:
-    policy = ctx.ledger.agent.unknown_commands if ctx.ledger.agent else "allow"
+    policy = _policy(ctx)
     if policy == "deny":
         return decision("deny", f"this ledger allows the agent only `handoff` commands (agent.unknown_commands: deny); "
                                 f"{tool} is not one")

@@ -17,14 +17,20 @@ from engine.errors import HandoffError
 from engine.redact import redact
 
 
-def _handlers() -> dict[str, Callable]:
-    from engine.hooks.events import post_tool_use, pre_compact, session_end, session_start
-    from engine.hooks.pre_tool import pre_tool_use
-    from engine.hooks.stop import stop, stop_failure
+def _handler(event: str) -> Callable:
+    """The handler of `event`, importing only its own module (the hook runs on every tool call)."""
+    if event == "pre-tool-use":
+        from engine.hooks.pre_tool import pre_tool_use
 
-    return {"session-start": session_start, "pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use,
-            "pre-compact": pre_compact, "stop": stop, "stop-failure": stop_failure,
-            "session-end": session_end}
+        return pre_tool_use
+    if event in ("stop", "stop-failure"):
+        from engine.hooks import stop
+
+        return stop.stop if event == "stop" else stop.stop_failure
+    from engine.hooks import events
+
+    return {"session-start": events.session_start, "post-tool-use": events.post_tool_use,
+            "pre-compact": events.pre_compact, "session-end": events.session_end}[event]
 
 
 def failed(event: str, why: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +56,7 @@ def run(event: str, ledger: str, stdin: TextIO, stdout: TextIO) -> int:
         data = parsed if isinstance(parsed, dict) else {}
         from engine.hooks.context import HookContext
 
-        answer = _handlers()[event](HookContext(event, ledger, data))
+        answer = _handler(event)(HookContext(event, ledger, data))
     except HandoffError as err:
         answer = failed(event, redact(str(err)), data)
         _journal_failure(event, ledger, str(err))

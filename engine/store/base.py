@@ -8,10 +8,12 @@ changed underneath), and watches for changes made by anyone else.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Protocol, TypeVar
 
 from engine.errors import LedgerInvalid
-from engine.model import Ledger
+
+if TYPE_CHECKING:  # annotations only: `engine.store.atomic` (the hook's heartbeat) must not load the model
+    from engine.model import Ledger
 
 T = TypeVar("T")
 
