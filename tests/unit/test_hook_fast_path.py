@@ -1,0 +1,94 @@
+"""`handoff hook pre-tool-use` with the facts of the ledger's current bytes cached
+(engine.hooks.context): it judges policy, pause, raw steps and ledger writes from the
+facts, refreshes the lease's heartbeat, and never loads pydantic, the model or the
+guard; only a line with a `handoff run` of this ledger loads the guard."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.hooks import facts
+from tests.conftest import ROOT, RUNBOOK_LEDGER
+
+FIXTURE = ROOT / "tests" / "fixtures" / "claude_code" / "PreToolUse.json"
+WATCHED = ("pydantic", "yaml", "engine.model", "engine.guard", "engine.invariants", "engine.store.file", "engine.ops")
+# One hook process, as Claude Code starts it, that says on its last stderr line which heavy modules it loaded.
+RUNNER = ("import json, runpy, sys\n"
+          "try:\n    runpy.run_module('engine.cli.main', run_name='__main__')\n"
+          "except SystemExit:\n    pass\n"
+          f"print(json.dumps([m for m in {WATCHED!r} if m in sys.modules]), file=sys.stderr)\n")
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path = tmp_path / "fleet.yaml"
+    path.write_text(RUNBOOK_LEDGER.replace("handoff_note: first note",
+                                           "agent: {unknown_commands: deny}\nhandoff_note: first note"))
+    return path
+
+
+def hook(ledger: Path, command: str) -> tuple[str, str, list[str]]:
+    """(decision, reason, heavy modules loaded) of one pre-tool-use call on a Bash `command`."""
+    data = json.loads(FIXTURE.read_text())
+    data.update(session_id="fast-test", cwd=str(ledger.parent), tool_input={"command": command})
+    out = subprocess.run([sys.executable, "-c", RUNNER, "hook", "pre-tool-use", "--ledger", str(ledger)],
+                         input=json.dumps(data), capture_output=True, text=True, timeout=60, cwd=str(ledger.parent),
+                         env={**os.environ, "CLAUDE_CODE_SESSION_ID": "fast-test", "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    answer = json.loads(out.stdout).get("hookSpecificOutput") or {}
+    loaded = json.loads(out.stderr.strip().splitlines()[-1])
+    return answer.get("permissionDecision", "none"), answer.get("permissionDecisionReason", ""), loaded
+
+
+def test_with_facts_a_call_judges_and_beats_without_the_model(ledger):
+    first = hook(ledger, "grep -c lag /var/log/app.log")
+    assert first[0] == "deny" and "engine.model" in first[2]  # no facts yet: the full read, which keeps them
+    assert facts.load(str(ledger)).session["id"] == "fast-test"  # the first call took the lease
+    beat = Path(str(ledger) + ".heartbeat")
+    beat.unlink()
+    before = ledger.read_bytes()
+    decision, reason, loaded = hook(ledger, "grep -c lag /var/log/app.log")
+    assert (decision, loaded) == ("deny", [])
+    assert "agent.unknown_commands: deny" in reason and "`grep`" in reason
+    assert json.loads(beat.read_text())["session"] == "fast-test"  # the lease's heartbeat, refreshed on this call
+    assert ledger.read_bytes() == before
+
+
+def test_raw_steps_and_ledger_writes_are_judged_from_the_facts(ledger):
+    hook(ledger, "true")
+    decision, reason, loaded = hook(ledger, "echo sync db-2")
+    assert (decision, loaded) == ("deny", [])
+    assert f"handoff run {ledger} db-2 sync" in reason
+    decision, reason, loaded = hook(ledger, f"sed -i s/queued/done/ {ledger}")
+    assert (decision, loaded) == ("deny", []) and "written only by the engine" in reason
+    decision, _, loaded = hook(ledger, f"handoff status {ledger}")
+    assert (decision, loaded) == ("allow", [])
+
+
+def test_a_pause_denies_handoff_run_before_the_guard_loads(ledger):
+    text = ledger.read_text().replace("handoff_note: first note", "paused: {by: alice, why: disk full}\nhandoff_note: first note")
+    ledger.write_text(text)
+    hook(ledger, "true")
+    decision, reason, loaded = hook(ledger, f"handoff run {ledger} db-5 check")
+    assert decision == "deny" and "paused by alice: disk full" in reason
+    assert loaded == []
+
+
+def test_only_a_handoff_run_loads_the_guard(ledger):
+    hook(ledger, "true")
+    decision, reason, loaded = hook(ledger, f"handoff run {ledger} db-5 check")
+    assert decision == "deny" and "never touch more than 2 dbs concurrently" in reason
+    assert "engine.guard" in loaded and "engine.model" in loaded
+    ledger.write_text(ledger.read_text().replace("- never touch more than 2 dbs concurrently\n", ""))
+    decision, reason, loaded = hook(ledger, f"handoff run {ledger} db-5 check")
+    assert decision == "allow" and "the guard allows it" in reason, reason
+    assert "engine.guard" in loaded and "engine.model" in loaded
+    decision, reason, _ = hook(ledger, f"handoff run {ledger} db-3 cutover")
+    assert decision == "deny" and "cutover" in reason
