@@ -11,13 +11,12 @@ read-only handle refuses every mutation and writes nothing anywhere near the led
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
 from urllib.parse import urldefrag
 
 from engine import ops
@@ -40,6 +39,9 @@ from engine.textsafe import one_line, visible
 from engine.timefmt import age_text, parse_time
 from engine.userstate import load_user_state, save_user_state
 from engine.version import version
+
+if TYPE_CHECKING:  # `watch()`'s annotation only: status, approve and the TUI's first paint skip asyncio's import
+    import asyncio
 
 T = TypeVar("T")
 

@@ -1,0 +1,28 @@
+"""A command pays only for what it uses: `engine.api` (status, approve, the TUI) loads
+no asyncio (only `watch()` needs it, through the store), and neither it nor the Claude
+Code hook loads the anthropic SDK, Temporal, psycopg or LangGraph."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+HEAVY = ("asyncio", "anthropic", "temporalio", "psycopg", "langgraph")
+
+
+def loaded_after(code: str) -> list[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_engine_api_loads_none_of_the_heavy_modules():
+    assert loaded_after("import engine.api") == []
+
+
+def test_the_hook_modules_load_none_of_them():
+    assert loaded_after("import engine.hooks.protocol, engine.hooks.pre_tool, engine.hooks.context") == []
