@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from tui.states import label
-from tui.attention import next_shown
+from tui.attention import next_shown, outside, outside_fields, reconcile_command
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
 from tui.widgets.argv_view import ArgvView
@@ -41,11 +41,29 @@ class HistoryLoaded(Message):
         self.records = records
 
 
-def describe_target(name: str, target: Any) -> Text:
+def describe_outside(name: str, target: Any, location: str) -> Text:
+    """When and what a hand edit changed that no runbook step makes, and the way out."""
+    mark = outside(target)
+    text = Text(end="")
+    if mark is None:
+        return text
+    text.append("⚠ CHANGED OUTSIDE THE ENGINE\n", style="bold")
+    at = mark.get("at")
+    text.append(f"  {'at':<13}", style="bold")
+    text.append(clean_line(short_time(at) if isinstance(at, str) else at or "?") + "\n")
+    text.append(f"  {'fields':<13}", style="bold")
+    text.append(clean_line(outside_fields(mark)) + "\n")
+    text.append("  Sessions stop on it (exit 3). Check the real system, then run:\n")
+    text.append("    " + clean_line(reconcile_command(location or "LEDGER", name)) + "\n")
+    return text
+
+
+def describe_target(name: str, target: Any, location: str = "") -> Text:
     """Every field of `target` as safe text, unknown keys included."""
     text = Text(end="")
     text.append(clean_line(name), style="bold")
     text.append(f"   {label(target.state)}\n")
+    text.append_text(describe_outside(name, target, location))
     for field in FIELDS:
         value = next_shown(name, target) if field == "next_action" else getattr(target, field, None)
         if value not in (None, ""):
@@ -129,7 +147,7 @@ class DetailScreen(Screen[None]):
             yield Label("Would run next", classes="section-title", id="next-title")
             yield Static(id="next-facts")
             yield ArgvView([], id="next-argv", classes="command")
-            yield Static(describe_target(self.target_name, self.target), id="detail-fields")
+            yield Static(describe_target(self.target_name, self.target, self.info.path), id="detail-fields")
             yield Label("History (journal)", classes="section-title")
             yield Static(Text("loading…", style="dim"), id="detail-history")
         yield KeyBar()
@@ -165,7 +183,7 @@ class DetailScreen(Screen[None]):
         """The live ledger moved: show the target (and header) as they are now."""
         self.target, self.info, self.next_command, self.next_error = target, info, next_command, next_error
         self.query_one(HeaderBar).show(info)
-        self.query_one("#detail-fields", Static).update(describe_target(self.target_name, target))
+        self.query_one("#detail-fields", Static).update(describe_target(self.target_name, target, info.path))
         self._show_next()
         self.refresh_bindings()
 
