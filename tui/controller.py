@@ -124,6 +124,15 @@ class Controller:
         """What approving `target` would approve (raises `Refused` when it awaits nothing)."""
         return self.handle.pending_command(ledger, target)
 
+    def approval_policy(self, ledger: "Ledger", target: str) -> str | None:
+        """`1 of 2 approvals (alice); expires after 24h` for an awaiting target under a policy;
+        None under the default one (one approval, no timers) or when it awaits nothing."""
+        from engine.api import describe_request
+
+        if target not in ledger.targets:
+            return None
+        return describe_request(ledger, target, str(self.ledger_dir or "."))
+
     def next_command(self, ledger: "Ledger", target: str) -> Any:
         """What would run next on `target`, or None (raises `Refused` if it cannot be rendered)."""
         return self.handle.next_command(ledger, target)

@@ -21,6 +21,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
+from engine.api import HandoffError
+from tui.policy import verified_word
 from tui.states import label
 from tui.attention import next_shown, outside, outside_fields, reconcile_command
 from tui.text import clean, clean_line, one_line
@@ -58,7 +60,7 @@ def describe_outside(name: str, target: Any, location: str) -> Text:
     return text
 
 
-def describe_target(name: str, target: Any, location: str = "") -> Text:
+def describe_target(name: str, target: Any, location: str = "", policy: str | None = None) -> Text:
     """Every field of `target` as safe text, unknown keys included."""
     text = Text(end="")
     text.append(clean_line(name), style="bold")
@@ -84,11 +86,14 @@ def describe_target(name: str, target: Any, location: str = "") -> Text:
             value = getattr(ev, key, None)
             if value is not None:
                 text.append(f"  {key:<13}{clean(value)}\n")
+    if policy:
+        text.append(f"{'policy':<15}", style="bold")
+        text.append(clean_line(policy) + "\n")
     if target.approvals:
         text.append("\nApprovals\n", style="bold underline")
         for a in target.approvals:
             used = f", used {short_time(a.used_at)}" if a.used_at else ", unused"
-            text.append(clean(f"  {a.step}: {a.by} (login {a.user}) at {short_time(a.at)}{used}") + "\n")
+            text.append(clean(f"  {a.step}: {a.by} (login {a.user}) at {short_time(a.at)}{used}; {verified_word(a)}") + "\n")
             if a.comment:
                 text.append(clean(f"    “{a.comment}”") + "\n")
     return text
@@ -147,10 +152,20 @@ class DetailScreen(Screen[None]):
             yield Label("Would run next", classes="section-title", id="next-title")
             yield Static(id="next-facts")
             yield ArgvView([], id="next-argv", classes="command")
-            yield Static(describe_target(self.target_name, self.target, self.info.path), id="detail-fields")
+            yield Static(describe_target(self.target_name, self.target, self.info.path, self._policy()), id="detail-fields")
             yield Label("History (journal)", classes="section-title")
             yield Static(Text("loading…", style="dim"), id="detail-history")
         yield KeyBar()
+
+    def _policy(self) -> str | None:
+        """The awaited step's approval policy, as the engine words it (None: the default)."""
+        ledger = getattr(getattr(self.app, "main", None), "ledger", None)
+        if ledger is None or getattr(self.target, "state", "") != "awaiting_approval":
+            return None
+        try:
+            return self.app.controller.approval_policy(ledger, self.target_name)
+        except HandoffError as error:  # a template that cannot render: the policy line says so
+            return f"(cannot be worked out: {error})"
 
     def on_mount(self) -> None:
         self.query_one(HeaderBar).show(self.info)
@@ -183,7 +198,7 @@ class DetailScreen(Screen[None]):
         """The live ledger moved: show the target (and header) as they are now."""
         self.target, self.info, self.next_command, self.next_error = target, info, next_command, next_error
         self.query_one(HeaderBar).show(info)
-        self.query_one("#detail-fields", Static).update(describe_target(self.target_name, target, info.path))
+        self.query_one("#detail-fields", Static).update(describe_target(self.target_name, target, info.path, self._policy()))
         self._show_next()
         self.refresh_bindings()
 
