@@ -21,6 +21,7 @@ from urllib.parse import urldefrag
 
 from engine import ops
 from engine.access import writable_reason
+from engine.approvals.policy import describe_request
 from engine.bundled import demo_dir
 from engine.errors import (ApprovalChanged, Conflict, HandoffError, JournalIncomplete, LedgerInvalid, ReadOnly, Refused,
                            UsageError)
@@ -359,7 +360,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 
 
 __all__ = [
-    "demo_dir", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
+    "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "Snapshot", "Target", "UsageError", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
     "parse_time", "redact", "version", "visible",

@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 import themes
 from engine.api import HandoffError, LedgerInvalid, UsageError
+from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
@@ -46,7 +47,7 @@ LEASE_POLL = 2.0        # seconds between re-reads for the lease/heartbeat while
 WATCH_SETTLE = 0.5      # seconds after starting the watch before one catch-up re-read
 
 
-class HandoffApp(Mutations, App[None]):
+class HandoffApp(Mutations, ChainCheck, App[None]):
     """The operator screen over one ledger.
 
     | Key | Action | What it does |
@@ -128,6 +129,7 @@ class HandoffApp(Mutations, App[None]):
     def _start_workers(self) -> None:
         self.open_snapshot(self.initial, next(self._reads))
         self.tail_journal(follow=self.watching)
+        self.start_chain_checks()
         if self.watching:
             self.watch_ledger()
             # The watch compares against the file as it finds it when it starts; a write

@@ -8,6 +8,7 @@ handle, so wiring to the engine, and faking it, happens here only.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from tui.messages import Snapshot
@@ -99,12 +100,38 @@ class Controller:
         """Where the journal ends now; `journal_read` from here gives only newer records."""
         return int(self.handle.journal.end_offset())
 
+    def journal_breaks(self) -> list[str]:
+        """Where the journal's hash chain breaks, one line each (reads the whole journal)."""
+        return list(self.handle.journal_breaks())
+
+    def journal_signature(self) -> tuple[Any, ...] | None:
+        """Cheap: what changes when the journal does (end offset; size and mtime of its file).
+        None for a journal with no file (PostgreSQL): a row updated in place moves no offset,
+        so such a journal is verified on every tick."""
+        path = getattr(self.handle.journal, "path", None)
+        if not path:
+            return None
+        try:
+            st = os.stat(path) if path else None
+        except OSError:
+            st = None  # gone: a journal that vanished is a change too, and verify says so
+        return (self.handle.journal.end_offset(), st and st.st_size, st and st.st_mtime_ns)
+
     def history(self, target: str) -> list[dict[str, Any]]:
         return list(self.handle.history(target))
 
     def pending_command(self, ledger: "Ledger", target: str) -> Any:
         """What approving `target` would approve (raises `Refused` when it awaits nothing)."""
         return self.handle.pending_command(ledger, target)
+
+    def approval_policy(self, ledger: "Ledger", target: str) -> str | None:
+        """`1 of 2 approvals (alice); expires after 24h` for an awaiting target under a policy;
+        None under the default one (one approval, no timers) or when it awaits nothing."""
+        from engine.api import describe_request
+
+        if target not in ledger.targets:
+            return None
+        return describe_request(ledger, target, str(self.ledger_dir or "."))
 
     def next_command(self, ledger: "Ledger", target: str) -> Any:
         """What would run next on `target`, or None (raises `Refused` if it cannot be rendered)."""

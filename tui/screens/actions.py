@@ -109,7 +109,8 @@ class MainActions:
                 self.app.mutate("approve", name, result.step, result.comment, expect_hash=result.expect_hash)
 
         self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants, len(ledger.invariants),
-                                           environment=ledger.environment), done)
+                                           environment=ledger.environment,
+                                           policy=self.app.controller.approval_policy(ledger, name)), done)
 
     def action_unapprove(self) -> None:
         if self._refused("unapprove") or self.ledger is None:

@@ -27,6 +27,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from engine.api import DRIFT_PREFIX, HandoffError
 from tui.attention import drift
+from tui.policy import policy_lines
 from tui.screens.invariants import InvariantsScreen
 from tui.states import label
 from tui.text import clean_line, one_line, safe
@@ -65,9 +66,11 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
     ]
 
     def __init__(self, name: str, target: Any, pending: Any, invariants: Sequence[Any] = (), declared: int = 0,
-                 environment: str | None = None) -> None:
+                 environment: str | None = None, policy: str | None = None) -> None:
         super().__init__(classes="modal-screen")
         self.environment = environment
+        self.policy = policy  # the engine's words for what approving takes (None: one approval, no timers)
+        self.policy_height = 0  # lines the policy box takes (tui.policy)
         self.target_name = name
         self.target = target
         self.pending = pending
@@ -99,6 +102,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
                 yield ArgvView(self.pending.argv, id="argv", classes="command")
             yield Static(safe(self.pending.step.description or ""), id="step-description")
             yield Static(self._facts(), id="facts")
+            yield Static(id="approve-policy")
             yield Static(self._drift_text(), id="approve-drift", classes="error-text")
             yield Static(id="approve-invariants")
             yield Static(id="approve-changed", classes="error-text")
@@ -171,8 +175,18 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         self.query_one("#approve-invariants", Static).update(self._invariant_line())
         self.query_one("#approve-changed", Static).display = False
         self.query_one("#approve-drift", Static).display = bool(self.drifted)
+        self._show_policy()
         self._fit(self.app.size.height)
         self.query_one("#confirm" if self.irreversible else "#comment", Input).focus()
+
+    def _show_policy(self) -> int:
+        """The policy line and the approvals given, with how each was verified; returns the lines shown."""
+        lines = policy_lines(self.policy, self._latest or self.target, self.pending.step.name)
+        box = self.query_one("#approve-policy", Static)
+        box.display = bool(lines)
+        box.update(Text("\n", end="", no_wrap=True, overflow="ellipsis").join(lines))
+        self.policy_height = len(lines)
+        return len(lines)
 
     def on_resize(self, event: Resize) -> None:
         self._fit(event.size.height)
@@ -182,6 +196,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         # Borders 2, title, badge, label, facts 2, invariants, name label, name, error, comment, buttons, footer;
         # and the two lines saying what changed, while they show.
         fixed = 14 + (2 if self.changed else 0) + (2 if self.drifted else 0)
+        fixed += self.policy_height
         # The step's description only where there is room to spare (it says what the argv does).
         described = bool(self.pending.step.description) and height >= TALL
         self.query_one("#step-description").display = described
@@ -198,9 +213,16 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
             now = self.app.controller.pending_command(ledger, self.target_name) if target is not None else None
         except HandoffError:
             now = None
+        try:  # a second approval landing while this is open moves "1 of 2" on
+            self.policy = self.app.controller.approval_policy(ledger, self.target_name)
+        except HandoffError:
+            self.policy = None
         self.now = now
         drift_now = drift(target) if target is not None else None
         self._latest = target
+        if target is not None:
+            self._show_policy()
+            self._fit(self.app.size.height)
         if now is not None and now.hash == self.pending.hash and drift_now == self.drifted:
             return
         if target is None:

@@ -21,8 +21,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
+from engine.api import HandoffError
+from tui.policy import verified_word
 from tui.states import label
-from tui.attention import next_shown
+from tui.attention import next_shown, outside, outside_fields, reconcile_command
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
 from tui.widgets.argv_view import ArgvView
@@ -41,11 +43,29 @@ class HistoryLoaded(Message):
         self.records = records
 
 
-def describe_target(name: str, target: Any) -> Text:
+def describe_outside(name: str, target: Any, location: str) -> Text:
+    """When and what a hand edit changed that no runbook step makes, and the way out."""
+    mark = outside(target)
+    text = Text(end="")
+    if mark is None:
+        return text
+    text.append("⚠ CHANGED OUTSIDE THE ENGINE\n", style="bold")
+    at = mark.get("at")
+    text.append(f"  {'at':<13}", style="bold")
+    text.append(clean_line(short_time(at) if isinstance(at, str) else at or "?") + "\n")
+    text.append(f"  {'fields':<13}", style="bold")
+    text.append(clean_line(outside_fields(mark)) + "\n")
+    text.append("  Sessions stop on it (exit 3). Check the real system, then run:\n")
+    text.append("    " + clean_line(reconcile_command(location or "LEDGER", name)) + "\n")
+    return text
+
+
+def describe_target(name: str, target: Any, location: str = "", policy: str | None = None) -> Text:
     """Every field of `target` as safe text, unknown keys included."""
     text = Text(end="")
     text.append(clean_line(name), style="bold")
     text.append(f"   {label(target.state)}\n")
+    text.append_text(describe_outside(name, target, location))
     for field in FIELDS:
         value = next_shown(name, target) if field == "next_action" else getattr(target, field, None)
         if value not in (None, ""):
@@ -66,11 +86,14 @@ def describe_target(name: str, target: Any) -> Text:
             value = getattr(ev, key, None)
             if value is not None:
                 text.append(f"  {key:<13}{clean(value)}\n")
+    if policy:
+        text.append(f"{'policy':<15}", style="bold")
+        text.append(clean_line(policy) + "\n")
     if target.approvals:
         text.append("\nApprovals\n", style="bold underline")
         for a in target.approvals:
             used = f", used {short_time(a.used_at)}" if a.used_at else ", unused"
-            text.append(clean(f"  {a.step}: {a.by} (login {a.user}) at {short_time(a.at)}{used}") + "\n")
+            text.append(clean(f"  {a.step}: {a.by} (login {a.user}) at {short_time(a.at)}{used}; {verified_word(a)}") + "\n")
             if a.comment:
                 text.append(clean(f"    “{a.comment}”") + "\n")
     return text
@@ -129,10 +152,20 @@ class DetailScreen(Screen[None]):
             yield Label("Would run next", classes="section-title", id="next-title")
             yield Static(id="next-facts")
             yield ArgvView([], id="next-argv", classes="command")
-            yield Static(describe_target(self.target_name, self.target), id="detail-fields")
+            yield Static(describe_target(self.target_name, self.target, self.info.path, self._policy()), id="detail-fields")
             yield Label("History (journal)", classes="section-title")
             yield Static(Text("loading…", style="dim"), id="detail-history")
         yield KeyBar()
+
+    def _policy(self) -> str | None:
+        """The awaited step's approval policy, as the engine words it (None: the default)."""
+        ledger = getattr(getattr(self.app, "main", None), "ledger", None)
+        if ledger is None or getattr(self.target, "state", "") != "awaiting_approval":
+            return None
+        try:
+            return self.app.controller.approval_policy(ledger, self.target_name)
+        except HandoffError as error:  # a template that cannot render: the policy line says so
+            return f"(cannot be worked out: {error})"
 
     def on_mount(self) -> None:
         self.query_one(HeaderBar).show(self.info)
@@ -165,7 +198,7 @@ class DetailScreen(Screen[None]):
         """The live ledger moved: show the target (and header) as they are now."""
         self.target, self.info, self.next_command, self.next_error = target, info, next_command, next_error
         self.query_one(HeaderBar).show(info)
-        self.query_one("#detail-fields", Static).update(describe_target(self.target_name, target))
+        self.query_one("#detail-fields", Static).update(describe_target(self.target_name, target, info.path, self._policy()))
         self._show_next()
         self.refresh_bindings()
 

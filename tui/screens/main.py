@@ -255,6 +255,12 @@ class MainScreen(MainActions, Screen[None]):
         if lines:
             self._show_note(open_it=True)
 
+    def show_chain(self, breaks: list[str]) -> None:
+        """The journal chain's verdict (tui.chain): a break is a banner until it verifies again."""
+        if self._defer(self.show_chain, breaks):
+            return
+        self.query_one(Banners).show_chain(breaks, self.app.controller.location)
+
     def show_broken(self, error: HandoffError) -> None:
         """The file does not parse: say where, and mark everything shown as the last good state."""
         if self._defer(self.show_broken, error):

@@ -5,6 +5,7 @@
 - The file lost targets the engine last wrote (truncated, a bad merge): how many
   and which, and the two ways out.
 - The file went back (a lower revision, a runbook step, metric or budget gone).
+- The journal's hash chain breaks (a record edited, removed or moved; tui.chain).
 
 Each banner stays until the engine's next read says otherwise; none times out.
 """
@@ -49,8 +50,19 @@ def rollback_text(findings: list[str]) -> Text:
     return text
 
 
+def chain_text(breaks: list[str], location: str) -> Text:
+    """The journal banner: the record of who did what was changed after it was written."""
+    text = Text("⚠ THE JOURNAL WAS CHANGED: ", style="bold", end="")
+    more = f" and {len(breaks) - LISTED} more" if len(breaks) > LISTED else ""
+    text.append(f"{len(breaks)} break{'s' if len(breaks) != 1 else ''} in its hash chain: ")
+    text.append("; ".join(clean_line(b) for b in breaks[:LISTED]) + more)
+    text.append(f"\n  Who did what is not proven as it stands: see `handoff journal {clean_line(location)} --verify`, "
+                "restore the journal from a copy if you have one, and find out who changed it.")
+    return text
+
+
 class Banners(Vertical):
-    """Zero to three banners above the table."""
+    """Zero to four banners above the table."""
 
     DEFAULT_CSS = """
     Banners { height: auto; }
@@ -63,9 +75,10 @@ class Banners(Vertical):
         self.broken = Static(id="banner-broken", classes="banner")
         self.missing = Static(id="banner-missing", classes="banner")
         self.rollback = Static(id="banner-rollback", classes="banner")
+        self.chain = Static(id="banner-chain", classes="banner")
 
     def compose(self) -> ComposeResult:
-        for banner in (self.broken, self.missing, self.rollback):
+        for banner in (self.broken, self.missing, self.rollback, self.chain):
             banner.display = False
             yield banner
 
@@ -79,6 +92,10 @@ class Banners(Vertical):
     def show_rollback(self, findings: list[str]) -> None:
         self._set(self.rollback, rollback_text(findings) if findings else None)
 
+    def show_chain(self, breaks: list[str], location: str) -> None:
+        """The journal banner (an empty list hides it: the chain verified intact)."""
+        self._set(self.chain, chain_text(breaks, location) if breaks else None)
+
     @staticmethod
     def _set(banner: Static, text: Text | None) -> None:
         banner.display = text is not None
@@ -87,4 +104,4 @@ class Banners(Vertical):
 
     def texts(self) -> list[str]:
         """The banners shown, as plain text (tests read them)."""
-        return [str(b.render()) for b in (self.broken, self.missing, self.rollback) if b.display]
+        return [str(b.render()) for b in (self.broken, self.missing, self.rollback, self.chain) if b.display]

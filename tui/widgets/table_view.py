@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from tui.attention import DRIFT_WORD, drift, next_shown
+from tui.attention import DRIFT_WORD, drift, next_shown, outside
 from tui.states import MISSING, look, needs_human
 from tui.text import clean_line
 
@@ -32,6 +32,7 @@ class Row(NamedTuple):
     changed_at: str
     reason: str
     drifted: bool = False  # a recorded checkpoint mismatch: sessions refuse it until reconciled
+    outside: bool = False  # changed outside the engine (changed_outside): sessions stop on it
 
 
 def row_of(name: str, target: "Target") -> Row:
@@ -45,6 +46,7 @@ def row_of(name: str, target: "Target") -> Row:
         target.changed_at or "",
         clean_line(target.reason),
         drift(target) is not None,
+        outside(target) is not None,
     )
 
 
@@ -55,8 +57,8 @@ def state_cell(row: Row) -> str:
 
 
 def wants_person(row: Row) -> bool:
-    """Whether the row needs a person: its state does, or it drifted."""
-    return row.drifted or needs_human(row.state)
+    """Whether the row needs a person: its state does, it drifted, or it was changed outside the engine."""
+    return row.drifted or row.outside or needs_human(row.state)
 
 
 def missing_row(name: str, last: "Row | None") -> Row:
@@ -104,7 +106,7 @@ def _term(word: str) -> Term:
 
 def compile_filter(text: str) -> list[tuple[bool, list[Term]]]:
     """Words of a filter, k9s style: each a regular expression (or `state:PREFIX`, or
-    `is:attention` / `is:drifted`); `!word` must not match; `a|b` matches either side. Each field
+    `is:attention` / `is:drifted` / `is:outside`); `!word` must not match; `a|b` matches either side. Each field
     of a row is one line of the text searched, so `^` and `$` anchor to a field."""
     out = []
     for word in text.split():
@@ -119,7 +121,7 @@ def _hit(row: Row, term: Term, hay: str) -> bool:
     if kind == "state":
         return row.state.startswith(text) or (row.state == MISSING and "missing".startswith(text))
     if kind == "is":
-        return {"attention": wants_person(row), "drifted": row.drifted}.get(text, False)
+        return {"attention": wants_person(row), "drifted": row.drifted, "outside": row.outside}.get(text, False)
     return pattern is not None and pattern.search(hay) is not None
 
 
@@ -152,7 +154,7 @@ def view_order(keys: list[str], rows: dict[str, Row], *, filter_text: str, sort_
     elif sort_key == "state":
         position = {n: i for i, n in enumerate(keys)}
         # A drifted target sorts with the failed ones: it needs a person as much.
-        names = sorted(names, key=lambda n: (min(look(rows[n].state).rank, 1) if rows[n].drifted else look(rows[n].state).rank,
+        names = sorted(names, key=lambda n: (min(look(rows[n].state).rank, 1) if rows[n].drifted or rows[n].outside else look(rows[n].state).rank,
                                              position[n]))
     elif sort_key == "age":
         names = sorted(names, key=epoch, reverse=True)

@@ -70,7 +70,7 @@ class TargetTable(ScrollView, can_focus=True):
         Binding("home,g", "first", "First row", show=False, id="table.first", key_display="home/g"),
         Binding("end,G", "last", "Last row", show=False, id="table.last", key_display="end/G"),
         Binding("right_square_bracket", "next_attention", "Next", id="table.next_attention", key_display="]",
-                tooltip="Next target that needs a human: awaiting, failed, blocked, drifted or missing"),
+                tooltip="Next target that needs a human: awaiting, failed, blocked, drifted, changed outside the engine or missing"),
         Binding("left_square_bracket", "previous_attention", "Previous", show=False,
                 id="table.previous_attention", key_display="[",
                 tooltip="Previous target that needs a human"),
@@ -474,7 +474,7 @@ class TargetTable(ScrollView, can_focus=True):
         row = self._rows[name]
         state_look = look(row.state)
         # A drift is drawn as a failure is: sessions refuse the target until someone reconciles it.
-        tone_name = "failed" if row.drifted else state_look.tone
+        tone_name = "failed" if row.drifted or row.outside else state_look.tone
         tone = self.get_component_rich_style(f"target-table--{tone_name}", partial=True)
         dim = self.get_component_rich_style("target-table--dim", partial=True)
         attention = wants_person(row)
