@@ -163,3 +163,64 @@ def test_bad_input_exits_2_and_changes_nothing(run: Path, args, says) -> None:
     assert result.returncode == 2 and says in result.stderr, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert _files(run) == before
+
+
+def _pixels(png: bytes) -> list[tuple[int, ...]]:
+    """The RGB(A) pixels of an 8-bit PNG (what Chromium writes), unfiltered by hand: no imaging library here."""
+    import struct
+    import zlib
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, data, width = 8, b"", 0
+    while pos < len(png):
+        size, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + size]
+        if kind == b"IHDR":
+            width, _, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6), (depth, colour)
+            n = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            data += body
+        pos += 12 + size
+    raw, stride, prev, out = zlib.decompress(data), width * n, bytearray(width * n), []
+    for y in range(len(raw) // (stride + 1)):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - n] if i >= n else 0
+            b, c = prev[i], prev[i - n] if i >= n else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out += [tuple(line[i:i + 3]) for i in range(0, stride, n)]
+        prev = line
+    return out
+
+
+def _shot(page: Path, tmp_path: Path) -> list[tuple[int, ...]]:
+    import subprocess
+
+    png = tmp_path / f"{page.stem}.png"
+    subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=640,320", f"--screenshot={png}", page.as_uri()],
+                   capture_output=True, timeout=90, check=True, cwd=tmp_path)
+    return _pixels(png.read_bytes())
+
+
+def test_the_html_report_renders_in_headless_chromium(run: Path, tmp_path: Path) -> None:
+    """Chromium (a real browser, no network) shows the page: text and the table's header colour, where a blank page has neither."""
+    page = tmp_path / "report.html"
+    _ok("report", run, "--format", "html", "-o", page)
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><html><body></body></html>")
+    shown, empty = _shot(page, tmp_path), _shot(blank, tmp_path)
+    dark = sum(1 for p in shown if sum(p) < 200)
+    assert dark > len(shown) // 200, dark  # text: more than 0.5% of the window is ink
+    assert (221, 221, 238) in set(shown)  # the table's header row (th background #dde) was drawn
+    assert not any(sum(p) < 200 for p in empty) and (221, 221, 238) not in set(empty)
