@@ -96,6 +96,7 @@ def build(records: Iterable[dict[str, Any]], verdict, *, irreversible: set[str],
     `irreversible` names the runbook's irreversible steps: a start of one without an
     approval hash is still a row (flagged), so a step that ran unapproved is not hidden."""
     records = list(records)
+    order = {id(r): i for i, r in enumerate(records)}  # "before" is journal order, whatever a record's seq says
     approvals: list[dict[str, Any]] = []
     gates: list[dict[str, Any]] = []
     ends: dict[str, dict[str, Any]] = {}
@@ -111,7 +112,7 @@ def build(records: Iterable[dict[str, Any]], verdict, *, irreversible: set[str],
         elif kind == "reconcile":
             reconciles.append(r)
     period = [r for r in records if _in(r.get("ts"), start, end)]
-    rows = [_row(r, approvals, gates, ends, reconciles) for r in period
+    rows = [_row(r, order, approvals, gates, ends, reconciles) for r in period
             if r.get("kind") == "step_start" and (r.get("approval_hash") or r.get("step") in irreversible)]
     seqs = [r["seq"] for r in period if isinstance(r.get("seq"), int)]
     proof = Proof(min(seqs, default=None), max(seqs, default=None), len(period), verdict.ok,
@@ -119,22 +120,23 @@ def build(records: Iterable[dict[str, Any]], verdict, *, irreversible: set[str],
     return Report(start.isoformat() if start else None, end.isoformat() if end else None, rows, proof)
 
 
-def _row(start: dict[str, Any], approvals, gates, ends, reconciles) -> Row:
+def _row(start: dict[str, Any], order: dict[int, int], approvals, gates, ends, reconciles) -> Row:
     seq, target, step = start.get("seq", -1), start.get("target", ""), start.get("step", "")
+    here = order[id(start)]
     flags: list[str] = []
-    approval = next((a for a in reversed(approvals) if a.get("seq", -1) < seq and a.get("target") == target
+    approval = next((a for a in reversed(approvals) if order[id(a)] < here and a.get("target") == target
                      and a.get("step") == step and a.get("hash") == start.get("approval_hash")
                      and a.get("actor") == start.get("approval_by") and a.get("at") == start.get("approval_at")), None)
     if not start.get("approval_hash"):
         flags.append("NO APPROVAL named by the start")
     elif approval is None:
         flags.append("the approval it names has no journal record before it")
-    approval = approval or {}
-    asked_before = approval.get("seq", seq)
-    gate = next((g for g in reversed(gates) if g.get("seq", -1) < asked_before and g.get("target") == target
+    asked_before = order[id(approval)] if approval else here
+    gate = next((g for g in reversed(gates) if order[id(g)] < asked_before and g.get("target") == target
                  and g.get("step") == step), {})
     approved_at, started_at = str(start.get("approval_at") or ""), str(start.get("ts") or "")
     a_at, s_at = parse_time(approved_at), parse_time(started_at)
+    approval = approval or {}
     before = bool(approval) and a_at is not None and s_at is not None and a_at <= s_at
     if approval and not before:
         flags.append("approved_at is not before started_at")
@@ -143,7 +145,7 @@ def _row(start: dict[str, Any], approvals, gates, ends, reconciles) -> Row:
     end = ends.get(start.get("token") or "", {})
     if not end:
         flags.append("no step_end recorded")
-    later = [f"{r.get('actor')}: {r.get('msg')}" for r in reconciles if r.get("target") == target and r.get("seq", -1) > seq]
+    later = [f"{r.get('actor')}: {r.get('msg')}" for r in reconciles if r.get("target") == target and order[id(r)] > here]
     return Row(seq, target, step, list(start.get("argv") or []), str(start.get("approval_hash") or ""),
                str(gate.get("actor") or ""), str(start.get("approval_by") or ""), str(approval.get("user") or ""),
                _verified(approval) if approval else "", approved_at, started_at, before, end.get("exit_code"),

@@ -224,3 +224,39 @@ def test_the_html_report_renders_in_headless_chromium(run: Path, tmp_path: Path)
     assert dark > len(shown) // 200, dark  # text: more than 0.5% of the window is ink
     assert (221, 221, 238) in set(shown)  # the table's header row (th background #dde) was drawn
     assert not any(sum(p) < 200 for p in empty) and (221, 221, 238) not in set(empty)
+
+
+def _rows_of(records: list[dict]) -> dict[str, dict]:
+    """build() over these records (the real run's, altered in memory), by target."""
+    from dataclasses import asdict
+
+    from engine.audit_report import build
+    from engine.journal_verify import Verdict
+
+    report = build(records, Verdict(), irreversible={"link"})
+    return {r.target: asdict(r) for r in report.rows}
+
+
+def test_a_start_without_a_prior_approval_is_flagged_never_dropped(run: Path) -> None:
+    """What a forged or reordered journal would show: each departure is a flagged row."""
+    records = _journal(run)
+    starts = {r["target"]: r for r in records if r["kind"] == "step_start" and r["step"] == "link"}
+    starts["db-1"].pop("approval_hash")  # an irreversible start naming no approval
+    starts["db-2"]["approval_at"] = "2999-01-01T00:00:00Z"  # names an approval the journal does not hold
+    rows = _rows_of(records)
+    assert set(rows) == {"db-1", "db-2"}
+    assert rows["db-1"]["flags"][0] == "NO APPROVAL named by the start" and not rows["db-1"]["approved_before_start"]
+    assert "the approval it names has no journal record before it" in rows["db-2"]["flags"]
+    records = _journal(run)
+    [approval] = [r for r in records if r["kind"] == "approval" and r["target"] == "db-1"]
+    records.remove(approval)
+    records.append(approval)  # the approval now comes after the start in the journal
+    assert "the approval it names has no journal record before it" in _rows_of(records)["db-1"]["flags"]
+    records = _journal(run)
+    [approval] = [r for r in records if r["kind"] == "approval" and r["target"] == "db-2"]
+    [start] = [r for r in records if r["kind"] == "step_start" and r["target"] == "db-2" and r["step"] == "link"]
+    approval["at"] = start["approval_at"] = "2999-01-01T00:00:00Z"  # approved (by its clock) after it started
+    [gate] = [r for r in records if r["kind"] == "gate" and r["target"] == "db-2" and r["step"] == "link"]
+    gate["actor"] = approval["actor"]  # and asked for by the same person
+    flags = _rows_of(records)["db-2"]["flags"]
+    assert "approved_at is not before started_at" in flags and "the requester approved it" in flags
