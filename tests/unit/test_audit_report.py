@@ -9,11 +9,13 @@ is a break in the completeness proof; bad input exits 2 with the files unchanged
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,23 @@ targets:
 
 def _ok(*args) -> str:
     result = handoff(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    """`handoff ARGS` through the real entry point (engine.cli.main.main), in this process:
+    the read-only commands need no process of their own, and the suite saves a second a call."""
+    from engine.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+def _read(*args) -> str:
+    result = _cli(*args)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -63,7 +82,7 @@ def test_every_irreversible_start_is_one_row_approved_before_it_started(run: Pat
     records = _journal(run)
     starts = [r for r in records if r["kind"] == "step_start" and r["step"] == "link"]
     assert len(starts) == 2  # the run did what the test needs
-    report = json.loads(_ok("report", run, "--format", "json"))
+    report = json.loads(_read("report", run, "--format", "json"))
     rows = report["rows"]
     assert sorted(r["seq"] for r in rows) == sorted(s["seq"] for s in starts)  # each once, and no reversible `check`
     for row in rows:
@@ -85,14 +104,14 @@ def test_every_irreversible_start_is_one_row_approved_before_it_started(run: Pat
 
 
 def test_csv_and_html_say_what_json_says(run: Path, tmp_path: Path) -> None:
-    rows = json.loads(_ok("report", run, "--format", "json"))["rows"]
-    text = _ok("report", run)
+    rows = json.loads(_read("report", run, "--format", "json"))["rows"]
+    text = _read("report", run)
     table = list(csv.DictReader(io.StringIO("".join(l for l in text.splitlines(True) if not l.startswith("#")))))
     assert [(r["seq"], r["target"], r["approved_by"], json.loads(r["argv"])) for r in table] == \
            [(str(r["seq"]), r["target"], r["approved_by"], r["argv"]) for r in rows]
     assert "# chain verified: yes" in text
     out = tmp_path / "report.html"
-    assert "2 irreversible step runs; chain verified: yes" in _ok("report", run, "--format", "html", "-o", out)
+    assert "2 irreversible step runs; chain verified: yes" in _read("report", run, "--format", "html", "-o", out)
     page = out.read_text()
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # ledger text is escaped
     assert not any(word in page for word in ("http:", "https:", "src=", "<link", "@import", "url("))  # self-contained
@@ -102,11 +121,11 @@ def test_csv_and_html_say_what_json_says(run: Path, tmp_path: Path) -> None:
 def test_a_period_holds_only_its_records(run: Path) -> None:
     records = _journal(run)
     last_start = max(r["ts"] for r in records if r["kind"] == "step_start")
-    after = json.loads(_ok("report", run, "--format", "json", "--from", "2999-01-01T00:00Z"))
+    after = json.loads(_read("report", run, "--format", "json", "--from", "2999-01-01T00:00Z"))
     assert after["rows"] == [] and after["proof"]["records"] == 0
-    before = json.loads(_ok("report", run, "--format", "json", "--to", "2000-01-01T00:00Z"))
+    before = json.loads(_read("report", run, "--format", "json", "--to", "2000-01-01T00:00Z"))
     assert before["rows"] == []
-    upto = json.loads(_ok("report", run, "--format", "json", "--to", last_start))
+    upto = json.loads(_read("report", run, "--format", "json", "--to", last_start))
     inside = [r["seq"] for r in records if r["ts"] <= last_start]
     assert len(upto["rows"]) == 2
     assert (upto["proof"]["first_seq"], upto["proof"]["last_seq"], upto["proof"]["records"]) == \
@@ -126,7 +145,7 @@ def test_an_edited_record_is_a_break_in_the_proof(run: Path, tmp_path: Path) -> 
     proof = json.loads(result.stdout)["proof"]
     assert proof["chain_verified"] is False
     assert [b["line"] for b in proof["breaks"]] == [at + 1]
-    assert "# chain verified: NO" in handoff("report", copy / "ledger.yaml").stdout
+    assert "# chain verified: NO" in _cli("report", copy / "ledger.yaml").stdout
 
 
 def test_show_at_the_head_is_the_ledger_and_diff_names_the_records(run: Path) -> None:
@@ -134,14 +153,14 @@ def test_show_at_the_head_is_the_ledger_and_diff_names_the_records(run: Path) ->
 
     records = _journal(run)
     head = max(r["rev"] for r in records if "rev" in r)
-    then = json.loads(_ok("show", run, "--at", str(head), "--json"))["targets"]
+    then = json.loads(_read("show", run, "--at", str(head), "--json"))["targets"]
     now = yaml.safe_load(run.read_text())["targets"]
     assert {n: t["state"] for n, t in then.items()} == {n: t["state"] for n, t in now.items()} == \
            {"db-1": "done", "db-2": "done"}
     gated = max(r["rev"] for r in records if r["kind"] == "transition" and r.get("to") == "awaiting_approval")
-    at_gate = json.loads(_ok("show", run, "--at", str(gated), "--json"))["targets"]
+    at_gate = json.loads(_read("show", run, "--at", str(gated), "--json"))["targets"]
     assert at_gate["db-2"]["state"] == "awaiting_approval" and at_gate["db-2"]["awaiting"] == "link"
-    out = _ok("diff", run, str(gated))
+    out = _read("diff", run, str(gated))
     assert "db-1.state: awaiting_approval -> done" in out
     for r in records:
         if r["kind"] == "step_start" and r["step"] == "link":
@@ -159,7 +178,8 @@ def test_show_at_the_head_is_the_ledger_and_diff_names_the_records(run: Path) ->
 ])
 def test_bad_input_exits_2_and_changes_nothing(run: Path, args, says) -> None:
     before = _files(run)
-    result = handoff(*(a.format(dir=run.parent, ledger=run) for a in args))
+    given = [a.format(dir=run.parent, ledger=run) for a in args]
+    result = handoff(*given) if args[1] == "{dir}/nope.yaml" else _cli(*given)  # one through a real process
     assert result.returncode == 2 and says in result.stderr, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert _files(run) == before
@@ -204,8 +224,6 @@ def _pixels(png: bytes) -> list[tuple[int, ...]]:
 
 
 def _shot(page: Path, tmp_path: Path) -> list[tuple[int, ...]]:
-    import subprocess
-
     png = tmp_path / f"{page.stem}.png"
     subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     "--window-size=640,320", f"--screenshot={png}", page.as_uri()],
@@ -216,7 +234,7 @@ def _shot(page: Path, tmp_path: Path) -> list[tuple[int, ...]]:
 def test_the_html_report_renders_in_headless_chromium(run: Path, tmp_path: Path) -> None:
     """Chromium (a real browser, no network) shows the page: text and the table's header colour, where a blank page has neither."""
     page = tmp_path / "report.html"
-    _ok("report", run, "--format", "html", "-o", page)
+    _read("report", run, "--format", "html", "-o", page)
     blank = tmp_path / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body></body></html>")
     shown, empty = _shot(page, tmp_path), _shot(blank, tmp_path)
