@@ -160,6 +160,10 @@ def test_show_at_the_head_is_the_ledger_and_diff_names_the_records(run: Path) ->
     gated = max(r["rev"] for r in records if r["kind"] == "transition" and r.get("to") == "awaiting_approval")
     at_gate = json.loads(_read("show", run, "--at", str(gated), "--json"))["targets"]
     assert at_gate["db-2"]["state"] == "awaiting_approval" and at_gate["db-2"]["awaiting"] == "link"
+    [approval] = [r for r in records if r["kind"] == "approval" and r["target"] == "db-1"]
+    approved = json.loads(_read("show", run, "--at", str(approval["rev"]), "--json"))["targets"]["db-1"]
+    assert (approved["state"], approved["awaiting"], approved["in_flight"]) == ("checked", None, None)
+    assert approved["approvals"] == [f"link by alice at {approval['at']}"]
     out = _read("diff", run, str(gated))
     assert "db-1.state: awaiting_approval -> done" in out
     for r in records:
