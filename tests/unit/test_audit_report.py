@@ -164,6 +164,9 @@ def test_show_at_the_head_is_the_ledger_and_diff_names_the_records(run: Path) ->
     approved = json.loads(_read("show", run, "--at", str(approval["rev"]), "--json"))["targets"]["db-1"]
     assert (approved["state"], approved["awaiting"], approved["in_flight"]) == ("checked", None, None)
     assert approved["approvals"] == [f"link by alice at {approval['at']}"]
+    when = approval["ts"]  # a time means the last revision written by then
+    by_then = max(r["rev"] for r in records if "rev" in r and r["ts"] <= when)
+    assert json.loads(_read("show", run, "--at", when, "--json"))["revision"] == by_then
     out = _read("diff", run, str(gated))
     assert "db-1.state: awaiting_approval -> done" in out
     for r in records:
