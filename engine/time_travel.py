@@ -32,6 +32,7 @@ class TargetThen:
     last: str = ""  # the last record that touched it: "seq N kind by actor"
 
     def as_dict(self) -> dict[str, Any]:
+        """Plain data (`show --json`); a state never recorded is said to be so."""
         return {"state": self.state or "not recorded", "awaiting": self.awaiting, "in_flight": self.in_flight,
                 "checkpoint": self.checkpoint, "approvals": self.approvals,
                 "last_record": self.last}

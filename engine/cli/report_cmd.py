@@ -60,6 +60,7 @@ def _open(location: str):
 
 
 def cmd_report(args) -> int:
+    """Print (or write with -o) the report; exit 1 when the journal's chain does not verify."""
     from engine import audit_render
     from engine.audit_report import build
     from engine.checks.chain import verdict_of
@@ -93,6 +94,7 @@ def _retry_to(handle) -> dict[str, str]:
 
 
 def cmd_show(args) -> int:
+    """Print the targets as the journal says they were at --at (a revision or a time)."""
     from engine.textsafe import visible
     from engine.time_travel import WHAT, resolve_rev, state_at
 
@@ -117,6 +119,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_diff(args) -> int:
+    """Print the rebuilt fields that changed between two revisions and the records that made them."""
     from engine.textsafe import one_line, visible
     from engine.time_travel import changes, field_diff, head_rev, resolve_rev, state_at
 
