@@ -285,3 +285,12 @@ def test_a_start_without_a_prior_approval_is_flagged_never_dropped(run: Path) ->
     gate["actor"] = approval["actor"]  # and asked for by the same person
     flags = _rows_of(records)["db-2"]["flags"]
     assert "approved_at is not before started_at" in flags and "the requester approved it" in flags
+
+
+@pytest.mark.parametrize("command", [("report",), ("show", "--at", "0"), ("diff", "0")])
+def test_a_ledger_that_does_not_parse_is_named_with_its_line_and_left_alone(tmp_path: Path, command) -> None:
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: x\ntargets: [\n")
+    result = _cli(command[0], ledger, *command[1:])
+    assert result.returncode == 2 and f"{ledger}:3:1:" in result.stderr and "fix the YAML" in result.stderr
+    assert ledger.read_text() == "task: x\ntargets: [\n" and [p.name for p in tmp_path.iterdir()] == ["ledger.yaml"]
