@@ -49,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 
 # `handoff --help` lists the commands by what an on-call engineer is doing.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("reading", ("status", "journal", "note", "check")),
+    ("reading", ("status", "journal", "note", "check", "report", "show", "diff")),
     ("approving", ("approve", "unapprove", "reject")),
     ("running", ("resume", "run", "stop", "pause", "unpause", "worker")),
     ("repairing", ("retry", "block", "unblock", "reconcile")),
@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     completion_cmd.register(sub)
     info_cmd.register(sub)
+    from engine.cli import report_cmd
+
+    report_cmd.register(sub)
     _group_commands(parser, sub)
     return parser
 
