@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 need=()
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
-command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+# ssh, and ssh-keygen, which signs and verifies approvals (tests/unit/test_verified_approvers.py).
+{ command -v ssh && command -v ssh-keygen; } >/dev/null 2>&1 || need+=(openssh-client)
+# Headless Chromium opens the HTML audit report (tests/unit/test_audit_report.py).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 # Node.js 18 or later runs the real Claude Code CLI the hook tests drive.
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 18 ] || ! command -v npm >/dev/null 2>&1; then need+=(nodejs npm); fi
