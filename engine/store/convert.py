@@ -118,12 +118,13 @@ def _keep_null_extras(model: BaseModel, data: dict[str, Any]) -> None:
         out = data.get(info.alias or name)
         if isinstance(value, BaseModel) and isinstance(out, dict):
             _keep_null_extras(value, out)
-        elif isinstance(value, list) and isinstance(out, list) and value and isinstance(value[0], BaseModel):
-            for item, dumped in zip(value, out):
-                _keep_null_extras(item, dumped)
-        elif isinstance(value, dict) and isinstance(out, dict) and value and isinstance(next(iter(value.values())), BaseModel):
+        elif isinstance(value, list) and isinstance(out, list):
+            for item, dumped in zip(value, out):  # a list may mix models and plain values (`approvers`)
+                if isinstance(item, BaseModel) and isinstance(dumped, dict):
+                    _keep_null_extras(item, dumped)
+        elif isinstance(value, dict) and isinstance(out, dict):
             for key, item in value.items():
-                if key in out:
+                if isinstance(item, BaseModel) and isinstance(out.get(key), dict):
                     _keep_null_extras(item, out[key])
 
 

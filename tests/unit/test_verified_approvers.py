@@ -317,3 +317,15 @@ def test_an_old_or_reused_signature_is_refused_when_given(signed) -> None:
     target.approvals.append(ledger.targets["db-19"].approvals[0].model_copy(update={"sig": fresh.sig}))
     with pytest.raises(Refused, match="already given"):
         attempt(fresh)
+
+
+def test_approvers_mixing_a_verified_entry_and_a_plain_name_approve(tmp_path: Path) -> None:
+    """`approvers: [{name: alice, ssh_key: ...}, root]`: a plain name after a verified
+    entry is a valid list; root (a plain name) approves and the file keeps both forms."""
+    _, alice_pub = _keygen(tmp_path, "alice")
+    ledger = _ledger(tmp_path, [{"name": "alice", "ssh_key": alice_pub}, "root"])
+    result = handoff("approve", ledger, "db-19", "--yes")
+    assert result.returncode == 0, result.stderr
+    after = _load(ledger)
+    assert after["approvers"] == [{"name": "alice", "ssh_key": alice_pub}, "root"]
+    assert after["targets"]["db-19"]["approvals"][0]["by"] == "root"
