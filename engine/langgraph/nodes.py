@@ -112,13 +112,15 @@ def approval_request(job: Job, name: str) -> dict[str, Any] | None:
         argv = rendered_command(ledger, name, step, handle.ledger_dir)
     except Exception as err:  # noqa: BLE001 - the request still names the step; the guard will refuse it
         argv = [f"(cannot render: {err})"]
-    return {"target": name, "step": step.name, "argv": argv, "hash": approval_hash(name, target, step),
+    return {"target": name, "step": step.name, "argv": argv, "hash": approval_hash(name, target, step, ledger_dir=handle.ledger_dir),
             "approve": f"handoff approve {job.get('ledger_arg', job['ledger'])} {name}"}
 
 
 def approved(job: Job, name: str, step_name: str) -> bool:
     """Does the ledger hold a valid approval of `step_name` on `name` now (its hash matching)?"""
-    ledger = open_writer(job["ledger"], actor=job.get("actor")).store.read()
+    handle = open_writer(job["ledger"], actor=job.get("actor"))
+    ledger = handle.store.read()
     step = ledger.step(step_name)
-    return step is not None and name in ledger.targets and valid_approval(ledger, name, step)[0] is not None
+    return (step is not None and name in ledger.targets
+            and valid_approval(ledger, name, step, ledger_dir=handle.ledger_dir)[0] is not None)
 
