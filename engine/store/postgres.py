@@ -112,7 +112,8 @@ class PostgresStore:
 
     def _mark(self, ledger: Ledger) -> str:
         """The key of this ledger's per-user high-water mark (engine.highwater)."""
-        return highwater.identity(ledger, f"{split_location(self.path)[0]}#{self.name}")
+        # The location as shown (password masked): a masked URL no longer parses as one.
+        return highwater.identity(ledger, self.path)
 
     def snapshot(self) -> Snapshot:
         _, body = self.db.run(self._row)
