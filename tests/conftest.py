@@ -143,6 +143,7 @@ _GROUPS = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items) -> None:
     """Give each test that shares something (above) its xdist group, unless it has one."""
     for item in items:
