@@ -58,6 +58,7 @@ class ClaudePlanner:
         self.cost: float | None = 0.0
         self.turns = 0
         self.unavailable = False
+        self.reserve_ending: str | None = None  # why the session ends to keep the note's tokens (a runtime may go on instead)
         self._autopilot = Autopilot()
         self._seen: Any = None  # the ledger's fingerprint when the last turn started
         self._fp: tuple[int, Any] | None = None  # (revision, targets part) cache
@@ -121,8 +122,9 @@ class ClaudePlanner:
                               kind="warning")
                 if self._spent(s) and self.tokens_used_fraction() < s.handoff_at:
                     # Below the hand-off point, but one more round would eat what the note's request needs.
-                    s.ending = s.ending or (f"the token budget keeps its last {self.tokens_budget - self.used.total:,} "
-                                            "tokens for the handoff note")
+                    self.reserve_ending = (f"the token budget keeps its last {self.tokens_budget - self.used.total:,} "
+                                           "tokens for the handoff note")
+                    s.ending = s.ending or self.reserve_ending
                 if not uses or self._spent(s):
                     break
                 results = []

@@ -96,7 +96,13 @@ def turn(actor, job: dict[str, Any], memo: dict[str, Any], ledger, running: list
 
 
 def _spent(actor) -> bool:
-    return bool(actor.planner.tokens_budget) and actor.planner.tokens_used_fraction() >= actor.handoff_at
+    """The planner's own test (engine.planners.claude): the hand-off point is reached, or
+    one more round would leave no room for the note's request. Either way the run hands
+    off with its note and continues as new; the reserve is not an ending of the workflow."""
+    spent = actor.planner._spent(actor)
+    if spent and actor.ending is not None and actor.ending == actor.planner.reserve_ending:
+        actor.ending = None  # the planner's session ending, which here is a continue-as-new
+    return spent
 
 
 def write_note(actor, job: dict[str, Any], memo: dict[str, Any], why: str) -> str:
