@@ -52,7 +52,7 @@ unset NO_COLOR || true
 # In parallel (pytest-xdist): tests that share a server or a file outside their tmp_path
 # carry an xdist group (tests/conftest.py) and run one after another on one worker.
 # HANDOFF_TEST_WORKERS=0 runs everything in this process, one test at a time.
-workers=${HANDOFF_TEST_WORKERS:-3}
+workers=${HANDOFF_TEST_WORKERS:-2}
 if [ "$workers" = "0" ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
