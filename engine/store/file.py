@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, TypeVar
 
@@ -118,6 +119,15 @@ def decode(raw: bytes, path: str) -> str:
 _BOM = b"\xef\xbb\xbf"  # some Windows editors write it; decode() reads past it, writes keep it
 
 
+_REVISION_LINE = re.compile(rb"^revision:[ \t]*([0-9]+)[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def _revision_of(raw: bytes) -> int | None:
+    """The top-level `revision:` of a file's bytes, read without parsing the file."""
+    found = _REVISION_LINE.search(raw)
+    return int(found.group(1)) if found else None
+
+
 class FileStore:
     """A ledger in a YAML file."""
 
@@ -195,6 +205,15 @@ class FileStore:
             if now != raw:
                 return self._snapshot(now, _again=False, _record=record)
         behind = behind_journal(ledger, real_path(self.path))  # the last-write record may be gone or forged
+        # The witness outside the folder: a folder restored whole matches its own record.
+        late = highwater.behind(highwater.identity(ledger, real_path(self.path)), ledger.revision)
+        if (behind or late) and not self.filelock.holds():
+            # The journal and the mark are written after the file: a writer that moved on
+            # during a long parse makes the file parsed look behind them. That file was
+            # superseded, not restored, when the file on disk now carries a higher revision.
+            newer = _revision_of(self._raw())
+            if newer is not None and newer > ledger.revision:
+                behind, late = [], None
         if (record and record.get("hash") != key) or behind:
             snap.external_edit = True
             snap.missing, snap.rollback = regressions(ledger, record) if record and record.get("hash") != key else ([], [])
@@ -215,8 +234,6 @@ class FileStore:
                     "an editor's stale buffer, git checkout) holding approvals already used; nothing acts on it. "
                     f"Restore the newest file, or run `handoff check {self.path} --accept-rollback` if this is meant."
                 )
-        # The witness outside the folder: a folder restored whole matches its own record.
-        late = highwater.behind(highwater.identity(ledger, real_path(self.path)), ledger.revision)
         if late and not snap.rollback:
             snap.rollback.append(late)
             snap.warnings.append(
