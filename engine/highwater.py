@@ -120,6 +120,15 @@ def raise_mark(key: str, revision: int, spent: list[tuple[str, object, bool]]) -
         atomic_write(str(mark_path(key)), json.dumps(body, ensure_ascii=False).encode("utf-8"), durable=False)
 
 
+def forget(key: str) -> None:
+    """Drop `key`'s mark and spent approvals (a dry run's shadow, made afresh each time)."""
+    for path in (mark_path(key), _spent_path(key)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass  # nothing was marked yet
+
+
 def behind(key: str, revision: int) -> str | None:
     """A rollback sentence when `revision` is below this user's mark, else None."""
     mark = read_mark(key)["revision"]

@@ -10,7 +10,9 @@ read, run as usual; nobody is paged.
 from __future__ import annotations
 
 import os
+import re
 
+from engine import highwater
 from engine.errors import LedgerInvalid, UsageError, os_error_text
 from engine.store.atomic import atomic_write
 from engine.store.file import FileStore
@@ -19,6 +21,9 @@ from engine.store.file import FileStore
 def shadow_path(path: str) -> str:
     root, ext = os.path.splitext(os.path.realpath(path))
     return f"{root}.dryrun{ext or '.yaml'}"
+
+
+_ID_LINE = re.compile(rb"^id:[^\n]*\n", re.MULTILINE)
 
 
 def make_shadow(path: str) -> str:
@@ -35,12 +40,19 @@ def make_shadow(path: str) -> str:
     if os.path.islink(shadow):  # planted: writing through it would overwrite whatever it names
         raise UsageError(f"{shadow} is a symlink; --dry-run never writes through one (it would overwrite what it "
                          "points at): remove it, then dry-run again (nothing was changed)")
+    # The shadow is a new ledger, never the real one under another name: without the real
+    # one's `id` its high-water mark (engine.highwater) is its own, keyed by its path.
+    raw = _ID_LINE.sub(b"", raw)
     try:
-        # The shadow's record of its last engine write: a fresh copy is a new start.
-        try:
-            os.unlink(shadow + ".last-write.json")
-        except FileNotFoundError:
-            pass  # first dry run: nothing to forget
+        # What the engine remembers of the last shadow (its write record, its journal and the
+        # journal's index, its per-user high-water mark): a fresh copy is a new start.
+        for old in (shadow + ".last-write.json", shadow + ".last-write.targets.json", shadow + ".journal.jsonl",
+                    shadow + ".journal.jsonl.index"):
+            try:
+                os.unlink(old)
+            except FileNotFoundError:
+                pass  # first dry run: nothing to forget
+        highwater.forget(highwater.identity(None, os.path.realpath(shadow)))
         try:  # a fresh copy takes the ledger's group and mode bits, like every sidecar
             os.unlink(shadow)
         except FileNotFoundError:

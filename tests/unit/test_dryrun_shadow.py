@@ -50,3 +50,20 @@ def test_the_shadow_takes_the_ledgers_group_bits_in_a_group_folder(tmp_path):
     assert stat.S_IMODE(os.stat(shadow).st_mode) == 0o660
     assert os.stat(shadow).st_gid == os.stat(ledger).st_gid
     assert ledger.read_text() == LEDGER
+
+
+def test_dry_runs_again_and_again_never_touch_the_real_ledgers_mark(fleet):
+    """A ledger with an `id` (Temporal, LangGraph and signed approvals write one): two dry
+    runs in a row both run, and the real ledger is then read without any rollback alarm
+    (the shadow is a new ledger with a mark of its own, never the real one's)."""
+    from tests.conftest import handoff
+
+    text = fleet.read_text().replace("task: small-fleet\n", "task: small-fleet\nid: 6f1d3c9e-0000-4000-8000-00000000abcd\n")
+    fleet.write_text(text)
+    assert handoff("check", fleet).returncode in (0, 1)
+    for _ in range(2):
+        dry = handoff("resume", "--ledger", fleet, "--dry-run")
+        assert "went back in time" not in dry.stdout + dry.stderr, dry.stdout + dry.stderr
+    status = handoff("status", fleet)
+    assert status.returncode == 0 and "went back in time" not in status.stdout + status.stderr, status.stdout + status.stderr
+    assert fleet.read_text() == text  # a dry run never writes the real ledger
