@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.identity import os_user
+from engine.workdir import WorkingDir
 from engine.journal import SUFFIX as JOURNAL_SUFFIX
 from engine.store.sidecar import cannot_write
 
@@ -50,7 +51,7 @@ def ledger_dir(location: str) -> str:
     """Where `{ledger_dir}` points: the ledger's folder (the working folder for a URL)."""
     from engine import ops
 
-    return os.getcwd() if is_url(location) else ops.ledger_dir(location)
+    return WorkingDir(os.getcwd()) if is_url(location) else ops.ledger_dir(location)
 
 
 @dataclass

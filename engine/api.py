@@ -34,6 +34,7 @@ from engine.ops import PendingCommand
 from engine.people import agent_caller
 from engine.redact import redact
 from engine.render import approval_hash
+from engine.workdir import WorkingDir
 from engine.store import Snapshot, open_store
 from engine.store.sidecar import open_sidecar
 from engine.textsafe import one_line, visible
@@ -90,7 +91,7 @@ class LedgerHandle:
         self.read_only_reason = "--read-only" if read_only else reason
         self.store = open_store(location, read_only=self.read_only)
         self.journal = self.store.open_journal(read_only=self.read_only)
-        self.ledger_dir = os.getcwd() if is_url else ops.ledger_dir(location)
+        self.ledger_dir = WorkingDir(os.getcwd()) if is_url else ops.ledger_dir(location)
         self.is_url = is_url
         self._snapshot: Snapshot | None = None
 

@@ -7,6 +7,8 @@ was put in, whatever characters it holds (`; rm -rf /`, `$(...)`, backticks).
 
 from __future__ import annotations
 
+from engine.workdir import WorkingDir
+
 import hashlib
 import json
 import re
@@ -67,6 +69,10 @@ def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, pyt
     checkpoint. An irreversible step has no `until` and no retries (the runbook is
     refused otherwise), so nothing else changes what one approval lets happen. Every
     caller passes the `ledger_dir` (and `python`) the command is rendered with."""
+    if isinstance(ledger_dir, WorkingDir):
+        # A database ledger's `{ledger_dir}` is each process's working folder: the approver's
+        # and the runner's differ, so the hash binds the template there, not one folder.
+        ledger_dir = "{ledger_dir}"
     values = fields_for(name, target, ledger_dir=ledger_dir, python=python)
     argv = render(step.run or [], values, what=f"step {step.name}")
     blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or ""},
