@@ -19,8 +19,9 @@ import pwd
 from typing import Any
 
 from engine.model import Ledger, Target
+from engine.store.record import read_record  # the one reader of a JSON sidecar record
 from engine.store.atomic import atomic_write
-from engine.store.sidecar import SidecarRefused, open_sidecar
+
 from engine.timefmt import now_iso
 
 SUFFIX = ".last-write.targets.json"
@@ -61,16 +62,7 @@ def save_fields(ledger_path: str, ledger: Ledger, key: str, *, base: str | None 
 
 
 def _saved(ledger_path: str) -> dict[str, Any] | None:
-    try:
-        fd = open_sidecar(ledger_path + SUFFIX, os.O_RDONLY, ledger=ledger_path)
-    except SidecarRefused:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            data = json.loads(fh.read() or b"null")
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_record(ledger_path + SUFFIX, ledger_path)
 
 
 def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:
