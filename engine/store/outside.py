@@ -19,9 +19,8 @@ import pwd
 from typing import Any
 
 from engine.model import Ledger, Target
-from engine.store.record import read_record  # the one reader of a JSON sidecar record
 from engine.store.atomic import atomic_write
-
+from engine.store.record import read_record  # the one reader of a JSON sidecar record
 from engine.timefmt import now_iso
 
 SUFFIX = ".last-write.targets.json"
