@@ -177,13 +177,14 @@ def compose(text: str, path: str, line_offset: int = 0, depth_offset: int = 0):
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "YAML syntax error"
         opened = _OPENERS.get(err.context or "")
-        if opened and err.context_mark is not None and err.problem_mark is not None:
+        hint = brace_hint(text, err)
+        if opened and not hint and err.context_mark is not None and err.problem_mark is not None:
             # An unclosed bracket is found only where the parser gives up, maybe the end
             # of the file: the line to fix is where it opens.
             at = err.problem_mark.line + 1 + line_offset
             raise _invalid(path, err.context_mark, f"this {opened} is never closed (at line {at}: {problem}); "
                            f"close it, or quote the value if the bracket is text", line_offset) from None
-        advice = brace_hint(text, err) or "fix the YAML syntax there"
+        advice = hint or "fix the YAML syntax there"
         raise _invalid(path, mark, f"{problem}; {advice}", line_offset) from None
     except yaml.YAMLError as err:
         raise LedgerInvalid(f"not valid YAML: {err}", path=path) from None
