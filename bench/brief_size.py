@@ -1,6 +1,6 @@
 """The planner's brief against the full ledger: what a model turn reads, at 40 / 1,000 / 10,000 targets.
 
-Each Claude turn starts from `engine.brief.build` (never from the ledger's YAML or an old
+Each Claude turn starts from `engine.planners.brief.build` (never from the ledger's YAML or an old
 transcript). This prints its size in tokens (characters / 4) beside the size of the
 whole ledger as the engine writes it, and the ratio; the goal is a brief at most 2% of
 the YAML at 10,000 targets. The brief is built as a session builds it: invariant
@@ -30,8 +30,8 @@ def _events(n: int) -> list[dict]:
 
 
 def main() -> list[str]:
-    from engine.brief import BriefContext, build
-    from engine.invariants import evaluate
+    from engine.planners.brief import BriefContext, build
+    from engine.ledger.invariants import evaluate
     from engine.store import open_store
 
     lines = ["brief for a planner turn vs the whole ledger YAML (tokens = characters / 4):"]

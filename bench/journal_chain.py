@@ -21,8 +21,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import interleaved, row  # noqa: E402
-from engine.journal_chain import GENESIS, seal  # noqa: E402
-from engine.journal_verify import verify_file  # noqa: E402
+from engine.audit.chain import GENESIS, seal  # noqa: E402
+from engine.audit.verify import verify_file  # noqa: E402
 
 
 def write_journal(path: str, n: int) -> None:
@@ -54,7 +54,7 @@ def plain_read(path: str) -> int:
 def peak_kib(what: str, path: str) -> int:
     """Peak RSS (KiB) of a child that only does `what` on the journal."""
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r}); "
-            "import resource; from bench.journal_chain import plain_read; from engine.journal_verify import verify_file; "
+            "import resource; from bench.journal_chain import plain_read; from engine.audit.verify import verify_file; "
             f"r = {'verify_file' if what == 'verify' else 'plain_read'}({path!r}); "
             "assert (r.ok if hasattr(r, 'ok') else r); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)

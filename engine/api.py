@@ -19,27 +19,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
 from urllib.parse import urldefrag
 
-from engine import ops
-from engine.access import writable_reason
+from engine.ledger import ops
+from engine.ledger.access import writable_reason
 from engine.approvals.policy import describe_request
 from engine.bundled import demo_dir
 from engine.errors import (ApprovalChanged, Conflict, HandoffError, JournalIncomplete, LedgerInvalid, ReadOnly, Refused,
                            UsageError)
-from engine.identity import os_user
-from engine.invariants import InvariantStatus, evaluate, journal_readings
-from engine.journal import JournalWriteError
-from engine.lease import LeaseState, lease_state
-from engine.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Target
-from engine.ops import PendingCommand
-from engine.people import agent_caller
-from engine.redact import redact
-from engine.render import approval_hash
-from engine.workdir import WorkingDir
+from engine.approvals.identity import os_user
+from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
+from engine.audit.journal import JournalWriteError
+from engine.lease.rules import LeaseState, lease_state
+from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Target
+from engine.ledger.ops import PendingCommand
+from engine.approvals.people import agent_caller
+from engine.audit.redact import redact
+from engine.ledger.render import approval_hash
+from engine.ledger.workdir import WorkingDir
 from engine.store import Snapshot, open_store
 from engine.store.sidecar import open_sidecar
-from engine.textsafe import one_line, visible
-from engine.timefmt import age_text, parse_time
-from engine.userstate import load_user_state, save_user_state
+from engine.codec.textsafe import one_line, visible
+from engine.codec.timefmt import age_text, parse_time
+from engine.host.userstate import load_user_state, save_user_state
 from engine.version import version
 
 if TYPE_CHECKING:  # `watch()`'s annotation only: status, approve and the TUI's first paint skip asyncio's import
@@ -147,7 +147,7 @@ class LedgerHandle:
                               approval_hash(target, t, step, ledger_dir=self.ledger_dir))
 
     def session_state(self, ledger: Ledger | None = None) -> LeaseState:
-        """Who holds the lease, and whether they are live (engine.lease's rules)."""
+        """Who holds the lease, and whether they are live (engine.lease.rules's rules)."""
         ledger = ledger or self.load()
         state = lease_state(ledger.session, self.store.heartbeat().current())
         if ledger.session is not None and ledger.session.runtime == "temporal":
@@ -210,7 +210,7 @@ class LedgerHandle:
         return result
 
     def refuse_agent(self, command: str, target: str | None = None, flag: str | None = None) -> None:
-        """Refuse a people-only operation (engine.people) when this process runs for an
+        """Refuse a people-only operation (engine.approvals.people) when this process runs for an
         agent: one `people_only_refused` journal record, the ledger untouched (exit 1)."""
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
@@ -251,8 +251,8 @@ class LedgerHandle:
 
     def set_note(self, text: str, *, base: str | None = None) -> list[str]:
         """Store a person's handoff note exactly as written; returns what the deterministic
-        review (engine.review) finds in it, which is also journaled, never added to it."""
-        from engine.review import review
+        review (engine.audit.review) finds in it, which is also journaled, never added to it."""
+        from engine.audit.review import review
 
         def fn(ledger: Ledger):
             problems = review(text, ledger, previous=ledger.handoff_note, since=ledger.handoff_note_at)

@@ -87,7 +87,7 @@ class ApprovalChanged(Conflict):
     """What an approval would approve is no longer what the approver was shown.
 
     `seen`: the hash the approver was shown; `now`: what is there now (an
-    `engine.ops.PendingCommand`, or None when nothing awaits any more)."""
+    `engine.ledger.ops.PendingCommand`, or None when nothing awaits any more)."""
 
     title = "Changed since you looked"
 

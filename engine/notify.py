@@ -27,8 +27,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from engine.model import Notifier
-from engine.people import AGENT_VAR
+from engine.ledger.model import Notifier
+from engine.approvals.people import AGENT_VAR
 
 # The events the session pages on; `on:` in a notifier picks from these.
 EVENTS: tuple[str, ...] = (
@@ -151,7 +151,7 @@ def _run(template: list[str], message: str, ledger_dir: str, python: str, timeou
     # The journal says what ran, not the template it came from (the message is left out).
     label = f"run {shlex.join(argv)}"
     argv.append(message)
-    # A pager is a process the engine spawns: it runs for an agent (engine.people), never as a person.
+    # A pager is a process the engine spawns: it runs for an agent (engine.approvals.people), never as a person.
     env = {**os.environ, AGENT_VAR: os.environ.get(AGENT_VAR) or "the engine's pager"}
     result = run_command(argv, timeout=timeout, tail_bytes=400, env=env)
     if result.timed_out:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 for _name in [n for n in os.environ if n.startswith("ANTHROPIC_")]:
     del os.environ[_name]
 
-# The engine keeps per-user state outside every ledger's folder (engine.highwater's marks,
+# The engine keeps per-user state outside every ledger's folder (engine.store.highwater's marks,
 # the Claude Code session secrets, "since you last looked"). The suite's own runs must not
 # meet the marks an earlier run left on this machine (CI runs on the developer's machine),
 # so every run gets a fresh state folder; a test that needs its own sets one itself.
@@ -30,7 +30,7 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="handoff-test-state-")
 
 
 # The suite may be run from inside Claude Code (or a step the engine started): the
-# engine refuses people-only operations there (engine.people), so neither this process
+# engine refuses people-only operations there (engine.approvals.people), so neither this process
 # nor the CLI it runs inherits an agent's markers; a test that wants them sets them.
 def _agent_markers(env) -> list[str]:
     return [n for n in env if n == "CLAUDECODE" or n.startswith("CLAUDE_CODE_") or n == "HANDOFF_AGENT"]

@@ -1,6 +1,6 @@
 """"Since you last looked": what changed in a ledger since this user last had it open.
 
-The app keeps a small per-user record (through `engine.userstate`, under the
+The app keeps a small per-user record (through `engine.host.userstate`, under the
 XDG state folder, never beside the ledger): when it was last seen, each target's
 state and checkpoint then, and a digest of the note. On the next open it
 compares that with the ledger's content, not its `revision`: a hand edit in vim

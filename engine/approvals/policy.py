@@ -1,7 +1,7 @@
 """Approval policies: how many people approve, and what happens while nobody does.
 
 Per step `approvals: {count, remind_after, escalate_after, expire_after}` and ledger-wide
-`approval_policy:` (the step's fields win; engine.model.ApprovalPolicy):
+`approval_policy:` (the step's fields win; engine.ledger.model.ApprovalPolicy):
 - `count`: that many distinct people (by the name the approval records), none of them
   the requester: the session that asked (`awaiting_by`) and whoever started it (its
   `session_start` / `claude_session_start` record). Until then the target keeps
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sys
 import time
 
-from engine.model import Approval, ApprovalPolicy, Ledger, Step
-from engine.timefmt import now_iso, parse_iso
+from engine.ledger.model import Approval, ApprovalPolicy, Ledger, Step
+from engine.codec.timefmt import now_iso, parse_iso
 
 
 def policy_for(ledger: Ledger, step: Step) -> ApprovalPolicy:
@@ -123,7 +123,7 @@ def _escalate(s, ledger: Ledger, name: str, step: Step, after: float, since: str
 
 
 def _expire(s, name: str, step: Step, since: str, after: float) -> None:
-    from engine.session.steps import NoChange, apply
+    from engine.store.transact import NoChange, apply
 
     why = f"approval request expired after {span(after)}"
 
@@ -155,7 +155,7 @@ def describe_request(ledger: Ledger, name: str, ledger_dir: str) -> str | None:
     parts = []
     if pol.count > 1:
         from engine.errors import HandoffError
-        from engine.render import approval_hash
+        from engine.ledger.render import approval_hash
 
         try:
             have = standing(ledger, name, step, approval_hash(name, target, step, ledger_dir=ledger_dir))
@@ -170,7 +170,7 @@ def describe_request(ledger: Ledger, name: str, ledger_dir: str) -> str | None:
 def explain_approvals(ledger: Ledger) -> str | None:
     """How each irreversible step is approved (`check --explain`): who, how many, the timers."""
     from engine.approvals.approvers import how
-    from engine.model import Approver
+    from engine.ledger.model import Approver
 
     steps = [s for s in ledger.steps() if not s.reversible]
     if not steps:

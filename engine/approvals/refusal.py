@@ -1,4 +1,4 @@
-"""The engine's own lock on people-only operations (engine.people names them).
+"""The engine's own lock on people-only operations (engine.approvals.people names them).
 
 The Claude Code hook denies them as a net; this is the lock: whatever path reaches the
 engine (the CLI, the TUI, a script importing `engine.api`), an operation on the list is
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from engine.errors import Refused
-from engine.people import PEOPLE_ONLY, PeopleOnly, agent_caller
+from engine.approvals.people import PEOPLE_ONLY, PeopleOnly, agent_caller
 
 # How each people-only command reads in a sentence: (what it is, what the agent may not do).
 _WORDS: dict[tuple[str, str | None], tuple[str, str]] = {

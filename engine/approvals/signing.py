@@ -18,7 +18,7 @@ import uuid
 from engine.approvals import sshsig
 from engine.approvals.approvers import Signed, verified_entry
 from engine.errors import Refused
-from engine.timefmt import now_iso
+from engine.codec.timefmt import now_iso
 
 
 def sign_approval(handle, target: str, step: str | None, key: str | None, env=None) -> Signed | None:
@@ -35,7 +35,7 @@ def sign_approval(handle, target: str, step: str | None, key: str | None, env=No
     if not key and not env.get("SSH_AUTH_SOCK"):
         return None
     ledger = handle.load()
-    ledger_id = ledger.id or str(uuid.uuid4())  # recorded with the approval (engine.ops), never before
+    ledger_id = ledger.id or str(uuid.uuid4())  # recorded with the approval (engine.ledger.ops), never before
     pending = handle.pending_command(ledger, target, step)
     text = sshsig.payload(ledger=ledger_id, target=target, step=pending.step.name, hash=pending.hash,
                           checkpoint=pending.checkpoint, revision=ledger.revision, at=now_iso(), approver=entry.name)

@@ -4,13 +4,13 @@ A ledger entry alone proves nothing (whoever can write the file can write one, a
 hash is a plain sha256 anyone can compute). `handoff approve` journals every approval
 with its target, step, hash, approver and time; an approval authorises a spawn only
 when that record exists. This is the one place that looks it up; the journal finds it
-through its witness index (engine.journal_index: every field matched here is indexed),
+through its witness index (engine.audit.index: every field matched here is indexed),
 so its reach does not depend on the journal's size.
 """
 
 from __future__ import annotations
 
-from engine.model import Approval
+from engine.ledger.model import Approval
 
 
 def approval_recorded(journal, target: str, approval: Approval) -> bool:

@@ -9,7 +9,7 @@ from engine.checks.locate import Locator
 from engine.checks.settings import check_budget, check_invariants, check_metrics, check_notify
 from engine.checks.steps import check_steps
 from engine.errors import HandoffError
-from engine.model import Ledger
+from engine.ledger.model import Ledger
 
 NO_RUNBOOK = "no runbook: viewable, sessions cannot act"
 

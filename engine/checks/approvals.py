@@ -5,8 +5,8 @@ given under an older binding). A session will ask again; `check` says so (a warn
 from __future__ import annotations
 
 from engine.errors import HandoffError
-from engine.model import Ledger
-from engine.render import approval_hash
+from engine.ledger.model import Ledger
+from engine.ledger.render import approval_hash
 
 
 def stale_approvals(ledger: Ledger, ledger_dir: str) -> list[str]:

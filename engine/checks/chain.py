@@ -35,7 +35,7 @@ def chain_findings(handle) -> list[Finding]:
 
 def print_verdict(handle, as_json: bool) -> int:
     """`handoff journal --verify`: every break (seq and line), or one ok line; exit 1 on a break."""
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
     verdict = verdict_of(handle)
     if as_json:

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from engine.checks.finding import Finding
 from engine.checks.locate import Locator
-from engine.model import Ledger, Target
+from engine.ledger.model import Ledger, Target
 
-# `{name}` in an argument; `{{` and `}}` are literal braces (engine.render fills the same).
+# `{name}` in an argument; `{{` and `}}` are literal braces (engine.ledger.render fills the same).
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 STEP_VALUES = ("target", "checkpoint", "ledger_dir", "python", "state")  # every target has these
 HOST_VALUES = ("ledger_dir", "python")  # all a metric or notify command gets

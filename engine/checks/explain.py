@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-from engine.invariants import FORMS, Invariant, parse
-from engine.model import Ledger
+from engine.ledger.invariants import FORMS, Invariant, parse
+from engine.ledger.model import Ledger
 
 
 def explain_forms() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engine.checks.context import Context
 from engine.checks.finding import ERROR, WARNING, closest, did_you_mean, names
-from engine.model import BASE_STATES, Ledger, Step
+from engine.ledger.model import BASE_STATES, Ledger, Step
 
 PEOPLE_STATES = frozenset({"failed", "blocked"})  # a target here waits on a person, not on a step
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from engine.invariants import InvariantStatus, evaluate, parse_all
-from engine.model import Ledger
+from engine.ledger.invariants import InvariantStatus, evaluate, parse_all
+from engine.ledger.model import Ledger
 
 NOT_READ = "not read: `handoff check --live` runs the metric's command now"
 

@@ -9,7 +9,7 @@ from engine.checks.chain import chain_findings
 from engine.checks.finding import ERROR, NOTICE, WARNING, Finding
 from engine.checks.locate import Locator
 from engine.checks.witness import witness_patterns
-from engine.invariants import parse
+from engine.ledger.invariants import parse
 
 
 def check_findings(handle, snap, statuses, contradictions: list[str], path: str, *,

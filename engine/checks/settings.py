@@ -8,8 +8,8 @@ from engine.checks.context import (
     HOST_VALUES, Context, cannot_print_number, is_template_placeholder, placeholders,
 )
 from engine.checks.finding import ERROR, WARNING, closest, did_you_mean
-from engine.invariants import closest_form, parse
-from engine.model import Metric
+from engine.ledger.invariants import closest_form, parse
+from engine.ledger.model import Metric
 from engine.notify import EVENTS
 
 METRIC_KEYS = tuple(sorted((info.alias or name) for name, info in Metric.model_fields.items()))

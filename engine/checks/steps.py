@@ -7,7 +7,7 @@ from engine.checks.context import (
     STEP_VALUES, Context, cannot_print_number, has_value, is_template_placeholder, placeholders, scalar_fields,
 )
 from engine.checks.finding import ERROR, WARNING, closest, did_you_mean, names
-from engine.model import Step
+from engine.ledger.model import Step
 from engine.session.runner import parse_until
 
 STEP_KEYS = tuple(sorted((info.alias or name) for name, info in Step.model_fields.items()))

@@ -1,6 +1,6 @@
 """`redact:` patterns that would match the journal's witness fields.
 
-The journal never masks its witness fields (engine.journal_base.WITNESS_FIELDS): an
+The journal never masks its witness fields (engine.audit.journal_base.WITNESS_FIELDS): an
 approval hash stored as `[REDACTED]` would never be found again, and a stale copy of the
 ledger could then run an irreversible step twice. A pattern that matches one of them is
 still a mistake (it masks the same text in every message, status line and page, so
@@ -14,10 +14,10 @@ import re
 
 from engine.checks.finding import ERROR, Finding
 from engine.checks.locate import Locator
-from engine.model import Ledger
+from engine.ledger.model import Ledger
 
-# One example of each witness shape the engine writes (engine.render.approval_hash,
-# engine.session.steps' intent token, engine.timefmt's times, a revision, a chain hash).
+# One example of each witness shape the engine writes (engine.ledger.render.approval_hash,
+# engine.session.steps' intent token, engine.codec.timefmt's times, a revision, a chain hash).
 SHAPES = (
     ("an approval hash", "0123456789abcdef"),
     ("a chain hash", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),

@@ -17,7 +17,7 @@ import json
 import sys
 
 from engine.errors import ApprovalChanged
-from engine.textsafe import visible
+from engine.codec.textsafe import visible
 
 
 def show(pending, target: str, out=sys.stdout) -> None:
@@ -44,9 +44,9 @@ def _ask(target: str) -> bool:
 
 
 def cmd_approve(args) -> int:
-    from engine.cli.commands import _open
+    from engine.cli.arguments import open_handle
 
-    handle = _open(args)
+    handle = open_handle(args)
     pending = handle.pending_command(handle.load(), args.target, step=args.step)
     expect = args.expect_hash
     if expect is None and not args.yes and sys.stdin.isatty():

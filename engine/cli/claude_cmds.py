@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import sys
 
-from engine.cli import ledger_arg
+from engine.cli import arguments
 from engine.hooks import EVENTS
 
 
 def register(sub) -> None:
     p = sub.add_parser("hook", help="answer one of Claude Code's hooks (reads its JSON on stdin; `handoff claude init` wires them)")
     p.add_argument("event", choices=EVENTS, help="which hook")
-    ledger_arg.add(p, help="the ledger the Claude Code session works on")
-    p.set_defaults(handler=ledger_arg.resolved(cmd_hook))
+    arguments.add(p, help="the ledger the Claude Code session works on")
+    p.set_defaults(handler=arguments.resolved(cmd_hook))
 
     p = sub.add_parser("claude", help="set a project's Claude Code up to drive a ledger (`claude init`)")
     verbs = p.add_subparsers(dest="verb", metavar="init", help="the one thing to do: init")
@@ -34,7 +34,7 @@ def cmd_hook(args) -> int:
 def cmd_claude_init(args) -> int:
     from engine.api import open_ledger
     from engine.hooks import claude_init
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
     open_ledger(args.ledger, read_only=True)  # a clear error now if the ledger is not there or not valid
     if args.check:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from typing import Any
 
+from engine.cli.arguments import open_handle
 from engine.errors import HandoffError, UsageError
 
 
@@ -134,18 +135,10 @@ def _reason(text: str) -> str:
     return text.strip()
 
 
-def _open(args, *, read_only: bool = False):
-    from engine.api import open_ledger
-
-    handle = open_ledger(args.ledger, actor=getattr(args, "actor", None), read_only=read_only)
-    args.handles = [*getattr(args, "handles", ()), handle]  # main() says what waking a workflow said
-    return handle
-
-
 def _simple(args, action, done: str) -> int:
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
-    handle = _open(args)
+    handle = open_handle(args)
     action(handle)
     print(visible(done))
     return 0
@@ -153,9 +146,9 @@ def _simple(args, action, done: str) -> int:
 
 def _unapprove(args) -> int:
     """Withdraw, then name what was withdrawn and what approvals the target still holds."""
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
-    handle = _open(args)
+    handle = open_handle(args)
     steps = handle.unapprove(args.target, step=args.step)
     left = sorted({a.step for a in handle.load().targets[args.target].approvals if not a.used_at})
     kept = f"; still approved: {', '.join(left)}" if left else ""
@@ -179,7 +172,7 @@ def summary_line(counts: dict[str, int]) -> str:
 
 def status_data(handle, ledger) -> dict[str, Any]:
     """The JSON shape of `handoff status --json`."""
-    from engine.touched import touched
+    from engine.ledger.touched import touched
 
     awaiting = []
     for name, t in ledger.targets.items():
@@ -234,7 +227,7 @@ def session_figures(handle, ledger) -> dict[str, Any] | None:
 
 
 def cmd_status(args) -> int:
-    handle = _open(args, read_only=True)
+    handle = open_handle(args, read_only=True)
     snap = handle.snapshot()
     ledger = snap.ledger
     data = status_data(handle, ledger)
@@ -250,8 +243,8 @@ def cmd_status(args) -> int:
         safe = redactor.document(data, text)  # a secret written in by hand is not shown either
         sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
         return 0
-    from engine.render import describe
-    from engine.textsafe import visible
+    from engine.ledger.render import describe
+    from engine.codec.textsafe import visible
 
     out = [f"{ledger.task} (revision {ledger.revision}" + (f", owner {ledger.owner_shift}" if ledger.owner_shift else "") + ")"]
     if ledger.environment:
@@ -339,7 +332,7 @@ def cmd_check(args) -> int:
     if not args.ledger:
         raise UsageError("check needs a LEDGER (only --explain works without one)")
     accepting = args.accept_removal or args.accept_rollback
-    handle = _open(args, read_only=not accepting)
+    handle = open_handle(args, read_only=not accepting)
     if accepting:
         handle.accept(removal=args.accept_removal, rollback=args.accept_rollback)
         done = [w for w, on in (("removal", args.accept_removal), ("rollback", args.accept_rollback)) if on]
@@ -353,7 +346,7 @@ def cmd_check(args) -> int:
     findings = check_findings(handle, snap, statuses, problems(ledger), handle.display_location, unread=unread)
     if args.explain:
         from engine.checks.explain import explain_ledger
-        from engine.textsafe import visible
+        from engine.codec.textsafe import visible
 
         print(visible(explain_ledger(ledger)))
         from engine.approvals.policy import explain_approvals
@@ -380,7 +373,7 @@ def report_check(args, handle, ledger, statuses, findings) -> int:
                                   "findings": [f.as_json() for f in findings]}), sys.stdout)
         sys.stdout.write("\n")
     else:
-        from engine.textsafe import visible
+        from engine.codec.textsafe import visible
 
         for f in findings:
             label = {ERROR: "", NOTICE: "note: "}.get(f.severity, "warning: ")
@@ -395,7 +388,7 @@ def report_check(args, handle, ledger, statuses, findings) -> int:
 
 def _note_json(args) -> int:
     """The note (or the previous one) as {note, by, at}, redacted; null when there is none."""
-    handle = _open(args, read_only=True)
+    handle = open_handle(args, read_only=True)
     ledger = handle.load()
     if args.previous:
         p = ledger.previous_note
@@ -408,14 +401,14 @@ def _note_json(args) -> int:
 
 
 def cmd_note(args) -> int:
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
     if args.json and args.text is None and not args.edit:
         return _note_json(args)
     if args.json:
         raise UsageError("--json reads the note; it does not go with --set or --edit")
     if args.previous:
-        previous = _open(args, read_only=True).load().previous_note
+        previous = open_handle(args, read_only=True).load().previous_note
         if previous is None:
             print("no previous note")
             return 0
@@ -424,13 +417,13 @@ def cmd_note(args) -> int:
         print(visible(previous.text.rstrip("\n")))
         return 0
     if args.text is None and not args.edit:
-        handle = _open(args, read_only=True)
+        handle = open_handle(args, read_only=True)
         ledger = handle.load()
         if ledger.handoff_note_by:
             print(visible(f"# by {ledger.handoff_note_by} at {ledger.handoff_note_at}"))
         print(visible(handle.journal.redactor.text((ledger.handoff_note or "").rstrip("\n"))))
         return 0
-    handle = _open(args)
+    handle = open_handle(args)
     if args.edit:
         base = handle.load().handoff_note or ""
         text = _edit(base)
@@ -475,19 +468,11 @@ def _edit(text: str) -> str:
 # -- journal and schema ----------------------------------------------------------------
 
 
-def format_record(record: dict[str, Any]) -> str:
-    """`[02:11:04] message` with the actor when it is a person's."""
-    from engine.textsafe import visible
-
-    ts = str(record.get("ts", ""))
-    clock = ts[11:19] if len(ts) >= 19 else ts
-    return visible(f"[{clock}] {record.get('msg', record.get('kind', ''))}")
-
-
 def cmd_journal(args) -> int:
-    from engine.journal import print_warnings
+    from engine.audit.journal import print_warnings
+    from engine.audit.lines import format_record
 
-    handle = _open(args, read_only=True)  # a clear error if the ledger is not there
+    handle = open_handle(args, read_only=True)  # a clear error if the ledger is not there
     journal = handle.journal
     if args.verify:
         from engine.checks.chain import print_verdict
@@ -506,7 +491,7 @@ def cmd_journal(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    from engine.schema import ledger_schema
+    from engine.ledger.schema import ledger_schema
 
     json.dump(ledger_schema(), sys.stdout, indent=2)
     sys.stdout.write("\n")

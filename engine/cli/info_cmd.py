@@ -28,7 +28,7 @@ def facts() -> dict:
     import engine
     from engine.bundled import LEDGERS
     from engine.store.parse_cache import cache_dir
-    from engine.userstate import state_dir
+    from engine.host.userstate import state_dir
     from engine.version import version
 
     return {
@@ -46,8 +46,8 @@ def facts() -> dict:
 
 def cmd_info(args) -> int:
     """Print the facts, one a line (or --json)."""
-    from engine.redact import redact
-    from engine.textsafe import visible
+    from engine.audit.redact import redact
+    from engine.codec.textsafe import visible
 
     data = facts()
     if args.json:

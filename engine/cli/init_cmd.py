@@ -51,7 +51,7 @@ def summary(path: Path) -> str:
 
 
 def cmd_init(args) -> int:
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
     found = templates()
     if args.list and args.json:
@@ -120,8 +120,8 @@ def _read_lines(source: str) -> list[str]:
 def build(template: Path, name: str, targets: list[str] | None, *, actor: str | None = None, now: str | None = None) -> str:
     """The ledger text: the template with its targets, start time and header filled in."""
     from engine.codec.emit import scalar, target_lines
-    from engine.identity import os_user
-    from engine.timefmt import now_iso
+    from engine.approvals.identity import os_user
+    from engine.codec.timefmt import now_iso
 
     started = now or now_iso()[:16] + "Z"
     lines = template.read_text(encoding="utf-8").split("\n")
@@ -176,7 +176,7 @@ def _umask() -> int:
 def _schema_text() -> str:
     import json
 
-    from engine.schema import ledger_schema
+    from engine.ledger.schema import ledger_schema
 
     return json.dumps(ledger_schema(), indent=2) + "\n"
 

@@ -30,9 +30,9 @@ def add_options(p) -> None:
 
 def _ledger_id(writer) -> str:
     """The ledger's `id`, written (a UUID) by the first start; the same for every later one."""
-    from engine.identity import os_user
+    from engine.approvals.identity import os_user
     from engine.langgraph import thread_id
-    from engine.session.steps import NoChange, apply
+    from engine.store.transact import NoChange, apply
 
     def give(ledger):
         if ledger.id:
@@ -48,10 +48,10 @@ def _ledger_id(writer) -> str:
 
 
 def _acquire(store, location: str, lease):
-    """engine.leasing.acquire, but a live lease of the same thread is refused too: every run
+    """engine.lease.leasing.acquire, but a live lease of the same thread is refused too: every run
     of a ledger's thread has the same holder id, and two processes must never run it at once.
     Decided in the one store transaction that writes the lease."""
-    from engine.lease import lease_state
+    from engine.lease.rules import lease_state
     from engine.store.filelock import LockTimeout
 
     heartbeat = store.heartbeat()
@@ -82,8 +82,8 @@ def resume_langgraph(args) -> int:
         raise UsageError("--keep-checkpoints must be at least 1 (the checkpoint the thread resumes from)")
     import psycopg
 
-    from engine import leasing
-    from engine.access import open_writer
+    from engine.lease import leasing
+    from engine.ledger.access import open_writer
     from engine.errors import ServiceUnavailable
     from engine.langgraph.runtime import Run
     from engine.session.preflight import preflight, refusal_text

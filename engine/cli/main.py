@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from engine.audit.redact import redact
+from engine.cli import arguments
+from engine.codec.textsafe import visible
 from engine.errors import HandoffError
-from engine.redact import redact
-from engine.textsafe import visible
 
 
 EXIT_CODES = """exit codes of `handoff resume`:
@@ -58,16 +59,6 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def add_verbosity(parser, *, sub: bool = False) -> None:
-    """-q/--quiet and -v/--verbose, before the command or (`sub`) after it."""
-    keep = {"default": argparse.SUPPRESS} if sub else {"default": 0}  # a command's own never resets the global one
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, **keep,
-                       help="a session prints only what needs a person: warnings, errors, refusals, drift, how it ended")
-    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1, **keep,
-                       help="a session also prints what it only journals: metric readings, step output")
-
-
 def build_parser() -> argparse.ArgumentParser:
     from engine.cli import claude_cmds, commands, init_cmd, run_cmd
 
@@ -75,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Ledger-first execution: the engine's command line. "
                                  "`handoff COMMAND --help` says more about each.")
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
-    add_verbosity(parser)
+    arguments.add_verbosity(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands.register(sub)

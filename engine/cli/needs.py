@@ -7,7 +7,7 @@ waiting on an approval are listed apart (with the command and hash to approve).
 
 from __future__ import annotations
 
-from engine.model import Ledger
+from engine.ledger.model import Ledger
 
 SHOWN = 20  # lines in the text form; the rest are counted ("and N more"), --json has them all
 

@@ -33,9 +33,9 @@ def cmd_import(args) -> int:
     from engine.store.file import FileStore, decode
 
     store = _pg(args.url)
-    if args.replace:  # replacing a shared ledger is for people (engine.people)
+    if args.replace:  # replacing a shared ledger is for people (engine.approvals.people)
         from engine.approvals.refusal import refuse_if_agent
-        from engine.identity import os_user
+        from engine.approvals.identity import os_user
 
         refuse_if_agent(store.open_journal(), "import", flag="--replace", ledger=store.name, actor=os_user(), user=os_user())
     source = FileStore(args.file, read_only=True)

@@ -4,8 +4,8 @@
     handoff show LEDGER --at REV|TIME
     handoff diff LEDGER REV1 [REV2]
 
-All three open the ledger read-only and work from its journal (engine.audit_report,
-engine.time_travel). A bad time, an unknown ledger or a revision out of range is a
+All three open the ledger read-only and work from its journal (engine.audit.report,
+engine.audit.time_travel). A bad time, an unknown ledger or a revision out of range is a
 usage error: exit 2, one line, and nothing is written.
 """
 
@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 
 def _when(text: str | None, flag: str):
-    from engine.timefmt import parse_time
+    from engine.codec.timefmt import parse_time
 
     if text is None:
         return None
@@ -61,8 +61,8 @@ def _open(location: str):
 
 def cmd_report(args) -> int:
     """Print (or write with -o) the report; exit 1 when the journal's chain does not verify."""
-    from engine import audit_render
-    from engine.audit_report import build
+    from engine.audit import report_render as audit_render
+    from engine.audit.report import build
     from engine.checks.chain import verdict_of
 
     start, end = _when(args.start, "--from"), _when(args.end, "--to")
@@ -95,8 +95,8 @@ def _retry_to(handle) -> dict[str, str]:
 
 def cmd_show(args) -> int:
     """Print the targets as the journal says they were at --at (a revision or a time)."""
-    from engine.textsafe import visible
-    from engine.time_travel import WHAT, resolve_rev, state_at
+    from engine.codec.textsafe import visible
+    from engine.audit.time_travel import WHAT, resolve_rev, state_at
 
     handle, records = _open(args.ledger)
     rev = resolve_rev(records, args.at)
@@ -120,8 +120,8 @@ def cmd_show(args) -> int:
 
 def cmd_diff(args) -> int:
     """Print the rebuilt fields that changed between two revisions and the records that made them."""
-    from engine.textsafe import one_line, visible
-    from engine.time_travel import changes, field_diff, head_rev, resolve_rev, state_at
+    from engine.codec.textsafe import one_line, visible
+    from engine.audit.time_travel import changes, field_diff, head_rev, resolve_rev, state_at
 
     handle, records = _open(args.ledger)
     rev1 = resolve_rev(records, args.rev1)

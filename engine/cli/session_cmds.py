@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli import ledger_arg
+from engine.cli import arguments
 from engine.cli.commands import add_who
 from engine.errors import UsageError
 
@@ -35,7 +35,7 @@ exit codes:
 def register(sub) -> None:
     p = sub.add_parser("resume", help="run an agent session: verify reality, act where invariants and approvals allow, hand off before the budget ends",
                        epilog=RESUME_EXITS, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ledger_arg.add(p)
+    arguments.add(p)
     p.add_argument("--dry-run", action="store_true", help="rehearse on a copy (<name>.dryrun.yaml), running only each step's check form")
     p.add_argument("--planner", default="autopilot", choices=("autopilot", "claude"),
                    help="who proposes the next step: autopilot (default, runbook order) or claude (needs ANTHROPIC_API_KEY or another SDK credential)")
@@ -58,11 +58,11 @@ def register(sub) -> None:
     add_server(p)
     add_options(p)
     p.add_argument("--follow", action="store_true", help="runtime temporal: print the workflow's progress and exit with its code")
-    from engine.cli.main import add_verbosity
+    from engine.cli.arguments import add_verbosity
 
     add_verbosity(p, sub=True)
     add_who(p)
-    p.set_defaults(handler=ledger_arg.resolved(cmd_resume))
+    p.set_defaults(handler=arguments.resolved(cmd_resume))
 
     p = sub.add_parser("stop", help="ask the running session to finish its running steps, write the handoff note and exit")
     p.add_argument("ledger", help="the ledger file (or its postgresql:// location)")
@@ -111,10 +111,10 @@ def cmd_resume(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    from engine.cli.commands import _open
-    from engine.textsafe import visible
+    from engine.cli.arguments import open_handle
+    from engine.codec.textsafe import visible
 
-    handle = _open(args)
+    handle = open_handle(args)
     session = handle.load().session
     handle.request_stop()
     print(visible(f"stop requested for session {session.id if session else '?'}; it finishes running steps, "
@@ -123,13 +123,13 @@ def cmd_stop(args) -> int:
 
 
 def cmd_reconcile(args) -> int:
-    from engine.cli.commands import _open
+    from engine.cli.arguments import open_handle
     from engine.session.reconcile import reconcile_target
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
     if not args.reason.strip():
         raise UsageError("--reason must say why (it goes to the journal)")
-    handle = _open(args)
+    handle = open_handle(args)
     print(visible(reconcile_target(handle, args.target, accept_checkpoint=args.accept_checkpoint, to=args.to,
                                    reason=args.reason.strip())))
     return 0

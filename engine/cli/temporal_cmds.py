@@ -54,8 +54,8 @@ def _location(ledger: str) -> str:
 
 def _ledger_id(writer) -> str:
     """The ledger's `id`, written (a UUID) by the first start; the same for every later one."""
-    from engine.identity import os_user
-    from engine.session.steps import NoChange, apply
+    from engine.approvals.identity import os_user
+    from engine.store.transact import NoChange, apply
 
     def give(ledger):
         if ledger.id:
@@ -72,11 +72,11 @@ def _ledger_id(writer) -> str:
 
 def resume_temporal(args) -> int:
     require()
-    from engine.access import open_writer
-    from engine.lease import lease_state
+    from engine.ledger.access import open_writer
+    from engine.lease.rules import lease_state
     from engine.session.preflight import preflight, refusal_text
     from engine.temporal.client import connect, follow, in_loop, start_or_attach
-    from engine.textsafe import visible
+    from engine.codec.textsafe import visible
 
     location = _location(args.ledger)
     writer = open_writer(location, actor=args.actor)

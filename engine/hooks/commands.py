@@ -27,7 +27,7 @@ from engine.hooks.unwrap import parse
 from engine.hooks.writes import protected, writes_ledger
 
 if TYPE_CHECKING:  # annotation only: raw_step also takes the hook's facts (engine.hooks.facts)
-    from engine.model import Ledger
+    from engine.ledger.model import Ledger
 
 __all__ = ["Command", "Run", "split", "handoff_args", "handoff_runs", "protected", "writes_ledger", "raw_step"]
 _PARTS = re.compile(r"[/=:,@]")

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from engine.hooks import facts
 from engine.hooks.facts import HookFacts
-from engine.identity import os_user
-from engine.lease_binding import holds_here
+from engine.approvals.identity import os_user
+from engine.lease.binding import holds_here
 
 if TYPE_CHECKING:
-    from engine.access import Writer
-    from engine.lease import LeaseState
-    from engine.model import Ledger
+    from engine.ledger.access import Writer
+    from engine.lease.rules import LeaseState
+    from engine.ledger.model import Ledger
 
 SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
 
@@ -52,9 +52,9 @@ class HookContext:
 
     @property
     def writer(self) -> Writer:
-        """The store, journal and read-only reason (engine.access), opened at the first use."""
+        """The store, journal and read-only reason (engine.ledger.access), opened at the first use."""
         if self._writer is None:
-            from engine.access import open_writer
+            from engine.ledger.access import open_writer
 
             self._writer = open_writer(self.ledger_path)
         return self._writer
@@ -68,14 +68,14 @@ class HookContext:
         """Whether this user cannot change the ledger (asked without opening the store)."""
         if self._writer is not None or not self._is_file():
             return self.writer.read_only
-        from engine.access import writable_reason
+        from engine.ledger.access import writable_reason
 
         return writable_reason(self.ledger_path) is not None
 
     @property
     def ledger_dir(self) -> str:
-        """Where `{ledger_dir}` points: the writer's, or for a file what engine.ops.ledger_dir
-        says (its folder), without importing engine.ops and the model."""
+        """Where `{ledger_dir}` points: the writer's, or for a file what engine.ledger.ops.ledger_dir
+        says (its folder), without importing engine.ledger.ops and the model."""
         if self._writer is not None or not self._is_file():
             return self.writer.ledger_dir
         return os.path.dirname(os.path.abspath(self.ledger_path))
@@ -121,7 +121,7 @@ class HookContext:
     def _heartbeat(self) -> Any:
         if self._writer is not None or not self._is_file():
             return self.store.heartbeat()
-        from engine.lease import Heartbeat
+        from engine.lease.rules import Heartbeat
 
         # What FileStore.heartbeat opens (the `<ledger>.heartbeat` sidecar), without the store.
         real = os.path.realpath(self.ledger_path)
@@ -134,12 +134,12 @@ class HookContext:
             return None
         known = self.facts.session if self._ledger is None else None
         held = SimpleNamespace(**known) if known is not None else None
-        if held is not None and holds_here(held, self.session_id):  # the id alone is no proof (engine.lease_binding)
+        if held is not None and holds_here(held, self.session_id):  # the id alone is no proof (engine.lease.binding)
             self._heartbeat().write(self.session_id, phase=f"claude code: {self.event}")
             return None
-        from engine import leasing
+        from engine.lease import leasing
         from engine.errors import LeaseHeld
-        from engine.lease import LeaseState, lease_state
+        from engine.lease.rules import LeaseState, lease_state
 
         lease = self.ledger.session
         heartbeat = self.store.heartbeat()

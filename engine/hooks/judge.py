@@ -3,7 +3,7 @@
 Pure over (the command line, facts about the ledger): engine.hooks.pre_tool gathers the
 facts and asks the guard about `handoff run`. Each simple command, at every depth
 (engine.hooks.unwrap), gets one verdict:
-- deny: a people-only operation in any spelling (engine.people), code that imports the
+- deny: a people-only operation in any spelling (engine.approvals.people), code that imports the
   engine, a write to the ledger or a sidecar, a runbook step's command run raw, a
   `handoff run` the guard refuses, or nesting too deep to read;
 - allow: a reading `handoff` command (GROUPS "reading" in engine.cli.main: status,
@@ -26,7 +26,7 @@ from typing import Callable
 from engine.hooks import unwrap, writes
 from engine.hooks.commands import handoff_args, handoff_runs, python_module
 from engine.hooks.shell import Command
-from engine.people import people_only_words
+from engine.approvals.people import people_only_words
 
 RANK = {"allow": 0, "none": 1, "ask": 2, "deny": 3}
 READING = ("status", "journal", "note", "check")

@@ -6,7 +6,7 @@ wrappers), and the answer is the strictest part's: `allow` only when every part 
 - `handoff run L T [S]`: the guard decides now, on the ledger as it is, and a refusal
   is a denial with the guard's reason, so the model learns why; otherwise it is allowed,
   and the engine checks everything again inside `handoff run`.
-- A people-only operation (engine.people: approve, reject, reset, unpause, retry
+- A people-only operation (engine.approvals.people: approve, reject, reset, unpause, retry
   --force, check --accept-*, ...), in any spelling, or code that imports the engine:
   denied, saying that a person runs it. The engine refuses them to agents too: the
   hook is the net, not the lock.
@@ -110,9 +110,9 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
     if ctx.holder is not None:
         return judge.Verdict("deny", f"another holder drives this ledger: {ctx.holder.detail}; `handoff run` would exit 5. "
                                 "Look with `handoff status` and wait for it to hand off")
-    from engine import guard
+    from engine.ledger import guard
     from engine.errors import HandoffError
-    from engine.invariants import evaluate, journal_readings
+    from engine.ledger.invariants import evaluate, journal_readings
     from engine.session.single import pick_step
 
     ledger = ctx.ledger  # the guard needs the whole validated ledger

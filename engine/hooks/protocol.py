@@ -14,7 +14,7 @@ import traceback
 from typing import Any, Callable, TextIO
 
 from engine.errors import HandoffError
-from engine.redact import redact
+from engine.audit.redact import redact
 
 
 def _handler(event: str) -> Callable:
@@ -70,8 +70,8 @@ def run(event: str, ledger: str, stdin: TextIO, stdout: TextIO) -> int:
 
 def _journal_failure(event: str, ledger: str, why: str) -> None:
     try:
-        from engine.access import open_writer
-        from engine.identity import os_user
+        from engine.ledger.access import open_writer
+        from engine.approvals.identity import os_user
 
         writer = open_writer(ledger)
         if not writer.read_only:

@@ -2,7 +2,7 @@
 
 When the ledger changed during this Claude Code session (the journal holds changes after
 its `claude_session_start`) and the handoff note is older than the last of them, or
-fails the deterministic review against the ledger (engine.review), the stop is blocked
+fails the deterministic review against the ledger (engine.audit.review), the stop is blocked
 once, with what is missing and how to write it. When Claude Code says the stop hook is
 already active, the stop is never blocked again: if the note still fails, the engine
 writes its own note (generated from the ledger), journals it, and lets the session stop.
@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import leasing, ops
+from engine.lease import leasing
+from engine.ledger import ops
 from engine.hooks.context import HookContext
-from engine.identity import os_user
-from engine.review import amend, review
+from engine.approvals.identity import os_user
+from engine.audit.review import amend, review
 from engine.session.handoff_note import generate
 
 # Journal kinds that mean the ledger's work moved on (a note written before them is old).

@@ -25,9 +25,9 @@ from typing import Annotated, Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from engine.access import open_writer
+from engine.ledger.access import open_writer
 from engine.langgraph import nodes
-from engine.session.planner import Autopilot
+from engine.planners.autopilot import Autopilot
 
 
 class State(TypedDict, total=False):

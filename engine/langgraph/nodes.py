@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.access import open_writer
-from engine.guard import valid_approval
-from engine.ops import rendered_command
-from engine.render import approval_hash
+from engine.ledger.access import open_writer
+from engine.ledger.guard import valid_approval
+from engine.ledger.ops import rendered_command
+from engine.ledger.render import approval_hash
 from engine.session.actor import Actor
 from engine.session.reconcile import settle_in_flight
 from engine.session.steps import Fenced, run_intent

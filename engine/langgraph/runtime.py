@@ -17,8 +17,8 @@ import time
 
 from langgraph.types import Command
 
-from engine import leasing
-from engine.lease import HeartbeatThread
+from engine.lease import leasing
+from engine.lease.rules import HeartbeatThread
 from engine.langgraph import checkpoints, graph, nodes
 from engine.session.reconcile import verify_checkpoints
 
@@ -152,6 +152,6 @@ def _shown(url: str) -> str:
 
 
 def _now() -> str:
-    from engine.timefmt import now_iso
+    from engine.codec.timefmt import now_iso
 
     return now_iso()

@@ -1,5 +1,8 @@
-"""Planners that call a model: `claude` (the anthropic SDK's Messages API with tool use).
+"""Planners: who proposes the next action; the guard (engine.ledger.guard) decides.
 
-The deterministic `autopilot` lives in engine.session.planner. A planner proposes;
-the guard (engine.guard) decides, through `Session.attempt`; the engine writes.
+- `base`: the `Planner` protocol the session loop relies on;
+- `autopilot`: deterministic, runbook order, no network;
+- `claude`: a model's tool calls through the anthropic SDK (with `brief`, `prompts`,
+  `tools`, `reviewer`, `client`, `models`);
+- `choose`: `get_planner(name)` for `--planner`.
 """

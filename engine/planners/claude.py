@@ -3,7 +3,7 @@
 "Keep the model out of the durability path. The framework remembers; the model reasons."
 A turn starts when the ledger says something changed (a step ended, a human approved,
 an invariant moved): its first message is a brief built from the ledger now
-(engine.brief), never an earlier turn's transcript, so no request carries an earlier
+(engine.planners.brief), never an earlier turn's transcript, so no request carries an earlier
 turn's tool_use ids. Within the turn the model may call tools several times; each
 `run_step` goes through `Session.attempt` (the one guard and step runner, as autopilot's
 proposals do) and its result goes back as the tool result. The next turn starts fresh.
@@ -21,15 +21,15 @@ import json
 import time
 from typing import Any
 
-from engine.brief import BriefContext, build, step_line
-from engine.model import Ledger
+from engine.planners.brief import BriefContext, build, step_line
+from engine.ledger.model import Ledger
 from engine.planners.client import (ForcedToolRefused, PlannerInterrupted, PlannerRefused, PlannerUnavailable, make_client,
                                     wait_for)
 from engine.planners.models import DEFAULT_MODEL, Usage, cost_usd, forces_tools
 from engine.planners.prompts import PLANNER
 from engine.planners.tools import CACHE, TOOLS, check_call
-from engine.redact import Redactor
-from engine.session.planner import Action, Autopilot
+from engine.audit.redact import Redactor
+from engine.planners.autopilot import Action, Autopilot
 
 MAX_ROUNDS = 10  # model calls in one turn; then the turn ends and the next starts fresh
 MAX_OUTPUT = 4096  # max_tokens of one request (thinking included)

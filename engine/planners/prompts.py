@@ -2,7 +2,7 @@
 
 Both are constant (nothing from a ledger in them), so they stay byte-identical across
 turns and sessions and the prompt cache can serve them; everything about the ledger
-arrives in the brief (engine.brief), which is rebuilt every turn.
+arrives in the brief (engine.planners.brief), which is rebuilt every turn.
 """
 
 PLANNER = """\

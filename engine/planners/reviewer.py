@@ -3,7 +3,7 @@
 Its own fresh conversation (the reviewer's system prompt, the ledger's brief, the
 previous note and the note), with the `review_note {ok, problems}` tool forced, or asked
 for in words where the model refuses forcing. Its problems are added to the note's
-`Reviewer:` section beside the deterministic review's (engine.review). A reviewer that
+`Reviewer:` section beside the deterministic review's (engine.audit.review). A reviewer that
 cannot be reached, or answers without the tool, is journaled and the note goes on with
 the deterministic review alone: a review never blocks a handoff.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.brief import BriefContext, build
+from engine.planners.brief import BriefContext, build
 from engine.planners.client import PlannerInterrupted, PlannerRefused, PlannerUnavailable
 from engine.planners.models import Usage
 from engine.planners.prompts import REVIEW_TOOL, REVIEWER
-from engine.redact import Redactor
+from engine.audit.redact import Redactor
 
 SYSTEM = [{"type": "text", "text": REVIEWER, "cache_control": {"type": "ephemeral"}}]
 

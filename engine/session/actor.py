@@ -22,16 +22,16 @@ from __future__ import annotations
 import threading
 from typing import TextIO
 
-from engine import ops
-from engine.identity import hostname, os_user
-from engine.model import Ledger
-from engine.review import amend, review
+from engine.ledger import ops
+from engine.approvals.identity import hostname, os_user
+from engine.ledger.model import Ledger
+from engine.audit.review import amend, review
 from engine.session import gates
 from engine.session.attempt import Attempt, _Views, attempt
 from engine.session.handoff_note import generate
 from engine.session.out import Out
-from engine.session.planner import Action, Autopilot
-from engine.session.steps import apply
+from engine.planners.autopilot import Action, Autopilot
+from engine.store.transact import apply
 
 
 class Actor:

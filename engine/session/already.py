@@ -17,17 +17,17 @@ database that is not linked); a step without a `verify` relies on the witnesses 
 
 from __future__ import annotations
 
-from engine.render import describe
-from engine.session.planner import next_action_text
+from engine.ledger.render import describe
+from engine.planners.autopilot import next_action_text
 from engine.session.probes import run_probe
-from engine.timefmt import now_iso
+from engine.codec.timefmt import now_iso
 
 
 def already_happened(s, it) -> bool:
     """True when `it`'s irreversible step was found done by its probe and recorded so
     (target at the step's `to` with the checkpoint, intent cleared, journaled); the
     caller then does not spawn it. False: run it as usual."""
-    from engine.session.steps import NoChange, apply  # steps imports this module
+    from engine.store.transact import NoChange, apply
 
     step, name = it.step, it.target
     if step.reversible or not step.verify or s.dry_run:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from engine import highwater
+from engine.store import highwater
 from engine.errors import LedgerInvalid, UsageError, os_error_text
 from engine.store.atomic import atomic_write
 from engine.store.file import FileStore
@@ -41,7 +41,7 @@ def make_shadow(path: str) -> str:
         raise UsageError(f"{shadow} is a symlink; --dry-run never writes through one (it would overwrite what it "
                          "points at): remove it, then dry-run again (nothing was changed)")
     # The shadow is a new ledger, never the real one under another name: without the real
-    # one's `id` its high-water mark (engine.highwater) is its own, keyed by its path.
+    # one's `id` its high-water mark (engine.store.highwater) is its own, keyed by its path.
     raw = _ID_LINE.sub(b"", raw)
     try:
         # What the engine remembers of the last shadow (its write record, its journal and the

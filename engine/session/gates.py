@@ -10,15 +10,15 @@ from __future__ import annotations
 import sys
 import time
 
-from engine import ops
-from engine.identity import os_user
-from engine.invariants import evaluate, parse_all
-from engine.model import Ledger
-from engine.render import describe
+from engine.ledger import ops
+from engine.approvals.identity import os_user
+from engine.ledger.invariants import evaluate, parse_all
+from engine.ledger.model import Ledger
+from engine.ledger.render import describe
 from engine.session.probes import read_metric
 from engine.session.runner import run_step
-from engine.session.steps import NoChange, apply
-from engine.timefmt import now_iso
+from engine.store.transact import NoChange, apply
+from engine.codec.timefmt import now_iso
 
 
 RESAY_AFTER = 60.0  # seconds before an unchanged reading or invariant line is journaled again

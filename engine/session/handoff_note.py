@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from engine.model import Ledger
-from engine.session.planner import WAITING, next_step
-from engine.touched import is_touched, touched_states
+from engine.ledger.model import Ledger
+from engine.planners.autopilot import WAITING, next_step
+from engine.ledger.touched import is_touched, touched_states
 
 LIST_MAX = 5
 _RULE = re.compile(r"\b(do not|don't|never|must not|no\s+\w+\s+retry)\b", re.I)
@@ -62,7 +62,7 @@ def _section(title: str, items: list[str]) -> list[str]:
 
 def still_applying(previous: str | None, ledger: Ledger) -> list[str]:
     """The previous note's rules that still hold: a target they name is not done, or they
-    name none (the rule the reviewer, engine.review, requires the next note to keep)."""
+    name none (the rule the reviewer, engine.audit.review, requires the next note to keep)."""
     judged = re.split(r"(?m)^\s*Reviewer\b", previous or "", maxsplit=1)[0]  # the reviewer's words are no rules
     out = []
     for rule in rules_in(judged):

@@ -9,7 +9,7 @@ a handoff note generated from the ledger, give the lease back.
 
 Every proposal, autopilot's or the Claude planner's, becomes work (or a refusal)
 through `Session.attempt` (engine.session.attempt): one guard, one step runner. Every
-handoff note the session writes passes the deterministic review (engine.review).
+handoff note the session writes passes the deterministic review (engine.audit.review).
 
 Exit codes: 0 handed off (or nothing left, or only humans can move it); 2 usage or
 invalid ledger; 3 ledger and reality disagree; 4 paused; 5 another session holds it;
@@ -26,24 +26,25 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from engine import leasing
-from engine.access import open_writer
-from engine.brief import movable
+from engine.lease import leasing
+from engine.ledger.access import open_writer
+from engine.planners.brief import movable
 from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
-from engine.identity import os_user
-from engine.invariants import parse_all
-from engine.lease import HeartbeatThread, new_session_id
-from engine.model import Ledger
+from engine.approvals.identity import os_user
+from engine.ledger.invariants import parse_all
+from engine.lease.rules import HeartbeatThread, new_session_id
+from engine.ledger.model import Ledger
 from engine.session.actor import Actor
 from engine.session.dryrun import make_shadow
 from engine.session.handoff_note import rules_in
 from engine.session.preflight import preflight, refusal_text
-from engine.session.planner import get_planner, touch_limit
+from engine.planners.autopilot import touch_limit
+from engine.planners.choose import get_planner
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
 from engine.session.untrusted import stop_for_outside_edits
 from engine.session.steps import Intent, run_intent
 from engine.store.filelock import lock_timeout
-from engine.timefmt import now_iso
+from engine.codec.timefmt import now_iso
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old

@@ -15,9 +15,9 @@ import threading
 from typing import Any, TextIO
 
 from engine.errors import HandoffError
-from engine.journal import Journal, JournalWriteError, make_record
-from engine.textsafe import visible
-from engine.timefmt import now_iso
+from engine.audit.journal import Journal, JournalWriteError, make_record
+from engine.codec.textsafe import visible
+from engine.codec.timefmt import now_iso
 
 
 # How much a session prints, set once by the CLI (`-q`, `-v`): -1 only what a person must

@@ -14,10 +14,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-from engine.model import Ledger, Step
-from engine.people import AGENT_VAR
-from engine.redact import Redactor
-from engine.render import fields_for, render
+from engine.ledger.model import Ledger, Step
+from engine.approvals.people import AGENT_VAR
+from engine.audit.redact import Redactor
+from engine.ledger.render import fields_for, render
 from engine.session.runner import StepResult, parse_reading, run_step
 
 PROBE_TIMEOUT = 30.0
@@ -26,7 +26,7 @@ TOKEN_VAR = "HANDOFF_STEP_TOKEN"
 
 def step_env(token: str | None = None, holder: str | None = None) -> dict[str, str]:
     """The environment of a step, probe or metric: ours, plus the token that names its
-    intent, plus `HANDOFF_AGENT=<holder>` (engine.people): a process the engine spawns
+    intent, plus `HANDOFF_AGENT=<holder>` (engine.approvals.people): a process the engine spawns
     runs for an agent, and the engine refuses it every people-only operation."""
     env = dict(os.environ)
     if token:

@@ -20,16 +20,16 @@ import signal
 import time
 
 from engine.errors import Refused
-from engine.model import Ledger
-from engine.redact import redact
-from engine.render import describe
-from engine.session.planner import next_action_text
+from engine.ledger.model import Ledger
+from engine.audit.redact import redact
+from engine.ledger.render import describe
+from engine.planners.autopilot import next_action_text
 from engine.session.probes import find_step_processes, run_probe
-from engine.procs import pid_alive, wait_for_pid
+from engine.host.procs import pid_alive, wait_for_pid
 from engine.session.runner import TERM_GRACE
-from engine.session.steps import NoChange, apply
-from engine.timefmt import now_iso, parse_iso
-from engine.touched import is_touched
+from engine.store.transact import NoChange, apply
+from engine.codec.timefmt import now_iso, parse_iso
+from engine.ledger.touched import is_touched
 
 DEFAULT_WAIT = 600.0
 
@@ -221,7 +221,7 @@ def _settle_as(s, name: str, inflight, state: str, reason: str, end) -> None:
         t.next_action = "check the real system, then `handoff reconcile`"
         t.changed_at = now_iso()
         if end is not None:
-            from engine.model import Evidence
+            from engine.ledger.model import Evidence
 
             t.evidence = Evidence(step=inflight.step, exit_code=end.get("exit_code"), duration=end.get("duration"),
                                   at=end.get("ts"), timed_out=end.get("timed_out"), journal=end.get("seq"))
@@ -275,7 +275,7 @@ def verify_target(s, name: str, ledger: Ledger | None = None) -> bool:
 
 def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | None, reason: str) -> str:
     """Resolve a drift or a block as the operator says; returns what was recorded."""
-    handle.refuse_agent("reconcile", name)  # people only (engine.people): never from an agent's process
+    handle.refuse_agent("reconcile", name)  # people only (engine.approvals.people): never from an agent's process
     ledger = handle.load()
     reason = redact(reason, ledger.redact)  # it is stored and printed
     target = ledger.targets.get(name)

@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.compare import holds
-from engine.procs import group_alive, kill_group
-from engine.timefmt import now_iso
+from engine.ledger.compare import holds
+from engine.host.procs import group_alive, kill_group
+from engine.codec.timefmt import now_iso
 
 # The whole output is kept up to this size (its end, which is where a probe's answer is).
 STDOUT_CAP = 64 * 1024
@@ -149,7 +149,7 @@ def _decode(data: bytes | bytearray) -> str:
 def _tail(data: bytes | bytearray, tail_bytes: int) -> str:
     """The last `tail_bytes` of the output, cut after masking the whole of it: a tail cut
     first could start between a key ("password:") and its secret on the next line."""
-    from engine.redact import redact
+    from engine.audit.redact import redact
 
     if tail_bytes <= 0:
         return ""

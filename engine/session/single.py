@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from engine.errors import UsageError
 from engine.session.actor import Actor
-from engine.session.planner import Action
+from engine.planners.autopilot import Action
 from engine.session.probes import find_step_processes
 from engine.session.reconcile import settle_in_flight, verify_target
 from engine.session.steps import Fenced, run_intent

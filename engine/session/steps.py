@@ -25,41 +25,23 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from engine import guard
+from engine.ledger import guard
 from engine.approvals import authority
-from engine.guard import Decision
-from engine.model import Evidence, InFlight, Ledger, Step
-from engine.ops import rendered_command
-from engine.redact import redact
-from engine.render import describe
+from engine.ledger.guard import Decision
+from engine.ledger.model import Evidence, InFlight, Ledger, Step
+from engine.ledger.ops import rendered_command
+from engine.audit.redact import redact
+from engine.ledger.render import describe
 from engine.session.already import already_happened
-from engine.session.planner import Action, next_action_text
+from engine.planners.autopilot import Action, next_action_text
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
-from engine.timefmt import now_iso
+from engine.store.transact import NoChange, apply
+from engine.codec.timefmt import now_iso
 
 
 class Fenced(Exception):
     """A step's process was not started: this session may no longer act on that target."""
-
-
-class NoChange(Exception):
-    """Raised inside a transaction to write nothing; carries what to return instead."""
-
-    def __init__(self, value: Any = None) -> None:
-        super().__init__("no change")
-        self.value = value
-
-
-def apply(store, fn: Callable[[Ledger], Any], lock=None) -> tuple[Any, int | None]:
-    """`store.transact(fn)`, where `fn` may raise NoChange to write nothing (revision None)."""
-    try:
-        if lock is None:
-            return store.transact(fn)
-        with lock:
-            return store.transact(fn)
-    except NoChange as stop:
-        return stop.value, None
 
 
 @dataclass

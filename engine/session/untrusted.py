@@ -9,7 +9,7 @@ before any action, exit 3, until a person accepts or undoes it with `handoff rec
 
 from __future__ import annotations
 
-from engine.render import describe
+from engine.ledger.render import describe
 from engine.session.probes import run_probe
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Protocol, TypeVa
 from engine.errors import LedgerInvalid
 
 if TYPE_CHECKING:  # annotations only: `engine.store.atomic` (the hook's heartbeat) must not load the model
-    from engine.model import Ledger
+    from engine.ledger.model import Ledger
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 from engine.codec import strict
 from engine.codec.splice import Change
 from engine.errors import LedgerInvalid
-from engine.model import Ledger, Target
+from engine.ledger.model import Ledger, Target
 
 
 def to_ledger(data: Any, path: str, text: str) -> Ledger:

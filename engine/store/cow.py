@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterator
 
-from engine.model import Ledger, Target
+from engine.ledger.model import Ledger, Target
 from engine.store.cow_views import ModelView, Root, unwrap
 
 

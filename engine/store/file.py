@@ -29,17 +29,18 @@ if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and 
 
 from engine.codec import Parsed, parse_document, splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
-from engine import highwater
-from engine.lease import Heartbeat
-from engine.model import Ledger, Target
+from engine.store import highwater
+from engine.lease.rules import Heartbeat
+from engine.ledger.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
 from engine.store import outside, parse_cache
 from engine.store.cow import CowTargets, cow_ledger
-from engine.touched import seal
+from engine.ledger.touched import seal
 from engine.store.filelock import FileLock
 from engine.store.ledger_file import open_ledger_file
-from engine.store.record import behind_journal, journal_revision, read_record, regressions, write_record
+from engine.store.record import behind_journal, journal_revision, regressions, write_record
+from engine.store.sidecar import read_record
 from engine.store.sidecar import SidecarRefused
 from engine.store.convert import change, to_ledger, to_ledger_reusing
 
@@ -408,7 +409,7 @@ class FileStore:
 
     def open_journal(self, *, read_only: bool = False):
         """The journal beside this ledger (`<ledger>.journal.jsonl`)."""
-        from engine.journal import Journal, journal_path
+        from engine.audit.journal import Journal, journal_path
 
         return Journal(journal_path(self.path), read_only=read_only)
 

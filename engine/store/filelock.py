@@ -20,10 +20,10 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from engine.envconf import seconds
+from engine.settings import seconds
 from engine.errors import HandoffError
 from engine.store.sidecar import open_sidecar
-from engine.timefmt import now_iso
+from engine.codec.timefmt import now_iso
 
 DEFAULT_TIMEOUT = 10.0
 

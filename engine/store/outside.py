@@ -18,10 +18,10 @@ import os
 import pwd
 from typing import Any
 
-from engine.model import Ledger, Target
+from engine.ledger.model import Ledger, Target
 from engine.store.atomic import atomic_write
-from engine.store.record import read_record  # the one reader of a JSON sidecar record
-from engine.timefmt import now_iso
+from engine.store.sidecar import read_record  # the one reader of a JSON sidecar record
+from engine.codec.timefmt import now_iso
 
 SUFFIX = ".last-write.targets.json"
 SAFE_STATES = ("blocked", "failed")  # a person stopping a target by hand is never a lie about progress
@@ -128,7 +128,7 @@ def who_edited(ledger_path: str) -> dict[str, Any]:
 def journal_edit(ledger_path: str, ledger: Ledger, found: list[dict[str, Any]], flagged: list[str], revision: int,
                  who: dict[str, Any]) -> None:
     """The `external_edit` record, written after the ledger (values redacted)."""
-    from engine.journal import Journal, journal_path
+    from engine.audit.journal import Journal, journal_path
 
     targets = sorted({c["target"] for c in found})
     shown = ", ".join(targets[:10]) + (" ..." if len(targets) > 10 else "")

@@ -8,9 +8,9 @@ import time
 from typing import Any, Callable, TypeVar
 from urllib.parse import urldefrag
 
-from engine.envconf import seconds
+from engine.settings import seconds
 from engine.errors import HandoffError, LedgerInvalid, ServiceUnavailable, UsageError
-from engine.redact import redact
+from engine.audit.redact import redact
 
 T = TypeVar("T")
 OUTAGE_ENV = "HANDOFF_DB_OUTAGE_SECONDS"

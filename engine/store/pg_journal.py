@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 from engine.errors import HandoffError
-from engine.journal_base import JournalBase, JournalWriteError, gap_record, make_record
-from engine.journal_chain import GENESIS, link_of, seal
+from engine.audit.journal_base import JournalBase, JournalWriteError, gap_record, make_record
+from engine.audit.chain import GENESIS, link_of, seal
 from engine.store.pg_conn import Db
 
 
@@ -37,7 +37,7 @@ class PgJournal(JournalBase):
 
         def work(conn):
             # One writer per ledger at a time: seq order is commit order, and each row is
-            # sealed after the one before it (engine.journal_chain).
+            # sealed after the one before it (engine.audit.chain).
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('handoff_journal'), hashtext(%s))", (self.ledger,))
             last = conn.execute("SELECT record FROM handoff_journal WHERE ledger = %s ORDER BY seq DESC LIMIT 1",
                                 (self.ledger,)).fetchone()
@@ -84,8 +84,8 @@ class PgJournal(JournalBase):
         return list(reversed(self._select("AND record->>'target' = %s", (target,), "DESC", limit)))
 
     def verify(self, head: dict[str, Any] | None = None):
-        """Check the chain of this ledger's rows (engine.journal_verify)."""
-        from engine.journal_verify import verify_rows
+        """Check the chain of this ledger's rows (engine.audit.verify)."""
+        from engine.audit.verify import verify_rows
 
         rows = self.db.run(lambda conn: conn.execute(
             "SELECT seq, record FROM handoff_journal WHERE ledger = %s ORDER BY seq", (self.ledger,)).fetchall())

@@ -29,11 +29,11 @@ import socket
 import sys
 from typing import Any, AsyncIterator, Callable, TypeVar
 
-from engine import highwater
+from engine.store import highwater
 from engine.codec import parse_document, splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
-from engine.lease import beat_record
-from engine.model import Ledger
+from engine.lease.rules import beat_record
+from engine.ledger.model import Ledger
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import change, to_ledger
 from engine.store.cow import cow_ledger
@@ -111,7 +111,7 @@ class PostgresStore:
         return snap, parsed
 
     def _mark(self, ledger: Ledger) -> str:
-        """The key of this ledger's per-user high-water mark (engine.highwater)."""
+        """The key of this ledger's per-user high-water mark (engine.store.highwater)."""
         # The location as shown (password masked): a masked URL no longer parses as one.
         return highwater.identity(ledger, self.path)
 
@@ -243,7 +243,7 @@ class PostgresStore:
         """Create the ledger from YAML text (validated first). Over an existing ledger only
         with `replace`, never while a live holder has its lease, and the revision never
         goes backwards (the imported text gets one above the stored one)."""
-        from engine.lease import lease_state
+        from engine.lease.rules import lease_state
 
         parsed = parse_document(text, self.path)
         ledger = to_ledger(parsed.data, self.path, text)

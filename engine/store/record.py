@@ -14,30 +14,13 @@ says so, because an old file can hold an approval that was already used:
 from __future__ import annotations
 
 import json
-import os
 
-from engine.journal import Journal, head_gone, journal_head, journal_path
-from engine.model import Ledger
+from engine.audit.journal import Journal, head_gone, journal_head, journal_path
+from engine.ledger.model import Ledger
 from engine.store.atomic import atomic_write
-from engine.store.sidecar import SidecarRefused, open_sidecar
-
-
-def read_record(path: str, ledger: str) -> dict | None:
-    """The record, or None (never written, unreadable or torn)."""
-    try:
-        fd = open_sidecar(path, os.O_RDONLY, ledger=ledger)
-    except SidecarRefused:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            data = json.loads(fh.read() or b"null")
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
+from engine.store.sidecar import read_record
 
 _JOURNALS: dict[str, Journal] = {}  # per ledger: the journal's index is read incrementally
-
 
 def journal_revision(ledger_path: str) -> int:
     """The highest revision the ledger's journal records (0 if none): a file below it went
@@ -51,14 +34,12 @@ def journal_revision(ledger_path: str) -> int:
     except OSError:
         return 0  # an unreadable journal is reported where it is read (`handoff journal`, `check`)
 
-
 def behind_journal(ledger: Ledger, ledger_path: str) -> list[str]:
     """The rollback sentence for a ledger whose revision is below its journal's highest."""
     highest = journal_revision(ledger_path)
     if ledger.revision < highest:
         return [f"its revision is {ledger.revision}, lower than the highest revision its journal records ({highest})"]
     return []
-
 
 def _head(ledger_path: str, previous: dict | None) -> dict | None:
     """The journal head this write names: the journal's last record now, unless the head
@@ -69,7 +50,6 @@ def _head(ledger_path: str, previous: dict | None) -> dict | None:
     if head_gone(path, old) and Journal(path, read_only=True).witness("chain_break", missing_head=old["seq"]) is None:
         return old
     return journal_head(path)
-
 
 def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous: dict | None = None) -> None:
     """Record a write the engine just made (atomically; under the writers' lock), naming
@@ -85,7 +65,6 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
         "journal_head": _head(ledger_path, previous),
     }
     atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
-
 
 def regressions(ledger: Ledger, record: dict) -> tuple[list[str], list[str]]:
     """(targets missing, rollback sentences) of `ledger` against the last engine write."""

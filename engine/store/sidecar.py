@@ -13,11 +13,12 @@ Two rules hold for every one of them:
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 
 from engine.errors import HandoffError
-from engine.identity import os_user
+from engine.approvals.identity import os_user
 
 
 class SidecarRefused(HandoffError):
@@ -84,3 +85,18 @@ def refusal(path: str, err: OSError) -> SidecarRefused:
     if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return SidecarRefused(f"{path} cannot be written ({err.strerror}); ask the folder's owner for group write access (nothing was changed)")
     return SidecarRefused(f"{path}: {err.strerror or err}")
+
+
+def read_record(path: str, ledger: str) -> dict | None:
+    """A JSON record kept beside `ledger` (its last write, its per-target record), or None
+    (never written, unreadable, torn or refused)."""
+    try:
+        fd = open_sidecar(path, os.O_RDONLY, ledger=ledger)
+    except SidecarRefused:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read() or b"null")
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

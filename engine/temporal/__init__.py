@@ -5,7 +5,7 @@ holds names, steps and decisions, never the ledger. Everything that reads or wri
 ledger runs in activities (`activities.py`) that call the single-step decision core
 every other holder uses (`core.py` over engine.session.actor): the guard, the gates, the
 write-ahead intent and the fenced step runner. The workflow holds the ledger's lease as
-a third kind of holder (engine.lease): `runtime: temporal`, its id the workflow id.
+a third kind of holder (engine.lease.rules): `runtime: temporal`, its id the workflow id.
 
 `temporalio` is optional (`pip install 'handoff-tui[temporal]'`): only `activities.py`,
 `workflow.py`, `client.py` and `worker.py` import it, and nothing imports them unless a
@@ -68,6 +68,6 @@ def check_ended(lease, state):
         return state
     if text is None:
         return state
-    from engine.lease import LeaseState
+    from engine.lease.rules import LeaseState
 
     return LeaseState("dead", state.holder, text, state.heartbeat_age)

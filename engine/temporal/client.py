@@ -60,7 +60,7 @@ async def start_or_attach(client: Client, job: dict[str, Any], memo: dict[str, s
 
 async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: bool, stream: TextIO | None = None) -> int:
     """Print the journal's new records until the workflow ends; its exit code."""
-    from engine.cli.commands import format_record
+    from engine.audit.lines import format_record
 
     stream = stream or sys.stdout
     result: dict[str, Any] = {}

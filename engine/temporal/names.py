@@ -4,7 +4,7 @@
   first start writes into the ledger's top-level `id`;
 - each worker polls the shared task queue and one of its own host, `<queue>@<host>`, so
   the workflow can settle a step on the host whose process may still run;
-- durations from the environment (engine.envconf): how often the lease keeper re-reads
+- durations from the environment (engine.settings): how often the lease keeper re-reads
   the ledger for edits made outside the engine and wakes the workflow when it changed
   (HANDOFF_TEMPORAL_POLL, 30 s); the workflow's own timer when nothing wakes it
   (HANDOFF_TEMPORAL_IDLE, 10 min: a timer costs history, a keeper's read does not); after
@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from engine.envconf import seconds
+from engine.settings import seconds
 
 WORKFLOW = "handoff-ledger"
 DEFAULT_ADDRESS = "127.0.0.1:7233"

@@ -18,8 +18,8 @@ from datetime import timedelta
 
 from temporalio.worker import Worker
 
-from engine.identity import hostname
-from engine.people import AGENT_VAR
+from engine.approvals.identity import hostname
+from engine.approvals.people import AGENT_VAR
 from engine.temporal import activities
 from engine.temporal.client import connect
 from engine.temporal.names import host_queue
@@ -37,7 +37,7 @@ async def serve(address: str, namespace: str, queue: str, max_concurrent: int, *
     # every step at once, the lease keepers and the settles.
     loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=max_concurrent + 8))
     me = f"handoff-worker@{host}:{os.getpid()}"
-    os.environ[AGENT_VAR] = me  # the worker and every child it starts run for an agent (engine.people)
+    os.environ[AGENT_VAR] = me  # the worker and every child it starts run for an agent (engine.approvals.people)
     shared = Worker(client, task_queue=queue, workflows=[LedgerWorkflow], activities=activities.ALL,
                     max_concurrent_activities=max_concurrent, identity=me,
                     # Steps go to whichever worker polls first, not all to the one whose

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from session_kit import counts, demo_copy, handoff, journal, load, sim, start  # noqa: E402
 
-from engine.model import Ledger  # noqa: E402
+from engine.ledger.model import Ledger  # noqa: E402
 
 IRREVERSIBLE = {"link": ("checked", "replicating"), "cutover": ("verified", "done")}
 KILLED_RUNS = 20

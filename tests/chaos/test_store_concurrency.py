@@ -23,7 +23,7 @@ import time
 
 import yaml
 
-from engine.journal import journal_path
+from engine.audit.journal import journal_path
 from engine.store.file import FileStore
 from tests.conftest import ROOT, cli_env
 

@@ -174,7 +174,7 @@ def test_people_only_commands_ledger_writes_and_subagents_are_denied_then_stop_f
         "env X=1 timeout 5 handoff retry {L} db-27 --force --reason x": "retrying an irreversible step is for people",
         "sh <<EOF\nhandoff reconcile {L}\nEOF": "reconciling the ledger with reality is for people",
         "echo $(handoff check {L} --accept-rollback)": "accepting that the ledger went back in time is for people",
-        "python3 -c \"import engine.ops as o\"": "code that imports the engine",
+        "python3 -c \"import engine.ledger.ops as o\"": "code that imports the engine",
         "sed -i.bak s/queued/done/ {L}": "`sed` would edit",
         "handoff note {L} --set ''": "clearing the handoff note is not the reviewed path",
     }

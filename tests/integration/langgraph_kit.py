@@ -52,8 +52,8 @@ class Thread:
     lease held under the thread id as the runtime holds it."""
 
     def __init__(self, ledger: Path, url: str, monkeypatch) -> None:
-        from engine import leasing
-        from engine.access import open_writer
+        from engine.lease import leasing
+        from engine.ledger.access import open_writer
         from engine.cli.langgraph_cmds import _acquire, _ledger_id
         from engine.langgraph import thread_id
 

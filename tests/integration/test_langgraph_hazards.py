@@ -213,7 +213,7 @@ def test_a_crash_after_an_irreversible_start_is_fenced_and_proved(tmp_path: Path
 
 
 def _offset_of(ledger: Path, kind: str, step: str) -> int:
-    """A record's `seq`: its byte offset in the journal file (engine.journal)."""
+    """A record's `seq`: its byte offset in the journal file (engine.audit.journal)."""
     import json
 
     offset = 0

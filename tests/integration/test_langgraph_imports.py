@@ -24,14 +24,14 @@ def _loaded(world: Path, *args: str) -> tuple[bool, subprocess.CompletedProcess]
 
 
 def test_only_the_langgraph_runtime_imports_langgraph(tmp_path: Path) -> None:
-    from engine import leasing
-    from engine.access import open_writer
+    from engine.lease import leasing
+    from engine.ledger.access import open_writer
 
     ledger = demo_copy(tmp_path, targets={"db-18": {"state": "replicating", "checkpoint": "0/9A3F2C10"}})
     world = tmp_path / "world"
     assert not _loaded(world, "status", str(ledger))[0]
     assert not _loaded(world, "check", str(ledger))[0]
-    code = "import engine.api, engine.langgraph, engine.cli.langgraph_cmds, engine.lease, sys; print(sorted(m for m in sys.modules if m.startswith('langgraph')))"
+    code = "import engine.api, engine.langgraph, engine.cli.langgraph_cmds, engine.lease.rules, sys; print(sorted(m for m in sys.modules if m.startswith('langgraph')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT),
                           timeout=60).stdout.strip() == "[]"
     # A LangGraph thread holds the ledger and db-18 waits on its cutover: approving it says the

@@ -165,7 +165,7 @@ def test_import_over_an_existing_ledger_is_refused_unless_replace(url, tmp_path)
 
 def test_import_replace_is_refused_while_a_live_holder_has_the_lease(url, tmp_path):
     """--replace under a live session's lease (its heartbeat fresh in the database) is refused; nothing changes."""
-    from engine import leasing
+    from engine.lease import leasing
     from engine.store.postgres import PostgresStore
 
     store = PostgresStore(url)

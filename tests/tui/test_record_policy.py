@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.api import open_ledger
-from engine.identity import os_user
+from engine.approvals.identity import os_user
 from tests.tui.helpers import fixed_clock, screen_text, settle
 from tui.app import make_app
 from tui.screens.approve import ApproveScreen

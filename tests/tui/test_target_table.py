@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from engine.model import Ledger
+from engine.ledger.model import Ledger
 from tests.tui.helpers import fixed_clock, screen_text
 from tui.widgets.target_table import TargetTable
 

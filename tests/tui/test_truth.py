@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from engine.api import open_ledger
-from engine.journal import journal_path
+from engine.audit.journal import journal_path
 from tests.tui.helpers import FIXED_NOW, LEDGER, fixed_clock, journal_records, screen_text, settle, wait_until
 from tui.app import LEASE_POLL, make_app
 from tui.screens.confirm import ConfirmScreen

@@ -15,7 +15,7 @@ import yaml
 from engine.api import open_ledger
 from engine.approvals.policy import tend
 from engine.session.actor import Actor
-from engine.timefmt import now_iso, parse_iso
+from engine.codec.timefmt import now_iso, parse_iso
 from tests.conftest import handoff
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"

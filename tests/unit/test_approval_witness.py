@@ -35,8 +35,8 @@ MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.a
 # What an agent can do with the file: compute the real hash and write an approval entry.
 FORGE = textwrap.dedent("""\
     import os, sys, yaml
-    from engine.model import Ledger
-    from engine.render import approval_hash
+    from engine.ledger.model import Ledger
+    from engine.ledger.render import approval_hash
     path, by, at = sys.argv[1], sys.argv[2], sys.argv[3]
     name = sys.argv[4] if len(sys.argv) > 4 else "db-19"
     data = yaml.safe_load(open(path))

@@ -255,8 +255,8 @@ def _rows_of(records: list[dict]) -> dict[str, dict]:
     """build() over these records (the real run's, altered in memory), by target."""
     from dataclasses import asdict
 
-    from engine.audit_report import build
-    from engine.journal_verify import Verdict
+    from engine.audit.report import build
+    from engine.audit.verify import Verdict
 
     report = build(records, Verdict(), irreversible={"link"})
     return {r.target: asdict(r) for r in report.rows}

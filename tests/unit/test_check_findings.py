@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from engine.checks import analyse
-from engine.invariants import closest_form, parse
-from engine.journal import journal_path
-from engine.model import Ledger
+from engine.ledger.invariants import closest_form, parse
+from engine.audit.journal import journal_path
+from engine.ledger.model import Ledger
 from engine.store.file import FileStore
 from tests.conftest import ROOT, handoff
 

@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from engine.journal import journal_path
+from engine.audit.journal import journal_path
 from tests.conftest import RUNBOOK_LEDGER
 from tests.conftest import handoff as cli
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from engine.journal import journal_path
+from engine.audit.journal import journal_path
 from tests.conftest import handoff
 
 

@@ -11,7 +11,7 @@ import yaml
 from engine.codec import emit_document, parse_document, strict
 from engine.codec.fast import FastReader
 from engine.errors import LedgerInvalid
-from engine.model import Ledger
+from engine.ledger.model import Ledger
 from engine.store.convert import to_data
 from engine.store.file import FileStore
 from tests.conftest import ARTICLE

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.codec import Change, emit_document, parse_document, splice, strict
-from engine.model import BASE_STATES
+from engine.ledger.model import BASE_STATES
 from engine.store.convert import to_data
 from engine.store.file import FileStore
 

@@ -12,7 +12,7 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.model import Approval, Evidence, InFlight, Target
+from engine.ledger.model import Approval, Evidence, InFlight, Target
 from engine.store.cow import CowTargets, cow_ledger, shared_values
 from engine.store.file import FileStore
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import ops
+from engine.ledger import ops
 from engine.codec import parse_document, strict
 from engine.codec.fast import FastReader
 from engine.errors import LedgerInvalid

@@ -14,7 +14,7 @@ import tempfile
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from engine import ops
+from engine.ledger import ops
 from engine.codec import parse_document, strict
 from engine.codec.numbers import same
 from engine.errors import Refused

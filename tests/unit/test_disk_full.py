@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.journal import Journal
+from engine.audit.journal import Journal
 from tests.conftest import RUNBOOK_LEDGER, handoff
 
 PAGE = 4096

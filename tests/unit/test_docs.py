@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 from engine.codec import strict
-from engine.invariants import parse
-from engine.model import Ledger
-from engine.schema import _models
+from engine.ledger.invariants import parse
+from engine.ledger.model import Ledger
+from engine.ledger.schema import _models
 from tests.conftest import ROOT, handoff
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

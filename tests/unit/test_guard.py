@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import yaml
 
-from engine import guard, ops
-from engine.invariants import evaluate
-from engine.model import Ledger
+from engine.ledger import guard, ops
+from engine.ledger.invariants import evaluate
+from engine.ledger.model import Ledger
 from tests.conftest import RUNBOOK_LEDGER
 
 WHO = ops.Who("bob", "bob")
@@ -118,7 +118,7 @@ def test_a_running_check_counts_against_the_touched_limit():
 def test_approval_binds_the_interpreter_and_the_ledger_folder():
     """An approval binds the command exactly as it will run: `{python}` and `{ledger_dir}` rendered in.
     The same approval in another folder (a copied ledger) or with another interpreter does not match."""
-    from engine.render import approval_hash
+    from engine.ledger.render import approval_hash
 
     l = fleet()
     step = l.step("cutover")

@@ -17,7 +17,7 @@ from engine.hooks import facts
 from tests.conftest import ROOT, RUNBOOK_LEDGER
 
 FIXTURE = ROOT / "tests" / "fixtures" / "claude_code" / "PreToolUse.json"
-WATCHED = ("pydantic", "yaml", "engine.model", "engine.guard", "engine.invariants", "engine.store.file", "engine.ops")
+WATCHED = ("pydantic", "yaml", "engine.ledger.model", "engine.ledger.guard", "engine.ledger.invariants", "engine.store.file", "engine.ledger.ops")
 # One hook process, as Claude Code starts it, that says on its last stderr line which heavy modules it loaded.
 RUNNER = ("import json, runpy, sys\n"
           "try:\n    runpy.run_module('engine.cli.main', run_name='__main__')\n"
@@ -49,7 +49,7 @@ def hook(ledger: Path, command: str) -> tuple[str, str, list[str]]:
 
 def test_with_facts_a_call_judges_and_beats_without_the_model(ledger):
     first = hook(ledger, "grep -c lag /var/log/app.log")
-    assert first[0] == "deny" and "engine.model" in first[2]  # no facts yet: the full read, which keeps them
+    assert first[0] == "deny" and "engine.ledger.model" in first[2]  # no facts yet: the full read, which keeps them
     assert facts.load(str(ledger)).session["id"] == "fast-test"  # the first call took the lease
     beat = Path(str(ledger) + ".heartbeat")
     beat.unlink()
@@ -85,10 +85,10 @@ def test_only_a_handoff_run_loads_the_guard(ledger):
     hook(ledger, "true")
     decision, reason, loaded = hook(ledger, f"handoff run {ledger} db-5 check")
     assert decision == "deny" and "never touch more than 2 dbs concurrently" in reason
-    assert "engine.guard" in loaded and "engine.model" in loaded
+    assert "engine.ledger.guard" in loaded and "engine.ledger.model" in loaded
     ledger.write_text(ledger.read_text().replace("- never touch more than 2 dbs concurrently\n", ""))
     decision, reason, loaded = hook(ledger, f"handoff run {ledger} db-5 check")
     assert decision == "allow" and "the guard allows it" in reason, reason
-    assert "engine.guard" in loaded and "engine.model" in loaded
+    assert "engine.ledger.guard" in loaded and "engine.ledger.model" in loaded
     decision, reason, _ = hook(ledger, f"handoff run {ledger} db-3 cutover")
     assert decision == "deny" and "cutover" in reason

@@ -115,7 +115,7 @@ def test_people_only_operations_are_denied_in_every_spelling(ledgers, spelling) 
 @pytest.mark.parametrize("code", [
     "import engine.cli.main as m; m.main(['approve', '{L}', 'db-18', '--yes'])",
     "from engine import ops",
-    "__import__('engine.ops')",
+    "__import__('engine.ledger.ops')",
     "import importlib; importlib.import_module('engine.api')",
 ])
 def test_python_code_that_imports_the_engine_is_denied(ledgers, code) -> None:
@@ -137,7 +137,7 @@ def test_code_and_scripts_that_run_a_people_only_command_are_denied(ledgers, tmp
     for line in (f"bash {script}", f"source {script}", f". {script}", f"cd {tmp_path} && sh go.sh"):
         kind, reason = ask(ledger, line)
         assert kind == "deny" and PEOPLE in reason, line
-    kind, reason = ask(ledger, "python3 -m engine.ops")
+    kind, reason = ask(ledger, "python3 -m engine.ledger.ops")
     assert kind == "deny" and "runs the engine's code directly" in reason
 
 

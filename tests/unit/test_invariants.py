@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from engine.invariants import evaluate, parse
-from engine.model import Ledger
-from engine.touched import touched
+from engine.ledger.invariants import evaluate, parse
+from engine.ledger.model import Ledger
+from engine.ledger.touched import touched
 
 RUNBOOK = {"steps": [
     {"name": "check", "from": "queued", "to": "checked", "reversible": True, "run": ["c"]},

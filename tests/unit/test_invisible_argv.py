@@ -1,7 +1,7 @@
 """Invisible characters in a command (tag characters, the soft hyphen, the combining
 grapheme joiner, Hangul fillers, variation selectors, zero-width and bidi controls)
 are shown as visible escapes wherever a command is shown, from one function
-(engine.textsafe.visible): the CLI's approve prompt and `handoff status` here, the TUI's
+(engine.codec.textsafe.visible): the CLI's approve prompt and `handoff status` here, the TUI's
 approval dialog in tests/tui/test_invisible.py."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from engine.textsafe import visible
+from engine.codec.textsafe import visible
 from tests.conftest import ROOT, cli_env, handoff
 
 # "--force" hidden in tag characters, a soft hyphen, a CGJ, Hangul fillers, variation selectors, a bidi override.

@@ -7,8 +7,8 @@ import json
 import os
 import time
 
-from engine.journal import Journal, journal_path
-from engine.redact import MASK, Redactor
+from engine.audit.journal import Journal, journal_path
+from engine.audit.redact import MASK, Redactor
 from tests.conftest import handoff
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from session_kit import demo_copy, handoff, journal
 
-from engine.journal import Journal, journal_head
-from engine.journal_verify import verify_file
+from engine.audit.journal import Journal, journal_head
+from engine.audit.verify import verify_file
 
 
 def _small(tmp_path: Path, n: int = 6) -> tuple[Path, dict]:

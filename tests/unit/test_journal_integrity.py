@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from engine.journal import MAX_WARNINGS, Journal
+from engine.audit.journal import MAX_WARNINGS, Journal
 from tests.conftest import ROOT, handoff
 
 
@@ -123,7 +123,7 @@ def test_warnings_stay_bounded_however_often_the_tui_polls(tmp_path):
 
 WRITER = """
 import json, sys
-from engine.journal import Journal
+from engine.audit.journal import Journal
 path, who, count, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 journal = Journal(path)
 seqs = [journal.append("log", f"{who} {i}", actor=who, i=i)["seq"] for i in range(count)]

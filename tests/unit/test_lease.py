@@ -1,5 +1,5 @@
 """One lease, three kinds of holder: the heartbeat sidecar and the rules that make a lease
-live, dead or stale (engine.lease), the same for a session, a Claude Code session and a
+live, dead or stale (engine.lease.rules), the same for a session, a Claude Code session and a
 Temporal workflow."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from engine.lease import Heartbeat, HeartbeatThread, LeaseState, lease_state, new_session_id, where_pids_count
-from engine.model import SessionLease
-from engine.procs import process_start_time
+from engine.lease.rules import Heartbeat, HeartbeatThread, LeaseState, lease_state, new_session_id, where_pids_count
+from engine.ledger.model import SessionLease
+from engine.host.procs import process_start_time
 
 HOST = socket.gethostname()
 HERE = where_pids_count()

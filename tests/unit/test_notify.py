@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from engine.model import Notifier
+from engine.ledger.model import Notifier
 from engine.notify import PageResult, send_pages
 from engine.session.runner import run_step
 

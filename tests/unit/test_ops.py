@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from engine import ops
+from engine.ledger import ops
 from engine.errors import Conflict, Refused
-from engine.model import Ledger
+from engine.ledger.model import Ledger
 from tests.conftest import RUNBOOK_LEDGER
 
 BOB = ops.Who("bob", "bob")

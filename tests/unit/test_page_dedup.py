@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from engine.access import open_writer
+from engine.ledger.access import open_writer
 from engine.session.actor import Actor
 from engine.session.loop import Options, Session
 

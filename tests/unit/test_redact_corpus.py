@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.redact import MASK, Redactor, redact
+from engine.audit.redact import MASK, Redactor, redact
 from engine.session.runner import run_step
 from engine.session.steps import _why
 

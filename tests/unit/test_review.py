@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from engine.brief import BriefContext, build
-from engine.model import InFlight, Ledger
-from engine.review import amend, judged, review
+from engine.planners.brief import BriefContext, build
+from engine.ledger.model import InFlight, Ledger
+from engine.audit.review import amend, judged, review
 from engine.session.handoff_note import generate
 from session_kit import DEMO
 

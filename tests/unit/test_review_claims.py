@@ -6,8 +6,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.model import BASE_STATES, InFlight, Ledger
-from engine.review import review
+from engine.ledger.model import BASE_STATES, InFlight, Ledger
+from engine.audit.review import review
 from session_kit import DEMO
 
 DEMO_DATA = yaml.safe_load((DEMO / "ledger.yaml").read_text())
@@ -169,7 +169,7 @@ def test_the_review_accepts_every_true_note_and_flags_every_false_one(case) -> N
 
 def test_a_reverser_verb_is_not_a_prohibition() -> None:
     """"Do not hesitate to retry" allows the retry; "do not retry" prohibits it; "do not touch" prohibits all."""
-    from engine import note_rules
+    from engine.audit import note_rules
 
     assert not note_rules.prohibits("Do not hesitate to retry link on db-18.", "retry")
     assert note_rules.allows("Do not hesitate to retry link on db-18.", "retry")

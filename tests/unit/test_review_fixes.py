@@ -87,9 +87,9 @@ def test_a_step_changed_in_the_runbook_since_it_was_proposed_is_decided_again(tm
     from types import SimpleNamespace
 
     from engine.api import open_ledger
-    from engine.guard import Decision
-    from engine import leasing
-    from engine.session.planner import Action
+    from engine.ledger.guard import Decision
+    from engine.lease import leasing
+    from engine.planners.autopilot import Action
     from engine.session.steps import write_intent
     from tests.conftest import ROOT
 

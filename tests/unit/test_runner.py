@@ -19,7 +19,7 @@ from engine.session.runner import (
     run_step,
     run_until,
 )
-from engine.procs import pid_alive, process_start_time, wait_for_pid
+from engine.host.procs import pid_alive, process_start_time, wait_for_pid
 
 PY = sys.executable
 

@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 
 from engine.codec import strict
-from engine.model import Ledger
-from engine.schema import _models
+from engine.ledger.model import Ledger
+from engine.ledger.schema import _models
 from engine.store.convert import to_ledger
 from tests.conftest import ARTICLE, ROOT, handoff
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.redact import MASK, Redactor
+from engine.audit.redact import MASK, Redactor
 from tests.conftest import ROOT, RUNBOOK_LEDGER, cli_env
 from tests.conftest import handoff as cli
 from tests.unit.session_kit import handoff, journal, load, resume, tool, tool_ledger

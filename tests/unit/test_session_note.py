@@ -7,9 +7,10 @@ import yaml
 from session_kit import DEMO
 
 from engine.errors import UsageError
-from engine.model import InFlight, Ledger
+from engine.ledger.model import InFlight, Ledger
 from engine.session.handoff_note import generate, rules_in
-from engine.session.planner import Action, get_planner
+from engine.planners.autopilot import Action
+from engine.planners.choose import get_planner
 
 
 def demo() -> Ledger:

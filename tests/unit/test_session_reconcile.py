@@ -9,7 +9,7 @@ from pathlib import Path
 
 from session_kit import SIM, counts, demo_copy, env, handoff, journal, load, resume, sim
 
-from engine.timefmt import now_iso
+from engine.codec.timefmt import now_iso
 
 SMALL = {
     "db-18": {"state": "replicating", "checkpoint": "0/9A3F2C10"},
@@ -137,7 +137,7 @@ def test_failed_step_end_in_the_journal_marks_failed(tmp_path: Path) -> None:
     targets = {"db-19": {"state": "checked", "in_flight": _inflight("link", token="dead-session/eeee")}}
     ledger = demo_copy(tmp_path, targets)
     world = tmp_path / "world"
-    from engine.journal import Journal, journal_path
+    from engine.audit.journal import Journal, journal_path
 
     Journal(journal_path(str(ledger))).append("step_end", "db-19: link failed", actor="agent:dead-session", target="db-19",
                                               step="link", exit_code=1, token="dead-session/eeee")

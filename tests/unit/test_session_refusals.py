@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 from session_kit import journal, load, resume, tool, tool_ledger
 
-from engine import leasing
+from engine.lease import leasing
 from engine.api import open_ledger
-from engine.guard import Decision
-from engine.session.planner import Action
+from engine.ledger.guard import Decision
+from engine.planners.autopilot import Action
 from engine.session.steps import write_intent
 from tests.conftest import ARTICLE
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.journal import Journal
+from engine.audit.journal import Journal
 from tests.conftest import ROOT, RUNBOOK_LEDGER
 
 

@@ -375,7 +375,7 @@ def test_example_ledgers_are_well_formed(name: str, total: int) -> None:
 
 @pytest.mark.parametrize("path", sorted(LEDGERS.glob("*.yaml")) + [DEMO / "ledger.yaml"], ids=lambda p: p.name)
 def test_example_ledgers_validate_against_the_model(path: Path) -> None:
-    from engine.model import Ledger
+    from engine.ledger.model import Ledger
 
     ledger = Ledger.model_validate(yaml.safe_load(path.read_text()))
     assert ledger.steps()

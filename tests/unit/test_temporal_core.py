@@ -117,7 +117,7 @@ def test_an_irreversible_intent_is_started_once(tmp_path: Path) -> None:
     assert first == {"recorded": True} and len(_runs(ledger)) == 1
 
     def again(ledger_obj):
-        from engine.model import InFlight
+        from engine.ledger.model import InFlight
 
         ledger_obj.targets["t-1"].state = "queued"
         ledger_obj.targets["t-1"].in_flight = InFlight(step="work", session=WID, token=it["token"], attempt=1)

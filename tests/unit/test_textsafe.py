@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.textsafe import CONTROL_CODES, one_line, visible
+from engine.codec.textsafe import CONTROL_CODES, one_line, visible
 
 HIDDEN = {
     "\u200b": "zero-width space", "\u200c": "zero-width non-joiner", "\u200d": "zero-width joiner",

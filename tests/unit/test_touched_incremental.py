@@ -1,4 +1,4 @@
-"""The touched set kept per snapshot (engine.touched): what the guard counts is always
+"""The touched set kept per snapshot (engine.ledger.touched): what the guard counts is always
 what a full look at every target says, through transactions that make targets touched
 and untouched, on the store's snapshots and on a transaction's copy-on-write ledger."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.model import InFlight
+from engine.ledger.model import InFlight
 from engine.store.file import FileStore
-from engine.touched import _awaiting_from, _scan, touched, touched_states
+from engine.ledger.touched import _awaiting_from, _scan, touched, touched_states
 
 CHANGES = st.lists(st.tuples(st.sampled_from(["db-1", "db-2", "db-3", "db-4", "db-5"]),
                              st.sampled_from(["in_flight", "clear", "queued", "replicating", "done", "failed-touched",
@@ -62,7 +62,7 @@ def test_guard_counts_a_target_made_touched_in_the_same_transaction(fleet):
     """The limit is 2; db-1 (awaiting cutover) and db-2 (verified) are touched. In one
     transaction db-5 gets a step in flight and db-1 goes back to checked: the guard
     inside that transaction counts db-2 and db-5, and refuses db-1 a third slot."""
-    from engine import guard
+    from engine.ledger import guard
 
     store = FileStore(str(fleet))
 

@@ -155,8 +155,8 @@ def test_a_signature_replayed_after_the_command_changed_never_spawns(signed) -> 
     first = handoff("run", ledger, "db-19", "link")
     assert first.returncode == 1 and "requires approval" in first.stdout, first.stdout + first.stderr
     assert _load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval"
-    from engine.model import Ledger
-    from engine.render import approval_hash
+    from engine.ledger.model import Ledger
+    from engine.ledger.render import approval_hash
 
     data = _load(ledger)
     model = Ledger.model_validate(data)
@@ -292,9 +292,9 @@ def test_an_old_or_reused_signature_is_refused_when_given(signed) -> None:
     """alice's real signature made 20 minutes ago, or one already on an approval: refused (a replay from the journal never approves)."""
     from engine.approvals.approvers import Signed, admit_signed
     from engine.errors import Refused
-    from engine.model import Ledger
-    from engine.render import approval_hash
-    from engine.timefmt import now_iso
+    from engine.ledger.model import Ledger
+    from engine.ledger.render import approval_hash
+    from engine.codec.timefmt import now_iso
 
     ledger_path, key, _ = signed
     assert _approve(ledger_path, "db-19", "--key", str(key)).returncode == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from session_kit import counts, demo_copy, handoff, journal, load, resume
 
-from engine.journal import Journal
+from engine.audit.journal import Journal
 
 HEX16 = "[0-9a-f]{16}"
 

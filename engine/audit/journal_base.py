@@ -1,0 +1,98 @@
+"""What every journal backend shares (the file journal, the PostgreSQL table): the record
+shape, redaction before anything is written, the `journal_gap` record for a change whose
+own record was lost, bounded read warnings, and following the journal as it grows."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+from engine.errors import HandoffError
+from engine.audit.redact import Redactor
+from engine.codec.timefmt import now_iso
+
+MAX_WARNINGS = 20
+
+# Fields the engine reads back as proof (a spent approval, an intent's start, where the
+# chain stands): never masked, whatever the ledger's `redact:` patterns say. A pattern
+# that matched them would blind the witness (an approval hash masked as [REDACTED] is
+# never found again); `handoff check` refuses such a pattern (engine.checks.witness).
+WITNESS_FIELDS = frozenset({
+    "ts", "kind", "actor", "rev", "seq", "prev", "chain", "target", "step", "token", "attempt",
+    "approval_hash", "approval_by", "approval_at", "hash",
+})
+
+
+def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int | None, target: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """One journal record, redacted except for its witness fields: the same shape in every
+    journal backend."""
+    record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
+    if rev is not None:
+        record["rev"] = rev
+    if target is not None:
+        record["target"] = target
+    record["msg"] = msg
+    record.update({k: v for k, v in fields.items() if v is not None})
+    return {k: v if k in WITNESS_FIELDS else redactor.value(v) for k, v in record.items()}
+
+
+def gap_record(gap: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(kind, msg, fields) of the `journal_gap` record for a record that was lost."""
+    rev = gap.get("rev")
+    msg = (f"revision {rev} was recorded in the ledger but its journal record ({gap.get('kind')}: "
+           f"{gap.get('msg')}) could not be written: {gap.get('error')}")
+    return "journal_gap", msg, {"rev": rev, "lost_kind": gap.get("kind"), "target": gap.get("target"), "error": gap.get("error")}
+
+
+class JournalWriteError(HandoffError):
+    """A journal record could not be written whole (nothing of it stays in the journal)."""
+
+    title = "Journal not written"
+    exit_code = 1
+
+    def __init__(self, message: str, *, rev: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.rev = rev
+        self.reason = reason or message
+
+
+class Warnings(list):
+    """What reading skipped: each warning once, and at most MAX_WARNINGS of them (the
+    TUI polls the journal every few seconds for as long as it runs)."""
+
+    def add(self, text: str) -> None:
+        if text in self:
+            return
+        self.append(text)
+        if len(self) > MAX_WARNINGS:
+            del self[0]
+
+
+class JournalBase:
+    """What every journal backend shares: where it is, redaction, read-only, warnings."""
+
+    def __init__(self, path: str, *, redact: list[str] | None = None, read_only: bool = False) -> None:
+        self.path = path
+        self.read_only = read_only
+        self.redactor = Redactor(redact or ())
+        self.warnings = Warnings()
+
+    def set_redact(self, patterns: list[str]) -> None:
+        self.redactor = Redactor(patterns)
+
+    def check_writable(self) -> None:
+        """Raise (with what to do) if an append would fail for a reason known now, so a
+        caller can refuse before it changes the ledger. Backends override it."""
+
+    def follow(self, offset: int | None = None, poll: float = 0.2) -> Iterator[dict[str, Any]]:
+        """Yield records as they are appended (blocking; for `handoff journal --follow`),
+        over the backend's own `read(offset)` and `end_offset()`."""
+        if offset is None:
+            offset = self.end_offset()
+        while True:
+            records, offset = self.read(offset)
+            yield from records
+            if not records:
+                time.sleep(poll)
+
+

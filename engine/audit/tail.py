@@ -1,0 +1,93 @@
+"""Reading a file journal's end and one record by its offset, without reading it whole.
+
+The journal's head (its last whole record) is what the next record chains to and what
+the ledger's last-write record names; a record is found at its `seq` (its byte offset)
+to check that the named head is still there. Both read backwards or forwards in growing
+windows: a record may be megabytes (a step's output tail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from engine.audit.chain import GENESIS, link_of
+
+
+def head_gone(path: str, head: dict[str, Any] | None) -> bool:
+    """Is the record `head` ({seq, chain}, as a last-write record names it) no longer in
+    the journal at `path`?"""
+    if not isinstance(head, dict) or not isinstance(head.get("seq"), int):
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return True
+    try:
+        at = record_at(fd, head["seq"], os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return at is None or link_of(at) != head.get("chain")
+
+
+def journal_head(path: str) -> dict[str, Any] | None:
+    """{seq, chain} of the journal's last record (what the last-write record names), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        last = last_record(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    if last is None:
+        return None
+    return {"seq": last[1], "chain": link_of(last[0])}
+
+
+def record_at(fd: int, seq: int, end: int) -> dict[str, Any] | None:
+    """The record whose line starts at byte `seq`, or None."""
+    if seq < 0 or seq >= end or (seq > 0 and os.pread(fd, 1, seq - 1) != b"\n"):
+        return None
+    size = 64 * 1024
+    while True:
+        data = os.pread(fd, size, seq)
+        stop = data.find(b"\n")
+        if stop >= 0 or seq + len(data) >= end:
+            try:
+                record = json.loads(data[: stop if stop >= 0 else len(data)])
+            except ValueError:
+                return None
+            return record if isinstance(record, dict) else None
+        size *= 4
+
+
+def link_before(fd: int, end: int) -> str:
+    last = last_record(fd, end)
+    return link_of(last[0]) if last else GENESIS
+
+
+def last_record(fd: int, end: int) -> tuple[dict[str, Any], int] | None:
+    """The last whole JSON record before byte `end` and its offset (a torn or damaged
+    last line is skipped, as readers skip it), reading backwards in growing windows."""
+    window = 64 * 1024
+    while end > 0:
+        start = max(0, end - window)
+        data = os.pread(fd, end - start, start)
+        stop = data.rfind(b"\n")
+        while stop >= 0:
+            begin = data.rfind(b"\n", 0, stop) + 1
+            if begin == 0 and start > 0:
+                break  # this line may start before the window: widen it
+            try:
+                record = json.loads(data[begin:stop])
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                return record, start + begin
+            stop = begin - 1
+        if start == 0:
+            return None
+        window *= 4
+    return None

@@ -1,0 +1,133 @@
+"""Which targets are *touched*: mid-change in the real world, or with a step running.
+
+From its first irreversible step until it is done a target is touched, and a blocked or
+failed one stays touched (the world is half-changed); so is any target with a step in
+flight. This is what "concurrently" means in an invariant like "never touch more than
+2 dbs concurrently".
+
+The guard asks this for every proposal and inside every step's intent transaction, so
+at 10,000 targets it must not cost a scan each time. A readers' snapshot never changes
+(engine.store.file: readers share it; a transaction works on a copy), so its touched
+list is computed once per snapshot (`seal` marks one); a transaction's copy-on-write
+ledger then only looks again at the targets it changed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from engine.ledger.model import Ledger, Target
+
+# Without a runbook, the article's own in-between states are the touched ones.
+_DEFAULT_TOUCHED = frozenset({"in_progress", "replicating", "verified", "awaiting_approval"})
+
+# id(targets dict) -> [the dict itself (so the id stays its own), {rules key: touched names}]
+_SEALED: OrderedDict[int, list[Any]] = OrderedDict()
+_SEALED_MAX = 4  # the snapshot now, the one before, a transaction's base: a few suffice
+
+
+def seal(targets: dict[str, Target], derived: Any = None) -> None:
+    """Mark a readers' snapshot of targets: it is never changed again, so what is derived
+    from it may be remembered. Only the store calls this, on what it shares. `derived`:
+    the transaction's copy-on-write targets it was written from, whose base's touched
+    lists are carried forward by looking again only at the targets it changed."""
+    key = id(targets)
+    entry = _SEALED.get(key)
+    if entry is None or entry[0] is not targets:
+        entry = _SEALED[key] = [targets, {}]
+        while len(_SEALED) > _SEALED_MAX:
+            _SEALED.popitem(last=False)
+    else:
+        _SEALED.move_to_end(key)
+    base = getattr(derived, "shared", None)
+    known = _SEALED.get(id(base)) if base is not None else None
+    if known is not None and known[0] is base and all(n in base for n in derived.changed):
+        for rules, names in known[1].items():
+            entry[1].setdefault(rules, _carried(base, names, derived, rules[0], dict(rules[1])))
+
+
+def touched_states(ledger: Ledger) -> frozenset[str]:
+    """States that lie at or after the `to` of an irreversible step, short of done."""
+    steps = ledger.steps()
+    if not steps:
+        return _DEFAULT_TOUCHED
+    graph: dict[str, set[str]] = {}
+    for step in steps:
+        graph.setdefault(step.from_, set()).add(step.to)
+    seen: set[str] = set()
+    stack = [s.to for s in steps if not s.reversible]
+    while stack:
+        state = stack.pop()
+        if state in seen or state == "done":
+            continue
+        seen.add(state)
+        stack.extend(graph.get(state, ()))
+    return frozenset(seen)
+
+
+def _target_touched(target: Target, states: frozenset[str], awaiting_from: dict[str, str]) -> bool:
+    if target.in_flight is not None:
+        return True
+    state = target.state
+    if state == "done":
+        return False
+    if state in ("blocked", "failed"):
+        return target.touched_at is not None
+    if state == "awaiting_approval" and target.awaiting:  # where guards see it: Ledger.position
+        state = awaiting_from.get(target.awaiting, state)
+    return state in states
+
+
+def _awaiting_from(ledger: Ledger) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for step in ledger.steps():
+        out.setdefault(step.name, step.from_)  # Ledger.step: the first of that name
+    return out
+
+
+def is_touched(ledger: Ledger, name: str, states: frozenset[str] | None = None) -> bool:
+    """Is target `name` touched now?"""
+    return _target_touched(ledger.targets[name], states if states is not None else touched_states(ledger), _awaiting_from(ledger))
+
+
+def _scan(items, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str]:
+    return [name for name, target in items if _target_touched(target, states, awaiting_from)]
+
+
+def _sealed_touched(targets: dict, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str] | None:
+    entry = _SEALED.get(id(targets))
+    if entry is None or entry[0] is not targets:
+        return None
+    rules = (states, tuple(sorted(awaiting_from.items())))
+    names = entry[1].get(rules)
+    if names is None:
+        names = entry[1][rules] = _scan(dict.items(targets), states, awaiting_from)
+    return names
+
+
+def _carried(base: dict, names: list[str], targets: Any, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str]:
+    """The base's touched `names`, with the targets `targets` changed or removed looked at
+    again (none of them new, so the base's order is the order)."""
+    gone = targets.changed | targets.removed
+    mine = {n for n in targets.changed if _target_touched(dict.__getitem__(targets, n), states, awaiting_from)}
+    keep = {n for n in names if n not in gone} | mine
+    return [n for n in base if n in keep] if mine - set(names) else [n for n in names if n in keep]
+
+
+def touched(ledger: Ledger) -> list[str]:
+    """Names of the touched targets, in ledger order."""
+    states, awaiting_from = touched_states(ledger), _awaiting_from(ledger)
+    targets = ledger.targets
+    base = getattr(targets, "shared", None)
+    if base is not None:  # a transaction's copy-on-write targets over a readers' snapshot
+        seal(base)  # what a transaction reads from is shared by definition
+        names = _sealed_touched(base, states, awaiting_from)
+        if all(n in base for n in targets.changed):  # no new target: the base order holds
+            return _carried(base, names, targets, states, awaiting_from)
+    else:
+        names = _sealed_touched(targets, states, awaiting_from)
+        if names is not None:
+            return list(names)
+    # Read without views or copies: this only looks (engine.store.cow.shared_items).
+    return _scan(dict.items(targets), states, awaiting_from)

@@ -1,0 +1,106 @@
+"""Planners: who proposes the next action. The guard (engine.ledger.guard) decides.
+
+`autopilot` is deterministic and needs no network: it walks the targets in ledger
+order and proposes, for each one that can move, the first runbook step (in runbook
+order) that starts where the target is. It proposes; it never decides: every
+proposal goes through `engine.ledger.guard.check` in the session, and again inside the
+transaction that writes the intent.
+
+`claude` (engine.planners.claude) proposes through a model's tool calls; both go
+through the same `Session.attempt`. The interface both share is the `Planner` protocol
+(engine.planners.base); `engine.planners.choose.get_planner` picks one by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.ledger.invariants import parse_all
+from engine.ledger.model import Ledger, Step
+from engine.ledger.touched import is_touched, touched, touched_states
+
+# Targets in these states wait on a human (or are finished); no planner proposes them.
+WAITING = frozenset({"done", "failed", "blocked", "awaiting_approval"})
+
+
+@dataclass(frozen=True)
+class Action:
+    """Run `step` on `target`."""
+
+    target: str
+    step: Step
+
+
+class Autopilot:
+    """Runbook order within a target, ledger order across targets."""
+
+    name = "autopilot"
+
+    def setup(self, session, ledger: Ledger) -> None:
+        """Nothing to choose: autopilot reads only the runbook."""
+
+    def tokens_used_fraction(self) -> float:
+        return 0.0
+
+    def figures(self) -> dict:
+        return {}  # no model, no tokens: nothing for the header or `status` to show
+
+    def final_note(self, session, why: str) -> None:
+        return None  # the engine's generated note is autopilot's note
+
+    def review_note(self, session, note: str, previous: str | None) -> None:
+        return None
+
+    def propose(self, ledger: Ledger, busy: set[str] | frozenset[str] = frozenset()) -> list[Action]:
+        """Every target's next step, in ledger order (`busy` targets are skipped)."""
+        actions = []
+        for name, target in ledger.targets.items():
+            if name in busy or target.in_flight is not None or target.state in WAITING:
+                continue
+            step = next_step(ledger, name)
+            if step is not None:
+                actions.append(Action(name, step))
+        return actions
+
+    def should_ask(self, ledger: Ledger, action: Action) -> bool:
+        """Ask a human to approve `action` only if it could run once approved: the
+        touched limit must have room even counting the approvals already asked for.
+        Twenty pages for links that could never run at once help nobody at 2 AM."""
+        limit = touch_limit(ledger)
+        states = touched_states(ledger)
+        if limit is None or is_touched(ledger, action.target, states):
+            return True  # no limit, or it already holds its slot
+        pending = sum(
+            1
+            for name, t in ledger.targets.items()
+            if t.state == "awaiting_approval" and name != action.target and not is_touched(ledger, name, states)
+        )
+        return len(touched(ledger)) + pending < limit
+
+
+def touch_limit(ledger: Ledger) -> int | None:
+    """The tightest "never touch more than N" invariant, or None."""
+    limits = [inv.limit for inv in parse_all(ledger) if inv.kind == "max_touched" and inv.limit is not None]
+    return min(limits) if limits else None
+
+
+def next_step(ledger: Ledger, name: str) -> Step | None:
+    """The first runbook step that starts where target `name` is."""
+    position = ledger.position(name)
+    for step in ledger.steps():
+        if step.from_ == position:
+            return step
+    return None
+
+
+def next_action_text(ledger: Ledger, name: str) -> str | None:
+    """What the ledger should say comes next for `name` (plain English)."""
+    target = ledger.targets[name]
+    if target.state == "done":
+        return None
+    step = next_step(ledger, name)
+    if step is None:
+        return None
+    if step.reversible:
+        return f"{step.name}" + (f": {step.description}" if step.description else " (reversible)")
+    return f"{step.name} (irreversible): needs a human approval first"

@@ -1,0 +1,27 @@
+"""One change through a store, or none: `apply(store, fn)`, where `fn` may raise NoChange."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from engine.ledger.model import Ledger
+
+
+class NoChange(Exception):
+    """Raised inside a transaction to write nothing; carries what to return instead."""
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__("no change")
+        self.value = value
+
+
+def apply(store, fn: Callable[[Ledger], Any], lock=None) -> tuple[Any, int | None]:
+    """`store.transact(fn)`, where `fn` may raise NoChange to write nothing (revision None)."""
+    try:
+        if lock is None:
+            return store.transact(fn)
+        with lock:
+            return store.transact(fn)
+    except NoChange as stop:
+        return stop.value, None
