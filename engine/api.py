@@ -14,32 +14,41 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urldefrag
 
+from engine.approvals.identity import os_user
+from engine.approvals.people import agent_caller
+from engine.approvals.policy import describe_request
+from engine.audit.journal import JournalWriteError
+from engine.audit.redact import redact
+from engine.bundled import demo_dir
+from engine.codec.textsafe import one_line, visible
+from engine.codec.timefmt import age_text, parse_time
+from engine.errors import (
+    ApprovalChanged,
+    Conflict,
+    HandoffError,
+    JournalIncomplete,
+    LedgerInvalid,
+    ReadOnly,
+    Refused,
+    UsageError,
+)
+from engine.host.userstate import load_user_state, save_user_state
+from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
-from engine.approvals.policy import describe_request
-from engine.bundled import demo_dir
-from engine.errors import (ApprovalChanged, Conflict, HandoffError, JournalIncomplete, LedgerInvalid, ReadOnly, Refused,
-                           UsageError)
-from engine.approvals.identity import os_user
 from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
-from engine.audit.journal import JournalWriteError
-from engine.lease.rules import LeaseState, lease_state
 from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Target
 from engine.ledger.ops import PendingCommand
-from engine.approvals.people import agent_caller
-from engine.audit.redact import redact
 from engine.ledger.render import approval_hash
 from engine.ledger.workdir import WorkingDir
 from engine.store import Snapshot, open_store
 from engine.store.sidecar import open_sidecar
-from engine.codec.textsafe import one_line, visible
-from engine.codec.timefmt import age_text, parse_time
-from engine.host.userstate import load_user_state, save_user_state
 from engine.version import version
 
 if TYPE_CHECKING:  # `watch()`'s annotation only: status, approve and the TUI's first paint skip asyncio's import
@@ -226,14 +235,13 @@ class LedgerHandle:
         An approver with an `ssh_key` signs with `key` (a key file) or the ssh-agent at
         SSH_AUTH_SOCK (engine.approvals.signing)."""
         self.refuse_agent("approve", target)
+        from engine.approvals.policy import requesters
         from engine.approvals.signing import sign_approval
 
-        from engine.approvals.policy import requesters
-
         signed = sign_approval(self, target, step, key)
-        return self._change(lambda l: ops.approve(l, target, self.who, step=step, comment=comment,
+        return self._change(lambda ledger: ops.approve(ledger, target, self.who, step=step, comment=comment,
                                                   ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed,
-                                                  requested_by=requesters(self.journal, l, target) if target in l.targets else None))
+                                                  requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None))
 
     def unapprove(self, target: str, *, step: str | None = None) -> str:
         """Withdraw `target`'s unused approvals (of `step` only, when given); returns the step(s) withdrawn."""
@@ -247,7 +255,7 @@ class LedgerHandle:
 
     def reject(self, target: str, reason: str) -> None:
         self.refuse_agent("reject", target)
-        self._change(lambda l: (None, ops.reject(l, target, self.who, reason)))
+        self._change(lambda ledger: (None, ops.reject(ledger, target, self.who, reason)))
 
     def set_note(self, text: str, *, base: str | None = None) -> list[str]:
         """Store a person's handoff note exactly as written; returns what the deterministic
@@ -272,26 +280,26 @@ class LedgerHandle:
         self.journal.append("note_ack", f"handoff note acknowledged by {self.who}", actor=self.actor, rev=ledger.revision, user=self.os_user)
 
     def pause(self, reason: str) -> None:
-        self._change(lambda l: (None, ops.pause(l, self.who, reason)))
+        self._change(lambda ledger: (None, ops.pause(ledger, self.who, reason)))
 
     def unpause(self) -> None:
         self.refuse_agent("unpause")
-        self._change(lambda l: (None, ops.unpause(l, self.who)))
+        self._change(lambda ledger: (None, ops.unpause(ledger, self.who)))
 
     def retry(self, target: str, *, force: bool = False, reason: str | None = None) -> None:
         if force:  # only a failed irreversible step needs --force: retrying it is for people
             self.refuse_agent("retry", target, flag="--force")
-        self._change(lambda l: (None, ops.retry(l, target, self.who, force=force, reason=reason)))
+        self._change(lambda ledger: (None, ops.retry(ledger, target, self.who, force=force, reason=reason)))
 
     def block(self, target: str, reason: str) -> None:
-        self._change(lambda l: (None, ops.block(l, target, self.who, reason)))
+        self._change(lambda ledger: (None, ops.block(ledger, target, self.who, reason)))
 
     def unblock(self, target: str, to: str, reason: str) -> None:
         self.refuse_agent("unblock", target)
-        self._change(lambda l: (None, ops.unblock(l, target, self.who, to, reason)))
+        self._change(lambda ledger: (None, ops.unblock(ledger, target, self.who, to, reason)))
 
     def request_stop(self) -> None:
-        self._change(lambda l: (None, ops.request_stop(l, self.who)))
+        self._change(lambda ledger: (None, ops.request_stop(ledger, self.who)))
 
     def accept_removal(self) -> int:
         """Record that targets missing from the file were removed on purpose."""

@@ -15,8 +15,15 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib.machinery import (BYTECODE_SUFFIXES, EXTENSION_SUFFIXES, SOURCE_SUFFIXES, ExtensionFileLoader, FileFinder,
-                                 SourceFileLoader, SourcelessFileLoader)
+from importlib.machinery import (
+    BYTECODE_SUFFIXES,
+    EXTENSION_SUFFIXES,
+    SOURCE_SUFFIXES,
+    ExtensionFileLoader,
+    FileFinder,
+    SourceFileLoader,
+    SourcelessFileLoader,
+)
 
 
 class _WritingLoader(SourceFileLoader):

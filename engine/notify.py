@@ -24,11 +24,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from engine.ledger.model import Notifier
 from engine.approvals.people import AGENT_VAR
+from engine.ledger.model import Notifier
 
 # The events the session pages on; `on:` in a notifier picks from these.
 EVENTS: tuple[str, ...] = (
@@ -88,10 +89,11 @@ def send_pages(
     for notifier in listeners(notifiers, event):
         if notifier.webhook:
             url = notifier.webhook
-            results.append(_retry(lambda: _post(url, message, event, timeout), attempts, backoff))
+            results.append(_retry(lambda url=url: _post(url, message, event, timeout), attempts, backoff))
         if notifier.run:
             template = notifier.run
-            results.append(_retry(lambda: _run(template, message, ledger_dir, python, timeout, run_command), attempts, backoff))
+            results.append(_retry(lambda template=template: _run(template, message, ledger_dir, python, timeout, run_command),
+                                  attempts, backoff))
         if not notifier.webhook and not notifier.run:
             results.append(PageResult("notifier", False, "this notify entry has neither `webhook` nor `run`"))
     return results

@@ -1,21 +1,83 @@
-"""Durations an operator (or a test) sets through the environment, read one way.
+"""Every `HANDOFF_*` environment variable the engine reads, with its default and meaning.
 
-HANDOFF_LEASE_STALE_AFTER (engine.lease.rules), HANDOFF_LOCK_TIMEOUT (engine.store.filelock),
-HANDOFF_DB_OUTAGE_SECONDS (engine.store.pg_conn): a number of seconds; anything else
-(unset, not a number, out of range) means the default.
+There is no config file: settings are flags, the ledger, and these variables. This table
+is the one place they are named; the readers below take their defaults from it, and
+`handoff --help` and docs/operating.md ("Environment") show it (a test checks both, and
+that no `HANDOFF_*` name in the source is missing here).
+
+A number of seconds (or a count) that is unset, not a number or out of range means the
+default: a typo never turns a safety timeout into zero.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 
-def seconds(name: str, default: float, *, allow_zero: bool = False) -> float:
-    """The seconds `name` says, or `default` when it says nothing usable."""
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: float | str | None
+    doc: str
+    unit: str = "seconds"  # "seconds", "count", "text", "names" (comma-separated)
+    zero_ok: bool = False  # for numbers: 0 is a meaningful value (not "use the default")
+    internal: bool = False  # set by the engine for the processes it spawns, not by people
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("HANDOFF_LEASE_STALE_AFTER", 180.0, "a lease without a heartbeat this long is stale and may be taken over"),
+    Setting("HANDOFF_LOCK_TIMEOUT", 10.0, "how long a writer waits for the ledger's lock before it names the holder and gives up"),
+    Setting("HANDOFF_DB_OUTAGE_SECONDS", 60.0, "how long a running session rides out a PostgreSQL outage before it stops (exit 6)",
+            zero_ok=True),
+    Setting("HANDOFF_TEMPORAL_POLL", 30.0, "how often a Temporal workflow's lease keeper re-reads the ledger"),
+    Setting("HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT", 20.0, "a Temporal step activity silent this long is taken for dead"),
+    Setting("HANDOFF_TEMPORAL_IDLE", 600.0, "the workflow's own timer when nothing wakes it"),
+    Setting("HANDOFF_TEMPORAL_HISTORY_MAX", 4000, "history events after which a workflow run continues as new (at least 100)",
+            unit="count"),
+    Setting("HANDOFF_TEMPORAL_PLANNER_BACKOFF", 5.0, "the first wait after a model outage in a Temporal run (doubling, at most 5 min)"),
+    Setting("HANDOFF_LANGGRAPH_CHECKPOINTER", None, "the default `--checkpointer` URL of `--runtime langgraph`", unit="text"),
+    Setting("HANDOFF_WRITE_BYTECODE", None, "`0` stops the engine writing its own bytecode under PYTHONDONTWRITEBYTECODE",
+            unit="text"),
+    Setting("HANDOFF_FAILPOINTS", None, "named points where a test freezes this process (tests only)", unit="names"),
+    Setting("HANDOFF_AGENT", None, "set for every process an agent session spawns: people-only operations refuse it",
+            unit="text", internal=True),
+    Setting("HANDOFF_STEP_TOKEN", None, "set for a step process: the intent token a later session finds it by",
+            unit="text", internal=True),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def default(name: str):
+    """The default of setting `name` (a KeyError for a name not in the table)."""
+    return BY_NAME[name].default
+
+
+def seconds(name: str) -> float:
+    """The number setting `name` says, or its default when it says nothing usable."""
+    setting = BY_NAME[name]
+    fallback = float(setting.default)  # type: ignore[arg-type]
     try:
-        value = float(os.environ.get(name, default))
+        value = float(os.environ.get(name, fallback))
     except ValueError:
-        return default
-    if value != value or value < 0 or (value == 0 and not allow_zero):  # NaN, negative, or a zero that means nothing
-        return default
+        return fallback
+    if value != value or value < 0 or (value == 0 and not setting.zero_ok):  # NaN, negative, or a zero that means nothing
+        return fallback
     return value
+
+
+def text(name: str) -> str | None:
+    """The text setting `name` says (None when unset or empty)."""
+    BY_NAME[name]  # only names in the table are read
+    return os.environ.get(name) or None
+
+
+def describe() -> str:
+    """The table as plain text, for `handoff --help`."""
+    lines = ["environment (HANDOFF_*; unset or unusable means the default):"]
+    for s in SETTINGS:
+        if s.internal:
+            continue
+        shown = "unset" if s.default is None else (f"{s.default:g} s" if s.unit == "seconds" else f"{s.default}")
+        lines.append(f"  {s.name:<36} {s.doc} (default {shown})")
+    return "\n".join(lines)

@@ -18,9 +18,9 @@ import uuid
 from dataclasses import dataclass
 
 from engine.approvals import sshsig
+from engine.codec.timefmt import now_iso, parse_iso
 from engine.errors import Refused
 from engine.ledger.model import Approval, Approver, Ledger
-from engine.codec.timefmt import now_iso, parse_iso
 
 
 def _same(a: str | None, b: str | None) -> bool:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from engine.approvals.approvers import recheck
 from engine.approvals.policy import policy_for, standing
 from engine.approvals.witness import approval_recorded
-from engine.ledger.model import Approval, Ledger, Step
 from engine.codec.timefmt import now_iso, parse_iso
+from engine.ledger.model import Approval, Ledger, Step
 
 # `handoff approve` writes the ledger, then the journal: for this long after `at` a
 # missing record may be on its way, and the step waits instead of being refused.

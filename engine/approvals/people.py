@@ -14,8 +14,8 @@ Clearing those variables is possible for a determined agent; verified approvers
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 AGENT_VAR = "HANDOFF_AGENT"
 CLAUDE_VARS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_SSE_PORT")

@@ -9,10 +9,10 @@ next person sees that an agent tried.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-from engine.errors import Refused
 from engine.approvals.people import PEOPLE_ONLY, PeopleOnly, agent_caller
+from engine.errors import Refused
 
 # How each people-only command reads in a sentence: (what it is, what the agent may not do).
 _WORDS: dict[tuple[str, str | None], tuple[str, str]] = {

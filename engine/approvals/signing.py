@@ -17,8 +17,8 @@ import uuid
 
 from engine.approvals import sshsig
 from engine.approvals.approvers import Signed, verified_entry
-from engine.errors import Refused
 from engine.codec.timefmt import now_iso
+from engine.errors import Refused
 
 
 def sign_approval(handle, target: str, step: str | None, key: str | None, env=None) -> Signed | None:

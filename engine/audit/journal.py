@@ -23,12 +23,12 @@ import sys
 import time
 from typing import Any
 
-from engine.errors import HandoffError, os_error_text
-from engine.audit.journal_base import MAX_WARNINGS, JournalBase, JournalWriteError, Warnings, gap_record, make_record
 from engine.audit.index import INDEXED
+from engine.audit.journal_base import MAX_WARNINGS, JournalBase, JournalWriteError, Warnings, gap_record, make_record
 from engine.audit.journal_io import SUFFIX, encode, journal_path, write_whole
 from engine.audit.sealed import Sealed
 from engine.audit.tail import head_gone, journal_head
+from engine.errors import HandoffError, os_error_text
 from engine.store.sidecar import open_sidecar
 
 __all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings",
@@ -58,7 +58,7 @@ class Journal(Sealed, JournalBase):
         record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:
             return record
-        line = encode(record)
+        encode(record)  # a record JSON cannot hold fails here, before the file is opened or locked
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # one writer at a time: `seq` is the true offset

@@ -5,11 +5,12 @@ own record was lost, bounded read warnings, and following the journal as it grow
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from engine.errors import HandoffError
 from engine.audit.redact import Redactor
 from engine.codec.timefmt import now_iso
+from engine.errors import HandoffError
 
 MAX_WARNINGS = 20
 

@@ -14,6 +14,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+_RULE = re.compile(r"\b(do not|don't|never|must not|no\s+\w+\s+retry)\b", re.I)
+
+
+def rules_in(note: str) -> list[str]:
+    """The sentences of a note that forbid something ("Do NOT retry ..."), to say them aloud."""
+    # List items ("- ...") are sentences of their own; headings ("Do not touch:") are not rules.
+    lines = [line.strip().removeprefix("- ") for line in note.splitlines()]
+    text = " ".join(line for line in lines if line and not line.endswith(":"))
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    return [s for s in sentences if _RULE.search(s)]
+
+
 _NEG = re.compile(r"\b(?:do not|don['’]t|dont|never|must not|mustn['’]t|should not|shouldn['’]t|may not|shall not"
                   r"|cannot|can['’]t|no longer)\s+(?:(?:ever|again|yet|even|try to|attempt to|under any circumstances)\s+)*"
                   r"(?P<verb>[\w-]+)|\bno\s+[\w-]+\s+(?P<noun>retry|retries|restart|rerun)\b", re.I)

@@ -18,9 +18,10 @@ probe whose output would become a checkpoint).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 MASK = "[REDACTED]"
 

@@ -15,9 +15,10 @@ filled in: a start without an approval record is flagged, not dropped.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from engine.codec.timefmt import parse_time
 

@@ -72,7 +72,7 @@ def to_html(report: Report, title: str) -> str:
     proof += "".join(f'<li class="bad">{e(line)}</li>' for line in _proof_lines(report)[3:])
     head = "".join(f"<th>{e(c)}</th>" for c in COLUMNS)
     body = []
-    for flat, row in zip(_flat(report), report.rows):
+    for flat, row in zip(_flat(report), report.rows, strict=False):
         cells = []
         for c in COLUMNS:
             cls = ' class="flag"' if (c == "flags" and row.flags) or (c == "approved_before_start" and not row.approved_before_start) else ""

@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 
 from engine.audit import note_rules
-from engine.ledger.model import Ledger
 from engine.audit.note_claims import Reader, holds
-from engine.session.handoff_note import rules_in
+from engine.audit.note_rules import rules_in
 from engine.codec.timefmt import now_iso, parse_iso
+from engine.ledger.model import Ledger
 
 REVIEWER = "Reviewer:"
 LIST_MAX = 5
@@ -93,7 +93,7 @@ def dropped_rules(text: str, previous: str | None, ledger: Ledger) -> list[str]:
             continue  # its targets are finished: the rule has done its job
         verbs = {r.verb for r in note_rules.read(rule) if not r.allowed}
 
-        def about(sentence: str, name: str | None) -> bool:
+        def about(sentence: str, name: str | None, rule: str = rule) -> bool:
             return name in named(sentence, ledger) if name else _overlap(rule, sentence)
 
         scope = names or [None]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from engine.audit.journal_base import make_record
 from engine.audit.chain import GENESIS, chain_hash, link_of, seal
 from engine.audit.index import JournalIndex
+from engine.audit.journal_base import make_record
 from engine.audit.journal_io import encode, write_whole
-from engine.store.sidecar import read_record
 from engine.audit.tail import last_record, link_before, record_at
+from engine.store.sidecar import read_record
 
 
 class Sealed:

@@ -10,11 +10,12 @@ state. Read-only: nothing here writes, and there is deliberately no replay.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from engine.errors import UsageError
 from engine.codec.timefmt import parse_time
+from engine.errors import UsageError
 
 WHAT = ("rebuilt from the journal's records (state changes, checkpoints, approvals); the journal does not hold "
         "whole ledger files, so other fields are not shown")

@@ -15,8 +15,9 @@ short or erased, even when what is left links up.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from engine.audit.chain import GENESIS, chain_hash, flaw, link_of
 

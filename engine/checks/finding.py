@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from difflib import get_close_matches
-from typing import Iterable
 
 ERROR = "error"  # a session would stop or stall on it: `check` exits 1, `resume` refuses
 WARNING = "warning"  # worth fixing; a problem only with `check --strict`

@@ -11,6 +11,7 @@ from __future__ import annotations
 from engine.checks.analyse import NO_RUNBOOK, analyse, source_text
 from engine.checks.finding import ERROR
 
+
 def stuck_reasons(handle, path: str, *, allow_unenforced: bool = False) -> list[str]:
     """Why the ledger behind `handle` can never proceed as written ([] if it can, or if
     there is nothing left to do). `path` is what the findings are placed in.

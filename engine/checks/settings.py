@@ -5,7 +5,11 @@ from __future__ import annotations
 import urllib.parse
 
 from engine.checks.context import (
-    HOST_VALUES, Context, cannot_print_number, is_template_placeholder, placeholders,
+    HOST_VALUES,
+    Context,
+    cannot_print_number,
+    is_template_placeholder,
+    placeholders,
 )
 from engine.checks.finding import ERROR, WARNING, closest, did_you_mean
 from engine.ledger.invariants import closest_form, parse

@@ -4,7 +4,13 @@ and what `until`, `retries` and irreversibility allow together."""
 from __future__ import annotations
 
 from engine.checks.context import (
-    STEP_VALUES, Context, cannot_print_number, has_value, is_template_placeholder, placeholders, scalar_fields,
+    STEP_VALUES,
+    Context,
+    cannot_print_number,
+    has_value,
+    is_template_placeholder,
+    placeholders,
+    scalar_fields,
 )
 from engine.checks.finding import ERROR, WARNING, closest, did_you_mean, names
 from engine.ledger.model import Step

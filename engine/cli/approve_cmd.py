@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import sys
 
-from engine.errors import ApprovalChanged
 from engine.codec.textsafe import visible
+from engine.errors import ApprovalChanged
 
 
 def show(pending, target: str, out=sys.stdout) -> None:

@@ -33,8 +33,8 @@ def cmd_hook(args) -> int:
 
 def cmd_claude_init(args) -> int:
     from engine.api import open_ledger
-    from engine.hooks import claude_init
     from engine.codec.textsafe import visible
+    from engine.hooks import claude_init
 
     open_ledger(args.ledger, read_only=True)  # a clear error now if the ledger is not there or not valid
     if args.check:

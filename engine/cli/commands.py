@@ -233,9 +233,8 @@ def cmd_status(args) -> int:
     data = status_data(handle, ledger)
     redactor = handle.journal.redactor  # the default shapes and the ledger's own patterns
     if args.json:
-        from engine.version import version
-
         from engine.cli.needs import needs_a_person
+        from engine.version import version
 
         data = {"version": version(), **data, "needs_person": needs_a_person(ledger)}  # version: which handoff wrote this
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
@@ -243,8 +242,8 @@ def cmd_status(args) -> int:
         safe = redactor.document(data, text)  # a secret written in by hand is not shown either
         sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
         return 0
-    from engine.ledger.render import describe
     from engine.codec.textsafe import visible
+    from engine.ledger.render import describe
 
     out = [f"{ledger.task} (revision {ledger.revision}" + (f", owner {ledger.owner_shift}" if ledger.owner_shift else "") + ")"]
     if ledger.environment:

@@ -27,8 +27,8 @@ def facts() -> dict:
     """What `handoff info` prints, as data."""
     import engine
     from engine.bundled import LEDGERS
-    from engine.store.parse_cache import cache_dir
     from engine.host.userstate import state_dir
+    from engine.store.parse_cache import cache_dir
     from engine.version import version
 
     return {

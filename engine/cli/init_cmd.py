@@ -119,8 +119,8 @@ def _read_lines(source: str) -> list[str]:
 
 def build(template: Path, name: str, targets: list[str] | None, *, actor: str | None = None, now: str | None = None) -> str:
     """The ledger text: the template with its targets, start time and header filled in."""
-    from engine.codec.emit import scalar, target_lines
     from engine.approvals.identity import os_user
+    from engine.codec.emit import scalar, target_lines
     from engine.codec.timefmt import now_iso
 
     started = now or now_iso()[:16] + "Z"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import uuid
 
+from engine import settings
 from engine.errors import LeaseHeld, UsageError
 
 DEFAULT_KEEP = 20
@@ -21,7 +22,7 @@ DEFAULT_KEEP = 20
 
 def add_options(p) -> None:
     """The runtime's options on `handoff resume`."""
-    p.add_argument("--checkpointer", metavar="URL", default=os.environ.get("HANDOFF_LANGGRAPH_CHECKPOINTER"),
+    p.add_argument("--checkpointer", metavar="URL", default=settings.text("HANDOFF_LANGGRAPH_CHECKPOINTER"),
                    help="runtime langgraph: the PostgreSQL database of the graph's checkpoints "
                         "(default $HANDOFF_LANGGRAPH_CHECKPOINTER)")
     p.add_argument("--keep-checkpoints", type=int, default=DEFAULT_KEEP, metavar="N",
@@ -82,10 +83,10 @@ def resume_langgraph(args) -> int:
         raise UsageError("--keep-checkpoints must be at least 1 (the checkpoint the thread resumes from)")
     import psycopg
 
-    from engine.lease import leasing
-    from engine.ledger.access import open_writer
     from engine.errors import ServiceUnavailable
     from engine.langgraph.runtime import Run
+    from engine.lease import leasing
+    from engine.ledger.access import open_writer
     from engine.session.preflight import preflight, refusal_text
 
     location = args.ledger if "://" in args.ledger else os.path.abspath(args.ledger)

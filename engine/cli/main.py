@@ -16,7 +16,6 @@ from engine.cli import arguments
 from engine.codec.textsafe import visible
 from engine.errors import HandoffError
 
-
 EXIT_CODES = """exit codes of `handoff resume`:
   0  handed off cleanly, nothing left, or only people can move it
   2  usage, invalid ledger, or it can never proceed as written
@@ -107,7 +106,9 @@ def _group_commands(parser: argparse.ArgumentParser, sub) -> None:
             lines.append(f"{title}:")
             lines += [textwrap.fill(helps[n], 79, initial_indent=f"  {n:<{width - 2}}", subsequent_indent=" " * width)
                       for n in present]
-    parser.epilog = "\n".join(lines) + "\n\n" + EXIT_CODES
+    from engine.settings import describe
+
+    parser.epilog = "\n".join(lines) + "\n\n" + EXIT_CODES + "\n" + describe() + "\n"
     parser.usage = "handoff COMMAND [ARGS]   (handoff COMMAND --help for each)"
     sub.help = argparse.SUPPRESS
     for name, command in sub.choices.items():

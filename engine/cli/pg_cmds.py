@@ -34,8 +34,8 @@ def cmd_import(args) -> int:
 
     store = _pg(args.url)
     if args.replace:  # replacing a shared ledger is for people (engine.approvals.people)
-        from engine.approvals.refusal import refuse_if_agent
         from engine.approvals.identity import os_user
+        from engine.approvals.refusal import refuse_if_agent
 
         refuse_if_agent(store.open_journal(), "import", flag="--replace", ledger=store.name, actor=os_user(), user=os_user())
     source = FileStore(args.file, read_only=True)

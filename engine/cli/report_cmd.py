@@ -95,8 +95,8 @@ def _retry_to(handle) -> dict[str, str]:
 
 def cmd_show(args) -> int:
     """Print the targets as the journal says they were at --at (a revision or a time)."""
-    from engine.codec.textsafe import visible
     from engine.audit.time_travel import WHAT, resolve_rev, state_at
+    from engine.codec.textsafe import visible
 
     handle, records = _open(args.ledger)
     rev = resolve_rev(records, args.at)
@@ -120,8 +120,8 @@ def cmd_show(args) -> int:
 
 def cmd_diff(args) -> int:
     """Print the rebuilt fields that changed between two revisions and the records that made them."""
-    from engine.codec.textsafe import one_line, visible
     from engine.audit.time_travel import changes, field_diff, head_rev, resolve_rev, state_at
+    from engine.codec.textsafe import one_line, visible
 
     handle, records = _open(args.ledger)
     rev1 = resolve_rev(records, args.rev1)

@@ -29,10 +29,10 @@ def register(sub) -> None:
 
 
 def cmd_run(args) -> int:
-    from engine.lease import leasing
-    from engine.ledger.access import open_writer
     from engine.approvals.identity import os_user
+    from engine.lease import leasing
     from engine.lease.rules import HeartbeatThread, new_session_id
+    from engine.ledger.access import open_writer
     from engine.session.preflight import preflight, refusal_text
     from engine.session.single import StepActor, pick_step, run_one
 

@@ -20,7 +20,6 @@ from engine.cli import arguments
 from engine.cli.commands import add_who
 from engine.errors import UsageError
 
-
 RESUME_EXITS = """\
 exit codes:
   0  handed off cleanly (or nothing left, or only people can move it)
@@ -124,8 +123,8 @@ def cmd_stop(args) -> int:
 
 def cmd_reconcile(args) -> int:
     from engine.cli.arguments import open_handle
-    from engine.session.reconcile import reconcile_target
     from engine.codec.textsafe import visible
+    from engine.session.reconcile import reconcile_target
 
     if not args.reason.strip():
         raise UsageError("--reason must say why (it goes to the journal)")

@@ -18,8 +18,17 @@ import uuid
 
 from engine.errors import LeaseHeld, UsageError
 from engine.temporal import require
-from engine.temporal.names import (DEFAULT_ADDRESS, DEFAULT_NAMESPACE, DEFAULT_QUEUE, heartbeat_timeout, history_max,
-                                   idle_seconds, planner_backoff, poll_seconds, workflow_id)
+from engine.temporal.names import (
+    DEFAULT_ADDRESS,
+    DEFAULT_NAMESPACE,
+    DEFAULT_QUEUE,
+    heartbeat_timeout,
+    history_max,
+    idle_seconds,
+    planner_backoff,
+    poll_seconds,
+    workflow_id,
+)
 
 
 def add_server(p) -> None:
@@ -72,11 +81,11 @@ def _ledger_id(writer) -> str:
 
 def resume_temporal(args) -> int:
     require()
-    from engine.ledger.access import open_writer
+    from engine.codec.textsafe import visible
     from engine.lease.rules import lease_state
+    from engine.ledger.access import open_writer
     from engine.session.preflight import preflight, refusal_text
     from engine.temporal.client import connect, follow, in_loop, start_or_attach
-    from engine.codec.textsafe import visible
 
     location = _location(args.ledger)
     writer = open_writer(location, actor=args.actor)

@@ -174,7 +174,7 @@ def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any, N
             # rewritten whole if one changes).
             found.extend((first, last, str(name), target, None) for name, target in value.items())
             continue
-        for (a, b, name), target in zip(spans, value.values()):
+        for (a, b, name), target in zip(spans, value.values(), strict=False):
             found.append((first + a, first + b, str(name), target, None))
     return found
 
@@ -228,9 +228,9 @@ def _entries_fit(entries: list, targets: Any, lines: list[str], offset: int) -> 
     overlapping? (The fast reader's are at two spaces by construction.)"""
     if not isinstance(targets, dict) or len(entries) != len(targets):
         return False
-    if any(e[2] != name for e, name in zip(entries, targets)):
+    if any(e[2] != name for e, name in zip(entries, targets, strict=False)):
         return False
     columns = {2 if e[4] is not None else len(lines[offset + e[0]]) - len(lines[offset + e[0]].lstrip(" ")) for e in entries}
     if len(columns) > 1 or 0 in columns:
         return False
-    return all(a[1] < b[0] for a, b in zip(entries, entries[1:]))
+    return all(a[1] < b[0] for a, b in zip(entries, entries[1:], strict=False))

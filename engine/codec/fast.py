@@ -179,12 +179,12 @@ class FastReader:
             # One bad line spoils the batch: find it line by line.
             return self._one_by_one(lines, names, values, texts, where, slow)
         parsed = values
-        for i, value in zip(todo, fresh):
+        for i, value in zip(todo, fresh, strict=False):
             parsed[i] = value
         targets: dict[str, dict] = {}
         line_text: dict[str, str] = {}
         spans: dict[str, tuple[int, int]] = {}
-        for name, value, text, span in zip(names, parsed, texts, where):
+        for name, value, text, span in zip(names, parsed, texts, where, strict=False):
             if name in targets:
                 return {}, {}, _all_but_neutral(lines), {}
             targets[name] = value
@@ -248,7 +248,7 @@ class FastReader:
         targets: dict[str, dict] = {}
         line_text: dict[str, str] = {}
         spans: dict[str, tuple[int, int]] = {}
-        for name, value, text, (first, last) in zip(names, values, texts, where):
+        for name, value, text, (first, last) in zip(names, values, texts, where, strict=False):
             if isinstance(value, str):
                 try:
                     parsed = _loads(value)

@@ -22,7 +22,7 @@ class SrcFloat(float):
 
     __slots__ = ("text",)
 
-    def __new__(cls, text: str) -> "SrcFloat":
+    def __new__(cls, text: str) -> SrcFloat:
         value = super().__new__(cls, text)
         value.text = text
         return value
@@ -39,7 +39,7 @@ class SrcFloat(float):
 class SrcInt(int):
     """An int read from text Python would spell differently (`+5`, `-0`)."""
 
-    def __new__(cls, text: str) -> "SrcInt":
+    def __new__(cls, text: str) -> SrcInt:
         value = super().__new__(cls, text)
         value.text = text
         return value
@@ -83,7 +83,7 @@ def same(a: Any, b: Any) -> bool:
             return False
         return all(same(v, b[k]) for k, v in a.items())
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, (SrcFloat, SrcInt)):
         return a.text == b.text
     if isinstance(a, float) and a != a:

@@ -78,7 +78,7 @@ class StrictConstructor(SafeConstructor):
             try:
                 hash(key)
             except TypeError:
-                raise ConstructorError(None, None, "a mapping key must be a plain value", key_node.start_mark)
+                raise ConstructorError(None, None, "a mapping key must be a plain value", key_node.start_mark) from None
             if key in seen:
                 raise ConstructorError(
                     None,

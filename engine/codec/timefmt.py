@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def now_iso(at: float | None = None) -> str:
@@ -24,7 +24,7 @@ def parse_time(text: str | None) -> datetime | None:
     except ValueError:
         return None
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)  # the engine writes UTC
+        stamp = stamp.replace(tzinfo=UTC)  # the engine writes UTC
     return stamp
 
 

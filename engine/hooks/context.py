@@ -20,14 +20,14 @@ import os
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from engine.approvals.identity import os_user
 from engine.hooks import facts
 from engine.hooks.facts import HookFacts
-from engine.approvals.identity import os_user
 from engine.lease.binding import holds_here
 
 if TYPE_CHECKING:
-    from engine.ledger.access import Writer
     from engine.lease.rules import LeaseState
+    from engine.ledger.access import Writer
     from engine.ledger.model import Ledger
 
 SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
@@ -137,8 +137,8 @@ class HookContext:
         if held is not None and holds_here(held, self.session_id):  # the id alone is no proof (engine.lease.binding)
             self._heartbeat().write(self.session_id, phase=f"claude code: {self.event}")
             return None
-        from engine.lease import leasing
         from engine.errors import LeaseHeld
+        from engine.lease import leasing
         from engine.lease.rules import LeaseState, lease_state
 
         lease = self.ledger.session

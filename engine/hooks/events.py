@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.lease import leasing
-from engine.planners.brief import BriefContext, build
-from engine.hooks.context import HookContext
-from engine.ledger.invariants import evaluate, journal_readings
 from engine.codec.textsafe import visible
+from engine.hooks.context import HookContext
+from engine.lease import leasing
+from engine.ledger.invariants import evaluate, journal_readings
+from engine.planners.brief import BriefContext, build
 
 LONG_STEP = 600  # seconds: the Bash tool stops a command after 10 minutes
 

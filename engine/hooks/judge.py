@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
+from engine.approvals.people import people_only_words
 from engine.hooks import unwrap, writes
 from engine.hooks.commands import handoff_args, handoff_runs, python_module
 from engine.hooks.shell import Command
-from engine.approvals.people import people_only_words
 
 RANK = {"allow": 0, "none": 1, "ask": 2, "deny": 3}
 READING = ("status", "journal", "note", "check")

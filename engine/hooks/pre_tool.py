@@ -110,8 +110,8 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
     if ctx.holder is not None:
         return judge.Verdict("deny", f"another holder drives this ledger: {ctx.holder.detail}; `handoff run` would exit 5. "
                                 "Look with `handoff status` and wait for it to hand off")
-    from engine.ledger import guard
     from engine.errors import HandoffError
+    from engine.ledger import guard
     from engine.ledger.invariants import evaluate, journal_readings
     from engine.session.single import pick_step
 

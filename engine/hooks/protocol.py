@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
-from engine.errors import HandoffError
 from engine.audit.redact import redact
+from engine.errors import HandoffError
 
 
 def _handler(event: str) -> Callable:
@@ -70,8 +71,8 @@ def run(event: str, ledger: str, stdin: TextIO, stdout: TextIO) -> int:
 
 def _journal_failure(event: str, ledger: str, why: str) -> None:
     try:
-        from engine.ledger.access import open_writer
         from engine.approvals.identity import os_user
+        from engine.ledger.access import open_writer
 
         writer = open_writer(ledger)
         if not writer.read_only:

@@ -33,7 +33,7 @@ class Command:
     writes_to: list[str] = field(default_factory=list)
     stdin_text: str | None = None
     scripts: list[str] = field(default_factory=list)
-    piped_from: "Command | None" = None
+    piped_from: Command | None = None
     depth: int = 0
     container: bool = False  # its real work is nested commands, judged on their own
     cwd: str | None = None  # where it runs, after the line's own `cd`s (engine.hooks.unwrap)
@@ -216,7 +216,7 @@ def split(text: str, depth: int = 0) -> list[Command]:
                     current.writes_to.append(target)
             else:
                 current.words.append(reader.word(current.scripts))
-    for command, delimiter, tabs in pending:  # a here-doc on the last line: no body
+    for command, _delimiter, _tabs in pending:  # a here-doc on the last line: no body
         command.stdin_text = command.stdin_text or ""
     finish(False)
     return _expand_heredocs(out)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.lease import leasing
-from engine.ledger import ops
-from engine.hooks.context import HookContext
 from engine.approvals.identity import os_user
 from engine.audit.review import amend, review
+from engine.hooks.context import HookContext
+from engine.lease import leasing
+from engine.ledger import ops
 from engine.session.handoff_note import generate
 
 # Journal kinds that mean the ledger's work moved on (a note written before them is old).

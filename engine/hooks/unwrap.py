@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass, field
 
 from engine.hooks.shell import Command, split
-from engine.hooks.wrappers import assignment as _assignment, peel
+from engine.hooks.wrappers import assignment as _assignment
+from engine.hooks.wrappers import peel
 
 MAX_DEPTH = 6  # nesting beyond this is refused: no honest command line needs it
 MAX_FILE = 256 * 1024  # a script file larger than this is not read

@@ -9,8 +9,8 @@ checkpoints are only ever replay points, and a replay decides from the ledger an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from langgraph.checkpoint.postgres import PostgresSaver
 

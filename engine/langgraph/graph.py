@@ -25,8 +25,8 @@ from typing import Annotated, Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from engine.ledger.access import open_writer
 from engine.langgraph import nodes
+from engine.ledger.access import open_writer
 from engine.planners.autopilot import Autopilot
 
 

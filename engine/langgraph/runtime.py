@@ -17,9 +17,9 @@ import time
 
 from langgraph.types import Command
 
+from engine.langgraph import checkpoints, graph, nodes
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
-from engine.langgraph import checkpoints, graph, nodes
 from engine.session.reconcile import verify_checkpoints
 
 WATCH_EVERY = 0.2  # seconds between looks at the ledger while the thread waits on approvals

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 
-from engine.errors import LeaseHeld
-from engine.lease.rules import LeaseState, lease_state, where_pids_count
-from engine.lease.binding import not_the_holder, session_bind
-from engine.ledger.model import Ledger, SessionLease
-from engine.host.procs import process_start_time
-from engine.store.filelock import LockTimeout
 from engine.codec.timefmt import now_iso
+from engine.errors import LeaseHeld
+from engine.host.procs import process_start_time
+from engine.lease.binding import not_the_holder, session_bind
+from engine.lease.rules import LeaseState, lease_state, where_pids_count
+from engine.ledger.model import Ledger, SessionLease
+from engine.store.filelock import LockTimeout
 
 
 def session_lease(holder_id: str, *, user: str, planner: str | None, runtime: str = "session",

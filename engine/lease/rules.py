@@ -27,11 +27,12 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from engine.settings import seconds
 from engine.host.procs import boot_id, pid_alive, pid_namespace
+from engine.settings import seconds
 from engine.store.atomic import atomic_write
 from engine.store.sidecar import SidecarRefused, open_sidecar
 
@@ -39,13 +40,12 @@ if TYPE_CHECKING:  # only annotations here: the hook's fast path imports this mo
     from engine.ledger.model import SessionLease
 
 LeaseStatus = Literal["none", "live", "dead", "stale"]
-DEFAULT_STALE_AFTER = 180.0
 BEAT_EVERY = 2.0
 
 
 def stale_after() -> float:
     """Seconds without a heartbeat after which a lease is stale (HANDOFF_LEASE_STALE_AFTER)."""
-    return seconds("HANDOFF_LEASE_STALE_AFTER", DEFAULT_STALE_AFTER)
+    return seconds("HANDOFF_LEASE_STALE_AFTER")
 
 
 def new_session_id() -> str:

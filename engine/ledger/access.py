@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.approvals.identity import os_user
-from engine.ledger.workdir import WorkingDir
 from engine.audit.journal import SUFFIX as JOURNAL_SUFFIX
+from engine.ledger.workdir import WorkingDir
 from engine.store.sidecar import cannot_write
 
 if TYPE_CHECKING:

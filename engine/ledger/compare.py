@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from engine.codec.timefmt import age_text, parse_iso
 from engine.ledger.compare import OPS, holds
 from engine.ledger.model import METRIC_MAX_AGE, Ledger
-from engine.codec.timefmt import age_text, parse_iso
 from engine.ledger.touched import touched
 
 _WORD_OPS = {

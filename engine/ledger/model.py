@@ -8,7 +8,8 @@ engine never drops what a human wrote.
 from __future__ import annotations
 
 import shlex
-from typing import Annotated, Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
@@ -416,7 +417,7 @@ class Ledger(Node):
         return value
 
     @model_validator(mode="after")
-    def _states_known(self) -> "Ledger":
+    def _states_known(self) -> Ledger:
         self.check_states()
         return self
 

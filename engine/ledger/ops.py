@@ -15,11 +15,11 @@ from typing import Any
 
 from engine.approvals.approvers import Signed, admit_signed
 from engine.approvals.policy import policy_for, progress, standing
+from engine.audit.redact import redact
+from engine.codec.timefmt import now_iso
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.ledger.model import Approval, Ledger, Pause, PreviousNote, Step, Target
-from engine.audit.redact import redact
 from engine.ledger.render import approval_hash, describe, fields_for, render
-from engine.codec.timefmt import now_iso
 from engine.ledger.touched import is_touched
 
 Records = list[dict[str, Any]]

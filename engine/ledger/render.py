@@ -7,8 +7,6 @@ was put in, whatever characters it holds (`; rm -rf /`, `$(...)`, backticks).
 
 from __future__ import annotations
 
-from engine.ledger.workdir import WorkingDir
-
 import hashlib
 import json
 import re
@@ -16,6 +14,7 @@ import sys
 
 from engine.errors import Refused
 from engine.ledger.model import Step, Target
+from engine.ledger.workdir import WorkingDir
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

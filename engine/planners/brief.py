@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.audit.redact import Redactor
+from engine.codec.textsafe import visible
 from engine.ledger.invariants import InvariantStatus, evaluate
 from engine.ledger.model import Ledger, Step
-from engine.audit.redact import Redactor
-from engine.planners.autopilot import WAITING, touch_limit
-from engine.codec.textsafe import visible
 from engine.ledger.touched import is_touched, touched, touched_states
+from engine.planners.autopilot import WAITING, touch_limit
 
 MOVABLE_MAX = 20  # "can move now" entries shown
 WAITING_MAX = 10  # targets waiting on people shown

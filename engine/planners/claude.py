@@ -21,15 +21,21 @@ import json
 import time
 from typing import Any
 
-from engine.planners.brief import BriefContext, build, step_line
+from engine.audit.redact import Redactor
 from engine.ledger.model import Ledger
-from engine.planners.client import (ForcedToolRefused, PlannerInterrupted, PlannerRefused, PlannerUnavailable, make_client,
-                                    wait_for)
+from engine.planners.autopilot import Action, Autopilot
+from engine.planners.brief import BriefContext, build, step_line
+from engine.planners.client import (
+    ForcedToolRefused,
+    PlannerInterrupted,
+    PlannerRefused,
+    PlannerUnavailable,
+    make_client,
+    wait_for,
+)
 from engine.planners.models import DEFAULT_MODEL, Usage, cost_usd, forces_tools
 from engine.planners.prompts import PLANNER
 from engine.planners.tools import CACHE, TOOLS, check_call
-from engine.audit.redact import Redactor
-from engine.planners.autopilot import Action, Autopilot
 
 MAX_ROUNDS = 10  # model calls in one turn; then the turn ends and the next starts fresh
 MAX_OUTPUT = 4096  # max_tokens of one request (thinking included)

@@ -81,7 +81,7 @@ class Usage:
         self.cache_read += getattr(usage, "cache_read_input_tokens", 0) or 0
         self.cache_write += getattr(usage, "cache_creation_input_tokens", 0) or 0
 
-    def plus(self, other: "Usage") -> "Usage":
+    def plus(self, other: Usage) -> Usage:
         return Usage(self.input + other.input, self.output + other.output,
                      self.cache_read + other.cache_read, self.cache_write + other.cache_write)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.audit.redact import Redactor
 from engine.planners.brief import BriefContext, build
 from engine.planners.client import PlannerInterrupted, PlannerRefused, PlannerUnavailable
 from engine.planners.models import Usage
 from engine.planners.prompts import REVIEW_TOOL, REVIEWER
-from engine.audit.redact import Redactor
 
 SYSTEM = [{"type": "text", "text": REVIEWER, "cache_control": {"type": "ephemeral"}}]
 

@@ -22,15 +22,15 @@ from __future__ import annotations
 import threading
 from typing import TextIO
 
-from engine.ledger import ops
 from engine.approvals.identity import hostname, os_user
-from engine.ledger.model import Ledger
 from engine.audit.review import amend, review
+from engine.ledger import ops
+from engine.ledger.model import Ledger
+from engine.planners.autopilot import Action, Autopilot
 from engine.session import gates
 from engine.session.attempt import Attempt, _Views, attempt
 from engine.session.handoff_note import generate
 from engine.session.out import Out
-from engine.planners.autopilot import Action, Autopilot
 from engine.store.transact import apply
 
 

@@ -17,10 +17,10 @@ database that is not linked); a step without a `verify` relies on the witnesses 
 
 from __future__ import annotations
 
+from engine.codec.timefmt import now_iso
 from engine.ledger.render import describe
 from engine.planners.autopilot import next_action_text
 from engine.session.probes import run_probe
-from engine.codec.timefmt import now_iso
 
 
 def already_happened(s, it) -> bool:

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.errors import Refused
 from engine.host import failpoints
 from engine.ledger import guard, ops
-from engine.errors import Refused
 from engine.ledger.model import Ledger
 from engine.ledger.render import describe
-from engine.session.gates import owner, without_reversible_runs
 from engine.planners.autopilot import Action
+from engine.session.gates import owner, without_reversible_runs
 from engine.session.reconcile import settle_used_approval
 from engine.session.steps import Intent, write_intent
 

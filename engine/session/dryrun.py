@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import re
 
-from engine.store import highwater
 from engine.errors import LedgerInvalid, UsageError, os_error_text
+from engine.store import highwater
 from engine.store.atomic import atomic_write
 from engine.store.file import FileStore
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 import sys
 import time
 
-from engine.ledger import ops
 from engine.approvals.identity import os_user
+from engine.codec.timefmt import now_iso
+from engine.ledger import ops
 from engine.ledger.invariants import evaluate, parse_all
 from engine.ledger.model import Ledger
 from engine.ledger.render import describe
 from engine.session.probes import read_metric
 from engine.session.runner import run_step
 from engine.store.transact import NoChange, apply
-from engine.codec.timefmt import now_iso
-
 
 RESAY_AFTER = 60.0  # seconds before an unchanged reading or invariant line is journaled again
 

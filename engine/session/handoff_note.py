@@ -10,23 +10,12 @@ from __future__ import annotations
 
 import re
 
+from engine.audit.note_rules import rules_in
 from engine.ledger.model import Ledger
-from engine.planners.autopilot import WAITING, next_step
 from engine.ledger.touched import is_touched, touched_states
+from engine.planners.autopilot import WAITING, next_step
 
 LIST_MAX = 5
-_RULE = re.compile(r"\b(do not|don't|never|must not|no\s+\w+\s+retry)\b", re.I)
-
-
-def rules_in(note: str) -> list[str]:
-    """The sentences of a note that forbid something ("Do NOT retry ..."), to say them aloud."""
-    # List items ("- ...") are sentences of their own; headings ("Do not touch:") are not rules.
-    lines = [line.strip().removeprefix("- ") for line in note.splitlines()]
-    text = " ".join(line for line in lines if line and not line.endswith(":"))
-    sentences = re.split(r"(?<=[.!?])\s+", text)
-    return [s for s in sentences if _RULE.search(s)]
-
-
 def _more(items: list[str], limit: int = LIST_MAX) -> list[str]:
     if len(items) <= limit:
         return items

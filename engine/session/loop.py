@@ -26,25 +26,25 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from engine.lease import leasing
-from engine.ledger.access import open_writer
-from engine.planners.brief import movable
-from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
 from engine.approvals.identity import os_user
-from engine.ledger.invariants import parse_all
+from engine.audit.note_rules import rules_in
+from engine.codec.timefmt import now_iso
+from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
+from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread, new_session_id
+from engine.ledger.access import open_writer
+from engine.ledger.invariants import parse_all
 from engine.ledger.model import Ledger
+from engine.planners.autopilot import touch_limit
+from engine.planners.brief import movable
+from engine.planners.choose import get_planner
 from engine.session.actor import Actor
 from engine.session.dryrun import make_shadow
-from engine.session.handoff_note import rules_in
 from engine.session.preflight import preflight, refusal_text
-from engine.planners.autopilot import touch_limit
-from engine.planners.choose import get_planner
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
-from engine.session.untrusted import stop_for_outside_edits
 from engine.session.steps import Intent, run_intent
+from engine.session.untrusted import stop_for_outside_edits
 from engine.store.filelock import lock_timeout
-from engine.codec.timefmt import now_iso
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old
@@ -378,7 +378,7 @@ class Session(Actor):
             self.ending = "nothing left to do: every target is done"
             return False
         if any(t.state == "awaiting_approval" for t in ledger.targets.values()):
-            from engine.approvals.policy import tend
+            from engine.session.tending import tend
 
             tend(self, ledger)  # reminders, escalation, expiry of approval requests (engine.approvals.policy)
             ledger = self.store.read()

@@ -14,11 +14,10 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from engine.errors import HandoffError
 from engine.audit.journal import Journal, JournalWriteError, make_record
 from engine.codec.textsafe import visible
 from engine.codec.timefmt import now_iso
-
+from engine.errors import HandoffError
 
 # How much a session prints, set once by the CLI (`-q`, `-v`): -1 only what a person must
 # see (warnings, errors, refusals, drift, pauses, how it ended), 0 every line, 1 also the

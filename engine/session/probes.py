@@ -14,9 +14,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-from engine.ledger.model import Ledger, Step
 from engine.approvals.people import AGENT_VAR
 from engine.audit.redact import Redactor
+from engine.ledger.model import Ledger, Step
 from engine.ledger.render import fields_for, render
 from engine.session.runner import StepResult, parse_reading, run_step
 

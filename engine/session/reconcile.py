@@ -19,17 +19,17 @@ import os
 import signal
 import time
 
-from engine.errors import Refused
-from engine.ledger.model import Ledger
 from engine.audit.redact import redact
+from engine.codec.timefmt import now_iso, parse_iso
+from engine.errors import Refused
+from engine.host.procs import pid_alive, wait_for_pid
+from engine.ledger.model import Ledger
 from engine.ledger.render import describe
+from engine.ledger.touched import is_touched
 from engine.planners.autopilot import next_action_text
 from engine.session.probes import find_step_processes, run_probe
-from engine.host.procs import pid_alive, wait_for_pid
 from engine.session.runner import TERM_GRACE
 from engine.store.transact import NoChange, apply
-from engine.codec.timefmt import now_iso, parse_iso
-from engine.ledger.touched import is_touched
 
 DEFAULT_WAIT = 600.0
 

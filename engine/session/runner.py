@@ -21,12 +21,12 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from engine.ledger.compare import holds
-from engine.host.procs import group_alive, kill_group
 from engine.codec.timefmt import now_iso
+from engine.host.procs import group_alive, kill_group
+from engine.ledger.compare import holds
 
 # The whole output is kept up to this size (its end, which is where a probe's answer is).
 STDOUT_CAP = 64 * 1024

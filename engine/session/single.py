@@ -16,8 +16,8 @@ allowed (the candidates are listed); 3 the target's probe disagrees with the led
 from __future__ import annotations
 
 from engine.errors import UsageError
-from engine.session.actor import Actor
 from engine.planners.autopilot import Action
+from engine.session.actor import Actor
 from engine.session.probes import find_step_processes
 from engine.session.reconcile import settle_in_flight, verify_target
 from engine.session.steps import Fenced, run_intent

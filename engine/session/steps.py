@@ -23,21 +23,20 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
 
-from engine.ledger import guard
 from engine.approvals import authority
+from engine.audit.redact import redact
+from engine.codec.timefmt import now_iso
+from engine.ledger import guard
 from engine.ledger.guard import Decision
 from engine.ledger.model import Evidence, InFlight, Ledger, Step
 from engine.ledger.ops import rendered_command
-from engine.audit.redact import redact
 from engine.ledger.render import describe
-from engine.session.already import already_happened
 from engine.planners.autopilot import Action, next_action_text
+from engine.session.already import already_happened
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
 from engine.store.transact import NoChange, apply
-from engine.codec.timefmt import now_iso
 
 
 class Fenced(Exception):

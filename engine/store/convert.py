@@ -119,7 +119,7 @@ def _keep_null_extras(model: BaseModel, data: dict[str, Any]) -> None:
         if isinstance(value, BaseModel) and isinstance(out, dict):
             _keep_null_extras(value, out)
         elif isinstance(value, list) and isinstance(out, list):
-            for item, dumped in zip(value, out):  # a list may mix models and plain values (`approvers`)
+            for item, dumped in zip(value, out, strict=False):  # a list may mix models and plain values (`approvers`)
                 if isinstance(item, BaseModel) and isinstance(dumped, dict):
                     _keep_null_extras(item, dumped)
         elif isinstance(value, dict) and isinstance(out, dict):

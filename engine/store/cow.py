@@ -14,7 +14,8 @@ only reads (counts, the touched set): the caller promises not to change them.
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from engine.ledger.model import Ledger, Target
 from engine.store.cow_views import ModelView, Root, unwrap
@@ -102,7 +103,7 @@ class CowTargets(dict):
     def copy(self) -> dict[str, Target]:  # type: ignore[override]
         return dict(self.items())
 
-    def __ior__(self, other: Any) -> "CowTargets":
+    def __ior__(self, other: Any) -> CowTargets:
         self.update(other)
         return self
 

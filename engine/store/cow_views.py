@@ -208,11 +208,11 @@ class ListView(_View):
     def __add__(self, other: Any) -> list:
         return self.copy() + list(other)
 
-    def __iadd__(self, other: Any) -> "ListView":
+    def __iadd__(self, other: Any) -> ListView:
         self._writable().extend(unwrap(list(other)))
         return self
 
-    def __imul__(self, n: int) -> "ListView":
+    def __imul__(self, n: int) -> ListView:
         self._writable().__imul__(n)
         return self
 
@@ -257,7 +257,7 @@ class DictView(_View):
     def copy(self) -> dict:
         return dict(self.items())
 
-    def __ior__(self, other: Any) -> "DictView":
+    def __ior__(self, other: Any) -> DictView:
         self._writable().update(unwrap(dict(other)))
         return self
 

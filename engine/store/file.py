@@ -21,28 +21,27 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and only for a type
     import asyncio
 
 from engine.codec import Parsed, parse_document, splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
-from engine.store import highwater
 from engine.lease.rules import Heartbeat
 from engine.ledger.model import Ledger, Target
+from engine.ledger.touched import seal
+from engine.store import highwater, outside, parse_cache
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
-from engine.store import outside, parse_cache
+from engine.store.convert import change, to_ledger, to_ledger_reusing
 from engine.store.cow import CowTargets, cow_ledger
-from engine.ledger.touched import seal
 from engine.store.filelock import FileLock
 from engine.store.ledger_file import open_ledger_file
 from engine.store.record import behind_journal, journal_revision, regressions, write_record
-from engine.store.sidecar import read_record
-from engine.store.sidecar import SidecarRefused
-from engine.store.convert import change, to_ledger, to_ledger_reusing
+from engine.store.sidecar import SidecarRefused, read_record
 
 T = TypeVar("T")
 MAX_BYTES = 64 * 1024 * 1024

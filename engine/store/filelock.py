@@ -17,15 +17,13 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
-from engine.settings import seconds
-from engine.errors import HandoffError
-from engine.store.sidecar import open_sidecar
 from engine.codec.timefmt import now_iso
-
-DEFAULT_TIMEOUT = 10.0
+from engine.errors import HandoffError
+from engine.settings import seconds
+from engine.store.sidecar import open_sidecar
 
 
 class LockTimeout(HandoffError):
@@ -37,7 +35,7 @@ class LockTimeout(HandoffError):
 
 def lock_timeout() -> float:
     """Seconds a writer waits for the lock (HANDOFF_LOCK_TIMEOUT)."""
-    return seconds("HANDOFF_LOCK_TIMEOUT", DEFAULT_TIMEOUT)
+    return seconds("HANDOFF_LOCK_TIMEOUT")
 
 
 def describe(holder: dict | None) -> str:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import os
 import pwd
+from datetime import UTC
 from typing import Any
 
+from engine.codec.timefmt import now_iso
 from engine.ledger.model import Ledger, Target
 from engine.store.atomic import atomic_write
 from engine.store.sidecar import read_record  # the one reader of a JSON sidecar record
-from engine.codec.timefmt import now_iso
 
 SUFFIX = ".last-write.targets.json"
 SAFE_STATES = ("blocked", "failed")  # a person stopping a target by hand is never a lie about progress
@@ -120,9 +121,9 @@ def who_edited(ledger_path: str) -> dict[str, Any]:
         owner = pwd.getpwuid(st.st_uid).pw_name
     except KeyError:
         owner = str(st.st_uid)
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return {"owner": owner, "mtime": datetime.fromtimestamp(st.st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {"owner": owner, "mtime": datetime.fromtimestamp(st.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def journal_edit(ledger_path: str, ledger: Ledger, found: list[dict[str, Any]], flagged: list[str], revision: int,

@@ -5,16 +5,16 @@ words with the password masked, and riding out an outage for a running session."
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urldefrag
 
-from engine.settings import seconds
-from engine.errors import HandoffError, LedgerInvalid, ServiceUnavailable, UsageError
 from engine.audit.redact import redact
+from engine.errors import HandoffError, LedgerInvalid, ServiceUnavailable, UsageError
+from engine.settings import seconds
 
 T = TypeVar("T")
 OUTAGE_ENV = "HANDOFF_DB_OUTAGE_SECONDS"
-DEFAULT_OUTAGE = 60.0  # how long a running session rides out a database outage
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_ledger (
     name text PRIMARY KEY,
@@ -53,7 +53,7 @@ def shown(location: str) -> str:
 
 def outage_limit() -> float:
     """Seconds a running session waits out a database outage (HANDOFF_DB_OUTAGE_SECONDS)."""
-    return seconds(OUTAGE_ENV, DEFAULT_OUTAGE, allow_zero=True)
+    return seconds(OUTAGE_ENV)
 
 
 def driver():

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.errors import HandoffError
-from engine.audit.journal_base import JournalBase, JournalWriteError, gap_record, make_record
 from engine.audit.chain import GENESIS, link_of, seal
+from engine.audit.journal_base import JournalBase, JournalWriteError, gap_record, make_record
+from engine.errors import HandoffError
 from engine.store.pg_conn import Db
 
 

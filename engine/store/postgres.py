@@ -27,19 +27,30 @@ import json
 import os
 import socket
 import sys
-from typing import Any, AsyncIterator, Callable, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
-from engine.store import highwater
 from engine.codec import parse_document, splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
 from engine.lease.rules import beat_record
 from engine.ledger.model import Ledger
+from engine.store import highwater
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import change, to_ledger
 from engine.store.cow import cow_ledger
 from engine.store.file import digest
 from engine.store.filelock import LockTimeout, lock_timeout
-from engine.store.pg_conn import SCHEMA, Db, _connect, _first_line, driver, ensure_schema, outage_limit, shown, split_location
+from engine.store.pg_conn import (
+    SCHEMA,
+    Db,
+    _connect,
+    _first_line,
+    driver,
+    ensure_schema,
+    outage_limit,
+    shown,
+    split_location,
+)
 from engine.store.pg_journal import PgJournal
 
 # Re-exported: the store's one import for what lives beside it.
@@ -279,10 +290,10 @@ class PostgresStore:
     def export_text(self) -> str:
         return self.db.run(self._row)[1]
 
-    def heartbeat(self) -> "PgHeartbeat":
+    def heartbeat(self) -> PgHeartbeat:
         return PgHeartbeat(self.db, self.name)
 
-    def open_journal(self, *, read_only: bool = False) -> "PgJournal":
+    def open_journal(self, *, read_only: bool = False) -> PgJournal:
         return PgJournal(self.db, self.name, read_only=read_only)
 
     async def watch(self, stop_event: asyncio.Event | None = None, debounce_ms: int = 50) -> AsyncIterator[WatchEvent]:

@@ -18,7 +18,6 @@ import json
 from engine.audit.journal import Journal, head_gone, journal_head, journal_path
 from engine.ledger.model import Ledger
 from engine.store.atomic import atomic_write
-from engine.store.sidecar import read_record
 
 _JOURNALS: dict[str, Journal] = {}  # per ledger: the journal's index is read incrementally
 

@@ -17,8 +17,8 @@ import json
 import os
 import stat
 
-from engine.errors import HandoffError
 from engine.approvals.identity import os_user
+from engine.errors import HandoffError
 
 
 class SidecarRefused(HandoffError):

@@ -5,7 +5,8 @@ its activity given to another; the fences in core make a late one harmless)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from temporalio import activity
 from temporalio.api.enums.v1 import TaskQueueType
@@ -14,7 +15,6 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.exceptions import ApplicationError
 
 from engine.temporal import core
-
 
 _every = core.beat_every
 

@@ -17,10 +17,16 @@ import json
 import sys
 import threading
 import time
-from datetime import timezone
+from datetime import UTC
 from typing import Any, TextIO
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistoryEventFilterType
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowHistoryEventFilterType,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -40,7 +46,7 @@ async def connect(address: str, namespace: str) -> Client:
     """A client of `address`; ServerUnavailable (exit 6) naming it if it does not answer."""
     try:
         return await asyncio.wait_for(Client.connect(address, namespace=namespace), CONNECT_TIMEOUT)
-    except (asyncio.TimeoutError, RuntimeError, OSError) as err:
+    except (TimeoutError, RuntimeError, OSError) as err:
         raise ServerUnavailable(f"cannot reach the Temporal server at {address} (namespace {namespace}): "
                                 f"{err or 'no answer within 5 s'}; start it, or name it with --temporal HOST:PORT") from None
 
@@ -120,7 +126,7 @@ async def ended(client: Client, workflow_id: str) -> str | None:
             if event.HasField(field):
                 attrs = getattr(event, field)
                 why = getattr(attrs, "reason", "") or (attrs.failure.message if field.endswith("failed_event_attributes") else "")
-    at = info.close_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if info.close_time else "an unknown time"
+    at = info.close_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if info.close_time else "an unknown time"
     return f"temporal workflow {workflow_id} ended: {how} at {at}" + (f" ({why.strip()})" if why.strip() else "")
 
 

@@ -26,23 +26,23 @@ import threading
 import time
 from typing import Any
 
-from engine.lease import leasing
-from engine.ledger.access import open_writer
-from engine.errors import HandoffError, LeaseHeld
-from engine.ledger.guard import Decision
 from engine.approvals.identity import os_user
+from engine.codec.timefmt import now_iso, parse_iso
+from engine.errors import HandoffError, LeaseHeld
+from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
+from engine.ledger.access import open_writer
+from engine.ledger.guard import Decision
 from engine.ledger.model import InFlight, Ledger, Step, TemporalRef
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import approval_hash
-from engine.session.actor import Actor
 from engine.planners.autopilot import touch_limit
+from engine.session.actor import Actor
 from engine.session.probes import render_for
 from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, verify_checkpoints
 from engine.session.runner import TERM_GRACE
 from engine.session.steps import Intent, fenced_launch, record_outcome, run_attempt
 from engine.store.transact import NoChange, apply
-from engine.codec.timefmt import now_iso, parse_iso
 
 Job = dict[str, Any]  # ledger, workflow_id, address, namespace, task_queue, actor, poll, heartbeat_timeout
 

@@ -22,10 +22,6 @@ WORKFLOW = "handoff-ledger"
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_QUEUE = "handoff"
-DEFAULT_POLL = 30.0
-DEFAULT_HEARTBEAT_TIMEOUT = 20.0
-DEFAULT_IDLE = 600.0
-DEFAULT_HISTORY_MAX = 4000
 
 
 def workflow_id(ledger_id: str) -> str:
@@ -38,22 +34,22 @@ def host_queue(queue: str, host: str) -> str:
 
 
 def poll_seconds() -> float:
-    return seconds("HANDOFF_TEMPORAL_POLL", DEFAULT_POLL)
+    return seconds("HANDOFF_TEMPORAL_POLL")
 
 
 def heartbeat_timeout() -> float:
-    return seconds("HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT", DEFAULT_HEARTBEAT_TIMEOUT)
+    return seconds("HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT")
 
 
 def idle_seconds() -> float:
-    return seconds("HANDOFF_TEMPORAL_IDLE", DEFAULT_IDLE)
+    return seconds("HANDOFF_TEMPORAL_IDLE")
 
 
 def history_max() -> int:
     """Events after which a run continues as new (at least 100: a run must get some work done)."""
-    return max(100, int(seconds("HANDOFF_TEMPORAL_HISTORY_MAX", DEFAULT_HISTORY_MAX)))
+    return max(100, int(seconds("HANDOFF_TEMPORAL_HISTORY_MAX")))
 
 
 def planner_backoff() -> float:
     """The first wait after a model outage (HANDOFF_TEMPORAL_PLANNER_BACKOFF, 5 s; doubling, at most 5 min)."""
-    return seconds("HANDOFF_TEMPORAL_PLANNER_BACKOFF", 5.0)
+    return seconds("HANDOFF_TEMPORAL_PLANNER_BACKOFF")

@@ -31,6 +31,7 @@ Workflows started before this (no `bounded-history` marker) keep their old loop
 from __future__ import annotations
 
 import asyncio
+import builtins
 from datetime import timedelta
 from typing import Any
 
@@ -120,7 +121,7 @@ class LedgerWorkflow:
                 workflow.set_current_details(f"the planner is unavailable ({d['unavailable']}); asking again in {d['retry_in']:g} s")
                 try:
                     await workflow.wait_condition(keeper.done, timeout=timedelta(seconds=d["retry_in"]))
-                except asyncio.TimeoutError:
+                except builtins.TimeoutError:
                     pass
                 self._reap()
                 continue
@@ -128,7 +129,7 @@ class LedgerWorkflow:
             workflow.set_current_details(d.get("details") or self.phase)  # no command: `temporal workflow describe` shows it
             try:
                 await workflow.wait_condition(lambda: self.poked or keeper.done() or self._any_done(), timeout=wait)
-            except asyncio.TimeoutError:
+            except builtins.TimeoutError:
                 pass  # the idle timer: decide again (time-based rules: reminders, expiry)
             self._reap()
         self.phase = "handing off"

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from engine.api import open_ledger
-from engine.approvals.policy import tend
+from engine.session.tending import tend
 from engine.session.actor import Actor
 from engine.codec.timefmt import now_iso, parse_iso
 from tests.conftest import handoff

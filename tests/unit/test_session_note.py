@@ -8,7 +8,8 @@ from session_kit import DEMO
 
 from engine.errors import UsageError
 from engine.ledger.model import InFlight, Ledger
-from engine.session.handoff_note import generate, rules_in
+from engine.audit.note_rules import rules_in
+from engine.session.handoff_note import generate
 from engine.planners.autopilot import Action
 from engine.planners.choose import get_planner
 
