@@ -1,0 +1,56 @@
+"""A restart neither loses nor doubles an approval, and what Slack shows catches up;
+an irreversible step approved from Slack runs exactly once (the demo world counts)."""
+
+from __future__ import annotations
+
+import time
+
+from tests.slack.kit import ALICE, APPROVERS, approved, ledger, load, posted, review, wait_for
+from tests.unit.session_kit import counts, demo_copy, resume
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def test_killed_between_decision_and_chat_update_the_message_is_corrected_on_restart(tmp_path, fake, signer, started):
+    """kill -9 right after the approval is on disk, before Slack hears of it: the restart
+    edits the message to "approved by alice" and records nothing twice."""
+    path = ledger(tmp_path)
+    app = started(fake, [str(path)], env={"HANDOFF_FAILPOINTS": "slack-after-decision"})
+    view = review(app, fake, signer, ALICE)
+    assert signer.post(app.url, signer.submit(view, ALICE, "db-1"))[0] == 200
+    wait_for(lambda: _stopped(app.proc.pid), what="the process to stop after its decision")
+    app.kill9()
+    assert len(approved(path)) == 1 and load(path)["targets"]["db-1"]["state"] == "verified"
+    assert "handoff_review" in str(fake.message(0)["blocks"]), "the message was never edited before the kill"
+    started(fake, [str(path)])
+    wait_for(lambda: "approved by alice" in str(fake.message(0)["blocks"]), what="the message corrected")
+    time.sleep(1.0)
+    assert len(approved(path)) == 1 and len(load(path)["targets"]["db-1"]["approvals"]) == 1
+    assert len([p for p in fake.of("chat.postMessage") if not p.get("thread_ts")]) == 1, "no second request posted"
+
+
+def test_an_irreversible_step_approved_from_slack_starts_exactly_once(tmp_path, fake, signer, started):
+    """The demo fleet: a session asks for `link`, alice approves from Slack, sessions run: one link run."""
+    world = tmp_path / "world"
+    path = demo_copy(tmp_path, {"db-50": {"state": "checked"}}, budget={"steps": 1}, approvers=APPROVERS,
+                     notify=[{"slack": {"channel": "C0OPS"}}])
+    first = resume(path, world=world)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert load(path)["targets"]["db-50"]["state"] == "awaiting_approval"
+    app = started(fake, [str(path)])
+    view = review(app, fake, signer, ALICE)
+    assert signer.post(app.url, signer.submit(view, ALICE, "db-50"))[0] == 200
+    wait_for(lambda: approved(path), what="the approval")
+    for _ in range(3):
+        out = resume(path, world=world)
+        assert out.returncode == 0, out.stdout + out.stderr
+    assert counts(world)["db-50"]["link_runs"] == 1
+    target = load(path)["targets"]["db-50"]
+    assert target.get("awaiting") != "link" and [a["used_at"] for a in target["approvals"] if a["step"] == "link"]
+    wait_for(lambda: "approved by alice" in str(fake.message(0)["blocks"]), what="the message edited")
