@@ -52,6 +52,7 @@ Argv = Annotated[list[str], WithJsonSchema(ARGV_SCHEMA)]
 # engine still loads such a ledger (it stays viewable, and the file is never rejected).
 POSITIVE = {"exclusiveMinimum": 0}
 SLACK_ID = r"^[TE][A-Z0-9]{2,}/[UW][A-Z0-9]{2,}$"  # an approver's `slack`: workspace (or enterprise) id / member id
+SLACK_CHANNEL = r"^[CGD][A-Z0-9]{2,}$"  # a channel id (public, private, DM): names change, ids do not
 CLOSED = {"additionalProperties": False}  # an unknown key in a step or metric is a typo: `check` says so
 
 
@@ -257,7 +258,15 @@ class SlackChannel(Node):
     """`notify: [{slack: {channel: C0123ABC}}]`: where `handoff slack` posts approval requests."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
-    channel: str = Field(pattern=r"^[CGD][A-Z0-9]{2,}$")
+    channel: str = Field(json_schema_extra={"pattern": SLACK_CHANNEL})
+
+    @field_validator("channel")
+    @classmethod
+    def _channel_id(cls, value: str) -> str:
+        if not re.fullmatch(SLACK_CHANNEL, value):
+            raise ValueError(f"{value[:40]!r} is not a Slack channel id: write the id (C0123ABC: channel details, "
+                             "at the bottom), not the channel's name; Slack posts by id")
+        return value
 
 
 class Notifier(Node):
