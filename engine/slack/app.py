@@ -50,9 +50,13 @@ class Hub:
             raise UsageError(f"Slack refused the bot token ({error}): check SLACK_BOT_TOKEN") from None
         self.team_id, self.enterprise_id = auth.get("team_id") or "", auth.get("enterprise_id") or None
         self.ledgers = {w.key: w for w in (Watched.open(loc) for loc in locations)}
+        for w in self.ledgers.values():
+            if w.channel(w.handle.load()) is None:
+                self.say(f"{w.handle.display_location} has no `notify: [{{slack: {{channel: C0123ABC}}}}]` entry: "
+                         "no request of it is posted until one is added")
         self.queue: queue.Queue = queue.Queue()
         self.stopping = threading.Event()
-        self.decider = Decider(self.ledgers, self.web, self._sync, now)
+        self.decider = Decider(self.ledgers, self.web, self._sync, now, self.say)
         for w in self.ledgers.values():
             for key, payload in w.state.unfinished():  # received before a restart, never acted on
                 self.queue.put(("submission", key, payload))

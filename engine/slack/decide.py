@@ -22,6 +22,7 @@ from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, Sla
 from engine.slack import blocks
 from engine.slack.ledgers import Watched, approved_by, request
 from engine.slack.watch import expired
+from engine.slack.web import SlackFailed
 
 CHANGED = "the command changed; review again"
 
@@ -29,8 +30,9 @@ CHANGED = "the command changed; review again"
 class Decider:
     """Runs clicks and submissions against the watched ledgers (one thread: the worker's)."""
 
-    def __init__(self, ledgers: dict[str, Watched], web, sync: Callable[[Watched], None], now: Callable[[], float]):
-        self.ledgers, self.web, self.sync, self.now = ledgers, web, sync, now
+    def __init__(self, ledgers: dict[str, Watched], web, sync: Callable[[Watched], None], now: Callable[[], float],
+                 say: Callable[[str], None]):
+        self.ledgers, self.web, self.sync, self.now, self.say = ledgers, web, sync, now, say
 
     # -- helpers -------------------------------------------------------------------
 
@@ -45,8 +47,8 @@ class Decider:
         if slack.channel:
             try:
                 self.web.call("chat.postEphemeral", channel=slack.channel, user=slack.user, text=text[:2900])
-            except Exception as err:  # noqa: BLE001 - telling is best effort; the journal has the record
-                print(f"handoff slack: cannot tell {slack.user}: {err}", flush=True)
+            except SlackFailed as err:  # telling is best effort: the journal has the record, the message the outcome
+                self.say(f"cannot tell {slack.user}: {err}")
 
     def refuse(self, w: Watched | None, slack: SlackId, target: str | None, why: str) -> str:
         if w is not None:

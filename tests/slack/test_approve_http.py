@@ -25,7 +25,7 @@ def test_review_type_name_approve_records_via_slack_and_edits_the_message(tmp_pa
     assert a["by"] == "alice" and a["via"] == "slack" and a["verified"] == "slack" and a["slack"]["user"] == ALICE
     wait_for(lambda: "approved by alice" in str(fake.message(0)["blocks"]), what="the message edited")
     assert a["hash"] in str(fake.message(0)["blocks"]) and "handoff_review" not in str(fake.message(0)["blocks"])
-    assert any("approved by alice" in t for t in fake.ephemerals(ALICE))
+    wait_for(lambda: any("approved by alice" in t for t in fake.ephemerals(ALICE)), what="alice told")
     assert not [r for r in journal(path) if r["kind"] == "slack_refused"]
 
 

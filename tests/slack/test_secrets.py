@@ -79,3 +79,13 @@ def test_secrets_from_a_0600_file_work_and_appear_nowhere(tmp_path, fake, signer
         for secret in (fake.bot_token, SECRET):
             assert secret not in text, f"a secret in {where}"  # Slack's copy: the bot token only ever in the header
     assert "legacy-verification-token" not in texts["ledger.yaml.slack.jsonl"]
+
+
+def test_a_bot_token_slack_refuses_ends_the_process_with_what_to_check(tmp_path, fake):
+    """auth.test says invalid_auth: exit 2 naming SLACK_BOT_TOKEN, the token itself never printed."""
+    path = ledger(tmp_path)
+    out = _slack(str(path), "--http", "127.0.0.1:0", env={"SLACK_BOT_TOKEN": "xoxb-wrong-token-1234",
+                                                          "SLACK_SIGNING_SECRET": SECRET, "SLACK_APP_ID": APP_ID,
+                                                          "HANDOFF_SLACK_API_URL": fake.api_url})
+    assert out.returncode == 2 and "Slack refused the bot token" in out.stderr and "SLACK_BOT_TOKEN" in out.stderr
+    assert "xoxb-wrong-token-1234" not in out.stderr + out.stdout
