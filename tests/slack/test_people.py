@@ -107,3 +107,23 @@ def test_a_slack_only_approver_cannot_approve_from_the_cli(tmp_path):
     out = handoff("approve", str(path), "db-1", "--as", "alice", "--yes")
     assert out.returncode == 1 and "approves from Slack only" in out.stderr
     assert path.read_text() == before
+
+
+def test_a_two_person_step_needs_alice_and_bob_and_says_how_far_it_got(tmp_path, fake, signer, started):
+    """approvals: {count: 2}: alice's approval leaves the request open ("1 of 2 approvals (alice)"),
+    her second try is refused, bob's completes it; the message names both."""
+    path = ledger(tmp_path, policy={"count": 2})
+    app = started(fake, [str(path)])
+    view = review(app, fake, signer, ALICE)
+    assert signer.post(app.url, signer.submit(view, ALICE, "db-1"))[0] == 200
+    wait_for(lambda: "1 of 2 approvals (alice)" in str(fake.message(0)["blocks"]), what="the progress shown")
+    assert "handoff_review" in str(fake.message(0)["blocks"]) and load(path)["targets"]["db-1"]["state"] == "awaiting_approval"
+    again = review(app, fake, signer, ALICE)
+    assert signer.post(app.url, signer.submit(again, ALICE, "db-1"))[0] == 200
+    wait_for(lambda: len(fake.ephemerals(ALICE)) >= 2, what="alice's second try answered")
+    assert "already holds an unused approval of cutover by alice" in fake.ephemerals(ALICE)[-1]
+    view = review(app, fake, signer, BOB)
+    assert signer.post(app.url, signer.submit(view, BOB, "db-1"))[0] == 200
+    wait_for(lambda: "approved by bob" in str(fake.message(0)["blocks"]), what="the message edited")
+    assert "approved by alice" in str(fake.message(0)["blocks"])
+    assert load(path)["targets"]["db-1"]["state"] == "verified" and len(approved(path)) == 2
