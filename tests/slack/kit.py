@@ -31,9 +31,9 @@ def iso(seconds_ago: float = 0) -> str:
 
 
 def ledger(tmp: Path, *, awaiting_by: str = "agent", since: str | None = None, policy: dict | None = None,
-           approvers: list | None = None, **top: Any) -> Path:
+           approvers: list | None = None, run: list[str] | None = None, **top: Any) -> Path:
     """db-1 awaits approval of the irreversible cutover; requests go to channel C0OPS."""
-    step = {"name": "cutover", "from": "verified", "to": "done", "run": ["echo", "cutover", "{target}", "{checkpoint}"]}
+    step = {"name": "cutover", "from": "verified", "to": "done", "run": run or ["echo", "cutover", "{target}", "{checkpoint}"]}
     if policy:
         step["approvals"] = policy
     data = {"task": "slack-test", "environment": "production",
