@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from engine import failpoints
 from engine.slack import blocks
 from engine.slack.decide import Decider
 from engine.slack.ledgers import Watched
@@ -112,6 +113,7 @@ class Hub:
         if not w.state.claim(key, payload):  # durable before the ack: a retry or replay is never acted on twice
             self.say(f"delivery {key[:12]} was received before: not acted on again")
             return None
+        failpoints.reached("slack-after-claim")  # tests: stopped (then killed) with the key on disk, nothing acked
         self.queue.put(("submission", key, payload))
         return None
 

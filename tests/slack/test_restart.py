@@ -3,6 +3,7 @@ an irreversible step approved from Slack runs exactly once (the demo world count
 
 from __future__ import annotations
 
+import threading
 import time
 
 from tests.slack.kit import ALICE, APPROVERS, approved, ledger, load, posted, review, wait_for
@@ -33,6 +34,33 @@ def test_killed_between_decision_and_chat_update_the_message_is_corrected_on_res
     time.sleep(1.0)
     assert len(approved(path)) == 1 and len(load(path)["targets"]["db-1"]["approvals"]) == 1
     assert len([p for p in fake.of("chat.postMessage") if not p.get("thread_ts")]) == 1, "no second request posted"
+
+
+def test_killed_after_the_delivery_is_stored_before_the_ack_the_restart_approves_once(tmp_path, fake, signer, started):
+    """kill -9 with the submission's key on disk and nothing acked or approved: the restart
+    finishes it (one approval, the message edited); Slack's retry of it is not acted on again."""
+    path = ledger(tmp_path)
+    app = started(fake, [str(path)], env={"HANDOFF_FAILPOINTS": "slack-after-claim"})
+    view = review(app, fake, signer, ALICE)
+    body = signer.body(signer.submit(view, ALICE, "db-1"))
+    headers = signer.headers(body)
+    threading.Thread(target=lambda: _quietly(signer.post, app.url, body=body, headers=headers), daemon=True).start()
+    wait_for(lambda: _stopped(app.proc.pid), what="the process to stop after storing the delivery")
+    app.kill9()
+    assert not approved(path)
+    again = started(fake, [str(path)])
+    wait_for(lambda: approved(path), what="the approval finished on restart")
+    wait_for(lambda: "approved by alice" in str(fake.message(0)["blocks"]), what="the message edited")
+    assert signer.post(again.url, body=body, headers=headers)[0] == 200  # Slack retrying the unacked request
+    wait_for(lambda: "received before" in again.stderr(), what="the retry recognised")
+    assert len(approved(path)) == 1 and len(load(path)["targets"]["db-1"]["approvals"]) == 1
+
+
+def _quietly(fn, *args, **kw):
+    try:
+        fn(*args, **kw)
+    except OSError:
+        pass  # the process was killed mid-request: Slack would see no ack and retry
 
 
 def test_an_irreversible_step_approved_from_slack_starts_exactly_once(tmp_path, fake, signer, started):
