@@ -3,8 +3,9 @@
 `webhook`: HTTP POST of JSON `{"text": message, "event": event}` (what a Slack
 incoming webhook expects, with the event name for filters). `run`: an argv, given the
 message as its last argument; `{ledger_dir}` and `{python}` are filled in per argument
-and nothing goes through a shell. `on:` lists the events a notifier wants. `slack: {channel: C...}` is not paged from
-here: `handoff slack` (engine.slack) posts approval requests there and takes approvals.
+and nothing goes through a shell. `on:` lists the events a notifier wants.
+`slack: {channel: C...}` is not paged from here: `handoff slack` (engine.slack) posts
+approval requests there and takes approvals back.
 
 A delivery that fails for a passing reason (no connection, a timeout, HTTP 429 or 5xx,
 a command that exits non-zero) is tried again with a growing pause, a few times. A

@@ -53,3 +53,15 @@ def test_a_slack_notify_entry_needs_a_channel_id(tmp_path):
     assert out.returncode == 2 and f"{path}:" in out.stdout + out.stderr
     assert "'#ops' is not a Slack channel id: write the id" in out.stdout + out.stderr
     assert path.read_text() == before
+
+
+def test_a_slack_notify_entry_is_not_a_failed_page_for_the_session():
+    """The session pages webhooks and commands; a `slack:` entry is handoff slack's, never "pages nobody"."""
+    import sys
+
+    from engine.model import Notifier
+    from engine.notify import send_pages
+
+    entry = Notifier(slack={"channel": "C0OPS"})
+    assert send_pages([entry], "hello", event="approval_needed", ledger_dir=".", python=sys.executable,
+                      run_command=lambda *a, **k: None) == []

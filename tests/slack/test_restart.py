@@ -82,3 +82,20 @@ def test_an_irreversible_step_approved_from_slack_starts_exactly_once(tmp_path, 
     target = load(path)["targets"]["db-50"]
     assert target.get("awaiting") != "link" and [a["used_at"] for a in target["approvals"] if a["step"] == "link"]
     wait_for(lambda: "approved by alice" in str(fake.message(0)["blocks"]), what="the message edited")
+
+
+def test_slack_unreachable_leaves_cli_approvals_alone_and_the_message_catches_up(tmp_path, fake, started):
+    """Slack answers 503 for a while: `handoff approve` works at once, the process says it is
+    trying again, and the message shows the approval once Slack is back."""
+    import getpass
+
+    from tests.conftest import handoff
+
+    path = ledger(tmp_path, approvers=[*APPROVERS, {"name": "ops", "os_user": getpass.getuser()}])
+    app = started(fake, [str(path)])
+    posted(fake)
+    fake.fail_next = 3
+    out = handoff("approve", str(path), "db-1", "--as", "ops", "--yes")
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: "Slack unreachable (HTTP 503); trying again" in app.stderr(), what="the retry said")
+    wait_for(lambda: "approved by ops" in str(fake.message(0)["blocks"]), what="the message caught up")
