@@ -93,8 +93,10 @@ class Decider:
             return f"already {done}" if done else f"{name} no longer awaits approval of {step}"
         if expired(ledger, r, self.now()):
             return expired(ledger, r, self.now())
-        if r.hash != digest or (revision is not None and r.revision != revision):
+        if r.hash != digest:
             return CHANGED
+        if revision is not None and r.revision != revision:
+            return f"the ledger changed since you looked (revision {revision}, now {r.revision}); review again"
         return None
 
     # -- submissions ---------------------------------------------------------------

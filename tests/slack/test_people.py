@@ -127,3 +127,19 @@ def test_a_two_person_step_needs_alice_and_bob_and_says_how_far_it_got(tmp_path,
     wait_for(lambda: "approved by bob" in str(fake.message(0)["blocks"]), what="the message edited")
     assert "approved by alice" in str(fake.message(0)["blocks"])
     assert load(path)["targets"]["db-1"]["state"] == "verified" and len(approved(path)) == 2
+
+
+def test_a_write_between_review_and_submit_asks_for_a_fresh_look(tmp_path, fake, signer, started):
+    """Same command, but the ledger was written after the modal opened: nothing approved, "review again"."""
+    path = ledger(tmp_path)
+    app = started(fake, [str(path)])
+    view = review(app, fake, signer, ALICE)
+    done = handoff("note", str(path), "--set", "shift change at 06:00")
+    assert done.returncode == 0, done.stderr
+    assert signer.post(app.url, signer.submit(view, ALICE, "db-1"))[0] == 200
+    wait_for(lambda: fake.ephemerals(ALICE), what="the refusal")
+    assert "the ledger changed since you looked (revision" in fake.ephemerals(ALICE)[0]
+    assert not approved(path)
+    again = review(app, fake, signer, ALICE)
+    assert signer.post(app.url, signer.submit(again, ALICE, "db-1"))[0] == 200
+    wait_for(lambda: approved(path), what="the approval after a fresh look")
