@@ -236,13 +236,13 @@ class LedgerHandle:
 
         signed = None if slack is not None else sign_approval(self, target, step, key)
 
-        def change(l: Ledger):
-            if expect_revision is not None and l.revision != expect_revision:
+        def change(ledger: Ledger):
+            if expect_revision is not None and ledger.revision != expect_revision:
                 raise ApprovalChanged(f"{target}: the ledger changed since you looked (revision {expect_revision}, now "
-                                      f"{l.revision}); nothing was approved: look again", seen=expect_hash, now=None)
-            return ops.approve(l, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
+                                      f"{ledger.revision}); nothing was approved: look again", seen=expect_hash, now=None)
+            return ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
                                expect_hash=expect_hash, signed=signed, slack=slack,
-                               requested_by=requesters(self.journal, l, target) if target in l.targets else None)
+                               requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
 
         return self._change(change)
 
@@ -276,10 +276,10 @@ class LedgerHandle:
         must map to `actor` in `approvers:` (the journal record says `via: slack`)."""
         self.refuse_agent("reject", target)
 
-        def change(l: Ledger):
+        def change(ledger: Ledger):
             if slack is not None:
-                admit_slack(l, self.actor, slack)
-            records = ops.reject(l, target, self.who, reason)
+                admit_slack(ledger, self.actor, slack)
+            records = ops.reject(ledger, target, self.who, reason)
             if slack is not None:
                 records[0].update(via="slack", slack=slack.record())
             return None, records

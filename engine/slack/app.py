@@ -14,7 +14,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine import failpoints
 from engine.slack import blocks

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.textsafe import one_line, visible
+from engine.api import one_line, visible
 
 REVIEW, REJECT = "handoff_review", "handoff_reject"
 APPROVE_VIEW, REJECT_VIEW = "handoff_approve", "handoff_reject_view"

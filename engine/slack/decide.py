@@ -15,7 +15,8 @@ Every refusal is an ephemeral message to the person and a `slack_refused` journa
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine import failpoints
 from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, SlackId

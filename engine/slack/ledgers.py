@@ -29,7 +29,7 @@ class Watched:
     state: State
 
     @classmethod
-    def open(cls, location: str) -> "Watched":
+    def open(cls, location: str) -> Watched:
         where = location if location.startswith(("postgresql://", "postgres://")) else os.path.realpath(location)
         key = hashlib.sha256(where.encode()).hexdigest()[:12]
         handle = LedgerHandle(location, actor=ACTOR)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from engine.errors import UsageError
 

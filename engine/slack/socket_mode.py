@@ -8,7 +8,7 @@ are still checked, as in HTTP mode.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 def connect(hub) -> Callable[[], None]:
