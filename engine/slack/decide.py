@@ -122,6 +122,7 @@ class Decider:
             self.sync(w)
             return out
         handle = LedgerHandle(w.location, actor=approver)
+        failpoints.reached("slack-before-approve")  # tests: the ledger changes after the checks, before the lock
         try:
             if view.get("callback_id") == blocks.REJECT_VIEW:
                 reason = blocks.typed(payload, blocks.REASON_BLOCK, blocks.REASON_INPUT).strip() or "rejected from Slack"

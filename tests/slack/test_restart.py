@@ -3,6 +3,8 @@ an irreversible step approved from Slack runs exactly once (the demo world count
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 
@@ -99,3 +101,18 @@ def test_slack_unreachable_leaves_cli_approvals_alone_and_the_message_catches_up
     assert out.returncode == 0, out.stderr
     wait_for(lambda: "Slack unreachable (HTTP 503); trying again" in app.stderr(), what="the retry said")
     wait_for(lambda: "approved by ops" in str(fake.message(0)["blocks"]), what="the message caught up")
+
+
+def test_a_change_after_the_checks_is_caught_under_the_lock(tmp_path, fake, signer, started):
+    """The process is frozen after its own checks, the checkpoint moves, it goes on: the engine's
+    --expect-hash binding (same operation as the CLI's) refuses; nothing is approved."""
+    path = ledger(tmp_path)
+    app = started(fake, [str(path)], env={"HANDOFF_FAILPOINTS": "slack-before-approve"})
+    view = review(app, fake, signer, ALICE)
+    assert signer.post(app.url, signer.submit(view, ALICE, "db-1"))[0] == 200
+    wait_for(lambda: _stopped(app.proc.pid), what="the process frozen before approving")
+    path.write_text(path.read_text().replace("0/9A3F2C10", "0/9A3F2C99"))
+    os.kill(app.proc.pid, signal.SIGCONT)
+    wait_for(lambda: fake.ephemerals(ALICE), what="the refusal")
+    assert "the command changed; review again" in fake.ephemerals(ALICE)[0]
+    assert not approved(path) and load(path)["targets"]["db-1"]["state"] == "awaiting_approval"
