@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urldefrag
 
+from engine.approvals.approvers import SlackId, admit_slack, slack_entry
 from engine.approvals.identity import os_user
 from engine.approvals.people import agent_caller
 from engine.approvals.policy import describe_request
@@ -229,19 +230,44 @@ class LedgerHandle:
                         user=self.os_user, rev=self._snapshot.ledger.revision if self._snapshot else None)
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
-                expect_hash: str | None = None, key: str | None = None) -> Approval:
+                expect_hash: str | None = None, key: str | None = None, slack: SlackId | None = None,
+                expect_revision: int | None = None) -> Approval:
         """Approve `target`'s irreversible step. With `expect_hash` (what the approver was
-        shown), a changed command or checkpoint raises ApprovalChanged and records nothing.
+        shown), a changed command or checkpoint raises ApprovalChanged and records nothing;
+        with `expect_revision` too, so does any write to the ledger since.
         An approver with an `ssh_key` signs with `key` (a key file) or the ssh-agent at
-        SSH_AUTH_SOCK (engine.approvals.signing)."""
+        SSH_AUTH_SOCK (engine.approvals.signing). `slack`: the approval comes from Slack
+        (engine.slack), by this identity, which must map to `actor` in `approvers:`."""
         self.refuse_agent("approve", target)
         from engine.approvals.policy import requesters
         from engine.approvals.signing import sign_approval
 
-        signed = sign_approval(self, target, step, key)
-        return self._change(lambda ledger: ops.approve(ledger, target, self.who, step=step, comment=comment,
-                                                  ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed,
-                                                  requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None))
+        signed = None if slack is not None else sign_approval(self, target, step, key)
+
+        def change(ledger: Ledger):
+            if expect_revision is not None and ledger.revision != expect_revision:
+                raise ApprovalChanged(f"{target}: the ledger changed since you looked (revision {expect_revision}, now "
+                                      f"{ledger.revision}); nothing was approved: look again", seen=expect_hash, now=None)
+            return ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
+                               expect_hash=expect_hash, signed=signed, slack=slack,
+                               requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
+
+        return self._change(change)
+
+    def slack_approver(self, ledger: Ledger, target: str, slack: SlackId) -> str:
+        """The approver `slack` maps to (`approvers:`, by id), when they may approve what
+        `target` awaits: else Refused (not mapped, or the requester). engine.slack asks
+        this before it compares the hash, as its order says; `approve` asks it all again
+        under the lock."""
+        from engine.approvals.policy import requesters
+
+        entry = slack_entry(ledger, slack.team, slack.user) if ledger.approvers is not None else None
+        name, _ = admit_slack(ledger, entry.name if entry else "", slack)
+        t = ledger.targets.get(target)
+        step = ledger.step(t.awaiting) if t is not None and t.awaiting else None
+        if step is not None:
+            ops.requester_rule(ledger, target, step, ops.Who(name, self.os_user), name, requesters(self.journal, ledger, target))
+        return name
 
     def unapprove(self, target: str, *, step: str | None = None) -> str:
         """Withdraw `target`'s unused approvals (of `step` only, when given); returns the step(s) withdrawn."""
@@ -253,9 +279,20 @@ class LedgerHandle:
 
         return self._change(change)
 
-    def reject(self, target: str, reason: str) -> None:
+    def reject(self, target: str, reason: str, *, slack: SlackId | None = None) -> None:
+        """Say no to `target`'s awaiting step; `slack`: from Slack by this identity, which
+        must map to `actor` in `approvers:` (the journal record says `via: slack`)."""
         self.refuse_agent("reject", target)
-        self._change(lambda ledger: (None, ops.reject(ledger, target, self.who, reason)))
+
+        def change(ledger: Ledger):
+            if slack is not None:
+                admit_slack(ledger, self.actor, slack)
+            records = ops.reject(ledger, target, self.who, reason)
+            if slack is not None:
+                records[0].update(via="slack", slack=slack.record())
+            return None, records
+
+        self._change(change)
 
     def set_note(self, text: str, *, base: str | None = None) -> list[str]:
         """Store a person's handoff note exactly as written; returns what the deterministic
@@ -371,6 +408,6 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
-    "Snapshot", "Target", "UsageError", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
+    "SlackId", "Snapshot", "Target", "UsageError", "slack_entry", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
     "parse_time", "redact", "version", "visible",
 ]

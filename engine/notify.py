@@ -4,6 +4,8 @@
 incoming webhook expects, with the event name for filters). `run`: an argv, given the
 message as its last argument; `{ledger_dir}` and `{python}` are filled in per argument
 and nothing goes through a shell. `on:` lists the events a notifier wants.
+`slack: {channel: C...}` is not paged from here: `handoff slack` (engine.slack) posts
+approval requests there and takes approvals back.
 
 A delivery that fails for a passing reason (no connection, a timeout, HTTP 429 or 5xx,
 a command that exits non-zero) is tried again with a growing pause, a few times. A
@@ -94,7 +96,7 @@ def send_pages(
             template = notifier.run
             results.append(_retry(lambda template=template: _run(template, message, ledger_dir, python, timeout, run_command),
                                   attempts, backoff))
-        if not notifier.webhook and not notifier.run:
+        if not notifier.webhook and not notifier.run and notifier.slack is None:  # `handoff slack` posts to a channel itself
             results.append(PageResult("notifier", False, "this notify entry has neither `webhook` nor `run`"))
     return results
 

@@ -37,6 +37,8 @@ SETTINGS: tuple[Setting, ...] = (
             unit="count"),
     Setting("HANDOFF_TEMPORAL_PLANNER_BACKOFF", 5.0, "the first wait after a model outage in a Temporal run (doubling, at most 5 min)"),
     Setting("HANDOFF_LANGGRAPH_CHECKPOINTER", None, "the default `--checkpointer` URL of `--runtime langgraph`", unit="text"),
+    Setting("HANDOFF_SLACK_API_URL", "https://slack.com/api/", "where `handoff slack` reaches Slack's Web API (tests point it at a local fake)",
+            unit="text"),
     Setting("HANDOFF_WRITE_BYTECODE", None, "`0` stops the engine writing its own bytecode under PYTHONDONTWRITEBYTECODE",
             unit="text"),
     Setting("HANDOFF_FAILPOINTS", None, "named points where a test freezes this process (tests only)", unit="names"),

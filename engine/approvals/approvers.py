@@ -6,7 +6,12 @@
 - `{name: alice, os_user: alice}`: the approval is by `alice`, and the kernel uid of the
   approving process must be alice's (the hard guarantee when agents have their own user);
 - `{name: alice, ssh_key: "ssh-ed25519 AAAA..."}`: the approval carries alice's OpenSSH
-  signature over its payload (engine.approvals.sshsig). Both keys: both checks.
+  signature over its payload (engine.approvals.sshsig). Both keys: both checks;
+- `{name: alice, slack: T0123/U0456}`: alice approves from Slack (`handoff slack`): the
+  request carries Slack's signature and the workspace/member ids map to her through this
+  table only, never a display name or an e-mail. On that path her other keys are not
+  asked for (the Slack process runs as its own OS user); on the CLI they are, and an
+  approver with only `slack` approves from Slack only.
 Checked when the approval is given (`admit`) and again under the fence (`recheck`).
 """
 
@@ -36,6 +41,32 @@ class Signed:
     sig: str
 
 
+@dataclass(frozen=True)
+class SlackId:
+    """Who approved from Slack, as Slack's signed request says (engine.slack): the
+    workspace (or enterprise) id and member id, and the channel and message ts clicked."""
+
+    team: str
+    user: str
+    channel: str | None = None
+    ts: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """`T0123/U0456`: how the `approvers:` table names a Slack identity."""
+        return f"{self.team}/{self.user}"
+
+    def record(self) -> dict[str, str]:
+        return {k: v for k, v in (("user", self.user), ("team", self.team), ("channel", self.channel),
+                                  ("ts", self.ts)) if v}
+
+
+def slack_entry(ledger: Ledger, team: str, user: str) -> Approver | None:
+    """The approver whose `slack` is `team/user` exactly (ids, never names), or None."""
+    ref = f"{team}/{user}"
+    return next((a for a in ledger.approvers or [] if isinstance(a, Approver) and a.slack == ref), None)
+
+
 def verified_entry(ledger: Ledger, name: str) -> Approver | None:
     """The verified approver entry named `name` (the `--as` name), or None."""
     return next((a for a in ledger.approvers or [] if isinstance(a, Approver) and _same(a.name, name)), None)
@@ -46,9 +77,15 @@ def plain_names(ledger: Ledger) -> list[str]:
 
 
 def how(entry: Approver | None) -> str:
-    """What an approval by `entry` is verified by: none | os_user | ssh_key | os_user+ssh_key."""
+    """How `entry` may approve: none | os_user | ssh_key | slack, joined by `+` (os_user+ssh_key)."""
     if entry is None:
         return "none"
+    return "+".join(kind for kind, on in (("os_user", entry.os_user), ("ssh_key", entry.ssh_key),
+                                          ("slack", entry.slack)) if on) or "none"
+
+
+def _local_how(entry: Approver) -> str:
+    """What an approval given here (not from Slack) by `entry` is verified by."""
     return "+".join(kind for kind, on in (("os_user", entry.os_user), ("ssh_key", entry.ssh_key)) if on) or "none"
 
 
@@ -68,9 +105,27 @@ def uid_is(user: str, uid: int | None = None) -> str | None:
     return None
 
 
-def admit(ledger: Ledger, who_name: str, who_user: str, signed: Signed | None, expect: dict) -> tuple[str, str]:
+def admit_slack(ledger: Ledger, who_name: str, slack: SlackId) -> tuple[str, str]:
+    """(approver name, "slack") for an approval from Slack by `slack`, or Refused: the
+    ids must be in the `approvers:` table, and name the approver the request is for."""
+    entry = slack_entry(ledger, slack.team, slack.user) if ledger.approvers is not None else None
+    if entry is None:
+        raise Refused(f"Slack user {slack.ref} is not in this ledger's approvers; a person is mapped by id only: add "
+                      f"{{name: NAME, slack: {slack.ref}}} to `approvers:` in the ledger; nothing was approved",
+                      title="Not an approver")
+    if not _same(entry.name, who_name):
+        raise Refused(f"Slack user {slack.ref} is approver {entry.name}, not {who_name}; nothing was approved",
+                      title="Not that person")
+    return entry.name, "slack"
+
+
+def admit(ledger: Ledger, who_name: str, who_user: str, signed: Signed | None, expect: dict,
+          slack: SlackId | None = None) -> tuple[str, str]:
     """May this person approve now? Returns (the approver's name, how it was verified);
-    raises Refused saying why not. `expect`: the payload fields a signature must carry."""
+    raises Refused saying why not. `expect`: the payload fields a signature must carry;
+    `slack`: the approval comes from Slack, by this Slack identity (admit_slack)."""
+    if slack is not None:
+        return admit_slack(ledger, who_name, slack)
     if ledger.approvers is None:
         return who_name, "none"
     entry = verified_entry(ledger, who_name)
@@ -80,6 +135,10 @@ def admit(ledger: Ledger, who_name: str, who_user: str, signed: Signed | None, e
         names = ", ".join(a if isinstance(a, str) else a.name for a in ledger.approvers) or "none"
         raise Refused(f"OS user {who_user!r} is not in this ledger's approvers ({names}), nor is {who_name!r}; "
                       "a verified approver names themselves with --as NAME", title="Not an approver")
+    if entry.slack and not (entry.os_user or entry.ssh_key):
+        raise Refused(f"approver {entry.name} approves from Slack only (slack: {entry.slack}): use the Review button on "
+                      "the request in the ledger's Slack channel (`handoff slack`); nothing was approved",
+                      title="Approves from Slack")
     if entry.os_user:
         why = uid_is(entry.os_user)
         if why:
@@ -91,7 +150,7 @@ def admit(ledger: Ledger, who_name: str, who_user: str, signed: Signed | None, e
         why = signature_problem(signed.payload, signed.sig, entry, expect)
         if why:
             raise Refused(f"approver {entry.name}: {why}; nothing was approved", title="Bad signature")
-    return entry.name, how(entry)
+    return entry.name, _local_how(entry)
 
 
 def signature_problem(text: str | None, sig: str | None, entry: Approver, expect: dict) -> str | None:
@@ -116,6 +175,14 @@ def recheck(ledger: Ledger, name: str, approval: Approval) -> str | None:
         if any(_same(approval.user, n) for n in plain_names(ledger)):
             return None
         return f"{approval.by} (OS user {approval.user}) is not in this ledger's approvers"
+    if approval.via == "slack":
+        ids = approval.slack or {}
+        if approval.verified != "slack" or not entry.slack or entry.slack != f"{ids.get('team')}/{ids.get('user')}":
+            return (f"approver {entry.name} approves from Slack as {entry.slack or 'nobody'}, but this approval names "
+                    f"Slack user {ids.get('team')}/{ids.get('user')}")
+        return None
+    if entry.slack and not (entry.os_user or entry.ssh_key):
+        return f"approver {entry.name} approves from Slack only, and this approval was not given there"
     if entry.os_user and not _same(approval.user, entry.os_user):
         return f"approver {entry.name} approves as OS user {entry.os_user}, but this approval ran as {approval.user}"
     if entry.os_user and "os_user" not in (approval.verified or ""):
@@ -134,7 +201,7 @@ def expected(ledger: Ledger, name: str, approval: Approval) -> dict:
 
 
 def admit_signed(ledger: Ledger, name: str, who_name: str, who_user: str, step: str, digest: str, checkpoint: str | None,
-                 signed: Signed | None) -> tuple[str, str, str]:
+                 signed: Signed | None, slack: SlackId | None = None) -> tuple[str, str, str]:
     """(approver name, how verified, time) for an approval of `step` on `name` (hash
     `digest`) now, or Refused: `admit`, plus a signature's freshness and single use."""
     at = now_iso()
@@ -142,7 +209,7 @@ def admit_signed(ledger: Ledger, name: str, who_name: str, who_user: str, step: 
     # A ledger with no id yet takes the one its first signed approval names (engine.approvals.signing).
     new_id = fields.get("ledger") if ledger.id is None and _is_uuid(fields.get("ledger")) else None
     expect = {"ledger": ledger.id or new_id, "target": name, "step": step, "hash": digest, "checkpoint": checkpoint}
-    by, verified = admit(ledger, who_name, who_user, signed, expect)
+    by, verified = admit(ledger, who_name, who_user, signed, expect, slack)
     if signed is None:
         return by, verified, at
     age = (parse_iso(at) or 0) - (parse_iso(fields.get("at")) or 0)

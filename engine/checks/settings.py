@@ -96,11 +96,11 @@ def check_notify(ctx: Context) -> None:
                 ctx.add(ERROR, f'notify entry {index + 1} pages on "{event}", an event that does not exist: nobody is '
                         "paged for it", *at, "on", event_index, code="notify-event",
                         suggestion=did_you_mean(event, EVENTS, what="events"))
-        if not entry.webhook and not entry.run:
-            extra = [k for k in entry.__pydantic_extra__ or {} if closest(str(k), ("webhook", "run"))]
-            ctx.add(ERROR, f"notify entry {index + 1} has neither `webhook` nor `run`: it pages nobody", *at,
-                    code="notify-empty", suggestion=did_you_mean(str(extra[0]), ("webhook", "run")) if extra else
-                    "add webhook: https://... or run: [command, ...]")
+        if not entry.webhook and not entry.run and entry.slack is None:  # slack: `handoff slack` posts there
+            extra = [k for k in entry.__pydantic_extra__ or {} if closest(str(k), ("webhook", "run", "slack"))]
+            ctx.add(ERROR, f"notify entry {index + 1} has neither `webhook` nor `run` nor `slack`: it pages nobody", *at,
+                    code="notify-empty", suggestion=did_you_mean(str(extra[0]), ("webhook", "run", "slack")) if extra else
+                    "add webhook: https://... or run: [command, ...] (or slack: {channel: C0123ABC} for handoff slack)")
         if entry.webhook and urllib.parse.urlsplit(entry.webhook).scheme not in ("http", "https"):
             ctx.add(ERROR, f"notify entry {index + 1}: the webhook must be an http:// or https:// URL", *at, "webhook",
                     code="notify-webhook")

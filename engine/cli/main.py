@@ -50,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
 # `handoff --help` lists the commands by what an on-call engineer is doing.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reading", ("status", "journal", "note", "check", "report", "show", "diff")),
-    ("approving", ("approve", "unapprove", "reject")),
+    ("approving", ("approve", "unapprove", "reject", "slack")),
     ("running", ("resume", "run", "stop", "pause", "unpause", "worker")),
     ("repairing", ("retry", "block", "unblock", "reconcile")),
     ("setting up", ("init", "claude", "schema", "import", "export", "completion", "info")),
@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.cli import report_cmd
 
     report_cmd.register(sub)
+    from engine.cli import slack_cmd
+
+    slack_cmd.register(sub)
     _group_commands(parser, sub)
     return parser
 

@@ -7,6 +7,7 @@ engine never drops what a human wrote.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
@@ -51,6 +52,8 @@ Argv = Annotated[list[str], WithJsonSchema(ARGV_SCHEMA)]
 # In the schema only: `check` reports these, so editors show them as you type, while the
 # engine still loads such a ledger (it stays viewable, and the file is never rejected).
 POSITIVE = {"exclusiveMinimum": 0}
+SLACK_ID = r"^[TE][A-Z0-9]{2,}/[UW][A-Z0-9]{2,}$"  # an approver's `slack`: workspace (or enterprise) id / member id
+SLACK_CHANNEL = r"^[CGD][A-Z0-9]{2,}$"  # a channel id (public, private, DM): names change, ids do not
 CLOSED = {"additionalProperties": False}  # an unknown key in a step or metric is a typo: `check` says so
 
 
@@ -96,17 +99,24 @@ class Approval(Node):
     verified: str | None = None
     signed: str | None = None
     sig: str | None = None
+    # `via: slack`: given from Slack (engine.slack), `slack` naming the Slack user, team,
+    # channel and message ts; `verified: slack` means the signed request mapped to an approver.
+    via: str | None = None
+    slack: dict[str, str] | None = None
 
 
 class Approver(Node):
     """A verified approver: `name` is who the approval says approved; `os_user`: the kernel
     uid of the approving process must be that user's; `ssh_key`: the approval carries an
-    OpenSSH signature by this public key (`ssh-keygen -Y sign -n handoff-approval`)."""
+    OpenSSH signature by this public key (`ssh-keygen -Y sign -n handoff-approval`);
+    `slack`: `TEAM/USER` (Slack ids, e.g. T0123/U0456): this person approves from Slack
+    (`handoff slack`), the request proved by Slack's signature, never by a display name."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
     name: str
     os_user: str | None = None
     ssh_key: str | None = None
+    slack: str | None = Field(default=None, pattern=SLACK_ID)
 
 
 class InFlight(Node):
@@ -245,11 +255,28 @@ class Metric(Node):
     _split = field_validator("run", mode="before")(_argv)
 
 
+class SlackChannel(Node):
+    """`notify: [{slack: {channel: C0123ABC}}]`: where `handoff slack` posts approval requests."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
+    channel: str = Field(json_schema_extra={"pattern": SLACK_CHANNEL})
+
+    @field_validator("channel")
+    @classmethod
+    def _channel_id(cls, value: str) -> str:
+        if not re.fullmatch(SLACK_CHANNEL, value):
+            raise ValueError(f"{value[:40]!r} is not a Slack channel id: write the id (C0123ABC: channel details, "
+                             "at the bottom), not the channel's name; Slack posts by id")
+        return value
+
+
 class Notifier(Node):
-    """Where pages go: a Slack-compatible webhook, or an argv given the message."""
+    """Where pages go: a Slack-compatible webhook, an argv given the message, or the
+    Slack channel `handoff slack` posts approval requests to (and takes approvals from)."""
 
     webhook: str | None = None
     run: Argv | None = None
+    slack: SlackChannel | None = None
     on: list[str] | None = None
 
     _split = field_validator("run", mode="before")(_argv)
@@ -383,9 +410,13 @@ class Ledger(Node):
             if isinstance(item, dict) and not isinstance(item.get("name"), str):
                 raise ValueError(f"approver {i + 1} needs a `name`: write {{name: alice, os_user: alice}} or "
                                  "{name: alice, ssh_key: \"ssh-ed25519 AAAA... alice@laptop\"}, or a plain OS login")
-            if isinstance(item, dict) and not (item.get("os_user") or item.get("ssh_key")):
-                raise ValueError(f"approver {item['name']!r} is a mapping with neither `os_user` nor `ssh_key`: "
+            if isinstance(item, dict) and not (item.get("os_user") or item.get("ssh_key") or item.get("slack")):
+                raise ValueError(f"approver {item['name']!r} is a mapping with no `os_user`, `ssh_key` or `slack`: "
                                  "add one, or write the plain name")
+            if isinstance(item, dict) and "slack" in item and not re.fullmatch(SLACK_ID, str(item["slack"])):
+                raise ValueError(f"approver {item['name']!r}: slack {item['slack']!r} is not TEAM/USER in Slack's ids "
+                                 "(write slack: T0123ABC/U0456DEF: the workspace id, a slash, the member id from the "
+                                 "person's Slack profile, \"Copy member ID\")")
         return value
 
     @field_validator("previous_note", mode="before")

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from engine.approvals.approvers import Signed, admit_signed
+from engine.approvals.approvers import Signed, SlackId, admit_signed
 from engine.approvals.policy import policy_for, progress, standing
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
@@ -116,14 +116,15 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
 
 def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str,
             expect_hash: str | None = None, signed: Signed | None = None,
-            requested_by: set[str] | None = None) -> tuple[Approval, Records]:
+            requested_by: set[str] | None = None, slack: SlackId | None = None) -> tuple[Approval, Records]:
     """Record an approval bound to the exact command and checkpoint, and release the gate.
 
     `expect_hash`: the hash of the command the approver was shown; if what would be
     approved now differs, nothing is recorded (ApprovalChanged shows what is there now).
     `signed`: the approver's signature over the approval (engine.approvals.approvers).
     `requested_by`: who asked (engine.approvals.policy.requesters): under a `count`
-    policy none of them may approve; until `count` people did, the target keeps awaiting."""
+    policy none of them may approve; until `count` people did, the target keeps awaiting.
+    `slack`: given from Slack by this identity (engine.slack): recorded as `via: slack`."""
     target = _target(ledger, name)
     try:
         pending = pending_command(ledger, name, ledger_dir, step)
@@ -142,16 +143,9 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
             seen=expect_hash, now=pending,
         )
     by, verified, at = admit_signed(ledger, name, who.name, who.user, pending.step.name, pending.hash, pending.checkpoint,
-                                    signed)
-    if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
-        raise Refused(
-            f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
-            title="No self-approval",
-        )
+                                    signed, slack)
+    requester_rule(ledger, name, the_step, who, by, requested_by)
     need = policy_for(ledger, the_step).count
-    if need > 1 and {by.strip().casefold(), who.name.strip().casefold()} & (requested_by or set()):
-        raise Refused(f"{who} asked for this approval (or started the session that did); {the_step.name} needs "
-                      f"{need} people other than the requester", title="No self-approval")
     records: Records = []
     for existing in list(target.approvals):
         if existing.step != the_step.name or existing.used_at:
@@ -179,6 +173,8 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         verified=verified if ledger.approvers is not None else None,
         signed=signed.payload if signed else None,
         sig=signed.sig if signed else None,
+        via="slack" if slack else None,
+        slack=slack.record() if slack else None,
     )
     target.approvals.append(approval)
     have = standing(ledger, name, the_step, pending.hash)
@@ -192,12 +188,28 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         target.next_action = f"{the_step.name} approved by {' and '.join(a.by for a in have[:need])}; the next session runs it"
         so_far = progress(need, need) if need > 1 else ""
     target.changed_at = approval.at
-    msg = f"{name}: {the_step.name} approved by {who}" + (f" ({comment})" if comment else "") + (f"; {so_far}" if so_far else "")
+    msg = (f"{name}: {the_step.name} approved by {who}" + (f" from Slack ({slack.ref})" if slack else "")
+           + (f" ({comment})" if comment else "")) + (f"; {so_far}" if so_far else "")
     # `at` names this approval among others of the same hash: the witness (engine.approvals) matches on it.
     records.append(_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment,
                            argv=pending.argv, checkpoint=target.checkpoint, at=approval.at, verified=approval.verified,
-                           signed=approval.signed, sig=approval.sig))
+                           signed=approval.signed, sig=approval.sig, via=approval.via, slack=approval.slack))
     return approval, records
+
+
+def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, requested_by: set[str] | None) -> None:
+    """Refused when `who` (approving as `by`) asked for this approval: never the requester,
+    and under a `count` policy never whoever started the session that asked either."""
+    target = ledger.targets[name]
+    if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
+        raise Refused(
+            f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
+            title="No self-approval",
+        )
+    need = policy_for(ledger, step).count
+    if need > 1 and {by.strip().casefold(), who.name.strip().casefold()} & (requested_by or set()):
+        raise Refused(f"{who} asked for this approval (or started the session that did); {step.name} needs "
+                      f"{need} people other than the requester", title="No self-approval")
 
 
 def unapprove(ledger: Ledger, name: str, who: Who, step: str | None = None) -> Records:
