@@ -21,7 +21,9 @@ from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.actions import ActionParseResult
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -37,6 +39,7 @@ from tui.screens.approve import ApproveScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen, HistoryLoaded
 from tui.screens.error import ErrorScreen
+from tui.screens.action_table import ACTIONS
 from tui.screens.main import MainScreen
 from tui.since import changes, remember
 from tui.timefmt import Clock, utcnow
@@ -112,6 +115,18 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
             if isinstance(command, SystemCommand) and command.title in ("Theme", "Quit", "Keys"):
                 continue
             yield command
+
+    async def run_action(self, action: str | ActionParseResult, default_namespace: DOMNode | None = None,
+                         namespaces: Any = None) -> bool:
+        """A key bound on the main screen runs its row of the action table through the screen's
+        one door (`MainScreen.perform`), not a method found by name; every other action is Textual's."""
+        row = ACTIONS.by_name.get(action) if isinstance(action, str) else None
+        if row is not None and isinstance(default_namespace, MainScreen):
+            if default_namespace.check_action(row.name, ()) is not True:
+                return False  # not now (a text box has the focus, the ledger is not paused, ...): the key goes on
+            default_namespace.perform(row)
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     # -- start and stop ----------------------------------------------------------
 

@@ -62,14 +62,6 @@ class JournalRecords(Message):
         self.records = records
 
 
-class ActionDone(Message):
-    """A mutation went through; `text` says what happened."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-
 class NoteConflict(Message):
     """Saving the note found it changed underneath: show both and let the user choose."""
 

@@ -206,7 +206,7 @@ class DetailScreen(Screen[None]):
         self.query_one("#detail-history", Static).update(describe_history(message.records))
 
     def action_approve(self) -> None:
-        self.app.main.approve_target(self.target_name)
+        self.app.main.approve_from(self.target_name)
 
     def action_copy_name(self) -> None:
         self.app.main.copy_name(self.target_name)
