@@ -38,6 +38,7 @@ from engine.workdir import WorkingDir
 from engine.store import Snapshot, open_store
 from engine.store.sidecar import open_sidecar
 from engine.textsafe import one_line, visible
+from engine.time_travel import WHAT as REBUILT_FROM, head_rev, state_at as _state_at
 from engine.timefmt import age_text, parse_time
 from engine.userstate import load_user_state, save_user_state
 from engine.version import version
@@ -61,6 +62,18 @@ class LedgerBroken:
     """The ledger on disk changed and does not parse; the last good state still stands."""
 
     error: LedgerInvalid
+
+
+@dataclass(frozen=True)
+class TimelinePage:
+    """One page of the journal, oldest first: records `start` .. `start + len(records)` of `total`
+    (of the records naming `target`, when one is given); `head_rev` is the newest revision recorded."""
+
+    records: list[dict[str, Any]]
+    start: int
+    total: int
+    head_rev: int
+    target: str | None = None
 
 
 # How engine.session.reconcile.verify_target words a recorded checkpoint mismatch (the
@@ -158,6 +171,25 @@ class LedgerHandle:
 
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
+
+    def timeline(self, start: int | None = None, size: int = 100, target: str | None = None) -> TimelinePage:
+        """A page of `size` journal records from index `start` (None: the newest page), of the
+        whole journal or of `target`'s records. Reads the journal once per page (time linear in
+        its length); only the page is kept. Read-only."""
+        records, _ = self.journal.read(0)
+        top = head_rev(records)
+        if target is not None:
+            records = [r for r in records if r.get("target") == target]
+        total, size = len(records), max(1, size)
+        first = max(0, total - size) if start is None else max(0, min(start, max(0, total - size)))
+        return TimelinePage(records[first:first + size], first, total, top, target)
+
+    def state_at(self, rev: int) -> dict[str, dict[str, Any]]:
+        """Every target as the journal says it was at revision `rev` (`handoff show --at`'s
+        rebuild: engine.time_travel; a state never recorded says so). Read-only."""
+        records, _ = self.journal.read(0)
+        retry_to = {s.name: s.from_ for s in self.load().steps()}
+        return {name: then.as_dict() for name, then in _state_at(records, rev, retry_to).items()}
 
     def journal_breaks(self) -> list[str]:
         """Where the journal's hash chain breaks, one line each (empty: intact). Reads the
@@ -363,6 +395,6 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
-    "Snapshot", "Target", "UsageError", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
+    "REBUILT_FROM", "Snapshot", "Target", "TimelinePage", "UsageError", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
     "parse_time", "redact", "version", "visible",
 ]

@@ -120,6 +120,14 @@ class Controller:
     def history(self, target: str) -> list[dict[str, Any]]:
         return list(self.handle.history(target))
 
+    def timeline(self, start: int | None, size: int, target: str | None = None) -> Any:
+        """A page of the journal (`engine.api.TimelinePage`); start None: the newest page."""
+        return self.handle.timeline(start, size, target)
+
+    def state_at(self, rev: int) -> dict[str, dict[str, Any]]:
+        """Every target as the journal says it was at revision `rev`."""
+        return self.handle.state_at(rev)
+
     def pending_command(self, ledger: "Ledger", target: str) -> Any:
         """What approving `target` would approve (raises `Refused` when it awaits nothing)."""
         return self.handle.pending_command(ledger, target)

@@ -27,6 +27,7 @@ from tui.states import label
 from tui.attention import next_shown, outside, outside_fields, reconcile_command
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
+from tui.screens.timeline import TimelineScreen
 from tui.widgets.argv_view import ArgvView
 from tui.widgets.header import HeaderBar, HeaderInfo
 from tui.widgets.keybar import KeyBar
@@ -128,6 +129,7 @@ class DetailScreen(Screen[None]):
     | a | approve | Approve this target's awaiting step |
     | y | copy_name | Copy the target's name (OSC 52) |
     | Y | copy_command | Copy the command that would run next |
+    | T | timeline | This target's journal over time, and its state at any revision |
     """
 
     BINDINGS = [
@@ -135,6 +137,7 @@ class DetailScreen(Screen[None]):
         Binding("a", "approve", "Approve", id="detail.approve"),
         Binding("y", "copy_name", "Copy name", id="detail.copy_name"),
         Binding("Y", "copy_command", "Copy command", id="detail.copy_command"),
+        Binding("T", "timeline", "Timeline", id="detail.timeline"),
     ]
 
     def __init__(self, name: str, target: Any, info: HeaderInfo, next_command: Any = None, next_error: str | None = None) -> None:
@@ -213,6 +216,9 @@ class DetailScreen(Screen[None]):
 
     def action_copy_command(self) -> None:
         self.app.main.copy_command(self.target_name)
+
+    def action_timeline(self) -> None:
+        self.app.push_screen(TimelineScreen(self.app.controller, self.target_name))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -15,6 +15,7 @@ from textual.widgets import Input
 from engine.api import HandoffError
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
+from tui.screens.timeline import TimelineScreen
 from tui.text import clean_line
 from tui.widgets.log_pane import LogPane
 from tui.widgets.note_panel import SHORT, NotePanel
@@ -174,6 +175,10 @@ class ViewActions:
             return
         self.app.copy_to_clipboard(shlex.join(pending.argv))
         self.notify(f"Copied the {clean_line(pending.step.name)} command of {clean_line(name)}", timeout=2, markup=False)
+
+    def do_timeline(self, arg: str = "") -> None:
+        """The journal over time (of target `arg`, when given), read-only."""
+        self.app.push_screen(TimelineScreen(self.app.controller, arg or None))
 
     def do_help(self, arg: str = "") -> None:
         mode = "READ-ONLY: actions that change the ledger are not available." if self.app.read_only else \
