@@ -113,7 +113,7 @@ class ActionDoor:
 
     def palette(self) -> list[Action]:
         """The palette's entries: the visible keys, plus commands that need no argument and apply now."""
-        extra = [a for a in self.table.actions if a.key is None and a.arg in ("", "[NAME]", "[TARGET]")
+        extra = [a for a in self.table.actions if a.key is None and a.arg == ""
                  and self.offered(a.name) and self.screen.check_action(a.name, ()) is True]
         return [*self.visible(), *extra]
 
