@@ -77,7 +77,13 @@ async def test_a_broken_file_refuses_before_asking_but_lets_a_stop_through(ledge
         await settle(pilot)
         assert app.screen is app.main
         assert any("pause:" in n.message and "does not parse" in n.message for n in app._notifications)
-        assert not ACTIONS.by_name["pause"].while_broken and ACTIONS.by_name["request_stop"].while_broken
+        app.main.perform(ACTIONS.by_name["request_stop"])
+        await settle(pilot)
+        # Not refused by the door: the engine was asked, and its answer is on screen.
+        assert not any(n.message.startswith("request stop:") for n in app._notifications)
+        from tui.screens.error import ErrorScreen
+
+        assert isinstance(app.screen, ErrorScreen)  # the engine's own refusal (the file does not parse), shown
 
 
 async def test_the_palette_offers_the_doors_list(ledger_path: Path) -> None:
