@@ -135,10 +135,12 @@ class TimelineScreen(Screen[None]):
         whose = f" of {clean_line(page.target)}" if page.target is not None else ""
         shown = f"records {page.start + 1}–{page.start + len(page.records)} of {page.total}" if page.records else "no records"
         self.query_one("#timeline-title", Label).update(Text(
-            f"Journal timeline{whose} (read-only): {shown} · newest revision {page.head_rev} · [ older  ] newer  "
-            "enter: state then", end=""))
+            f"Journal timeline{whose} (read-only): {shown} · newest revision {page.head_rev}", end=""))
         if page.records:
-            table.move_cursor(row=len(page.records) - 1 if page.start + len(page.records) == page.total else 0)
+            # The newest page opens on its newest record; an older one on its first. After the
+            # refresh: the rows must be laid out before the table can scroll to the cursor.
+            row = len(page.records) - 1 if page.start + len(page.records) == page.total else 0
+            self.call_after_refresh(table.move_cursor, row=row, animate=False)
 
     def on_state_loaded(self, message: StateLoaded) -> None:
         self.query_one("#timeline-state", Static).update(state_text(message.rev, message.states, self.target))
