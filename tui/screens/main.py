@@ -31,7 +31,6 @@ from tui.screens.actions import LedgerActions
 from tui.screens.dispatch import ActionDoor
 from tui.screens.help import Section
 from tui.screens.view_actions import ViewActions
-from tui.text import clean_line
 from tui.timefmt import ago, parse_ts
 from tui.widgets.banners import Banners, broken_text
 from tui.widgets.header import HeaderBar, HeaderInfo

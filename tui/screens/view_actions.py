@@ -208,4 +208,4 @@ class ViewActions:
             return None, f"could not render the next command: {error}"
 
 
-__all__ = ["MainActions", "MUTATING"]
+__all__ = ["ViewActions"]
