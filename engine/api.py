@@ -26,6 +26,9 @@ from engine.approvals.people import agent_caller
 from engine.approvals.policy import describe_request
 from engine.audit.journal import JournalWriteError
 from engine.audit.redact import redact
+from engine.audit.time_travel import WHAT as REBUILT_FROM
+from engine.audit.time_travel import head_rev
+from engine.audit.time_travel import state_at as _state_at
 from engine.bundled import demo_dir
 from engine.codec.textsafe import one_line, visible
 from engine.codec.timefmt import age_text, parse_time
@@ -71,6 +74,18 @@ class LedgerBroken:
     """The ledger on disk changed and does not parse; the last good state still stands."""
 
     error: LedgerInvalid
+
+
+@dataclass(frozen=True)
+class TimelinePage:
+    """One page of the journal, oldest first: records `start` .. `start + len(records)` of `total`
+    (of the records naming `target`, when one is given); `head_rev` is the newest revision recorded."""
+
+    records: list[dict[str, Any]]
+    start: int
+    total: int
+    head_rev: int
+    target: str | None = None
 
 
 # How engine.session.reconcile.verify_target words a recorded checkpoint mismatch (the
@@ -168,6 +183,25 @@ class LedgerHandle:
 
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
+
+    def timeline(self, start: int | None = None, size: int = 100, target: str | None = None) -> TimelinePage:
+        """A page of `size` journal records from index `start` (None: the newest page), of the
+        whole journal or of `target`'s records. Reads the journal once per page (time linear in
+        its length); only the page is kept. Read-only."""
+        records, _ = self.journal.read(0)
+        top = head_rev(records)
+        if target is not None:
+            records = [r for r in records if r.get("target") == target]
+        total, size = len(records), max(1, size)
+        first = max(0, total - size) if start is None else max(0, min(start, max(0, total - size)))
+        return TimelinePage(records[first:first + size], first, total, top, target)
+
+    def state_at(self, rev: int) -> dict[str, dict[str, Any]]:
+        """Every target as the journal says it was at revision `rev` (`handoff show --at`'s
+        rebuild: engine.audit.time_travel; a state never recorded says so). Read-only."""
+        records, _ = self.journal.read(0)
+        retry_to = {s.name: s.from_ for s in self.load().steps()}
+        return {name: then.as_dict() for name, then in _state_at(records, rev, retry_to).items()}
 
     def journal_breaks(self) -> list[str]:
         """Where the journal's hash chain breaks, one line each (empty: intact). Reads the
@@ -408,6 +442,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
-    "SlackId", "Snapshot", "Target", "UsageError", "slack_entry", "age_text", "load_user_state", "one_line", "open_ledger", "save_user_state",
+    "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state",
+    "one_line", "open_ledger", "save_user_state",
     "parse_time", "redact", "version", "visible",
 ]

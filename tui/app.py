@@ -20,8 +20,10 @@ import traceback
 from typing import Any
 
 from textual import work
+from textual.actions import ActionParseResult
 from textual.app import App, SystemCommand
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -33,6 +35,7 @@ from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
 from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
+from tui.screens.action_table import ACTIONS
 from tui.screens.approve import ApproveScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen, HistoryLoaded
@@ -112,6 +115,18 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
             if isinstance(command, SystemCommand) and command.title in ("Theme", "Quit", "Keys"):
                 continue
             yield command
+
+    async def run_action(self, action: str | ActionParseResult, default_namespace: DOMNode | None = None,
+                         namespaces: Any = None) -> bool:
+        """A key bound on the main screen runs its row of the action table through the screen's
+        one door (`MainScreen.perform`), not a method found by name; every other action is Textual's."""
+        row = ACTIONS.by_name.get(action) if isinstance(action, str) else None
+        if row is not None and isinstance(default_namespace, MainScreen):
+            if default_namespace.check_action(row.name, ()) is not True:
+                return False  # not now (a text box has the focus, the ledger is not paused, ...): the key goes on
+            default_namespace.perform(row)
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     # -- start and stop ----------------------------------------------------------
 

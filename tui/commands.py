@@ -1,9 +1,9 @@
 """Command palette provider: every action of the main screen, by name, from its bindings.
 
-Built from the bindings' descriptions and tooltips (`MainScreen.visible_actions`,
-after read-only mode took out what it cannot do), so the palette offers exactly
-what the footer and help offer. The resolutions of a shrunk or rolled-back file
-appear while the file needs one.
+Built from the one action table (`MainScreen.door.palette()`, after read-only mode took
+out what it cannot do), so the palette offers exactly what the footer and help offer,
+and runs an entry through the same door as its key. The resolutions of a shrunk or
+rolled-back file appear while the file needs one.
 """
 
 from __future__ import annotations
@@ -23,17 +23,9 @@ class ActionsProvider(Provider):
         if not isinstance(screen, MainScreen):
             return []
         out = []
-        for binding, help_text in screen.visible_actions():
-            key = binding.key_display or self.app.get_key_display(binding)
-            out.append((f"{binding.description} ({key})", help_text, partial(screen.run_action, binding.action)))
-        snap = screen.snapshot
-        if snap is not None and not self.app.read_only:
-            if snap.missing:
-                out.append(("Accept removal (:accept-removal)", "The targets missing from the file were removed on purpose",
-                            partial(screen.run_action, "accept_removal")))
-            if snap.rollback:
-                out.append(("Accept rollback (:accept-rollback)", "The older file is the right one",
-                            partial(screen.run_action, "accept_rollback")))
+        for action in screen.door.palette():
+            key = action.key_display or (self.app.get_key_display(action.binding()) if action.key else f":{action.command}")
+            out.append((f"{action.description} ({key})", action.help, partial(screen.perform, action)))
         return out
 
     async def discover(self) -> Hits:

@@ -2,6 +2,7 @@
 
     handoff-tui LEDGER [--read-only] [--as NAME] [--theme NAME] [--no-bell]
     handoff-tui --demo [DIR]
+    handoff-tui serve LEDGER [--bind HOST:PORT] (--token TOKEN | --trust-header NAME) [--max-viewers N]
 
 A missing, unreadable or invalid ledger is one line on stderr
 (`handoff-tui: file:line:col: reason`) and exit 2, before the screen opens.
@@ -9,6 +10,7 @@ A missing, unreadable or invalid ledger is one line on stderr
 printed on exit), starts the demo's script (`director.py`: agent sessions, a failed
 check, a drift and its reconcile, then a session that waits for your approvals) and
 opens the screen. Leaving the demo ends the script and its session (`tui.demo`).
+`serve` shows the read-only screen in a browser (`tui.serve`; the `serve` extra).
 """
 
 from __future__ import annotations
@@ -41,6 +43,41 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def serve_main(argv: list[str]) -> int:
+    """`handoff-tui serve ...`: check the ledger opens, then serve it read-only until Ctrl+C."""
+    import os
+
+    parser = argparse.ArgumentParser(prog="handoff-tui serve", description="The read-only screen in a browser, for observers.")
+    parser.add_argument("ledger", help="path to ledger.yaml (or a postgresql:// location)")
+    parser.add_argument("--bind", default="127.0.0.1:8080", metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
+    parser.add_argument("--token", default=os.environ.get("HANDOFF_SERVE_TOKEN"),
+                        help="viewers open the page with ?token=TOKEN once (default: $HANDOFF_SERVE_TOKEN)")
+    parser.add_argument("--trust-header", metavar="NAME",
+                        help="accept a request carrying this header (set by an authenticating reverse proxy only)")
+    parser.add_argument("--max-viewers", type=int, default=8, metavar="N", help="at most N viewers at once (default 8)")
+    args = parser.parse_args(argv)
+    host, _, port = args.bind.rpartition(":")
+    if not host or not port.isdigit():
+        parser.error(f"--bind {args.bind!r}: give HOST:PORT, like 127.0.0.1:8080")
+    if not args.token and not args.trust_header:
+        parser.error("give --token (or HANDOFF_SERVE_TOKEN) or --trust-header: an observer page is never open to all")
+    from engine.api import HandoffError, open_ledger, redact
+
+    try:
+        open_ledger(args.ledger, read_only=True)
+    except HandoffError as error:
+        print(f"handoff-tui: {redact(str(error))}", file=sys.stderr)
+        return 2
+    try:
+        from tui.serve import ObserverServer
+    except ImportError as error:
+        print(f"handoff-tui serve needs the serve extra (pip install 'handoff-tui[serve]'): {error}", file=sys.stderr)
+        return 2
+    ObserverServer(args.ledger, host, int(port), token=args.token, trust_header=args.trust_header,
+                   max_viewers=args.max_viewers).serve()
+    return 0
+
+
 def prepare_demo(target: str) -> Path:
     """Copy the demo fleet into `target` (or a new temp folder); returns the ledger path."""
     from engine.api import HandoffError, demo_dir  # the same lookup in a checkout and in an installed wheel
@@ -60,6 +97,9 @@ def prepare_demo(target: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the app; returns the exit code (2 for a usage error or an unreadable ledger)."""
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["serve"]:
+        return serve_main(words[1:])
     args = parse_args(argv)
     from engine.api import HandoffError, redact  # after argument parsing: --help stays fast
     from tui.app import make_app

@@ -1,63 +1,63 @@
-"""The app's changing side (a mixin of `HandoffApp`): one worker runs each engine mutation.
+"""The app's changing side (a mixin of `HandoffApp`): one worker runs each engine change.
 
-A mutation is never cancelled by the next one. Its outcome comes back as a
-Message: done (a note), a note conflict (both texts, the operator chooses), a
-refused plain retry (offer a forced one with a reason). Any other engine error
-ends in the app's one error view. A read-only view refuses before calling the
-engine at all.
+A change travels as a typed request (`tui.requests`: the target, step, hash and revision
+the operator saw). It is never cancelled by the next one. Its outcome comes back only as
+a Message: `RequestDone` (a note, then a re-read), or the dialog the request turns an
+engine refusal into (a note conflict: both texts, the operator chooses; a refused plain
+retry: offer a forced one with a reason). Any other engine error ends in the app's one
+error view. A read-only view refuses before calling the engine at all.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import work
 
-from engine.api import Conflict, ReadOnly, Refused
-from tui.messages import ActionDone, NoteConflict, RetryRefused
+from engine.api import HandoffError, ReadOnly
+from tui.messages import NoteConflict, RetryRefused
+from tui.requests import AckNote, Request, RequestDone, Retry, SetNote
 from tui.screens.note_editor import NoteConflictScreen, NoteEditor, merged
 from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean
 
 if TYPE_CHECKING:
     from tui.controller import Controller
-    from tui.screens.main import MainScreen
+    from tui.host import MainView
 
 
 class Mutations:
     """Mutation worker and the dialogs its outcomes open."""
 
-    controller: "Controller"
-    main: "MainScreen | None"
+    controller: Controller
+    main: MainView | None
     read_only: bool
     read_only_reason: str | None
     note_draft: str | None
 
-    @work(thread=True, exit_on_error=False, group="mutate")
-    def mutate(self, op: str, *args: Any, **kwargs: Any) -> None:
-        """Run one engine mutation. Not exclusive: an operator's action is never cancelled by the next."""
-        if self.read_only:
-            raise ReadOnly(f"read-only: {op.replace('_', ' ')} refused ({self.read_only_reason}); nothing was changed.")
-        try:
-            text = getattr(self.controller, op)(*args, **kwargs)
-        except Conflict as error:
-            if op == "set_note":
-                self.post_message(NoteConflict(args[0], str(error.theirs or "")))
-                return
-            raise
-        except Refused as error:
-            if op == "retry" and not kwargs.get("force") and not isinstance(error, ReadOnly):
-                self.post_message(RetryRefused(args[0], error))
-                return
-            raise
-        self.post_message(ActionDone(text))
-        if op == "ack_note":
-            self.call_from_thread(self._acknowledged)
-        self.call_from_thread(self.reload)
+    def submit(self, request: Request) -> None:
+        """Run `request` in a worker. Not exclusive: an operator's change is never cancelled by the next."""
+        self._run_request(request)
 
-    def _acknowledged(self) -> None:
-        if self.main is not None:
+    @work(thread=True, exit_on_error=False, group="mutate")
+    def _run_request(self, request: Request) -> None:
+        if self.read_only:
+            raise ReadOnly(f"read-only: {request.verb} refused ({self.read_only_reason}); nothing was changed.")
+        try:
+            text = request.run(self.controller)
+        except HandoffError as error:
+            answer = request.answer(error)
+            if answer is None:
+                raise
+            self.post_message(answer)
+            return
+        self.post_message(RequestDone(request, text))
+
+    def on_request_done(self, message: RequestDone) -> None:
+        self.notify(message.text, timeout=3, markup=False)
+        if isinstance(message.request, AckNote) and self.main is not None:
             self.main.mark_acknowledged()
+        self.reload()
 
     def edit_note(self, text: str, *, base: str) -> None:
         """Open the note editor on `text`; save with `base` (the note in the ledger when the
@@ -74,7 +74,7 @@ class Mutations:
             if new_text == unchanged:
                 self.notify("Handoff note unchanged; nothing saved.", timeout=3, markup=False)
                 return
-            self.mutate("set_note", new_text, base)
+            self.submit(SetNote(self._revision(), new_text, base))
 
         self.push_screen(NoteEditor(text), done)
 
@@ -83,15 +83,12 @@ class Mutations:
         draft, self.note_draft = self.note_draft, None
         self.edit_note(merged(draft, current) if draft is not None else current, base=current)
 
-    def on_action_done(self, message: ActionDone) -> None:
-        self.notify(message.text, timeout=3, markup=False)
-
     def on_note_conflict(self, message: NoteConflict) -> None:
         mine, theirs = message.mine, message.theirs
 
         def chosen(choice: str | None) -> None:
             if choice == "mine":
-                self.mutate("set_note", mine, theirs)
+                self.submit(SetNote(self._revision(), mine, theirs))
             elif choice == "merge":
                 self.edit_note(merged(mine, theirs), base=theirs)
             elif choice == "theirs":
@@ -111,10 +108,15 @@ class Mutations:
 
         def done(reason: Reason | None) -> None:
             if reason is not None:
-                self.mutate("retry", name, force=True, reason=reason.text)
+                self.submit(Retry(self._revision(), name, force=True, reason=reason.text))
 
         self.push_screen(ReasonPrompt(
             f"Force retry of {name}?",
             f"{message.error.message}\n\nThe failed step may have half-happened. Forcing runs it again; "
             "say why (this goes to the journal).",
             ok_label="Force retry", danger=True), done)
+
+    def _revision(self) -> int | None:
+        """The revision on screen now (what the operator saw when they chose)."""
+        ledger = getattr(self.main, "ledger", None)
+        return getattr(ledger, "revision", None)

@@ -16,10 +16,9 @@ from textual.widgets import Input
 
 from tests.tui.helpers import fixed_clock, settle
 from tui.app import make_app
-from tui.cmdline import BY_NAME
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.main import MainScreen
-from tui.screens.actions import MUTATING
+from tui.screens.action_table import ACTIONS
 from tui.screens.reason import ReasonPrompt
 
 
@@ -78,9 +77,9 @@ async def test_tab_completes_commands_and_target_names_and_keeps_the_focus(ledge
 
 
 async def test_every_mutating_action_is_a_command(ledger_path: Path) -> None:
-    keyed = {b.action for b in MainScreen.BINDINGS} & MUTATING
+    keyed = {b.action for b in MainScreen.BINDINGS} & ACTIONS.mutating
     for action in keyed:
-        assert action.replace("_", "-") in BY_NAME, action
+        assert ACTIONS.by_name[action].command in ACTIONS.by_command, action
     app = build(ledger_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

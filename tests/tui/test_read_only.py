@@ -10,7 +10,9 @@ from textual.command import CommandPalette
 from tests.tui.helpers import fixed_clock, screen_text, settle
 from tui.app import make_app
 from tui.screens.help import HelpScreen
-from tui.screens.main import MUTATING
+from tui.screens.action_table import ACTIONS
+
+MUTATING = ACTIONS.mutating
 
 EVERY_KEY = ["a", "x", "e", "n", "N", "p", "r", "b", "u", "U", "s", "S", "o", "l", "F", "R", "t", "enter", "escape",
              "down", "down", "a", "p", "N", "escape"]
@@ -37,7 +39,7 @@ async def test_no_mutating_action_in_footer_or_help(ledger_path: Path) -> None:
         for word in ("Approve", "Reject", "Edit note", "Pause"):
             assert word not in footer
         assert "Quit" in footer and "Filter" in footer
-        actions = {b.action for b, _ in app.main.visible_actions()}
+        actions = {a.name for a in app.main.visible_actions()}
         assert not actions & MUTATING
         await pilot.press("question_mark")
         await pilot.pause()

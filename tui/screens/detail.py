@@ -22,9 +22,10 @@ from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from engine.api import HandoffError
-from tui.policy import verified_word
-from tui.states import label
 from tui.attention import next_shown, outside, outside_fields, reconcile_command
+from tui.policy import verified_word
+from tui.screens.timeline import TimelineScreen
+from tui.states import label
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
 from tui.widgets.argv_view import ArgvView
@@ -128,6 +129,7 @@ class DetailScreen(Screen[None]):
     | a | approve | Approve this target's awaiting step |
     | y | copy_name | Copy the target's name (OSC 52) |
     | Y | copy_command | Copy the command that would run next |
+    | T | timeline | This target's journal over time, and its state at any revision |
     """
 
     BINDINGS = [
@@ -135,6 +137,7 @@ class DetailScreen(Screen[None]):
         Binding("a", "approve", "Approve", id="detail.approve"),
         Binding("y", "copy_name", "Copy name", id="detail.copy_name"),
         Binding("Y", "copy_command", "Copy command", id="detail.copy_command"),
+        Binding("T", "timeline", "Timeline", id="detail.timeline"),
     ]
 
     def __init__(self, name: str, target: Any, info: HeaderInfo, next_command: Any = None, next_error: str | None = None) -> None:
@@ -206,13 +209,16 @@ class DetailScreen(Screen[None]):
         self.query_one("#detail-history", Static).update(describe_history(message.records))
 
     def action_approve(self) -> None:
-        self.app.main.approve_target(self.target_name)
+        self.app.main.approve_from(self.target_name)
 
     def action_copy_name(self) -> None:
         self.app.main.copy_name(self.target_name)
 
     def action_copy_command(self) -> None:
         self.app.main.copy_command(self.target_name)
+
+    def action_timeline(self) -> None:
+        self.app.push_screen(TimelineScreen(self.app.controller, self.target_name))
 
     def action_close(self) -> None:
         self.dismiss(None)

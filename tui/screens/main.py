@@ -1,11 +1,12 @@
 """The main screen: header, banners, summary, handoff note, target table, log and invariants.
 
-Every operator action is a `Binding` here (or on the table) with an `id`, a short
-description for the footer and a tooltip for help and the palette: the footer,
-the help screen and the command palette all come from these tables, nothing else.
-What read-only mode cannot do is never offered (`offered`), and refused with a
-"read-only: ..." note when reached anyway. Actions (in `tui.screens.actions`)
-never call the engine directly: they ask the app, which runs it in workers.
+Every operator action is a row of the one action table (`tui.screens.action_table`):
+the key bindings, the footer, the help screen, the command palette and the `:` command
+line are all built from it, nothing else. Every action, whichever way it is reached,
+goes through one door (`tui.screens.dispatch.ActionDoor`): what read-only mode cannot do
+is never offered, and refused with a "read-only: ..." note when reached anyway. Actions
+never call the engine directly: they hand a typed request to the app, which runs it in
+a worker. The table widget's own movement keys are on `TargetTable`.
 """
 
 from __future__ import annotations
@@ -20,122 +21,49 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Input
 
-import themes
 from engine.api import HandoffError
 from tui.attention import drift
-from tui.cmdline import CommandInput, CommandSuggester, install_actions
+from tui.cmdline import CommandInput, CommandSuggester
 from tui.messages import Snapshot
-from tui.screens.actions import MUTATING, MainActions
-from tui.text import clean_line
+from tui.registry import Action
+from tui.screens.action_table import ACTIONS
+from tui.screens.actions import LedgerActions
+from tui.screens.dispatch import ActionDoor
+from tui.screens.help import Section
+from tui.screens.view_actions import ViewActions
 from tui.timefmt import ago, parse_ts
 from tui.widgets.banners import Banners, broken_text
+from tui.widgets.cursor_line import CursorLine
 from tui.widgets.header import HeaderBar, HeaderInfo
 from tui.widgets.invariants import InvariantsPanel, summary
-from tui.widgets.cursor_line import CursorLine
 from tui.widgets.keybar import KeyBar
 from tui.widgets.log_pane import LogPane, LogTail
 from tui.widgets.note_panel import SHORT, NotePanel
 from tui.widgets.summary import SummaryBar
-from tui.widgets.table_view import SORTS
 from tui.widgets.target_table import TargetTable
 
 if TYPE_CHECKING:
     from engine.api import Ledger
-    from tui.app import HandoffApp
+    from tui.host import AppHost
 
 NARROW = 100  # below this many columns the side pane folds away (toggle with l)
 STALE_TICK = 1.0  # seconds between repaints of "the state shown is Ns old" while the file is broken
 
 
-class MainScreen(MainActions, Screen[None]):
+class MainScreen(LedgerActions, ViewActions, Screen[None]):
     """The operator's view of one ledger.
 
-    | Key | Action | What it does |
-    |---|---|---|
-    | a | approve | Approve the selected target's awaiting step |
-    | slash | filter | Filter the table |
-    | colon | command_line | Command line (:approve, :filter, :sort, :theme, :q) |
-    | l | toggle_side | Show / hide the log and invariants |
-    | question_mark | help | All keys |
-    | q | quit | Quit |
-    | x | reject | Reject it, with a reason |
-    | e | edit_note | Edit the handoff note |
-    | p | pause | Pause the ledger, with a reason |
-    | p | unpause | Unpause the ledger (asks first) |
-    | U | unapprove | Withdraw an unused approval on the selected target |
-    | n | toggle_note | Show / hide the handoff note |
-    | N | ack_note | Acknowledge the handoff note |
-    | r | retry | Retry a failed target |
-    | b | block | Block the selected target, with a reason |
-    | u | unblock | Unblock the selected target, with a reason |
-    | s | start_session | Start `handoff resume`, detached |
-    | S | request_stop | Ask the session to stop after its current step |
-    | o | sort | Cycle the sort order |
-    | F | toggle_follow | Follow the log / scroll back |
-    | R | reload | Re-read ledger and journal |
-    | t | cycle_theme | Next theme |
-    | y | copy_name | Copy the selected target's name |
-    | Y | copy_command | Copy its pending command |
-    | escape | clear_filter | Clear the filter |
-    | enter | submit_box | In the filter or the command line: keep it / run it |
+    The key table below is generated from `tui.screens.action_table.ACTIONS`.
     """
 
-    BINDINGS = [
-        # In footer order: what does not fit at 80 columns drops from the end (help and quit stay).
-        Binding("a", "approve", "Approve", id="main.approve",
-                tooltip="Approve the selected target's awaiting step: shows the exact command first"),
-        # Priority, and the focus moves at once: "/db-18" typed in one burst (a paste, a
-        # laggy SSH link) must filter, not run `b` (block) on the table. While a text box
-        # has the focus, `check_action` lets the key through to it, in order.
-        Binding("slash", "filter", "Filter", id="main.filter", key_display="/", priority=True,
-                tooltip="Filter: regex words, state:failed, !negated, a|b, is:attention; shows the match count"),
-        Binding("colon", "command_line", "Command", id="main.command_line", key_display=":", priority=True,
-                tooltip="Command line: :approve NAME, :filter TEXT, :sort KEY, :theme, :NAME, :q"),
-        Binding("l", "toggle_side", "Log", id="main.toggle_side", tooltip="Show or hide the session log and invariants pane"),
-        Binding("question_mark", "help", "Help", id="main.help", key_display="?", tooltip="Every key and command"),
-        Binding("q", "quit", "Quit", id="main.quit", tooltip="Quit handoff-tui (a running session keeps running; a demo ends)"),
-        Binding("x", "reject", "Reject", id="main.reject", tooltip="Reject the selected target's awaiting step, with a reason (blocks it)"),
-        Binding("e", "edit_note", "Edit note", id="main.edit_note", tooltip="Edit the handoff note (detects edits made underneath)"),
-        Binding("p", "pause", "Pause", id="main.pause", tooltip="Pause the ledger, with a reason: sessions stop before their next step"),
-        Binding("p", "unpause", "Unpause", id="main.unpause", tooltip="Unpause the ledger (asks first)"),
-        Binding("U", "unapprove", "Unapprove", id="main.unapprove", show=False,
-                tooltip="Withdraw the selected target's unused approval (the next session asks again)"),
-        Binding("n", "toggle_note", "Note", id="main.toggle_note", show=False, tooltip="Show or hide the handoff note panel"),
-        Binding("N", "ack_note", "Ack note", id="main.ack_note", show=False,
-                tooltip="Acknowledge the handoff note as the incoming operator (journaled)"),
-        Binding("r", "retry", "Retry", id="main.retry", show=False,
-                tooltip="Retry the selected failed target (asks first in production)"),
-        Binding("b", "block", "Block", id="main.block", show=False, tooltip="Block the selected target, with a reason"),
-        Binding("u", "unblock", "Unblock", id="main.unblock", show=False,
-                tooltip="Unblock the selected target into a chosen state, with a reason"),
-        Binding("s", "start_session", "Start session", id="main.start_session", show=False,
-                tooltip="Start an agent session (handoff resume) as its own detached process"),
-        Binding("S", "request_stop", "Stop session", id="main.request_stop", show=False,
-                tooltip="Ask the running session to stop after its current step"),
-        Binding("o", "sort", "Sort", id="main.sort", show=False, tooltip="Cycle the sort: ledger order, state, name, age"),
-        Binding("F", "toggle_follow", "Follow log", id="main.toggle_follow", show=False,
-                tooltip="Follow the end of the session log, or stop following to scroll back"),
-        Binding("R", "reload", "Reload", id="main.reload", show=False, tooltip="Re-read the ledger and the journal now"),
-        Binding("t", "cycle_theme", "Theme", id="main.cycle_theme", show=False,
-                tooltip="Switch to the next theme (dark, light, high contrast)"),
-        Binding("y", "copy_name", "Copy name", id="main.copy_name", show=False,
-                tooltip="Copy the selected target's name to the clipboard (OSC 52, works over SSH)"),
-        Binding("Y", "copy_command", "Copy command", id="main.copy_command", show=False,
-                tooltip="Copy the command that would run next on the selected target (OSC 52)"),
-        # Priority, like "/": Esc and Enter in the filter or the command line move the focus back to
-        # the table before the next key is read, so "q" or "a" typed right behind is a key, not text.
-        Binding("escape", "clear_filter", "Clear filter", id="main.clear_filter", show=False, priority=True,
-                tooltip="Clear the filter, or close the command line"),
-        Binding("enter", "submit_box", "Done", id="main.submit_box", show=False, priority=True,
-                tooltip="Keep the filter, or run the command line"),
-    ]
+    BINDINGS = ACTIONS.bindings()
 
-    app: "HandoffApp"
+    app: AppHost
 
     def __init__(self, initial: Snapshot | None = None) -> None:
         super().__init__(id="main")
         self.initial = initial
-        self.ledger: "Ledger | None" = None
+        self.ledger: Ledger | None = None
         self.snapshot: Snapshot | None = None
         self.broken: HandoffError | None = None
         self.good_at: datetime | None = None  # when the state shown was last read from a file that parsed
@@ -143,6 +71,7 @@ class MainScreen(MainActions, Screen[None]):
         self.note_acknowledged = False
         self.note_expanded = False  # on a short screen: n shows the whole note panel
         self.since: list[str] = []
+        self.door = ActionDoor(self, ACTIONS)
         # Workers can answer before this screen is mounted; such calls wait here.
         self._early: list[tuple[Any, tuple[Any, ...]]] | None = []
 
@@ -169,7 +98,7 @@ class MainScreen(MainActions, Screen[None]):
                 yield LogPane(id="log", ledger_dir=ledger_dir)
         yield Input(placeholder="filter: regex words, state:failed, !not, a|b, is:attention   (enter keeps, esc clears)", id="filter")
         yield CommandInput(placeholder="approve NAME · filter TEXT · sort state · retry NAME · q   (tab completes, esc closes)",
-                    id="cmdline", suggester=CommandSuggester(lambda: self.app.read_only, self.command_words))
+                    id="cmdline", suggester=CommandSuggester(ACTIONS, lambda: self.app.read_only, self.door.words_for))
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -211,7 +140,8 @@ class MainScreen(MainActions, Screen[None]):
         table = self.table
         table.set_stale(None)
         changed = table.set_ledger(ledger, snapshot.missing)
-        self.query_one(SummaryBar).show(ledger, missing=len(snapshot.missing))
+        # Header and summary from this one reading, in this one handler: they never disagree on screen.
+        self.query_one(SummaryBar).show(ledger, missing=len(snapshot.missing), seq=snapshot.seq)
         self._show_header()
         if first or previous is None or (ledger.handoff_note, ledger.handoff_note_at) != (previous.handoff_note, previous.handoff_note_at):
             if not first:
@@ -325,8 +255,11 @@ class MainScreen(MainActions, Screen[None]):
             revision=ledger.revision,
             stale=f"file does not parse; showing the state of {self._stale_age()} ago" if self.broken else None,
             invariants=summary(invariants, len(ledger.invariants)),
-            awaiting=sum(1 for t in ledger.targets.values() if t.state == "awaiting_approval"),
+            awaiting=ledger.counts().get("awaiting_approval", 0),  # the summary bar's own count
             drifted=sum(1 for t in ledger.targets.values() if drift(t) is not None),
+            stop_requested_by=(ledger.session.stop_requested_by or "someone")
+            if ledger.session is not None and ledger.session.stop_requested else None,
+            seq=self.snapshot.seq if self.snapshot else 0,
         )
 
     def _show_header(self) -> None:
@@ -371,44 +304,34 @@ class MainScreen(MainActions, Screen[None]):
             return not paused
         if action == "unpause":
             return paused
+        if action in ("accept_removal", "accept_rollback"):
+            snap = self.snapshot
+            return snap is not None and bool(snap.missing if action == "accept_removal" else snap.rollback)
         return True
 
     def offered(self, action: str) -> bool:
         """Whether footer, help and palette offer `action` now: never what read-only mode cannot do."""
-        return not (action in MUTATING and self.app.read_only)
+        return self.door.offered(action)
 
-    def visible_actions(self) -> list[tuple[Binding, str]]:
-        """(binding, help) for every action offered now, table keys included: the source of help and palette."""
-        seen: set[str] = set()
-        out: list[tuple[Binding, str]] = []
-        for binding in [*TargetTable.BINDINGS, *self.BINDINGS]:
-            assert isinstance(binding, Binding)
-            if binding.action in seen or not self.offered(binding.action):
-                continue
-            if binding.action == "submit_box":
-                continue  # Enter inside a box, not a key of its own
-            if self.check_action(binding.action, ()) is not True and binding.action not in ("filter", "command_line"):
-                continue
-            seen.add(binding.action)
-            out.append((binding, binding.tooltip or binding.description))
-        return out
+    def visible_actions(self) -> list[Action]:
+        """Every keyed action offered now: the source of help and palette."""
+        return self.door.visible()
 
-    def command_words(self, command: str) -> list[str]:
-        """What may follow `:command` (for completion)."""
-        # Only names that are plain text: a suggestion is drawn in the box as it is.
-        names = [n for n in self.table.visible_names() if clean_line(n) == n]
-        if command in ("approve", "reject"):
-            return [n for n in names if self.ledger and n in self.ledger.targets
-                    and self.ledger.targets[n].state == "awaiting_approval"]
-        if command in ("goto", *TARGETED):
-            return names
-        if command == "sort":
-            return list(SORTS)
-        if command == "theme":
-            return list(themes.THEME_NAMES)
-        if command == "filter":
-            return [f"state:{s}" for s in (self.ledger.states() if self.ledger else ())]
-        return []
+    def perform(self, action: Action, arg: str = "") -> None:
+        """Carry out one row of the action table (keys, `:` and the palette all come here)."""
+        self.door.perform(action, arg)
+
+    def approve_from(self, name: str) -> None:
+        """The detail screen's `a`: the table's approve row on `name`, through the same door."""
+        self.perform(ACTIONS.by_name["approve"], name)
+
+    def run_line(self, line: str) -> None:
+        """Carry out one `:` command line."""
+        self.door.run_line(line)
+
+    def help_sections(self) -> list[Section]:
+        """Help, from the action table (after read-only mode took out what it cannot do)."""
+        return self.door.help_sections([b for b in TargetTable.BINDINGS if isinstance(b, Binding)])
 
     def add_journal(self, records: list[dict[str, Any]]) -> None:
         """New journal lines for the log pane (and the two-line tail under the table)."""
@@ -427,11 +350,6 @@ class MainScreen(MainActions, Screen[None]):
         return "\n".join(line.plain for line in header.lines(header.size.width or 80))
 
 
-# Keys that only work a text box; every other key of the main screen is a `:` command too.
-_NOT_COMMANDS = frozenset({"filter", "command_line", "submit_box", "clear_filter"})
-# Actions that act on a target: `:retry web-03` moves the cursor there first.
-TARGETED = frozenset({"unapprove", "retry", "block", "unblock", "copy_name", "copy_command"})
-install_actions([b for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.action not in _NOT_COMMANDS],
-                MUTATING, TARGETED)
+MainScreen.__doc__ = f"{MainScreen.__doc__}\n{ACTIONS.key_table()}\n"
 
-__all__ = ["MainScreen", "MUTATING"]
+__all__ = ["MainScreen"]

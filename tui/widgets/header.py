@@ -57,6 +57,8 @@ class HeaderInfo:
     invariants: tuple[str, ...] | None = None  # (long, short, worst status, medium): widgets.invariants.summary
     awaiting: int = 0
     drifted: int = 0  # targets with a recorded checkpoint mismatch (sessions refuse them)
+    stop_requested_by: str | None = None  # the session was asked to stop and has not ended yet
+    seq: int = 0  # the reading (tui.messages.Snapshot.seq) these facts come from
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -156,6 +158,9 @@ def _session_item(info: HeaderInfo) -> Item:
     symbol = {"live": "●", "dead": "✗", "stale": "◌"}.get(status, "○")
     word = {"live": "running", "dead": "dead", "stale": "stale", "none": "idle"}.get(status, status)
     short = f"{symbol} session {word}"
+    if info.stop_requested_by is not None and status == "live":
+        # Said until the session really ends: the operator sees the stop was taken and is pending.
+        short = f"{symbol} session stopping (asked by {clean_line(info.stop_requested_by)})"
     if info.allow_unenforced:
         short += " (--allow-unenforced)"
     details = []

@@ -41,8 +41,9 @@ class SummaryBar(Horizontal):
         # Made here, not looked up: `show` may run before they are mounted.
         self.counts = Label(id="counts")
         self.progress = ProgressBar(total=1, show_eta=False, id="progress")
-        self._ledger: "Ledger | None" = None
+        self._ledger: Ledger | None = None
         self._missing = 0
+        self.seq = 0  # the reading (tui.messages.Snapshot.seq) the counts come from
 
     def compose(self) -> ComposeResult:
         yield self.counts
@@ -52,11 +53,11 @@ class SummaryBar(Horizontal):
         # At 80 columns the counts need the row: the percentage stays, the bar goes.
         self.progress.display = event.size.width >= WIDE_ENOUGH_FOR_BAR
         if self._ledger is not None:
-            self.show(self._ledger, self._missing)
+            self.show(self._ledger, self._missing, self.seq)
 
-    def show(self, ledger: "Ledger", missing: int = 0) -> None:
-        """Repaint from `ledger`; `missing` targets the file lost are counted too (and not as done)."""
-        self._ledger, self._missing = ledger, missing
+    def show(self, ledger: Ledger, missing: int = 0, seq: int = 0) -> None:
+        """Repaint from `ledger` (of reading `seq`); `missing` targets the file lost are counted too (and not as done)."""
+        self._ledger, self._missing, self.seq = ledger, missing, seq
         counts = ledger.counts()
         total = len(ledger.targets) + missing
         text = Text(summary_text(counts) or "no targets", end="")

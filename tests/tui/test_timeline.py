@@ -1,0 +1,97 @@
+"""The timeline screen: the real journal page by page, ledger text shown as data, the targets at a
+past revision, one target's records from its detail or `:timeline NAME`, and nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, Static
+
+from engine.api import open_ledger
+from tests.tui.helpers import fixed_clock, journal_records, screen_text, settle
+from tui.app import make_app
+from tui.screens.detail import DetailScreen
+from tui.screens.timeline import PAGE, TimelineScreen
+
+HOSTILE = "[red]boom[/] \x1b[2J"
+
+
+def busy(ledger_path: Path, rounds: int = 60) -> int:
+    """`rounds` block/unblock pairs by another operator: a journal longer than one page."""
+    bob = open_ledger(str(ledger_path), actor="bob")
+    for i in range(rounds):
+        bob.block("web-05", f"hold {i} {HOSTILE}")
+        bob.unblock("web-05", "queued", f"go {i}")
+    return len(journal_records(ledger_path))
+
+
+def folder_bytes(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.parent.iterdir() if p.is_file()}
+
+
+async def test_pages_hostile_text_and_state_then(ledger_path: Path) -> None:
+    """T opens the newest page; [ and ] page; markup and escapes in the journal show as text; enter
+    rebuilds the targets at the selected revision; the ledger's folder is byte-identical afterwards."""
+    total = busy(ledger_path)
+    assert total > PAGE
+    before = folder_bytes(ledger_path)
+    app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("T")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen)
+        table = screen.query_one(DataTable)
+        assert table.row_count == PAGE and screen.page.start == total - PAGE
+        text = screen_text(app)
+        assert f"records {total - PAGE + 1}–{total} of {total}" in text
+        assert "[red]boom[/] ␛[2J" in text  # data, not markup; the escape made visible
+        assert "\x1b" not in text
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert screen.page.start == max(0, total - 2 * PAGE)
+        first_seq = screen.page.records[0]["seq"]
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert screen.page.start == total - PAGE and screen.page.records[0]["seq"] > first_seq
+        # The newest record is selected: the state then is the ledger as it is now.
+        await pilot.press("enter")
+        await settle(pilot)
+        state = str(screen.query_one("#timeline-state", Static).render())
+        assert f"At revision {app.main.ledger.revision}" in state and "web-05: queued" in state
+        # A block record on this page: the state then is blocked, with that record's revision.
+        row = next(i for i, r in enumerate(screen.page.records) if r.get("kind") == "block" and isinstance(r.get("rev"), int))
+        table.move_cursor(row=row)
+        await pilot.press("enter")
+        await settle(pilot)
+        state = str(screen.query_one("#timeline-state", Static).render())
+        assert f"At revision {screen.page.records[row]['rev']}" in state and "web-05: blocked" in state
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is app.main
+    assert folder_bytes(ledger_path) == before
+
+
+async def test_one_targets_timeline_from_detail_and_command(ledger_path: Path) -> None:
+    """T in web-05's detail, and :timeline web-05 (also read-only), list only web-05's records."""
+    busy(ledger_path, rounds=3)
+    open_ledger(str(ledger_path), actor="bob").block("web-06", "other")
+    app = make_app(str(ledger_path), read_only=True, clock=fixed_clock, watch=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        app.main.open_detail("web-05")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        await pilot.press("T")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen) and screen.target == "web-05"
+        assert screen.page.records and {r.get("target") for r in screen.page.records} == {"web-05"}
+        await pilot.press("escape", "escape")
+        await settle(pilot)
+        app.main.run_line(":timeline web-06")
+        await settle(pilot)
+        assert isinstance(app.screen, TimelineScreen)
+        assert {r.get("target") for r in app.screen.page.records} == {"web-06"}
+        assert "Journal timeline of web-06 (read-only)" in screen_text(app)
