@@ -235,6 +235,31 @@ class LedgerHandle:
                                                   ledger_dir=self.ledger_dir, expect_hash=expect_hash, signed=signed,
                                                   requested_by=requesters(self.journal, l, target) if target in l.targets else None))
 
+    def select_batch(self, ledger: Ledger, pattern: str, step: str):
+        """What `approve_batch` would approve for `--targets pattern` (engine.approvals.batch.Selection)."""
+        from engine.approvals.batch import select
+
+        return select(ledger, pattern, step, self.ledger_dir, self.actor)
+
+    def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
+                      key: str | None = None) -> list[Approval]:
+        """Approve `step` on each target of `expect` (name -> the hash the approver was
+        shown): one approval and one journal record per target, each checked as
+        `approve` checks one; any refused target refuses the whole batch (nothing recorded)."""
+        self.refuse_agent("approve", ", ".join(expect))
+        from engine.approvals.batch import approve_all
+        from engine.approvals.policy import requesters
+        from engine.approvals.signing import sign_approval
+
+        signed = {name: sign_approval(self, name, step, key) for name in expect}
+
+        def change(ledger: Ledger):
+            asked = {n: requesters(self.journal, ledger, n) for n in expect if n in ledger.targets}
+            return approve_all(ledger, expect, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
+                               signed=signed, requested_by=asked)
+
+        return self._change(change)
+
     def unapprove(self, target: str, *, step: str | None = None) -> str:
         """Withdraw `target`'s unused approvals (of `step` only, when given); returns the step(s) withdrawn."""
         self.refuse_agent("unapprove", target)

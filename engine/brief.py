@@ -20,7 +20,7 @@ from engine.model import Ledger, Step
 from engine.redact import Redactor
 from engine.session.planner import WAITING, touch_limit
 from engine.textsafe import visible
-from engine.touched import is_touched, touched, touched_states
+from engine.touched import is_touched, quiet, touched, touched_states
 
 MOVABLE_MAX = 20  # "can move now" entries shown
 WAITING_MAX = 10  # targets waiting on people shown
@@ -95,7 +95,7 @@ def movable(ledger: Ledger, limit: int = MOVABLE_MAX) -> tuple[list[str], int, i
                 if not step.reversible and not approval and held_now + asked >= cap:
                     line += f" [not now: {held_now} touched and {asked} approval(s) asked for fill the limit of {cap}]"
                     rank = 2
-                elif held_now >= cap:
+                elif held_now >= cap and not quiet(step):
                     line += f" [not now: the touched limit {held_now}/{cap} is full]"
                     rank = 2
             ranked.append((rank, line))

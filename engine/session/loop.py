@@ -44,6 +44,7 @@ from engine.session.untrusted import stop_for_outside_edits
 from engine.session.steps import Intent, run_intent
 from engine.store.filelock import lock_timeout
 from engine.timefmt import now_iso
+from engine.stall import stall_ending
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old
@@ -392,7 +393,7 @@ class Session(Actor):
         if ready:
             self.ending = f"the planner proposes nothing more ({ready} step(s) could start or be asked for now; {people} target(s) wait on people)"
         else:
-            self.ending = f"nothing can proceed without a human ({people} target(s) wait on people)"
+            self.ending = stall_ending(ledger, people)
         return False
 
     # -- invariants, gates, steps -------------------------------------------------------

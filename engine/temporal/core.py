@@ -42,6 +42,7 @@ from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, veri
 from engine.session.runner import TERM_GRACE
 from engine.session.steps import Intent, NoChange, apply, fenced_launch, record_outcome, run_attempt
 from engine.timefmt import now_iso, parse_iso
+from engine.stall import stall_ending
 
 Job = dict[str, Any]  # ledger, workflow_id, address, namespace, task_queue, actor, poll, heartbeat_timeout
 
@@ -252,7 +253,7 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         said["details"] = "; ".join(awaiting_details(n, fresh.targets[n]) for n in awaiting[:20])
         return said
     people = sum(1 for t in fresh.targets.values() if t.state in ("blocked", "failed"))
-    return {"ending": f"nothing can proceed without a human ({people} target(s) wait on people)", "code": 0,
+    return {"ending": stall_ending(fresh, people), "code": 0,
             "started": [], "memo": memo}
 
 
