@@ -156,6 +156,13 @@ class LedgerHandle:
             state = check_ended(ledger.session, state)
         return state
 
+    def until_progress(self, ledger: Ledger, target: str) -> dict[str, Any] | None:
+        """The newest reading of the `until` step running on `target` ({value, until, at,
+        elapsed, deadline, text}), or None (engine.session.until_progress)."""
+        from engine.session.until_progress import latest
+
+        return latest(self.journal, ledger, target)
+
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
 

@@ -208,6 +208,7 @@ def status_data(handle, ledger) -> dict[str, Any]:
         "awaiting": awaiting,
         "touched": len(touched(ledger)),
         "held": held.as_dict() if (held := hold(ledger)) else None,  # engine.stall: the invariant that holds the fleet
+        "progress": [p for n, t in ledger.targets.items() if t.in_flight is not None and (p := handle.until_progress(ledger, n))],
         "invariants": [{"text": s.text, "status": s.status, "value": s.value, "stale": s.stale} for s in handle.invariants(ledger)],
         "handoff_note": ledger.handoff_note,
         "previous_note": ledger.previous_note.model_dump(mode="json") if ledger.previous_note else None,
@@ -278,6 +279,7 @@ def cmd_status(args) -> int:
     from engine.cli.needs import lines, needs_a_person
 
     out.extend(lines(needs_a_person(ledger)))
+    out.extend(f"running: {item['text']}" for item in data["progress"])  # `until` steps' newest readings
     out.append(f"touched: {data['touched']}")
     if data["held"]:
         from engine.stall import hold
