@@ -120,6 +120,10 @@ class Controller:
     def history(self, target: str) -> list[dict[str, Any]]:
         return list(self.handle.history(target))
 
+    def until_progress(self, target: str) -> dict[str, Any] | None:
+        """The newest reading of the `until` step running on `target`, or None."""
+        return self.handle.until_progress(self.handle.load(), target)
+
     def pending_command(self, ledger: "Ledger", target: str) -> Any:
         """What approving `target` would approve (raises `Refused` when it awaits nothing)."""
         return self.handle.pending_command(ledger, target)
