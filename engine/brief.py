@@ -19,6 +19,7 @@ from engine.invariants import InvariantStatus, evaluate
 from engine.model import Ledger, Step
 from engine.redact import Redactor
 from engine.session.planner import WAITING, touch_limit
+from engine.stall import hold
 from engine.textsafe import visible
 from engine.touched import is_touched, quiet, touched, touched_states
 
@@ -120,6 +121,9 @@ def build(ledger: Ledger, ctx: BriefContext) -> str:
 
     limit = touch_limit(ledger)
     out.append(f"Touched now: {len(touched(ledger))}" + (f" (limit {limit})" if limit is not None else ""))
+    held = hold(ledger)
+    if held is not None:  # what really keeps targets from moving (engine.stall)
+        out.append(f"HELD: {_cut(held.text(), 400)}")
     statuses = ctx.statuses if ctx.statuses is not None else evaluate(ledger)
     out.append("Invariants:" if statuses else "Invariants: none")
     out.extend(f"- [{s.status}] {_cut(s.text, 160)} ({_cut(s.value, 80)})" for s in statuses[:STEPS_MAX])

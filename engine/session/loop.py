@@ -42,9 +42,9 @@ from engine.session.planner import get_planner, touch_limit
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
 from engine.session.untrusted import stop_for_outside_edits
 from engine.session.steps import Intent, run_intent
+from engine.stall import stall_ending
 from engine.store.filelock import lock_timeout
 from engine.timefmt import now_iso
-from engine.stall import stall_ending
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old

@@ -41,8 +41,8 @@ from engine.session.probes import render_for
 from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, verify_checkpoints
 from engine.session.runner import TERM_GRACE
 from engine.session.steps import Intent, NoChange, apply, fenced_launch, record_outcome, run_attempt
-from engine.timefmt import now_iso, parse_iso
 from engine.stall import stall_ending
+from engine.timefmt import now_iso, parse_iso
 
 Job = dict[str, Any]  # ledger, workflow_id, address, namespace, task_queue, actor, poll, heartbeat_timeout
 

@@ -126,3 +126,13 @@ def test_touches_that_is_not_true_or_false_is_named_with_its_line(tmp_path: Path
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert f"{path.name}:6:" in result.stderr and "touches" in result.stderr and "fix it and save again" in result.stderr
     assert path.read_bytes() == before
+
+
+def test_the_planners_brief_names_the_hold_too() -> None:
+    """A model is told what holds the fleet, in the same words, not only "touched 2 (limit 2)"."""
+    from engine.brief import BriefContext, build
+
+    brief = build(Ledger.model_validate(yaml.safe_load(STALLED)), BriefContext("fleet.yaml"))
+    assert f'HELD: invariant "{INVARIANT}" holds the fleet: 2 of 2 places taken by c0' in brief
+    assert "HELD:" not in build(Ledger.model_validate(yaml.safe_load(STALLED.replace("never touch more than 2", "never touch more than 9"))),
+                                BriefContext("fleet.yaml"))
