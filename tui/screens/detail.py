@@ -154,7 +154,9 @@ class DetailScreen(Screen[None]):
             yield Label("Would run next", classes="section-title", id="next-title")
             yield Static(id="next-facts")
             yield ArgvView([], id="next-argv", classes="command")
-            yield Static(id="detail-progress")
+            progress = Static(id="detail-progress")
+            progress.display = False  # shown only while an `until` step runs (show_progress)
+            yield progress
             yield Static(describe_target(self.target_name, self.target, self.info.path, self._policy()), id="detail-fields")
             yield Label("History (journal)", classes="section-title")
             yield Static(Text("loading…", style="dim"), id="detail-history")
@@ -214,7 +216,9 @@ class DetailScreen(Screen[None]):
         """The `until` step's newest reading, with the time elapsed and the deadline."""
         text = Text("until  ", style="bold", end="")
         text.append(clean_line(words))
-        self.query_one("#detail-progress", Static).update(text)
+        progress = self.query_one("#detail-progress", Static)
+        progress.update(text)
+        progress.display = True
 
     def add_records(self, records: list[dict[str, Any]]) -> None:
         """New journal records as they arrive: the newest reading of this target's `until` step."""
