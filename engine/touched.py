@@ -3,8 +3,8 @@
 From its first irreversible step until it is done a target is touched, and a blocked or
 failed one stays touched (the world is half-changed); so is any target with a step in
 flight, unless the runbook says that step does not touch (`touches: false`, only on a
-reversible step: a read-only check). This is what "concurrently" means in an invariant like "never touch more than
-2 dbs concurrently".
+reversible step: a read-only check). This is what "concurrently" means in an invariant
+like "never touch more than 2 dbs concurrently".
 
 The guard asks this for every proposal and inside every step's intent transaction, so
 at 10,000 targets it must not cost a scan each time. A readers' snapshot never changes
@@ -67,6 +67,11 @@ def touched_states(ledger: Ledger) -> frozenset[str]:
     return frozenset(seen)
 
 
+# The key in `_awaiting_from`'s map under which the steps that do not touch are listed
+# (a step name never contains a NUL): one rules map, so the sealed cache keys on it too.
+_QUIET = "\0quiet"
+
+
 def _target_touched(target: Target, states: frozenset[str], awaiting_from: dict[str, str]) -> bool:
     if target.in_flight is not None and target.in_flight.step not in awaiting_from.get(_QUIET, ()):
         return True
@@ -78,11 +83,6 @@ def _target_touched(target: Target, states: frozenset[str], awaiting_from: dict[
     if state == "awaiting_approval" and target.awaiting:  # where guards see it: Ledger.position
         state = awaiting_from.get(target.awaiting, state)
     return state in states
-
-
-# The key in `_awaiting_from`'s map under which the steps that do not touch are listed
-# (a step name never contains a NUL): one rules map, so the sealed cache keys on it too.
-_QUIET = "\0quiet"
 
 
 def quiet(step) -> bool:

@@ -82,7 +82,7 @@ def cmd_approve(args) -> int:
             print("handoff: the name did not match; nothing was approved", file=sys.stderr)
             return 1
     elif drifted and not args.yes:
-        print(f"handoff: nothing was approved: approve a drifted target on a terminal, or anyway with --yes", file=sys.stderr)
+        print("handoff: nothing was approved: approve a drifted target on a terminal, or anyway with --yes", file=sys.stderr)
         return 1
     try:
         approval = handle.approve(args.target, step=args.step, comment=args.comment, expect_hash=expect or pending.hash,
