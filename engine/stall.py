@@ -40,7 +40,8 @@ class Hold:
     def as_dict(self) -> dict:
         """The `held` object of `handoff status --json`."""
         return {"invariant": self.invariant, "limit": self.limit,
-                "holders": [{"target": n, "why": why} for n, why in self.holders], "waiting": list(self.waiting)}
+                "holders": [{"target": n, "why": why} for n, why in self.holders], "waiting": list(self.waiting),
+                "text": self.text()}
 
 
 def _names(items: list[str]) -> str:

@@ -282,9 +282,7 @@ def cmd_status(args) -> int:
     out.extend(f"running: {item['text']}" for item in data["progress"])  # `until` steps' newest readings
     out.append(f"touched: {data['touched']}")
     if data["held"]:
-        from engine.stall import hold
-
-        out.append(f"HELD: {hold(ledger).text()}")
+        out.append(f"HELD: {data['held']['text']}")
     for inv in data["invariants"]:
         status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]
         out.append(f"invariant {status:<10} {inv['text']}  [{inv['value']}]")

@@ -64,7 +64,7 @@ def test_the_session_its_note_and_status_name_the_invariant_that_holds_the_fleet
     data = json.loads(handoff("status", path, "--json").stdout)
     assert data["held"] == {"invariant": INVARIANT, "limit": 2, "waiting": ["c2", "c3"],
                             "holders": [{"target": "c0", "why": "awaiting approval of roll"},
-                                        {"target": "c1", "why": "awaiting approval of roll"}]}
+                                        {"target": "c1", "why": "awaiting approval of roll"}], "text": held}
 
 
 def test_a_limit_with_room_holds_nothing_and_says_nothing(tmp_path: Path) -> None:
