@@ -181,6 +181,13 @@ class LedgerHandle:
             state = check_ended(ledger.session, state)
         return state
 
+    def until_progress(self, ledger: Ledger, target: str) -> dict[str, Any] | None:
+        """The newest reading of the `until` step running on `target` ({value, until, at,
+        elapsed, deadline, text}), or None (engine.session.until_progress)."""
+        from engine.session.until_progress import latest
+
+        return latest(self.journal, ledger, target)
+
     def history(self, target: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.journal.for_target(target, limit)
 
@@ -302,6 +309,31 @@ class LedgerHandle:
         if step is not None:
             ops.requester_rule(ledger, target, step, ops.Who(name, self.os_user), name, requesters(self.journal, ledger, target))
         return name
+
+    def select_batch(self, ledger: Ledger, pattern: str, step: str):
+        """What `approve_batch` would approve for `--targets pattern` (engine.approvals.batch.Selection)."""
+        from engine.approvals.batch import select
+
+        return select(ledger, pattern, step, self.ledger_dir, self.actor)
+
+    def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
+                      key: str | None = None) -> list[Approval]:
+        """Approve `step` on each target of `expect` (name -> the hash the approver was
+        shown): one approval and one journal record per target, each checked as
+        `approve` checks one; any refused target refuses the whole batch (nothing recorded)."""
+        self.refuse_agent("approve", ", ".join(expect))
+        from engine.approvals.batch import approve_all
+        from engine.approvals.policy import requesters
+        from engine.approvals.signing import sign_approval
+
+        signed = {name: sign_approval(self, name, step, key) for name in expect}
+
+        def change(ledger: Ledger):
+            asked = {n: requesters(self.journal, ledger, n) for n in expect if n in ledger.targets}
+            return approve_all(ledger, expect, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
+                               signed=signed, requested_by=asked)
+
+        return self._change(change)
 
     def unapprove(self, target: str, *, step: str | None = None) -> str:
         """Withdraw `target`'s unused approvals (of `step` only, when given); returns the step(s) withdrawn."""

@@ -266,7 +266,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history")
     def load_history(self, name: str, screen: Any) -> None:
-        screen.post_message(HistoryLoaded(self.controller.history(name)))
+        screen.post_message(HistoryLoaded(self.controller.history(name), self.controller.until_progress(name)))
 
     def reload(self) -> None:
         """Re-read ledger and journal now (after an action, on R, and every LEASE_POLL)."""
@@ -323,6 +323,8 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
                 self.main.add_journal(message.records)
             except NoMatches:
                 self.log.warning("journal lines arrived after the screen was gone")
+        if isinstance(self.screen, DetailScreen) and message.records:
+            self.screen.add_records(message.records)  # an `until` step's readings, as they come
 
     # -- the one error handler ---------------------------------------------------------
 

@@ -129,6 +129,10 @@ class Controller:
         """Every target as the journal says it was at revision `rev`."""
         return self.handle.state_at(rev)
 
+    def until_progress(self, target: str) -> dict[str, Any] | None:
+        """The newest reading of the `until` step running on `target`, or None."""
+        return self.handle.until_progress(self.handle.load(), target)
+
     def pending_command(self, ledger: Ledger, target: str) -> Any:
         """What approving `target` would approve (raises `Refused` when it awaits nothing)."""
         return self.handle.pending_command(ledger, target)

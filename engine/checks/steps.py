@@ -72,6 +72,10 @@ def _polling(ctx: Context, step: Step, at: tuple) -> None:
         ctx.add(ERROR, f"runbook step {step.name} is irreversible but has retries: {step.retries}; an irreversible "
                 "step runs at most once per approval", *at, "retries", code="irreversible-retries",
                 suggestion="remove retries, or set reversible: true if running it twice is safe")
+    if not step.reversible and not step.touches:
+        ctx.add(ERROR, f"runbook step {step.name} is irreversible but says touches: false; an irreversible step changes "
+                "its target, so it always counts under \"never touch more than N\"", *at, "touches",
+                code="irreversible-touches", suggestion="remove touches: false, or set it only on a read-only reversible step")
     if step.until is None:
         return
     if not step.reversible:

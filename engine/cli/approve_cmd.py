@@ -8,6 +8,10 @@
 - Without a terminal: approve what is on disk now.
 - `--key FILE`: an approver with an `ssh_key` signs with FILE (else the ssh-agent at
   SSH_AUTH_SOCK); the signature is checked now and again before the step starts.
+- A target whose checkpoint drifted (engine.api.checkpoint_drift): a warning first;
+  on a terminal the name typed approves it anyway; elsewhere only `--yes` does (else
+  exit 1, nothing recorded). Sessions refuse it until `handoff reconcile` either way.
+- `--targets PATTERN` (with `--step`): a batch (engine.cli.approve_batch).
 Whatever the path, what was approved (argv, checkpoint, hash) is printed.
 """
 
@@ -16,8 +20,9 @@ from __future__ import annotations
 import json
 import sys
 
+from engine.api import DRIFT_PREFIX, checkpoint_drift
 from engine.codec.textsafe import visible
-from engine.errors import ApprovalChanged
+from engine.errors import ApprovalChanged, UsageError
 
 
 def show(pending, target: str, out=sys.stdout) -> None:
@@ -30,9 +35,10 @@ def show(pending, target: str, out=sys.stdout) -> None:
     print("\n".join(lines), file=out, flush=True)
 
 
-def _ask(target: str) -> bool:
+def read_answer(prompt: str) -> str:
+    """One line typed on the terminal, stripped ("" on end of input or Ctrl-C)."""
     # A plain line read, not input(): readline's own terminal handling can swallow Ctrl-C.
-    sys.stdout.write(f"Type {visible(target)} to approve it (anything else cancels): ")
+    sys.stdout.write(prompt)
     sys.stdout.flush()
     try:
         typed = sys.stdin.readline()
@@ -40,20 +46,40 @@ def _ask(target: str) -> bool:
         typed = ""
     if not typed.endswith("\n"):
         print("", file=sys.stderr)  # Ctrl-D or Ctrl-C left the cursor on the prompt's line
-    return typed.strip() == target
+    return typed.strip()
+
+
+def _ask(target: str, anyway: bool = False) -> bool:
+    return read_answer(f"Type {visible(target)} to approve it{' anyway' if anyway else ''} (anything else cancels): ") == target
+
+
+def drift_warning(name: str, reason: str) -> str:
+    """What a person is told before approving a target whose checkpoint drifted."""
+    said = reason.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()
+    return (f"WARNING: {name}'s checkpoint drifted: {said}. Sessions refuse {name} until "
+            f"`handoff reconcile` records where it really is, approved or not")
 
 
 def cmd_approve(args) -> int:
     from engine.cli.arguments import open_handle
 
+    if args.target is None:
+        raise UsageError("say which target to approve: TARGET, or --step STEP --targets PATTERN for several")
     handle = open_handle(args)
-    pending = handle.pending_command(handle.load(), args.target, step=args.step)
+    ledger = handle.load()
+    pending = handle.pending_command(ledger, args.target, step=args.step)
     expect = args.expect_hash
+    drifted = checkpoint_drift(ledger.targets[args.target])
+    if drifted:
+        print(visible(f"handoff: {drift_warning(args.target, drifted)}"), file=sys.stderr, flush=True)
     if expect is None and not args.yes and sys.stdin.isatty():
         show(pending, args.target)
-        if not _ask(args.target):
+        if not _ask(args.target, anyway=bool(drifted)):
             print("handoff: the name did not match; nothing was approved", file=sys.stderr)
             return 1
+    elif drifted and not args.yes:
+        print("handoff: nothing was approved: approve a drifted target on a terminal, or anyway with --yes", file=sys.stderr)
+        return 1
     try:
         approval = handle.approve(args.target, step=args.step, comment=args.comment, expect_hash=expect or pending.hash,
                                   key=getattr(args, "key", None))

@@ -50,11 +50,13 @@ def register(sub) -> None:
 
     p = sub.add_parser("approve", help="approve the irreversible step a target waits on: exactly the command shown, once")
     add_ledger(p)
-    add_target(p)
+    p.add_argument("target", nargs="?", help="the target's name as the ledger spells it (db-18); or --targets")
+    p.add_argument("--targets", metavar="PATTERN", help="approve --step on every target matching PATTERN ('prod-*', or a comma list): "
+                                                       "each command and hash shown, one approval per target")
     p.add_argument("--step", help="approve this step ahead of time (default: the one the target waits on)")
     p.add_argument("--comment", help="why it is safe now (\"lag 1.4s, go\"); goes to the journal")
     p.add_argument("--expect-hash", metavar="H", help="approve only if the command still has this hash (`status --json` shows it)")
-    p.add_argument("--yes", action="store_true", help="on a terminal, approve without typing the target's name")
+    p.add_argument("--yes", action="store_true", help="approve without typing the target's name (or the step and count of a batch); also approves a drifted target anyway")
     p.add_argument("--key", metavar="FILE", help="sign the approval with this ssh key (approvers with ssh_key; default: SSH_AUTH_SOCK's agent)")
     add_who(p)
     p.set_defaults(handler=lambda a: _approve(a))
@@ -157,6 +159,10 @@ def _unapprove(args) -> int:
 
 
 def _approve(args) -> int:
+    if args.targets is not None:  # several at once: engine.cli.approve_batch
+        from engine.cli.approve_batch import cmd_approve_batch
+
+        return cmd_approve_batch(args)
     from engine.cli.approve_cmd import cmd_approve
 
     return cmd_approve(args)
@@ -172,6 +178,7 @@ def summary_line(counts: dict[str, int]) -> str:
 
 def status_data(handle, ledger) -> dict[str, Any]:
     """The JSON shape of `handoff status --json`."""
+    from engine.ledger.stall import hold
     from engine.ledger.touched import touched
 
     awaiting = []
@@ -197,6 +204,8 @@ def status_data(handle, ledger) -> dict[str, Any]:
         "targets": {name: t.model_dump(mode="json", by_alias=True) for name, t in ledger.targets.items()},
         "awaiting": awaiting,
         "touched": len(touched(ledger)),
+        "held": held.as_dict() if (held := hold(ledger)) else None,  # engine.ledger.stall: the invariant that holds the fleet
+        "progress": [p for n, t in ledger.targets.items() if t.in_flight is not None and (p := handle.until_progress(ledger, n))],
         "invariants": [{"text": s.text, "status": s.status, "value": s.value, "stale": s.stale} for s in handle.invariants(ledger)],
         "handoff_note": ledger.handoff_note,
         "previous_note": ledger.previous_note.model_dump(mode="json") if ledger.previous_note else None,
@@ -266,7 +275,10 @@ def cmd_status(args) -> int:
     from engine.cli.needs import lines, needs_a_person
 
     out.extend(lines(needs_a_person(ledger)))
+    out.extend(f"running: {item['text']}" for item in data["progress"])  # `until` steps' newest readings
     out.append(f"touched: {data['touched']}")
+    if data["held"]:
+        out.append(f"HELD: {data['held']['text']}")
     for inv in data["invariants"]:
         status = f"{inv['status']} (stale)" if inv.get("stale") else inv["status"]
         out.append(f"invariant {status:<10} {inv['text']}  [{inv['value']}]")

@@ -141,7 +141,9 @@ def _why_done(ledger) -> str:
     if all(t.state == "done" for t in ledger.targets.values()):
         return "nothing left to do: every target is done"
     people = sum(1 for t in ledger.targets.values() if t.state in ("blocked", "failed"))
-    return f"nothing can proceed without a human ({people} target(s) wait on people)"
+    from engine.ledger.stall import stall_ending
+
+    return stall_ending(ledger, people)
 
 
 def _shown(url: str) -> str:

@@ -15,7 +15,7 @@ from engine.approvals.policy import policy_for, progress, standing
 from engine.ledger.invariants import InvariantStatus, parse_all
 from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.render import approval_hash
-from engine.ledger.touched import is_touched, touched, touched_states
+from engine.ledger.touched import is_touched, quiet, touched, touched_states
 
 
 @dataclass
@@ -84,9 +84,10 @@ def check(
             return Decision(False, f"invariant: {inv.text} ({name} is {position})")
         if inv.kind == "max_touched" and inv.limit is not None:
             # Any running step touches its target (DESIGN: "or while any step of it is
-            # running"), a reversible check included; one already touched adds nothing.
+            # running"), a reversible check included, unless the runbook says it does not
+            # (`touches: false`); one already touched adds nothing.
             states = touched_states(ledger)
-            if not is_touched(ledger, name, states):
+            if not quiet(step) and not is_touched(ledger, name, states):
                 count = len(touched(ledger))
                 if count + 1 > inv.limit:
                     return Decision(False, f"invariant: {inv.text} (touched {count}/{inv.limit}; {name} would make {count + 1})")

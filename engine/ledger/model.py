@@ -222,6 +222,9 @@ class Step(Node):
     interval: float | None = None
     description: str | None = None
     approvals: ApprovalPolicy | None = None  # engine.approvals.policy
+    # False: running this (reversible, read-only) step does not count as touching its
+    # target under "never touch more than N" (engine.ledger.touched); irreversible steps always do.
+    touches: bool = True
 
     _split = field_validator("run", "check", "verify", mode="before")(_argv)
 

@@ -2,8 +2,9 @@
 
 From its first irreversible step until it is done a target is touched, and a blocked or
 failed one stays touched (the world is half-changed); so is any target with a step in
-flight. This is what "concurrently" means in an invariant like "never touch more than
-2 dbs concurrently".
+flight, unless the runbook says that step does not touch (`touches: false`, only on a
+reversible step: a read-only check). This is what "concurrently" means in an invariant
+like "never touch more than 2 dbs concurrently".
 
 The guard asks this for every proposal and inside every step's intent transaction, so
 at 10,000 targets it must not cost a scan each time. A readers' snapshot never changes
@@ -66,8 +67,13 @@ def touched_states(ledger: Ledger) -> frozenset[str]:
     return frozenset(seen)
 
 
+# The key in `_awaiting_from`'s map under which the steps that do not touch are listed
+# (a step name never contains a NUL): one rules map, so the sealed cache keys on it too.
+_QUIET = "\0quiet"
+
+
 def _target_touched(target: Target, states: frozenset[str], awaiting_from: dict[str, str]) -> bool:
-    if target.in_flight is not None:
+    if target.in_flight is not None and target.in_flight.step not in awaiting_from.get(_QUIET, ()):
         return True
     state = target.state
     if state == "done":
@@ -79,10 +85,18 @@ def _target_touched(target: Target, states: frozenset[str], awaiting_from: dict[
     return state in states
 
 
-def _awaiting_from(ledger: Ledger) -> dict[str, str]:
-    out: dict[str, str] = {}
+def quiet(step) -> bool:
+    """Running `step` does not touch its target: `touches: false` on a reversible step."""
+    return step.reversible and not step.touches
+
+
+def _awaiting_from(ledger: Ledger) -> dict:
+    out: dict = {}
     for step in ledger.steps():
         out.setdefault(step.name, step.from_)  # Ledger.step: the first of that name
+    names = tuple(sorted({s.name for s in ledger.steps() if quiet(s)}))
+    if names:
+        out[_QUIET] = names
     return out
 
 

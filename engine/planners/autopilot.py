@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.ledger.invariants import parse_all
 from engine.ledger.model import Ledger, Step
+from engine.ledger.runbook import WAITING, next_step, touch_limit
 from engine.ledger.touched import is_touched, touched, touched_states
-
-# Targets in these states wait on a human (or are finished); no planner proposes them.
-WAITING = frozenset({"done", "failed", "blocked", "awaiting_approval"})
 
 
 @dataclass(frozen=True)
@@ -76,31 +73,3 @@ class Autopilot:
             if t.state == "awaiting_approval" and name != action.target and not is_touched(ledger, name, states)
         )
         return len(touched(ledger)) + pending < limit
-
-
-def touch_limit(ledger: Ledger) -> int | None:
-    """The tightest "never touch more than N" invariant, or None."""
-    limits = [inv.limit for inv in parse_all(ledger) if inv.kind == "max_touched" and inv.limit is not None]
-    return min(limits) if limits else None
-
-
-def next_step(ledger: Ledger, name: str) -> Step | None:
-    """The first runbook step that starts where target `name` is."""
-    position = ledger.position(name)
-    for step in ledger.steps():
-        if step.from_ == position:
-            return step
-    return None
-
-
-def next_action_text(ledger: Ledger, name: str) -> str | None:
-    """What the ledger should say comes next for `name` (plain English)."""
-    target = ledger.targets[name]
-    if target.state == "done":
-        return None
-    step = next_step(ledger, name)
-    if step is None:
-        return None
-    if step.reversible:
-        return f"{step.name}" + (f": {step.description}" if step.description else " (reversible)")
-    return f"{step.name} (irreversible): needs a human approval first"

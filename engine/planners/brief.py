@@ -19,8 +19,9 @@ from engine.audit.redact import Redactor
 from engine.codec.textsafe import visible
 from engine.ledger.invariants import InvariantStatus, evaluate
 from engine.ledger.model import Ledger, Step
-from engine.ledger.touched import is_touched, touched, touched_states
-from engine.planners.autopilot import WAITING, touch_limit
+from engine.ledger.runbook import WAITING, touch_limit
+from engine.ledger.stall import hold
+from engine.ledger.touched import is_touched, quiet, touched, touched_states
 
 MOVABLE_MAX = 20  # "can move now" entries shown
 WAITING_MAX = 10  # targets waiting on people shown
@@ -95,7 +96,7 @@ def movable(ledger: Ledger, limit: int = MOVABLE_MAX) -> tuple[list[str], int, i
                 if not step.reversible and not approval and held_now + asked >= cap:
                     line += f" [not now: {held_now} touched and {asked} approval(s) asked for fill the limit of {cap}]"
                     rank = 2
-                elif held_now >= cap:
+                elif held_now >= cap and not quiet(step):
                     line += f" [not now: the touched limit {held_now}/{cap} is full]"
                     rank = 2
             ranked.append((rank, line))
@@ -120,6 +121,9 @@ def build(ledger: Ledger, ctx: BriefContext) -> str:
 
     limit = touch_limit(ledger)
     out.append(f"Touched now: {len(touched(ledger))}" + (f" (limit {limit})" if limit is not None else ""))
+    held = hold(ledger)
+    if held is not None:  # what really keeps targets from moving (engine.ledger.stall)
+        out.append(f"HELD: {_cut(held.text(), 400)}")
     statuses = ctx.statuses if ctx.statuses is not None else evaluate(ledger)
     out.append("Invariants:" if statuses else "Invariants: none")
     out.extend(f"- [{s.status}] {_cut(s.text, 160)} ({_cut(s.value, 80)})" for s in statuses[:STEPS_MAX])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from engine.codec.timefmt import now_iso
 from engine.ledger.render import describe
-from engine.planners.autopilot import next_action_text
+from engine.ledger.runbook import next_action_text
 from engine.session.probes import run_probe
 
 

@@ -12,8 +12,9 @@ import re
 
 from engine.audit.note_rules import rules_in
 from engine.ledger.model import Ledger
+from engine.ledger.runbook import WAITING, next_step
+from engine.ledger.stall import hold
 from engine.ledger.touched import is_touched, touched_states
-from engine.planners.autopilot import WAITING, next_step
 
 LIST_MAX = 5
 def _more(items: list[str], limit: int = LIST_MAX) -> list[str]:
@@ -114,6 +115,9 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
     if dont or kept:  # the carried rules are never cut by _more: a dropped rule is a rule lost
         lines.extend(_section("Do not touch:", _more(dont) + [f"{rule} (kept from the previous note)" for rule in kept]))
 
+    held = hold(ledger)
+    if held is not None:
+        lines.extend(_section("Held by an invariant:", [held.text()]))
     nxt = []
     for name, t in ledger.targets.items():
         if t.state in WAITING or t.in_flight is not None:
@@ -124,6 +128,9 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
         gate = "needs approval" if not step.reversible else "reversible"
         if any(a.step == step.name and not a.used_at for a in t.approvals):
             gate = "approved, runs next session"
+        if held is not None and name in held.waiting:  # "ready" would be false: the invariant holds it
+            nxt.append(f"{name} {t.state}, held by the invariant: {step.name} ({gate}) starts once a target holding it is done")
+            continue
         nxt.append(f"{name} {t.state}, ready for {step.name} ({gate})")
     if nxt:
         lines.extend(_section("Next:", _more(nxt, 3)))

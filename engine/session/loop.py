@@ -35,7 +35,8 @@ from engine.lease.rules import HeartbeatThread, new_session_id
 from engine.ledger.access import open_writer
 from engine.ledger.invariants import parse_all
 from engine.ledger.model import Ledger
-from engine.planners.autopilot import touch_limit
+from engine.ledger.runbook import touch_limit
+from engine.ledger.stall import stall_ending
 from engine.planners.brief import movable
 from engine.planners.choose import get_planner
 from engine.session.actor import Actor
@@ -393,7 +394,7 @@ class Session(Actor):
         if ready:
             self.ending = f"the planner proposes nothing more ({ready} step(s) could start or be asked for now; {people} target(s) wait on people)"
         else:
-            self.ending = f"nothing can proceed without a human ({people} target(s) wait on people)"
+            self.ending = stall_ending(ledger, people)
         return False
 
     # -- invariants, gates, steps -------------------------------------------------------

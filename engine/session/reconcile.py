@@ -25,8 +25,8 @@ from engine.errors import Refused
 from engine.host.procs import pid_alive, wait_for_pid
 from engine.ledger.model import Ledger
 from engine.ledger.render import describe
+from engine.ledger.runbook import next_action_text
 from engine.ledger.touched import is_touched
-from engine.planners.autopilot import next_action_text
 from engine.session.probes import find_step_processes, run_probe
 from engine.session.runner import TERM_GRACE
 from engine.store.transact import NoChange, apply

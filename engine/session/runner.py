@@ -276,6 +276,7 @@ def run_until(
     launch: Launch | None = None,
     should_stop: Callable[[], bool] | None = None,
     tail_bytes: int = 4000,
+    on_reading: Callable[[float], None] | None = None,
 ) -> tuple[StepResult, bool, float | None]:
     """Re-run `argv` every `interval` seconds until the number it prints satisfies
     `condition` (a string for parse_until, or a predicate), or `timeout` passes.
@@ -286,7 +287,8 @@ def run_until(
     attempt may run `step_timeout` (default: `timeout`). The loop stops early, with
     reached False, when an attempt fails (non-zero exit or its own timeout), when it
     prints no number (`parse_reading(result.stdout)` repeats why), or when
-    `should_stop()` says so (checked between attempts).
+    `should_stop()` says so (checked between attempts). `on_reading(value)` hears every
+    reading as it is taken (engine.session.until_progress journals them, throttled).
     """
     check = parse_until(condition) if isinstance(condition, str) else condition
     started_at = now_iso()
@@ -320,6 +322,8 @@ def run_until(
             return finish(result, False, False)
         if check(last_value):
             return finish(result, True, False)
+        if on_reading is not None:  # a reading that ends the wait is the step's own result
+            on_reading(last_value)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return finish(result, False, True)

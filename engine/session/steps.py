@@ -32,10 +32,12 @@ from engine.ledger.guard import Decision
 from engine.ledger.model import Evidence, InFlight, Ledger, Step
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import describe
-from engine.planners.autopilot import Action, next_action_text
+from engine.ledger.runbook import next_action_text
+from engine.planners.autopilot import Action
 from engine.session.already import already_happened
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
+from engine.session.until_progress import Progress
 from engine.store.transact import NoChange, apply
 
 
@@ -136,6 +138,7 @@ def _run_once(s, it: Intent, argv: list[str], launch) -> Outcome:
         result, reached, value = run_until(
             argv, step.until, interval=step.interval or 1.0, timeout=step.timeout or 600.0,
             cwd=s.ledger_dir, env=env, launch=launch, should_stop=lambda: s.ending is not None,
+            on_reading=Progress(s.out, it.target, step, step.timeout or 600.0),
         )
         if reached:
             return Outcome(result, True, value=value)

@@ -36,7 +36,8 @@ from engine.ledger.guard import Decision
 from engine.ledger.model import InFlight, Ledger, Step, TemporalRef
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import approval_hash
-from engine.planners.autopilot import touch_limit
+from engine.ledger.runbook import touch_limit
+from engine.ledger.stall import stall_ending
 from engine.session.actor import Actor
 from engine.session.probes import render_for
 from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, verify_checkpoints
@@ -253,7 +254,7 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         said["details"] = "; ".join(awaiting_details(n, fresh.targets[n]) for n in awaiting[:20])
         return said
     people = sum(1 for t in fresh.targets.values() if t.state in ("blocked", "failed"))
-    return {"ending": f"nothing can proceed without a human ({people} target(s) wait on people)", "code": 0,
+    return {"ending": stall_ending(fresh, people), "code": 0,
             "started": [], "memo": memo}
 
 

@@ -37,11 +37,13 @@ FIELDS = ("checkpoint", "next_action", "last_action", "reason", "verified_at", "
 
 
 class HistoryLoaded(Message):
-    """Journal records about the target shown."""
+    """Journal records about the target shown, and the newest reading of its running
+    `until` step (engine.api's `until_progress`), if one runs."""
 
-    def __init__(self, records: list[dict[str, Any]]) -> None:
+    def __init__(self, records: list[dict[str, Any]], progress: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.records = records
+        self.progress = progress
 
 
 def describe_outside(name: str, target: Any, location: str) -> Text:
@@ -155,6 +157,9 @@ class DetailScreen(Screen[None]):
             yield Label("Would run next", classes="section-title", id="next-title")
             yield Static(id="next-facts")
             yield ArgvView([], id="next-argv", classes="command")
+            progress = Static(id="detail-progress")
+            progress.display = False  # shown only while an `until` step runs (show_progress)
+            yield progress
             yield Static(describe_target(self.target_name, self.target, self.info.path, self._policy()), id="detail-fields")
             yield Label("History (journal)", classes="section-title")
             yield Static(Text("loading…", style="dim"), id="detail-history")
@@ -207,6 +212,22 @@ class DetailScreen(Screen[None]):
 
     def on_history_loaded(self, message: HistoryLoaded) -> None:
         self.query_one("#detail-history", Static).update(describe_history(message.records))
+        if message.progress:
+            self.show_progress(message.progress["text"])
+
+    def show_progress(self, words: str) -> None:
+        """The `until` step's newest reading, with the time elapsed and the deadline."""
+        text = Text("until  ", style="bold", end="")
+        text.append(clean_line(words))
+        progress = self.query_one("#detail-progress", Static)
+        progress.update(text)
+        progress.display = True
+
+    def add_records(self, records: list[dict[str, Any]]) -> None:
+        """New journal records as they arrive: the newest reading of this target's `until` step."""
+        readings = [r for r in records if r.get("kind") == "until_reading" and r.get("target") == self.target_name]
+        if readings:
+            self.show_progress(str(readings[-1].get("msg", "")))
 
     def action_approve(self) -> None:
         self.app.main.approve_from(self.target_name)
