@@ -169,6 +169,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "        if False:",
            ("tests/unit/test_session_id_copy.py::test_a_claude_code_sessions_id_presented_without_its_secret_does_not_renew_its_lease",),
            "a Claude Code session's id without its secret does not renew its lease"),
+    Mutant("hook-holds-here", "engine/lease_binding.py",
+           "            and held.bind is not None and held.bind == session_bind(session_id, create=False))",
+           "            )",
+           ("tests/unit/test_session_id_copy.py::test_a_hook_presenting_a_claude_code_sessions_id_without_its_secret_is_denied",),
+           "a hook presenting a Claude Code session's id without its secret is not its holder"),
     # -- people only -----------------------------------------------------------------------
     Mutant("people-refusal", "engine/approvals/refusal.py",
            "    if caller is None:\n        return\n",

@@ -19,6 +19,7 @@ survived or was stale, 2 if the unmutated tests fail.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shutil
@@ -85,6 +86,11 @@ def problems(root: Path = ROOT) -> list[str]:
             out.append(f"{m.id}: {note}")
         if m.find == m.replace:
             out.append(f"{m.id}: the replacement changes nothing")
+        elif path is not None:
+            try:  # a mutant that does not even compile would be "caught" by any test
+                ast.parse((root / path).read_text("utf-8").replace(m.find, m.replace, 1))
+            except SyntaxError as err:
+                out.append(f"{m.id}: the mutated {path} does not parse (line {err.lineno}: {err.msg})")
         out += [f"{m.id}: no such test {t}" for t in missing_tests(root, m)]
         if not m.tests:
             out.append(f"{m.id}: names no test")
