@@ -97,9 +97,11 @@ def problems(root: Path = ROOT) -> list[str]:
     return out
 
 
-def pytest(copy: Path, tests: list[str], env: dict[str, str], timeout: float) -> tuple[int, str]:
+def pytest(copy: Path, tests: list[str], env: dict[str, str], timeout: float, *, every: bool = False) -> tuple[int, str]:
+    """Run `tests` in the copy (`every`: all of them, not stopping at the first failure)."""
+    argv = [a for a in PYTEST if not (every and a == "-x")]
     try:
-        done = subprocess.run([sys.executable, *PYTEST, *tests], cwd=copy, env=env, capture_output=True, text=True,
+        done = subprocess.run([sys.executable, *argv, *tests], cwd=copy, env=env, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return -1, f"timed out after {timeout:.0f}s"
@@ -107,12 +109,13 @@ def pytest(copy: Path, tests: list[str], env: dict[str, str], timeout: float) ->
 
 
 def catcher(output: str) -> str:
-    """The first failing test's name in pytest's -q output."""
-    found = re.search(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
-    return found.group(1).split("::", 1)[-1] if found else "?"
+    """The failing tests' names in pytest's -q output."""
+    found = re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+    return ", ".join(name.split("::", 1)[-1] for name in found) if found else "?"
 
 
-def run_one(copy: Path, m: Mutant, tests: list[str], env: dict[str, str], timeout: float) -> tuple[str, str]:
+def run_one(copy: Path, m: Mutant, tests: list[str], env: dict[str, str], timeout: float,
+            every: bool = False) -> tuple[str, str]:
     """("caught" | "SURVIVED" | "stale" | "broken", detail)."""
     path, note = locate(copy, m)
     if path is None:
@@ -123,7 +126,7 @@ def run_one(copy: Path, m: Mutant, tests: list[str], env: dict[str, str], timeou
     original = file.read_text("utf-8")
     file.write_text(original.replace(m.find, m.replace, 1), "utf-8")
     try:
-        code, output = pytest(copy, tests, env, timeout)
+        code, output = pytest(copy, tests, env, timeout, every=every)
     finally:
         file.write_text(original, "utf-8")
     if code == 0:
@@ -156,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out the tests whose id contains TEXT (e.g. to measure without new tests)")
     parser.add_argument("--fallback", action="append", default=[], metavar="TEST",
                         help="tests to run for a mutant whose own tests were all excluded")
+    parser.add_argument("--every-failure", action="store_true",
+                        help="run all of a mutant's tests and name every one that fails (are they one-condition tests?)")
+    parser.add_argument("--tests", nargs="+", metavar="TEST", help="run these tests for every mutant instead of its own")
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of the tests")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant's test run (default 900)")
     args = parser.parse_args(argv)
@@ -169,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no such mutant: {', '.join(unknown)}")
     chosen = [m for m in MUTANTS if not args.ids or m.id in args.ids]
-    tests_of = {m.id: [t for t in m.tests if not any(x in t for x in args.exclude)] or list(args.fallback)
-                for m in chosen}
+    tests_of = {m.id: list(args.tests) if args.tests else
+                [t for t in m.tests if not any(x in t for x in args.exclude)] or list(args.fallback) for m in chosen}
     copy, env = scratch_copy()
     print(f"{len(chosen)} mutants; scratch copy {copy}; python {sys.version.split()[0]}", flush=True)
     try:
@@ -186,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for m in chosen:
             started = time.monotonic()
-            verdict, detail = run_one(copy, m, tests_of[m.id], env, args.timeout)
+            verdict, detail = run_one(copy, m, tests_of[m.id], env, args.timeout, args.every_failure)
             results.append(verdict)
             print(f"{m.id:24} {verdict:9} {time.monotonic() - started:5.0f}s  {detail}  [{m.what}]", flush=True)
     finally:
