@@ -110,7 +110,7 @@ def pytest(copy: Path, tests: list[str], env: dict[str, str], timeout: float, *,
 
 def catcher(output: str) -> str:
     """The failing tests' names in pytest's -q output."""
-    found = re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+    found = re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", output, re.M)
     return ", ".join(name.split("::", 1)[-1] for name in found) if found else "?"
 
 
