@@ -99,6 +99,7 @@ def test_the_journal_alone_refuses_an_approval_used_before(tmp_path, monkeypatch
             approval.used_at = approval.used_by = None
 
     actor.store.transact(stale)
+    # Another user's state folder: no high-water mark of this use, so only the journal can refuse it.
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-users-state"))
     decided = write_intent(actor, Action("b", actor.store.read().step("link")), [])
     assert isinstance(decided, Decision) and not decided.allowed, decided
