@@ -153,7 +153,8 @@ class PostgresStore:
 
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
         """Spawn only while the caller provably still holds the ledger (FileStore.fence):
-        check, spawn and record happen in one database transaction holding the lock.
+        check, spawn and record happen in one database transaction holding the lock, and
+        a row that went back in time (restored from a backup) is refused before `check`.
 
         `Db.run` retries its work on a new connection after a dropped one; once the
         process has been spawned, a retry must never check and spawn again (the pid
@@ -167,7 +168,10 @@ class PostgresStore:
         def work(conn):
             if not spawned:
                 _, body = self._row(conn, lock=True)
-                check(self._parse(body, fresh=True)[0].ledger)
+                snap = self._parse(body, fresh=True)[0]
+                if snap.rollback:  # a row restored from a backup can hold our lease and intent: refused, as in the file store
+                    raise Refused(snap.warnings[-1], title="Ledger went back in time")
+                check(snap.ledger)
                 spawned.append(spawn())
             self._apply(conn, lambda ledger: record(ledger, spawned[0]), marks=marks)
 
