@@ -17,7 +17,6 @@ from engine.ledger.model import Ledger, Step
 from engine.settings import seconds
 
 
-
 def every() -> float:
     """Seconds between two journaled readings (HANDOFF_UNTIL_PROGRESS_EVERY; 0: every reading)."""
     return seconds("HANDOFF_UNTIL_PROGRESS_EVERY")

@@ -13,13 +13,13 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import LeaseHeld
-from engine.guard import Decision
-from engine.model import Approval
-from engine.render import approval_hash
-from engine.session.planner import Action
+from engine.ledger.guard import Decision
+from engine.ledger.model import Approval
+from engine.ledger.render import approval_hash
+from engine.planners.autopilot import Action
 from engine.session.runner import run_step
 from engine.session.steps import Outcome, record_outcome, run_intent, write_intent
-from engine.timefmt import now_iso
+from engine.codec.timefmt import now_iso
 from fence_kit import SID, holder, intent, make_fleet, said
 
 

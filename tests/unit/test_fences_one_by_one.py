@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from engine.errors import Refused
-from engine.lease import HeartbeatThread
+from engine.lease.rules import HeartbeatThread
 from engine.session.steps import run_intent
 from fence_kit import SID, Fleet, holder, intent, make_fleet, said
 

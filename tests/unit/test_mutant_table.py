@@ -33,13 +33,13 @@ def test_a_snippet_gone_from_the_source_is_reported_stale_with_what_to_do(tmp_pa
     first = mutants.MUTANTS[0]
     path = tmp_path / first.path
     path.write_text(path.read_text().replace(first.find, first.find.replace("ledger.session", "ledger.lease")))
-    moved = next(m for m in mutants.MUTANTS if m.path == "engine/guard.py")
-    (tmp_path / "engine" / "ledger").mkdir()
-    (tmp_path / moved.path).rename(tmp_path / "engine" / "ledger" / "guard.py")
+    moved = next(m for m in mutants.MUTANTS if m.path == "engine/ledger/guard.py")
+    (tmp_path / "engine" / "moved").mkdir()
+    (tmp_path / moved.path).rename(tmp_path / "engine" / "moved" / "guard.py")
     found = mutants.problems(tmp_path)
     assert [p for p in found if "stale" in p] == [
         f"{first.id}: stale: the snippet is no longer in {first.path} (or anywhere under engine, tui): update the table"]
-    assert f"{moved.id}: moved: engine/guard.py -> engine/ledger/guard.py (update bench/mutant_table.py)" in found
+    assert f"{moved.id}: moved: engine/ledger/guard.py -> engine/moved/guard.py (update bench/mutant_table.py)" in found
     check = subprocess.run([sys.executable, str(ROOT / "bench" / "mutants.py"), "--check"], capture_output=True, text=True,
                            cwd=str(ROOT), timeout=60)
     assert check.returncode == 0 and f"{len(mutants.MUTANTS)} mutants, 0 problem(s)" in check.stdout, check.stdout
