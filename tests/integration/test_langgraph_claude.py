@@ -1,0 +1,94 @@
+"""The Claude planner as the LangGraph runtime's plan node: the agent decides the next step.
+
+Real `handoff resume --runtime langgraph --planner claude` processes, the real anthropic
+SDK inside them talking to tests.fakes.messages_api (a scripted model, never the real
+API), the real PostgresSaver on the real PostgreSQL, the demo simulator's world.
+
+- a scripted model that follows its brief drives two targets to the end while a human
+  approves mid-run: every step the model asked for went through the guard (each
+  irreversible one started exactly once, after its approval), every turn began from a
+  fresh brief, the run ended with the model's own note, and the planner's token memo
+  lives in the thread's checkpoint (what the journal says it spent);
+- the model's API down for every call: exit 6, the engine's note, nothing in flight.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+
+from claude_kit import after_result_rule, api, assert_fresh_turns, env, follow_rule, handoff, messages, note_rule, start  # noqa: E402
+from langgraph_kit import checkpointer, small_fleet  # noqa: E402,F401
+from session_kit import counts, journal, load  # noqa: E402
+
+NOTE = "db-19 and db-21 are done; nothing is in flight and nothing waits on anyone."
+
+
+def _resume(ledger: Path, url: str, environ: dict, output: Path, *extra: str):
+    return start("resume", "--ledger", str(ledger), "--runtime", "langgraph", "--checkpointer", url, "--planner", "claude",
+                 *extra, environ=environ, output=output)
+
+
+def test_the_claude_plan_node_drives_two_targets_to_the_end(tmp_path: Path, checkpointer) -> None:
+    url, schema = checkpointer
+    ledger = small_fleet(tmp_path, "db-19", "db-21")
+    world = ledger.parent.parent / "world"
+    with api(tmp_path, [note_rule(NOTE), after_result_rule(), follow_rule()]) as fake:
+        environ = env(tmp_path, fake, world)
+        proc = _resume(ledger, url, environ, tmp_path / "run.out")
+        approved: list[tuple[str, str]] = []
+        deadline = time.monotonic() + 150
+        while proc.poll() is None and time.monotonic() < deadline:
+            for name, t in load(ledger)["targets"].items():
+                if t.get("state") == "awaiting_approval" and (name, t["awaiting"]) not in approved:
+                    if handoff("approve", str(ledger), name, "--yes", "--as", "carol", environ=environ).returncode == 0:
+                        approved.append((name, t["awaiting"]))
+            time.sleep(0.2)
+        proc.wait(timeout=60)
+        out = (tmp_path / "run.out").read_text()
+        requests = messages(fake)
+    assert proc.returncode == 0, out
+    assert {n: t["state"] for n, t in load(ledger)["targets"].items()} == {"db-19": "done", "db-21": "done"}
+    assert sorted(approved) == [(n, s) for n in ("db-19", "db-21") for s in ("cutover", "link")]
+    world_counts = counts(world)
+    assert all(world_counts[n]["link_runs"] == 1 and world_counts[n]["cutover_runs"] == 1 for n in ("db-19", "db-21"))
+    records = journal(ledger)
+    proposals = [r for r in records if r["kind"] == "proposal"]
+    assert proposals and all(r.get("planner") == "claude" and r.get("reason") for r in proposals)
+    starts = [(r["target"], r["step"]) for r in records if r["kind"] == "step_start"]
+    assert len(starts) == len(set(starts)) == 8, starts  # check, link, replicate, cutover on each: once
+    assert {(r["target"], r["step"]) for r in proposals} >= set(starts)  # nothing ran that the model did not ask for
+    assert assert_fresh_turns(requests) > 0
+    assert load(ledger)["handoff_note"] == NOTE  # the model's note, passing the review (no Reviewer: section)
+    assert "langgraph thread handoff-" in out and "planner claude" in out
+    usage = [r for r in records if r["kind"] == "planner_usage" and r["turn"] != "handoff note"]
+    # The planner's memo is in the thread's checkpoint: the tokens the journal says its turns used.
+    from engine.langgraph.checkpoints import saver
+    from engine.langgraph.graph import config
+
+    with saver(url) as s:
+        memo = s.get_tuple(config(f"handoff-{load(ledger)['id']}")).checkpoint["channel_values"]["planner"]["claude"]
+    assert memo["turns"] == len(usage) and sum(memo["used"]) == usage[-1]["tokens_used"], (memo, usage[-1])
+
+
+def test_the_models_api_down_ends_with_exit_6_and_the_engines_note(tmp_path: Path, checkpointer) -> None:
+    url, _schema = checkpointer
+    ledger = small_fleet(tmp_path, "db-19")
+    world = ledger.parent.parent / "world"
+    down = {"id": "down", "match": {"body": "."}, "reply": {"status": 529, "error": {"message": "Overloaded"}}}
+    with api(tmp_path, [down]) as fake:
+        proc = _resume(ledger, url, env(tmp_path, fake, world), tmp_path / "run.out")
+        proc.wait(timeout=120)
+        out = (tmp_path / "run.out").read_text()
+        requests = messages(fake)
+    assert proc.returncode == 6, out
+    assert [r["status"] for r in requests] == [529] * 4  # the first try and the SDK's 3 retries, then no more asking
+    data = load(ledger)
+    assert data.get("session") is None and not data["targets"]["db-19"].get("in_flight")
+    assert data["targets"]["db-19"]["state"] == "queued"
+    assert "the planner's API stayed unavailable" in data["handoff_note"] and "Reviewer:" not in data["handoff_note"]
+    assert journal(ledger)[-1]["kind"] == "session_end" and journal(ledger)[-1]["exit_code"] == 6
