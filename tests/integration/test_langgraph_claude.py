@@ -7,7 +7,7 @@ API), the real PostgresSaver on the real PostgreSQL, the demo simulator's world.
 - a scripted model that follows its brief drives two targets to the end while a human
   approves mid-run: every step the model asked for went through the guard (each
   irreversible one started exactly once, after its approval), every turn began from a
-  fresh brief, the run ended with the model's own note, and the planner's token memo
+  fresh brief, the run ended with the model's own note (reviewed), and the planner's token memo
   lives in the thread's checkpoint (what the journal says it spent);
 - the model's API down for every call: exit 6, the engine's note, nothing in flight.
 """
@@ -63,7 +63,10 @@ def test_the_claude_plan_node_drives_two_targets_to_the_end(tmp_path: Path, chec
     assert len(starts) == len(set(starts)) == 8, starts  # check, link, replicate, cutover on each: once
     assert {(r["target"], r["step"]) for r in proposals} >= set(starts)  # nothing ran that the model did not ask for
     assert assert_fresh_turns(requests) > 0
-    assert load(ledger)["handoff_note"] == NOTE  # the model's note, passing the review (no Reviewer: section)
+    # The model's note, reviewed against the ledger as a session's: it dropped the previous note's rule.
+    note = load(ledger)["handoff_note"]
+    assert note.startswith(NOTE + "\nReviewer: (checked against the ledger at "), note
+    assert 'missing: "Do NOT retry pg_upgrade on db-18, the --link step is irreversible."' in note
     assert "langgraph thread handoff-" in out and "planner claude" in out
     usage = [r for r in records if r["kind"] == "planner_usage" and r["turn"] != "handoff note"]
     # The planner's memo is in the thread's checkpoint: the tokens the journal says its turns used.
