@@ -95,3 +95,51 @@ def test_the_models_api_down_ends_with_exit_6_and_the_engines_note(tmp_path: Pat
     assert data["targets"]["db-19"]["state"] == "queued"
     assert "the planner's API stayed unavailable" in data["handoff_note"] and "Reviewer:" not in data["handoff_note"]
     assert journal(ledger)[-1]["kind"] == "session_end" and journal(ledger)[-1]["exit_code"] == 6
+
+
+def test_kill9_mid_turn_never_starts_the_models_irreversible_step_again(tmp_path: Path, checkpointer) -> None:
+    """The runtime killed -9 while the link the model asked for runs inside the plan node: the
+    next run resumes at the plan node, settles the link by its probe before the model is asked
+    anything (never started again), and the model goes on from a fresh brief."""
+    import os
+    import signal
+
+    from session_kit import wait_for
+
+    url, _schema = checkpointer
+    ledger = small_fleet(tmp_path, "db-19")
+    world = ledger.parent.parent / "world"
+
+    def approve_waiting(environ) -> None:
+        t = load(ledger)["targets"]["db-19"]
+        if t.get("state") == "awaiting_approval":
+            handoff("approve", str(ledger), "db-19", "--yes", "--as", "carol", environ=environ)
+
+    def link_started() -> bool:
+        return any(r.get("kind") == "step_start" and r.get("step") == "link" for r in journal(ledger))
+
+    with api(tmp_path, [note_rule("db-19 is done."), after_result_rule(), follow_rule()]) as fake:
+        environ = env(tmp_path, fake, world)
+        first = _resume(ledger, url, {**environ, "HANDOFF_SIM_SPEED": "1"}, tmp_path / "first.out")
+        try:
+            wait_for(lambda: approve_waiting(environ) or link_started(), 90, "the model's link to start")
+            os.kill(first.pid, signal.SIGKILL)  # the runtime only: the link's process runs on, as after a crash
+            first.wait(10)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        assert load(ledger)["targets"]["db-19"].get("in_flight", {}).get("step") == "link"
+        again = _resume(ledger, url, environ, tmp_path / "again.out")
+        deadline = time.monotonic() + 120
+        while again.poll() is None and time.monotonic() < deadline:
+            approve_waiting(environ)
+            time.sleep(0.2)
+        again.wait(timeout=30)
+        out = (tmp_path / "again.out").read_text()
+    assert again.returncode == 0, out
+    assert "resumes at plan" in out, out
+    assert "db-19: link already started (journal seq" in out and "it is never started again" in out, out
+    assert counts(world)["db-19"]["link_runs"] == 1 and counts(world)["db-19"]["cutover_runs"] == 1
+    assert load(ledger)["targets"]["db-19"]["state"] == "done"
+    starts = [r["step"] for r in journal(ledger) if r.get("kind") == "step_start"]
+    assert sorted(starts) == ["check", "cutover", "link", "replicate"], starts
