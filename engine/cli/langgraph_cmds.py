@@ -79,9 +79,9 @@ def _planner(args) -> dict:
     found now (exit 2 before anything is written), as `get_planner` does for a session."""
     from engine.session.planner import get_planner
 
-    get_planner(args.planner, model=args.model, max_tokens=args.max_tokens)
     if args.handoff_at is not None and not 0 < args.handoff_at <= 1:
         raise UsageError("--handoff-at is a fraction of the budget, more than 0 and at most 1 (default 0.75)")
+    get_planner(args.planner, model=args.model, max_tokens=args.max_tokens)
     if args.planner != "claude":
         return {"name": "autopilot"}
     return {"name": "claude", "model": args.model, "max_tokens": args.max_tokens, "handoff_at": args.handoff_at}
@@ -90,13 +90,13 @@ def _planner(args) -> dict:
 def resume_langgraph(args) -> int:
     from engine.langgraph import require, thread_id
 
-    require()
     if not args.checkpointer or not args.checkpointer.startswith(("postgresql://", "postgres://")):
         raise UsageError("--runtime langgraph needs --checkpointer postgresql://HOST/DB (or $HANDOFF_LANGGRAPH_CHECKPOINTER): "
                          "the database that keeps the graph's checkpoints")
     if args.keep_checkpoints < 1:
         raise UsageError("--keep-checkpoints must be at least 1 (the checkpoint the thread resumes from)")
-    planner = _planner(args)
+    planner = _planner(args)  # the flags are checked before the heavy imports: a typo is answered at once
+    require()
     import psycopg
 
     from engine import leasing

@@ -143,3 +143,18 @@ def test_kill9_mid_turn_never_starts_the_models_irreversible_step_again(tmp_path
     assert load(ledger)["targets"]["db-19"]["state"] == "done"
     starts = [r["step"] for r in journal(ledger) if r.get("kind") == "step_start"]
     assert sorted(starts) == ["check", "cutover", "link", "replicate"], starts
+
+
+def test_bad_planner_flags_are_refused_before_anything_is_written(tmp_path: Path, checkpointer) -> None:
+    """No Anthropic credential, or a --handoff-at outside (0, 1]: exit 2 with one clear line,
+    the ledger's folder untouched (no id, journal, lock, heartbeat or lease)."""
+    url, _schema = checkpointer
+    ledger = small_fleet(tmp_path, "db-19")
+    before, files = ledger.read_bytes(), sorted(p.name for p in ledger.parent.iterdir())
+    base = ("resume", "--ledger", str(ledger), "--runtime", "langgraph", "--checkpointer", url, "--planner", "claude")
+    missing = handoff(*base, environ=env(tmp_path, None, key=False))
+    assert missing.returncode == 2 and "needs an Anthropic credential" in missing.stderr, missing.stderr
+    assert "ANTHROPIC_API_KEY" in missing.stderr and "Traceback" not in missing.stderr
+    beyond = handoff(*base, "--handoff-at", "1.5", environ=env(tmp_path, None))
+    assert beyond.returncode == 2 and "--handoff-at is a fraction of the budget" in beyond.stderr, beyond.stderr
+    assert ledger.read_bytes() == before and sorted(p.name for p in ledger.parent.iterdir()) == files
