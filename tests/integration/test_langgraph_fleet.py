@@ -58,7 +58,8 @@ def _irreversible_starts(ledger: Path) -> Counter:
 
 def _assert_finished(ledger: Path, world: Path) -> dict:
     data = load(ledger)
-    assert {n: t["state"] for n, t in data["targets"].items() if t["state"] != "done"} == {"db-20": "blocked"}
+    assert {n: t["state"] for n, t in data["targets"].items() if t["state"] != "done"} == {"db-20": "blocked"}, \
+        {n: (t["state"], t.get("reason")) for n, t in data["targets"].items() if t["state"] != "done"}
     final = counts(world)
     assert all(final[n]["cutover_runs"] == 1 for n in TO_DO), final
     assert all(final[n]["link_runs"] == (0 if n == "db-18" else 1) for n in TO_DO), final
