@@ -115,8 +115,9 @@ def test_kill9_mid_turn_never_starts_the_models_irreversible_step_again(tmp_path
         if t.get("state") == "awaiting_approval":
             handoff("approve", str(ledger), "db-19", "--yes", "--as", "carol", environ=environ)
 
-    def link_started() -> bool:
-        return any(r.get("kind") == "step_start" and r.get("step") == "link" for r in journal(ledger))
+    def link_started() -> bool:  # journaled and its process spawned (its pid in the ledger)
+        return (any(r.get("kind") == "step_start" and r.get("step") == "link" for r in journal(ledger))
+                and bool(load(ledger)["targets"]["db-19"].get("in_flight", {}).get("pid")))
 
     with api(tmp_path, [note_rule("db-19 is done."), after_result_rule(), follow_rule()]) as fake:
         environ = env(tmp_path, fake, world)

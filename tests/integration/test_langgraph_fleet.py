@@ -33,6 +33,7 @@ TARGETS = {"db-18": {"state": "replicating", "checkpoint": "0/9A3F2C10"}, "db-19
            "db-20": {"state": "blocked", "reason": "pending app-team ack"}, "db-21": {"state": "queued"},
            "db-22": {"state": "queued"}}
 TO_DO = ("db-18", "db-19", "db-21", "db-22")
+KILL_SPEED = "1"
 
 
 def _runtime(ledger: Path, url: str, world: Path, *extra: str, **env_extra: str) -> subprocess.Popen:
@@ -111,7 +112,9 @@ def test_kill9_mid_node_resumes_where_it_left(tmp_path: Path, checkpointer) -> N
     world = tmp_path / "world"
     killed: list[str] = []
     want = IRREVERSIBLE  # alternate: kill under an irreversible step, then under a reversible one
-    proc = _runtime(ledger, url, world, HANDOFF_SIM_SPEED="3")
+    # Speed 1 while it is killed: targets now step in parallel, so each step's window to be
+    # killed in must outlast the test's own approvals on a loaded machine.
+    proc = _runtime(ledger, url, world, HANDOFF_SIM_SPEED=KILL_SPEED)
     try:
         t0 = time.monotonic()
         while True:
@@ -124,12 +127,15 @@ def test_kill9_mid_node_resumes_where_it_left(tmp_path: Path, checkpointer) -> N
             _approve_waiting(ledger, world)
             running = {n: t["in_flight"]["step"] for n, t in load(ledger)["targets"].items() if t.get("in_flight")}
             victim = next(((n, s) for n, s in running.items() if (s in want)), None)
-            if victim and len(killed) < 4 and _started(ledger, *victim):
+            # Killed only while every intent in flight has its process spawned (its pid recorded under
+            # the fence): one killed between its intent and its spawn is blocked by design, since
+            # nothing proves it ran, and with targets in parallel a sibling may be in that gap.
+            if victim and len(killed) < 4 and _spawned(ledger) and _started(ledger, *victim):
                 os.kill(proc.pid, signal.SIGKILL)  # the runtime only: its step process runs on, as after a crash
                 proc.wait(10)
                 killed.append(f"{victim[0]}:{victim[1]}")
                 want = ("check", "replicate") if want is IRREVERSIBLE else IRREVERSIBLE
-                proc = _runtime(ledger, url, world, HANDOFF_SIM_SPEED="3" if len(killed) < 4 else "50")
+                proc = _runtime(ledger, url, world, HANDOFF_SIM_SPEED=KILL_SPEED if len(killed) < 4 else "50")
             time.sleep(0.1)
     finally:
         if proc.poll() is None:
@@ -143,6 +149,11 @@ def test_kill9_mid_node_resumes_where_it_left(tmp_path: Path, checkpointer) -> N
     assert any("it will run again" in r.get("msg", "") for r in records), killed
     assert any("resumes at run db-" in r.get("msg", "") for r in records)
     print(f"langgraph kill -9: {killed}")
+
+
+def _spawned(ledger: Path) -> bool:
+    """Every intent in flight has its step's process spawned (its pid is in the ledger)."""
+    return all(t["in_flight"].get("pid") for t in load(ledger)["targets"].values() if t.get("in_flight"))
 
 
 def _started(ledger: Path, name: str, step: str) -> bool:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from langgraph_kit import checkpointer  # noqa: E402,F401
 from session_kit import counts, handoff, journal, load, wait_for  # noqa: E402
-from test_langgraph_fleet import _runtime  # noqa: E402
+from test_langgraph_fleet import _runtime, _spawned  # noqa: E402
 
 # Each `prep` waits until three have started (or fails after 20 s), and records how many
 # ran at that moment; `finish` is a plain reversible step.
@@ -130,7 +130,7 @@ def test_kill9_with_two_irreversible_steps_in_flight_runs_each_once(tmp_path: Pa
     # Run 2: both links start in one super-step (speed 1: each runs 2 s); kill -9 while both run.
     second = _runtime(ledger, url, world, HANDOFF_SIM_SPEED="1")
     try:
-        wait_for(lambda: len(_link_starts(ledger)) == 2, 60, "both links to start")
+        wait_for(lambda: len(_link_starts(ledger)) == 2 and _spawned(ledger), 60, "both links to start")
         running = [n for n, t in load(ledger)["targets"].items() if t.get("in_flight", {}).get("step") == "link"]
         os.kill(second.pid, signal.SIGKILL)  # the runtime only: its step processes run on, as after a crash
         second.wait(10)
