@@ -1,12 +1,15 @@
 """`handoff resume --runtime langgraph`: the ledger driven by a LangGraph graph in this process.
 
   handoff resume --ledger L --runtime langgraph --checkpointer postgresql://... [--keep-checkpoints N]
+                 [--planner claude [--model M] [--max-tokens N] [--handoff-at F]]
 
 The graph's checkpoints live in the PostgreSQL database `--checkpointer` names (its tables
 are created on first use); its thread is `handoff-<ledger id>`, the ledger's `id` written
 on the first start. Exits as a session does: 0 handed off (done, stopped, or only people
 can move it), 2 usage or without the `langgraph` extra, 3 drift, 4 paused, 5 another live
-holder has the lease, 6 the checkpointer's database does not answer.
+holder has the lease, 6 the checkpointer's database does not answer (at the start, or
+for longer than HANDOFF_DB_OUTAGE_SECONDS mid-run) or the planner's API stayed unavailable.
+With `--planner claude` the graph's plan node is the Claude planner (engine.langgraph.planning).
 """
 
 from __future__ import annotations
@@ -72,15 +75,29 @@ def _acquire(store, location: str, lease):
         raise LeaseHeld(f"cannot take the lease: {err.message}") from None
 
 
+def _planner(args) -> dict:
+    """The plan node's planner as the job carries it; for claude the SDK's credential is
+    found now (exit 2 before anything is written), as `get_planner` does for a session."""
+    from engine.planners.choose import get_planner
+
+    if args.handoff_at is not None and not 0 < args.handoff_at <= 1:
+        raise UsageError("--handoff-at is a fraction of the budget, more than 0 and at most 1 (default 0.75)")
+    get_planner(args.planner, model=args.model, max_tokens=args.max_tokens)
+    if args.planner != "claude":
+        return {"name": "autopilot"}
+    return {"name": "claude", "model": args.model, "max_tokens": args.max_tokens, "handoff_at": args.handoff_at}
+
+
 def resume_langgraph(args) -> int:
     from engine.langgraph import require, thread_id
 
-    require()
     if not args.checkpointer or not args.checkpointer.startswith(("postgresql://", "postgres://")):
         raise UsageError("--runtime langgraph needs --checkpointer postgresql://HOST/DB (or $HANDOFF_LANGGRAPH_CHECKPOINTER): "
                          "the database that keeps the graph's checkpoints")
     if args.keep_checkpoints < 1:
         raise UsageError("--keep-checkpoints must be at least 1 (the checkpoint the thread resumes from)")
+    planner = _planner(args)  # the flags are checked before the heavy imports: a typo is answered at once
+    require()
     import psycopg
 
     from engine.errors import ServiceUnavailable
@@ -101,11 +118,11 @@ def resume_langgraph(args) -> int:
     except psycopg.Error as err:
         raise ServiceUnavailable(f"the checkpointer database does not answer: {str(err).strip()}") from None
     tid = thread_id(_ledger_id(writer))
-    lease = leasing.session_lease(tid, user=writer.actor, planner="autopilot", runtime="langgraph")
+    lease = leasing.session_lease(tid, user=writer.actor, planner=planner["name"], runtime="langgraph")
     try:
         previous, _rev = _acquire(writer.store, args.ledger, lease)
     except LeaseHeld as err:
         writer.journal.append("session_refused", f"langgraph thread {tid} not started: {err.message}", actor=f"agent:{tid}")
         raise
-    job = {"ledger": location, "ledger_arg": args.ledger, "thread_id": tid, "actor": writer.actor}
+    job = {"ledger": location, "ledger_arg": args.ledger, "thread_id": tid, "actor": writer.actor, "planner": planner}
     return Run(job, args.checkpointer, args.keep_checkpoints).go(previous)

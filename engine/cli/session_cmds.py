@@ -92,9 +92,9 @@ def cmd_resume(args) -> int:
 
         return resume_temporal(args)
     if args.runtime == "langgraph":
-        if args.dry_run or args.planner != "autopilot" or args.follow or args.temporal:
-            raise UsageError("--runtime langgraph drives the ledger with autopilot and waits on approvals by itself: "
-                             "--dry-run, --planner, --follow and --temporal are for the other runtimes")
+        if args.dry_run or args.follow or args.temporal:
+            raise UsageError("--runtime langgraph runs the ledger's graph in this process and waits on approvals by itself: "
+                             "--dry-run, --follow and --temporal are for the other runtimes")
         from engine.cli.langgraph_cmds import resume_langgraph
 
         return resume_langgraph(args)

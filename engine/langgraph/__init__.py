@@ -8,8 +8,14 @@ write-ahead intent, fenced spawn, record). So a replay from an old checkpoint, a
 `update_state` fork, a resume value that claims an approval, or code re-run before an
 `interrupt()` can never start a step twice (tests/integration/test_langgraph_hazards.py).
 
+The graph (graph.py) is a plan node that fans out to one node per target, at most the
+ledger's concurrency at once, and an interrupt per irreversible edge; nodes.py holds what
+the nodes do to the ledger, planning.py the Claude planner as the plan node, runtime.py
+the process that runs the thread, checkpoints.py retention, outage.py the checkpointer's
+database going away (ridden out, then exit 6).
+
 `langgraph` is optional (`pip install 'handoff-tui[langgraph]'`): only `graph.py`,
-`checkpoints.py` and `runtime.py` import it, and nothing imports them unless
+`checkpoints.py`, `outage.py` and `runtime.py` import it, and nothing imports them unless
 `handoff resume --runtime langgraph` asks (tests/integration/test_langgraph_imports.py).
 """
 

@@ -1,24 +1,31 @@
-"""The graph built from a ledger's runbook: one node per target that runs its steps, and
+"""The graph built from a ledger: a plan node that fans out to one node per target, and
 an interrupt on every irreversible edge.
 
-    START -> run <first> -> ... -> run <last> -> sweep -> END (or back to run <first>)
-    run <name> -> approve <name> (an approval was asked for) -> interrupt -> approve <name> ... -> run <name>
+    START -> plan -> [run <a>, run <b>, ...]  (at most the ledger's concurrency, one super-step)
+                  -> [approve <x>, ...]      (nothing can step: wait on the approvals asked for)
+                  -> END                     (nothing left, only people can move it, or the run ends)
+    run <name> -> plan        approve <name> -> interrupt -> plan
 
-`run <name>` calls engine.langgraph.nodes.drive (the decision core, inline). `approve <name>` is
-the irreversible edge: it reads the approval request from the ledger (no side effect: a
-resume re-runs everything before the `interrupt()`), interrupts with it, and whatever the
-resume value says, goes back to itself to read the ledger again. So a resume without a
-matching approval in the ledger interrupts again; with one, the target's state has left
-`awaiting_approval` and `run <name>` runs the step, the guard checking the approval's hash.
+`plan` decides: with autopilot (engine.langgraph.nodes.fan_out) the targets that may
+take a step now, at most N at once where N is the ledger's tightest "never touch more
+than N" (as a session's worker slots): they run in parallel, LangGraph's fan-out, each
+`run <name>` one step through the decision core (guard, intent, fenced spawn, record),
+inline in its task's thread. With the Claude planner (engine.langgraph.planning) the
+plan node is the agent: one turn on a fresh brief, its `run_step` calls through the same
+core. `approve <name>` is the irreversible edge: it reads the approval request from the
+ledger (no side effect: a resume re-runs everything before the `interrupt()`),
+interrupts with it, and whatever the resume value says, goes back to `plan`, which reads
+the ledger again. So a resume without a matching approval in the ledger interrupts
+again; with one, the target has left `awaiting_approval` and `run <name>` runs the
+step, the guard checking the approval's hash.
 
-The graph state holds no decisions: only how far the sweep got (`seen`, a digest of the
-targets) and why a run ended. The ledger is the memory.
+The graph state holds no decisions: how many node runs (`visits`), which targets' last
+attempt changed nothing at which ledger digest (`idle`), the Claude planner's memo
+(`planner`), and why the run ended (`ending`). The ledger is the memory.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -26,19 +33,21 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from engine.langgraph import nodes
-from engine.ledger.access import open_writer
-from engine.planners.autopilot import Autopilot
+
+
+def _merge(old: dict | None, new: dict | None) -> dict:
+    return {**(old or {}), **(new or {})}
+
+
+def _last(old: Any, new: Any) -> Any:
+    return new  # parallel tasks may both write it in one super-step: the last one stands
 
 
 class State(TypedDict, total=False):
     visits: Annotated[int, operator.add]  # node runs, for people reading the checkpoints
-    seen: str  # the targets' digest at the last sweep: a pass that changed nothing ends the run
-    ended: str  # why the run ended (a stop, a pause, the lease lost), else absent
-
-
-def _digest(ledger) -> str:
-    view = {n: [t.state, t.checkpoint, t.in_flight is not None, len(t.approvals)] for n, t in ledger.targets.items()}
-    return hashlib.sha256(json.dumps(view, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    idle: Annotated[dict[str, str], _merge]  # target -> the ledger digest at which its last attempt changed nothing
+    planner: dict[str, Any]  # the Claude planner's memo (engine.langgraph.planning); only `plan` writes it
+    ending: Annotated[dict[str, Any] | None, _last]  # {"why", "code"}: the run ends; None on a new run
 
 
 def build(job: nodes.Job, names: list[str], beat=None) -> StateGraph:
@@ -46,23 +55,63 @@ def build(job: nodes.Job, names: list[str], beat=None) -> StateGraph:
     if not names:
         raise ValueError("a ledger with no targets has no graph")
     g = StateGraph(State)
-    following = {n: f"run {names[i + 1]}" if i + 1 < len(names) else "sweep" for i, n in enumerate(names)}
+    steps = [f"run {n}" for n in names]
+    waits = [f"approve {n}" for n in names]
+    g.add_node("plan", _plan(job, beat), destinations=(*steps, *waits, "plan", END))
     for name in names:
-        g.add_node(f"run {name}", _target(job, name, following[name], beat), destinations=(f"approve {name}", following[name], END))
-        g.add_node(f"approve {name}", _approve(job, name), destinations=(f"approve {name}", f"run {name}"))
-    g.add_node("sweep", _sweep(job, names[0]), destinations=(f"run {names[0]}", END))
-    g.add_edge(START, f"run {names[0]}")
+        g.add_node(f"run {name}", _target(job, name, beat), destinations=("plan",))
+        g.add_node(f"approve {name}", _approve(job, name), destinations=("plan",))
+    g.add_edge(START, "plan")
     return g
 
 
-def _target(job: nodes.Job, name: str, following: str, beat):
+def _plan(job: nodes.Job, beat):
+    claude = (job.get("planner") or {}).get("name") == "claude"
+
+    def plan(state: State) -> Command:
+        if state.get("ending"):
+            return Command(goto=END, update={"visits": 1})
+        if claude:
+            from engine.langgraph import planning
+
+            moved, ending, memo = planning.turn(job, state.get("planner"), beat)
+            if ending is not None:
+                return Command(goto=END, update={"visits": 1, "planner": memo, "ending": ending.as_state()})
+            if moved:
+                return Command(goto="plan", update={"visits": 1, "planner": memo})
+            run, (wait, ending) = [], _waiting(job, beat)
+        else:
+            memo = state.get("planner")
+            run, wait, ending = nodes.fan_out(job, state.get("idle") or {}, beat)
+        update = {"visits": 1, **({"planner": memo} if memo is not None else {})}
+        if ending is not None:
+            return Command(goto=END, update={**update, "ending": ending.as_state()})
+        return Command(goto=[f"run {n}" for n in run] + [f"approve {n}" for n in wait], update=update)
+
+    return plan
+
+
+def _waiting(job: nodes.Job, beat) -> tuple[list[str], nodes.Ending | None]:
+    """The Claude planner's turn moved nothing: wait on the approvals asked for, or end."""
+    actor = nodes.GraphActor(job, beat)
+    ledger = actor.store.read()
+    awaiting = [n for n, t in ledger.targets.items() if t.state == "awaiting_approval"]
+    if awaiting:
+        return awaiting, None
+    if all(t.state in ("done", "blocked", "failed") for t in ledger.targets.values()):
+        return [], nodes.Ending(nodes.why_done(ledger), 0)
+    return [], nodes.Ending("the planner proposes nothing more", 0)
+
+
+def _target(job: nodes.Job, name: str, beat):
     def run(state: State) -> Command:
-        where, why = nodes.drive(job, name, beat)
-        if where == "approve":
-            return Command(goto=f"approve {name}", update={"visits": 1})
-        if where == "end":
-            return Command(goto=END, update={"visits": 1, "ended": why})
-        return Command(goto=following, update={"visits": 1})
+        changed, ending, seen = nodes.step(job, name, beat)
+        update: dict[str, Any] = {"visits": 1}
+        if not changed:
+            update["idle"] = {name: seen}
+        if ending is not None:
+            update["ending"] = ending.as_state()
+        return Command(goto="plan", update=update)
 
     run.__name__ = f"target_{name}"
     return run
@@ -71,24 +120,12 @@ def _target(job: nodes.Job, name: str, following: str, beat):
 def _approve(job: nodes.Job, name: str):
     def wait(state: State) -> Command:
         request = nodes.approval_request(job, name)  # read only: this line re-runs on every resume
-        if request is None:
-            return Command(goto=f"run {name}", update={"visits": 1})
-        interrupt(request)  # the resume value only wakes the node: it is never read
-        return Command(goto=f"approve {name}", update={"visits": 1})
+        if request is not None:
+            interrupt(request)  # the resume value only wakes the node: it is never read
+        return Command(goto="plan", update={"visits": 1})
 
     wait.__name__ = f"approve_{name}"
     return wait
-
-
-def _sweep(job: nodes.Job, first: str):
-    def sweep(state: State) -> Command:
-        ledger = open_writer(job["ledger"], actor=job.get("actor")).store.read()
-        seen = _digest(ledger)
-        if Autopilot().propose(ledger) and seen != state.get("seen"):
-            return Command(goto=f"run {first}", update={"visits": 1, "seen": seen})
-        return Command(goto=END, update={"visits": 1, "seen": seen})
-
-    return sweep
 
 
 def config(thread: str) -> dict[str, Any]:

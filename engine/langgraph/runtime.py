@@ -9,6 +9,12 @@ approval, a rejection, a changed checkpoint) it resumes the thread with
 `Command(resume=...)`: the resume only wakes, the node reads the ledger. A stop request
 (`handoff stop`) ends the run with the handoff note. After every completed super-step the
 thread's old checkpoints are pruned (engine.langgraph.checkpoints).
+
+The checkpointer's database going away mid-run (engine.langgraph.outage) is ridden out
+for HANDOFF_DB_OUTAGE_SECONDS, as a session rides out its ledger database's outage; then
+the run ends honestly with exit 6 and a note. The ledger stays consistent either way:
+a node records its step in the ledger before LangGraph writes the checkpoint, and a
+replayed node decides again from the ledger.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import time
 
 from langgraph.types import Command
 
-from engine.langgraph import checkpoints, graph, nodes
+from engine.langgraph import checkpoints, graph, nodes, outage
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
 from engine.session.reconcile import verify_checkpoints
@@ -33,35 +39,42 @@ class Run:
         self.thread = job["thread_id"]
         self.phase = "starting"
         self.pruned = 0
+        self.memo: dict | None = None  # the Claude planner's memo as the last checkpoint read holds it
         self.actor: nodes.GraphActor | None = None
         self.beat: HeartbeatThread | None = None
 
     def _state(self) -> dict:
-        return {"phase": self.phase, "runtime": "langgraph", "thread": self.thread}
+        return {"phase": self.phase, "runtime": "langgraph", "thread": self.thread,
+                "planner": (self.job.get("planner") or {}).get("name", "autopilot")}
 
     def go(self, previous) -> int:
-        """Run the thread to its end (or a stop, pause or lost lease); the exit code."""
+        """Run the thread to its end (or a stop, pause, lost lease, outage); the exit code."""
         store = nodes.GraphActor(self.job).store
         self.beat = HeartbeatThread(store.heartbeat(), self.thread, state_fn=self._state)
         self.beat.start()
         self.actor = actor = nodes.GraphActor(self.job, self.beat)
         try:
             actor.out.say(f"langgraph thread {self.thread} holds the ledger (checkpointer {_shown(self.url)}, "
-                          f"keeping {self.keep} checkpoints)", kind="session_start", runtime="langgraph")
+                          f"keeping {self.keep} checkpoints; planner {self._state()['planner']})", kind="session_start",
+                          runtime="langgraph")
             if previous.status in ("dead", "stale"):
                 actor.out.say(f"took over the lease: {previous.detail}", kind="lease_takeover", previous=previous.holder)
             actor.note_at_start, actor.started_iso = actor.store.read().handoff_note, _now()
             if verify_checkpoints(actor):
                 return self.finish(3, "the ledger and reality disagree (drift recorded)")
-            with checkpoints.saver(self.url) as saver:
-                code, ending = self._run(saver)
-                figures = checkpoints.figures(saver, self.thread)
-            actor.out.say(f"checkpointer: {figures['checkpoints']} checkpoint(s) kept for thread {self.thread} "
-                          f"({self.pruned} pruned this run); the checkpoint tables hold {figures['bytes']} bytes",
-                          kind="log", checkpoints=figures["checkpoints"], table_bytes=figures["bytes"], pruned=self.pruned)
+            code, ending = outage.ride(self, self._run_on)
             return self.finish(code, ending)
         finally:
             self.beat.stop()
+
+    def _run_on(self, saver) -> tuple[int, str]:
+        """The thread run on one checkpointer connection; its figures said at the end."""
+        code, ending = self._run(saver)
+        figures = checkpoints.figures(saver, self.thread)
+        self.actor.out.say(f"checkpointer: {figures['checkpoints']} checkpoint(s) kept for thread {self.thread} "
+                           f"({self.pruned} pruned this run); the checkpoint tables hold {figures['bytes']} bytes",
+                           kind="log", checkpoints=figures["checkpoints"], table_bytes=figures["bytes"], pruned=self.pruned)
+        return code, ending
 
     def _run(self, saver) -> tuple[int, str]:
         names = list(self.actor.store.read().targets)
@@ -72,6 +85,7 @@ class Run:
         started = False
         while True:
             snap = app.get_state(cfg)
+            self.memo = snap.values.get("planner") if snap.values else None
             pending = list(snap.interrupts)
             if pending:
                 why = self._wait(pending)
@@ -84,10 +98,10 @@ class Run:
                                    "(its last checkpoint); the ledger decides what runs", kind="log")
                 self._stream(app, None, cfg, saver)
             elif not started:
-                self._stream(app, {"visits": 0, "ended": ""}, cfg, saver)
+                self._stream(app, {"visits": 0, "ending": None}, cfg, saver)
             else:
-                ended = app.get_state(cfg).values.get("ended") or ""
-                return _code(ended), ended or _why_done(self.actor.store.read())
+                ending = (snap.values or {}).get("ending") or {}
+                return int(ending.get("code", 0)), ending.get("why") or nodes.why_done(self.actor.store.read())
             started = True
 
     def _stream(self, app, given, cfg, saver) -> None:
@@ -116,34 +130,23 @@ class Run:
             time.sleep(WATCH_EVERY)
 
     def finish(self, code: int, ending: str) -> int:
-        """The handoff note, then the lease given back (never someone else's)."""
+        """The handoff note (the Claude planner's, reviewed, or the engine's), then the lease
+        given back (never someone else's)."""
         actor = self.actor
         if not actor.holds(actor.store.read()):
             actor.out.say(f"langgraph thread {self.thread} no longer holds the lease: {ending}", kind="lease_lost")
             return code
         actor.out.say(f"{ending}. Writing handoff_note and handing off.", kind="handoff_start")
-        text, _problems, rev = actor.store_note(None, ending=ending)
+        note = None
+        if (self.job.get("planner") or {}).get("name") == "claude" and code != 6:
+            from engine.langgraph import planning
+
+            note = planning.final_note(self.job, self.memo, actor, ending)
+        text, _problems, rev = actor.store_note(note, ending=ending)
         actor.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
         released = leasing.release(actor.store, self.thread)
         actor.out.say(f"langgraph thread {self.thread} ended (exit {code})", kind="session_end", rev=released, exit_code=code)
         return code
-
-
-def _code(ended: str) -> int:
-    if ended.startswith("stop") or not ended:
-        return 0
-    if "paused" in ended:
-        return 4
-    return 5 if "lease" in ended or "taken over" in ended else 0
-
-
-def _why_done(ledger) -> str:
-    if all(t.state == "done" for t in ledger.targets.values()):
-        return "nothing left to do: every target is done"
-    people = sum(1 for t in ledger.targets.values() if t.state in ("blocked", "failed"))
-    from engine.ledger.stall import stall_ending
-
-    return stall_ending(ledger, people)
 
 
 def _shown(url: str) -> str:
