@@ -117,8 +117,14 @@ def cmd_stop(args) -> int:
     handle = _open(args)
     session = handle.load().session
     handle.request_stop()
-    print(visible(f"stop requested for session {session.id if session else '?'}; it finishes running steps, "
-                  "writes the handoff note and exits"))
+    temporal = session is not None and session.runtime == "temporal"
+    who = f"{'temporal workflow' if temporal else 'session'} {session.id if session else '?'}"
+    if temporal and not (handle.woke or "").startswith("signalled temporal workflow"):
+        # Recorded, but nothing has told the workflow (its server is down, or it ended): no promise of when.
+        print(visible(f"stop requested for {who} and recorded in the ledger; the workflow has not been told "
+                      "(see below), so nothing hands off until it looks again"))
+        return 0
+    print(visible(f"stop requested for {who}; it finishes running steps, writes the handoff note and exits"))
     return 0
 
 
