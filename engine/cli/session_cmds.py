@@ -84,11 +84,9 @@ def cmd_resume(args) -> int:
     from engine.session.loop import Options, resume
 
     if args.runtime == "temporal":
-        # The Claude planner as a Temporal activity (engine.temporal.planning) failed its end-to-end
-        # test once merged with the planner's note reserve: refused until that test passes again.
-        if args.dry_run or args.planner != "autopilot" or args.wait:
-            raise UsageError("--runtime temporal plans with autopilot and waits on approvals by itself: "
-                             "--dry-run, --planner and --wait are for the built-in session")
+        if args.dry_run or args.planner not in ("autopilot", "claude") or args.wait:
+            raise UsageError("--runtime temporal plans with autopilot or claude and waits on approvals by itself: "
+                             "--dry-run, other planners and --wait are for the built-in session")
         from engine.cli.temporal_cmds import resume_temporal
 
         return resume_temporal(args)
