@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -138,7 +139,9 @@ def test_demo_fleet_two_workers_with_approvals_mid_run(tmp_path: Path, server: S
 
 def test_kill9_workers_mid_step(tmp_path: Path, server: Server) -> None:
     """At least ten kill -9s of the worker whose step process runs; a new worker after each.
-    The demo fleet up to db-27 (eight databases to upgrade), its steps slowed to be killable."""
+    The demo fleet up to db-27 (eight databases to upgrade), its steps slowed to be killable.
+    The kill points are chosen: a thread watching /proc kills the moment a step of the kind
+    whose turn it is runs, instead of waiting for the approving loop to come round."""
     demo = load(DEMO / "ledger.yaml")
     ledger = demo_copy(tmp_path, targets={n: t for n, t in demo["targets"].items() if n <= "db-27"})
     world = tmp_path / "world"
@@ -146,22 +149,12 @@ def test_kill9_workers_mid_step(tmp_path: Path, server: Server) -> None:
     workers = Workers(server, q, world, tmp_path)
     killed: list[str] = []
     slow = {"HANDOFF_SIM_SPEED": "3"}  # steps last long enough to be killed in the middle
-    try:
-        workers.start(**slow)
-        workers.start(**slow)
-        started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
-                              "--task-queue", q, world=world)
-        assert started.returncode == 0, started.stdout + started.stderr
-        t0, last_kill = time.monotonic(), 0.0
-        want = IRREVERSIBLE  # alternate: kill under an irreversible step, then under a reversible one
-        while True:
-            data = load(ledger)
-            if data.get("session") is None and data.get("handoff_note_by", "").startswith("agent:handoff-"):
-                break
-            assert time.monotonic() - t0 < 420, f"the run did not finish; killed {killed}"
-            approve_waiting(ledger, world)
-            reconcile_from_world(ledger, world)
-            if len(killed) < 10 and time.monotonic() - last_kill > 1.0:
+    done = threading.Event()
+
+    def killer() -> None:
+        want, last_kill = IRREVERSIBLE, 0.0  # alternate: kill under an irreversible step, then under a reversible one
+        while not done.is_set() and len(killed) < 10:
+            if time.monotonic() - last_kill > 1.0:
                 pids = {p.pid for p in workers.alive()}
                 steps = [(ppid, argv) for _pid, ppid, argv in step_processes(pids) if argv[0] in (*IRREVERSIBLE, "check", "lag")]
                 victims = sorted(steps, key=lambda v: v[1][0] not in want)  # the kind whose turn it is, else any step
@@ -173,8 +166,29 @@ def test_kill9_workers_mid_step(tmp_path: Path, server: Server) -> None:
                     if argv[0] in want:  # its turn is over once a step of its kind was killed
                         want = ("check", "lag") if want is IRREVERSIBLE else IRREVERSIBLE
                     workers.start(**slow)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=killer, name="killer", daemon=True)
+    try:
+        workers.start(**slow)
+        workers.start(**slow)
+        started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, world=world)
+        assert started.returncode == 0, started.stdout + started.stderr
+        watcher.start()
+        t0 = time.monotonic()
+        while True:
+            data = load(ledger)
+            if data.get("session") is None and data.get("handoff_note_by", "").startswith("agent:handoff-"):
+                break
+            assert time.monotonic() - t0 < 420, f"the run did not finish; killed {killed}"
+            approve_waiting(ledger, world)
+            reconcile_from_world(ledger, world)
             time.sleep(0.1)
     finally:
+        done.set()
+        if watcher.is_alive():
+            watcher.join(10)
         workers.stop()
     assert len(killed) >= 10, killed
     assert_finished(ledger, world, [n for n in TO_DO if n <= "db-27"])
@@ -246,6 +260,7 @@ def _executions(address: str, wid: str) -> int:
     return in_loop(count())
 
 
+@pytest.mark.xdist_group("postgres")  # the PostgreSQL server is shared (tests/conftest.py)
 def test_a_postgres_ledger_driven_by_workers(tmp_path: Path, server: Server) -> None:
     """Workers on several hosts need a ledger every host reaches: the PostgreSQL store. Its
     lease, heartbeat and journal live in the database; the fleet's commands run in the
