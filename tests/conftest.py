@@ -133,7 +133,12 @@ def handoff(*args: str, input: str | None = None, env: dict[str, str] | None = N
 # spreads. Shared are: the PostgreSQL server (fixed ledger names, a role created once),
 # kill -9 and concurrency chaos (their kill points count on a machine not also running
 # a second chaos test), the pinned Claude Code CLI and sshd, and the snapshot files.
+# The Temporal tests start a dev server of their own per module and use queues of their
+# own: one group of theirs (their kill and freeze points count on no second Temporal test
+# beside them), beside the PostgreSQL group instead of after it; the one among them with a
+# PostgreSQL ledger carries the postgres group itself.
 _GROUPS = (
+    ("tests/integration/test_temporal", "temporal"),
     ("tests/integration/", "postgres"),
     ("tests/unit/test_no_traceback.py", "postgres"),
     ("tests/chaos/", "chaos"),

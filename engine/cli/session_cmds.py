@@ -83,11 +83,9 @@ def cmd_resume(args) -> int:
     from engine.session.loop import Options, resume
 
     if args.runtime == "temporal":
-        # The Claude planner as a Temporal activity (engine.temporal.planning) failed its end-to-end
-        # test once merged with the planner's note reserve: refused until that test passes again.
-        if args.dry_run or args.planner != "autopilot" or args.wait:
-            raise UsageError("--runtime temporal plans with autopilot and waits on approvals by itself: "
-                             "--dry-run, --planner and --wait are for the built-in session")
+        if args.dry_run or args.planner not in ("autopilot", "claude") or args.wait:
+            raise UsageError("--runtime temporal plans with autopilot or claude and waits on approvals by itself: "
+                             "--dry-run, other planners and --wait are for the built-in session")
         from engine.cli.temporal_cmds import resume_temporal
 
         return resume_temporal(args)
@@ -116,8 +114,14 @@ def cmd_stop(args) -> int:
     handle = open_handle(args)
     session = handle.load().session
     handle.request_stop()
-    print(visible(f"stop requested for session {session.id if session else '?'}; it finishes running steps, "
-                  "writes the handoff note and exits"))
+    temporal = session is not None and session.runtime == "temporal"
+    who = f"{'temporal workflow' if temporal else 'session'} {session.id if session else '?'}"
+    if temporal and not (handle.woke or "").startswith("signalled temporal workflow"):
+        # Recorded, but nothing has told the workflow (its server is down, or it ended): no promise of when.
+        print(visible(f"stop requested for {who} and recorded in the ledger; the workflow has not been told "
+                      "(see below), so nothing hands off until it looks again"))
+        return 0
+    print(visible(f"stop requested for {who}; it finishes running steps, writes the handoff note and exits"))
     return 0
 
 

@@ -135,8 +135,9 @@ class Workers:
                 p.wait(5)
 
 
-def step_processes(pids: set[int]) -> list[tuple[int, int, list[str]]]:
-    """(pid, parent pid, argv) of the simulator's step processes whose parent is in `pids`."""
+def step_processes(pids: set[int], script: str = "sim.py") -> list[tuple[int, int, list[str]]]:
+    """(pid, parent pid, argv) of the step processes of `script` (the simulator's, or a
+    test's tool.py) whose parent is in `pids`."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -147,7 +148,7 @@ def step_processes(pids: set[int]) -> list[tuple[int, int, list[str]]]:
         except OSError:
             continue
         argv = [a.decode(errors="replace") for a in argv if a]
-        if len(argv) < 3 or not argv[1].endswith("sim.py"):
+        if len(argv) < 3 or not argv[1].endswith(script):
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         if ppid in pids:

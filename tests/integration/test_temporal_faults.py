@@ -8,6 +8,12 @@ separate processes).
   is that it outlasts the 3 s heartbeat timeout.)
 - the server killed -9 while people approve, and started again on the same database file:
   the same, once the workers have reconnected.
+- a worker frozen (SIGSTOP) while it holds an irreversible step activity, resumed (SIGCONT)
+  once another worker has taken the step over: the step started once, never twice, and the
+  run finishes;
+- `handoff stop` while the server is down (killed -9): exit 0, the stop recorded in the
+  ledger, and the command says the workflow has not been told (no promise of a hand-off);
+  once the server is back the workflow hands off with the stop in its note.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from session_kit import journal, load, tool, tool_ledger  # noqa: E402
-from temporal_kit import Server, Workers, handoff_run, queue  # noqa: E402
+from temporal_kit import Server, Workers, handoff_run, queue, step_processes  # noqa: E402
 
 TARGETS = ("t-1", "t-2")
 FREEZE = 8.0
@@ -96,3 +102,83 @@ def test_approvals_while_the_server_is_down(tmp_path: Path, server: Server, faul
     assert sorted(c[2] for c in cuts) == sorted(TARGETS), cuts  # each irreversible step ran exactly once
     starts = Counter(r["target"] for r in journal(ledger) if r.get("kind") == "step_start")
     assert starts == Counter(TARGETS), starts
+
+
+def test_a_frozen_worker_never_starts_a_step_twice(tmp_path: Path, server: Server) -> None:
+    """SIGSTOP the worker whose irreversible step runs, at the moment its process is seen;
+    SIGCONT once another worker settles the step. The step ran once, its verify proved it."""
+    steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 20,
+              "run": tool("sleep", "3", "{target}"), "verify": tool("say", "verified", "{target}")}]
+    ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    workers.start()
+    frozen: int | None = None
+    try:
+        started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, world=world)
+        assert started.returncode == 0, started.stdout + started.stderr
+        _wait_for(lambda: all(t.get("state") == "awaiting_approval" for t in load(ledger)["targets"].values()), 60,
+                  "both targets to wait for approval")
+        for name in TARGETS:
+            assert handoff_run("approve", str(ledger), name, "--yes", "--as", "human-oncall", world=world).returncode == 0
+        # The chosen point: the first irreversible step process seen, and the worker that spawned it.
+        found = _wait_for(lambda: step_processes({p.pid for p in workers.alive()}, script="tool.py"), 60, "a cut to run")
+        _pid, frozen, argv = found[0]
+        os.kill(frozen, signal.SIGSTOP)
+        victim = argv[-1]
+        # Taken over: its heartbeat stops, Temporal times the activity out, the other worker settles it.
+        _wait_for(lambda: [r for r in journal(ledger) if r.get("kind") == "reconcile" and r.get("target") == victim], 60,
+                  f"another worker to settle {victim}")
+        os.kill(frozen, signal.SIGCONT)
+        frozen = None
+        _wait_for(lambda: load(ledger).get("session") is None, 90, "the workflow to hand off")
+    finally:
+        if frozen is not None:
+            os.kill(frozen, signal.SIGCONT)
+        workers.stop()
+    data = load(ledger)
+    assert {n: t["state"] for n, t in data["targets"].items()} == {n: "done" for n in TARGETS}, data["targets"]
+    cuts = [json.loads(line) for line in (ledger.parent / "argv.log").read_text().splitlines() if '"sleep"' in line]
+    assert sorted(c[-1] for c in cuts) == sorted(TARGETS), cuts  # each irreversible step's process started once
+    starts = Counter(r["target"] for r in journal(ledger) if r.get("kind") == "step_start")
+    assert starts == Counter(TARGETS), starts
+    assert not [n for n, t in data["targets"].items() if t.get("in_flight")]
+
+
+def test_stop_while_the_server_is_down(tmp_path: Path, server: Server) -> None:
+    steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 30, "run": tool("say", "cut", "{target}")}]
+    ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    down = False
+    try:
+        started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, world=world, HANDOFF_TEMPORAL_IDLE="600")
+        assert started.returncode == 0, started.stdout + started.stderr
+        wid = f"handoff-{load(ledger)['id']}"
+        _wait_for(lambda: [r for r in journal(ledger) if r.get("kind") == "waiting"], 60, "the workflow to wait")
+        server.kill9()
+        down = True
+        stop = handoff_run("stop", str(ledger), world=world)
+        assert stop.returncode == 0, stop.stdout + stop.stderr  # recorded in the ledger: the server is not needed for that
+        assert f"stop requested for temporal workflow {wid} and recorded in the ledger" in stop.stdout, stop.stdout
+        assert "the workflow has not been told" in stop.stdout and "exits" not in stop.stdout, stop.stdout
+        assert f"could not signal temporal workflow {wid}" in stop.stderr, stop.stderr
+        on_disk = load(ledger)
+        assert on_disk["session"]["stop_requested"] is True and on_disk["session"]["id"] == wid, on_disk["session"]
+        assert [r for r in journal(ledger) if r.get("kind") == "stop_request"]
+        server.restart()  # the same port and database file
+        down = False
+        # No signal reached it: the lease keeper's re-read (every 1 s here) finds the request, not the 10 min timer.
+        _wait_for(lambda: load(ledger).get("session") is None, 90, "the workflow to hand off after the stop")
+    finally:
+        if down:
+            server.restart()
+        workers.stop()
+    data = load(ledger)
+    assert "stop requested by" in data["handoff_note"], data["handoff_note"]
+    assert {n: t["state"] for n, t in data["targets"].items()} == {n: "awaiting_approval" for n in TARGETS}
+    assert not (ledger.parent / "argv.log").exists()  # nothing ran: the cuts still wait for a person
