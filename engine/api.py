@@ -43,7 +43,7 @@ from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
 from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
-from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Target
+from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, SessionLease, Target
 from engine.ledger.ops import PendingCommand
 from engine.ledger.render import approval_hash
 from engine.ledger.workdir import WorkingDir
@@ -182,7 +182,7 @@ class LedgerHandle:
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
         self.journal.check_writable()  # an unusable journal is refused before the ledger changes
-        holder = []
+        holder: list[SessionLease | None] = []
 
         def change(ledger: Ledger):
             out = fn(ledger)

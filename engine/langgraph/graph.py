@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
@@ -91,6 +92,6 @@ def _sweep(job: nodes.Job, first: str):
     return sweep
 
 
-def config(thread: str) -> dict[str, Any]:
+def config(thread: str) -> RunnableConfig:
     """The run config of a ledger's thread. A fleet is many super-steps: no small limit."""
     return {"configurable": {"thread_id": thread}, "recursion_limit": 1_000_000}

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.lease.rules import HeartbeatThread
 from engine.ledger.access import open_writer
 from engine.ledger.guard import valid_approval
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import approval_hash
+from engine.planners.base import ProposingPlanner
 from engine.session.actor import Actor
 from engine.session.reconcile import settle_in_flight
 from engine.session.steps import Fenced, run_intent
@@ -33,9 +35,9 @@ class GraphActor(Actor):
     """The graph run as the ledger's holder, for the length of one node: a step it starts
     runs right away, in this process, fenced like every other holder's."""
 
-    def __init__(self, job: Job, beat=None) -> None:
+    def __init__(self, job: Job, beat: HeartbeatThread | None = None) -> None:
         handle = open_writer(job["ledger"], actor=job.get("actor"))
-        super().__init__(handle, job["thread_id"], ledger_arg=job.get("ledger_arg", job["ledger"]))
+        super().__init__(handle, job["thread_id"], ledger_arg=job.get("ledger_arg") or job["ledger"])
         self.beat = beat  # the runtime's heartbeat: a holder that cannot beat stops acting
 
     def _start(self, intent) -> None:
@@ -83,6 +85,8 @@ def drive(job: Job, name: str, beat=None) -> tuple[str, str]:
             return "next", f"{name} is no longer in the ledger"
         if target.state == "awaiting_approval":
             return "approve", f"{name} waits for an approval"
+        if not isinstance(actor.planner, ProposingPlanner):
+            raise TypeError(f"the LangGraph runtime drives a proposing planner, not {actor.planner.name}")
         actions = [a for a in actor.planner.propose(ledger) if a.target == name]
         if not actions:
             return "next", f"{name} is {target.state}: nothing to run"

@@ -33,8 +33,19 @@ class Run:
         self.thread = job["thread_id"]
         self.phase = "starting"
         self.pruned = 0
-        self.actor: nodes.GraphActor | None = None
+        self._actor: nodes.GraphActor | None = None
         self.beat: HeartbeatThread | None = None
+
+    @property
+    def actor(self) -> nodes.GraphActor:
+        """The holder `go` made for this run."""
+        if self._actor is None:
+            raise RuntimeError("the run has no holder before go() starts it")
+        return self._actor
+
+    @actor.setter
+    def actor(self, actor: nodes.GraphActor) -> None:
+        self._actor = actor
 
     def _state(self) -> dict:
         return {"phase": self.phase, "runtime": "langgraph", "thread": self.thread}
@@ -108,7 +119,7 @@ class Run:
                 return f"the lease is {ledger.session.id if ledger.session else 'nobody'}'s now"
             if ledger.session.stop_requested:
                 return f"stop requested by {ledger.session.stop_requested_by or 'someone'}"
-            lost = self.beat.can_act()
+            lost = self.beat.can_act() if self.beat is not None else None
             if lost:
                 return f"stopped acting: {lost}"
             if any(nodes.approval_request(self.job, i.value["target"]) != i.value for i in pending):

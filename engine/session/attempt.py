@@ -52,7 +52,7 @@ class _Views:
         self.view: Ledger | None = None
 
     def of(self, ledger: Ledger) -> Ledger:
-        if ledger is not self.source:
+        if ledger is not self.source or self.view is None:
             self.source, self.view = ledger, without_reversible_runs(ledger)
         return self.view
 

@@ -193,6 +193,7 @@ def settle_used_approval(s, name: str, step, approval, used: dict) -> None:
     if rev is None:
         return
     if problem is None:
+        assert probe is not None  # fn returns None only when the probe proved it
         s.out.say(f"{name}: {step.name} had run; its verify proves it ({probe.value}). ledger updated: {name}.state = {step.to}",
                   target=name, kind="transition", rev=rev, step=step.name, to=step.to, checkpoint=probe.value)
         return
@@ -293,7 +294,7 @@ def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | No
     if accept_checkpoint and probe_step is None:
         raise Refused(f"{name} is {position}, which has no probe; say where it really is with --to STATE", title="No probe")
     probe = run_probe(ledger, name, probe_step, handle.ledger_dir) if probe_step is not None else None
-    if accept_checkpoint and not probe.ok:
+    if accept_checkpoint and probe is not None and not probe.ok:  # no probe was refused above
         raise Refused(f"the probe {describe(probe.argv)} said {probe.said()}; nothing recorded. "
                       "Say where the target really is with --to STATE", title="Probe failed")
     who = handle.who

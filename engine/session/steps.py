@@ -77,6 +77,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
         if not decision.allowed:
             raise NoChange(decision)
         if not fresh.reversible:
+            assert decision.approval is not None  # the guard allows an irreversible step only with its approval
             used = used_before(s.handle.journal, name, decision.approval)
             if used is not None:
                 raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
@@ -90,7 +91,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
                 return refused
         target, now = ledger.targets[name], now_iso()
         target.in_flight = InFlight(step=step.name, session=s.sid, host=s.host, started_at=now, attempt=1, token=token)
-        if not step.reversible:
+        if not step.reversible and decision.approval is not None:  # checked in the fence just above
             target.touched_at = target.touched_at or now
             decision.approval.used_at = now  # the approval object of this fresh ledger
             decision.approval.used_by = s.identity
@@ -103,7 +104,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
     if rev is None:
         return result
     if isinstance(result, authority.Refusal):
-        s.out.say(f"{name}: {step.name} NOT started: {result.why}", rev=rev, **result.record)
+        s.out.say(f"{name}: {step.name} NOT started: {result.why}", rev=rev, **(result.record or {}))
         return Decision(False, result.why)
     argv, check, decision = result
     return Intent(name, step, argv, check, token, decision, rev)
@@ -167,7 +168,8 @@ def announce(s, it: Intent) -> None:
     if step.reversible:
         kind = f"{step.description}; reversible" if step.description else "reversible"
     else:
-        kind = f"irreversible, approved by {it.decision.approval.by} at {it.decision.approval.at}"
+        approval = it.decision.approval
+        kind = f"irreversible, approved by {approval.by} at {approval.at}" if approval else "irreversible"
     argv = it.check_argv if s.dry_run else it.argv
     shown = describe(argv) if argv else "(no check form)"
     used = it.decision.approval if not step.reversible else None
@@ -205,7 +207,7 @@ def fenced_launch(s, it: Intent):
             raise NoChange()
         t.in_flight.pid = t.in_flight.pgid = proc.pid
 
-    announced = []
+    announced: list[bool] = []
 
     def launch(start):
         def spawn():
@@ -257,6 +259,7 @@ def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Out
     (not started: said and journaled, and the holder stops acting)."""
     name, step = it.target, it.step
     argv = it.check_argv if s.dry_run else it.argv
+    assert argv is not None  # run_intent settles a dry run with no check form before any attempt
     if attempt > 1:
         s.out.say(f"{name}: retrying {step.name} (attempt {attempt}/{attempts}, reversible)", target=name, kind="retry", step=step.name)
     try:
@@ -268,6 +271,7 @@ def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Out
         s.ending = s.ending or f"stopped acting: {why}"
         return None
     res = outcome.result
+    assert res is not None  # a step that ran has its result
     end = s.out.record(
         "step_end", f"{name}: {step.name} " + ("ok" if outcome.ok else "stopped" if outcome.stopped else f"failed ({outcome.why})"),
         target=name, step=step.name, argv=res.argv, exit_code=res.exit_code, duration=round(res.duration, 2),

@@ -24,7 +24,7 @@ def tend(s, ledger: Ledger, *, now: float | None = None) -> None:
     for name, target in ledger.targets.items():
         step = ledger.step(target.awaiting) if target.state == "awaiting_approval" and target.awaiting else None
         since = parse_iso(target.awaiting_since)
-        if step is None or since is None:
+        if step is None or since is None or target.awaiting_since is None:
             continue
         pol, age = policy_for(ledger, step), now - since
         if not (pol.expire_after or pol.escalate_after or pol.remind_after):

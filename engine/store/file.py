@@ -219,7 +219,7 @@ class FileStore:
             snap.missing, snap.rollback = regressions(ledger, record) if record and record.get("hash") != key else ([], [])
             if behind and not any(s.startswith("its revision is") for s in snap.rollback):
                 snap.rollback += behind
-            if snap.missing:
+            if snap.missing and record:  # regressions() finds missing targets only against a record
                 names = record.get("names") or []
                 snap.warnings.append(
                     f"{self.path} has {len(ledger.targets)} targets but the engine last wrote "

@@ -37,7 +37,7 @@ from engine.ledger.model import Ledger
 from engine.store import highwater
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import change, to_ledger
-from engine.store.cow import cow_ledger
+from engine.store.cow import CowTargets, cow_ledger
 from engine.store.file import digest
 from engine.store.filelock import LockTimeout, lock_timeout
 from engine.store.pg_conn import (
@@ -229,6 +229,7 @@ class PostgresStore:
         mark = self._mark(ledger)
         ledger.revision = max(ledger.revision, revision, highwater.read_mark(mark)["revision"]) + 1
         targets = ledger.targets
+        assert isinstance(targets, CowTargets)  # cow_ledger's, as the transaction leaves them
         try:
             ledger.targets = targets.plain()
             ledger.check_states(targets.changed)
