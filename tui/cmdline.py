@@ -9,8 +9,9 @@ name (`:db-18`) moves the cursor there.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from textual.binding import Binding
 from textual.suggester import Suggester

@@ -9,7 +9,8 @@ handle, so wiring to the engine, and faking it, happens here only.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from tui.messages import Snapshot
 
@@ -120,11 +121,11 @@ class Controller:
     def history(self, target: str) -> list[dict[str, Any]]:
         return list(self.handle.history(target))
 
-    def pending_command(self, ledger: "Ledger", target: str) -> Any:
+    def pending_command(self, ledger: Ledger, target: str) -> Any:
         """What approving `target` would approve (raises `Refused` when it awaits nothing)."""
         return self.handle.pending_command(ledger, target)
 
-    def approval_policy(self, ledger: "Ledger", target: str) -> str | None:
+    def approval_policy(self, ledger: Ledger, target: str) -> str | None:
         """`1 of 2 approvals (alice); expires after 24h` for an awaiting target under a policy;
         None under the default one (one approval, no timers) or when it awaits nothing."""
         from engine.api import describe_request
@@ -133,7 +134,7 @@ class Controller:
             return None
         return describe_request(ledger, target, str(self.ledger_dir or "."))
 
-    def next_command(self, ledger: "Ledger", target: str) -> Any:
+    def next_command(self, ledger: Ledger, target: str) -> Any:
         """What would run next on `target`, or None (raises `Refused` if it cannot be rendered)."""
         return self.handle.next_command(ledger, target)
 

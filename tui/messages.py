@@ -24,7 +24,7 @@ class Snapshot:
     saying how the file went backwards. `seq` orders reads: a result of an older read
     never replaces a newer one on screen (a slow worker must not hide a broken file)."""
 
-    ledger: "Ledger"
+    ledger: Ledger
     invariants: list[Any] = field(default_factory=list)
     lease: Any = None
     missing: list[str] = field(default_factory=list)
@@ -48,7 +48,7 @@ class SnapshotReady(Message):
 class LedgerBroken(Message):
     """The file no longer parses (read number `seq`); keep the last good state on screen."""
 
-    def __init__(self, error: "HandoffError", seq: int = 0) -> None:
+    def __init__(self, error: HandoffError, seq: int = 0) -> None:
         super().__init__()
         self.error = error
         self.seq = seq
@@ -82,7 +82,7 @@ class NoteConflict(Message):
 class RetryRefused(Message):
     """The engine refused a plain retry (a failed irreversible step): offer a forced one."""
 
-    def __init__(self, target: str, error: "HandoffError") -> None:
+    def __init__(self, target: str, error: HandoffError) -> None:
         super().__init__()
         self.target = target
         self.error = error

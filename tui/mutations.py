@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 class Mutations:
     """Mutation worker and the dialogs its outcomes open."""
 
-    controller: "Controller"
-    main: "MainScreen | None"
+    controller: Controller
+    main: MainScreen | None
     read_only: bool
     read_only_reason: str | None
     note_draft: str | None

@@ -25,7 +25,7 @@ def _digest(text: str | None) -> str:
     return hashlib.blake2b((text or "").encode("utf-8"), digest_size=8).hexdigest()
 
 
-def _pause_text(ledger: "Ledger") -> str | None:
+def _pause_text(ledger: Ledger) -> str | None:
     paused = ledger.paused
     return f"paused by {paused.by or 'someone'}: {paused.why or 'no reason given'}" if paused is not None else None
 
@@ -41,7 +41,7 @@ def _moved(name: str, old: str, target: Any) -> str:
     return line
 
 
-def remember(ledger: "Ledger", now: datetime) -> dict[str, Any]:
+def remember(ledger: Ledger, now: datetime) -> dict[str, Any]:
     """What to store when the user stops looking."""
     return {
         "revision": ledger.revision,
@@ -54,7 +54,7 @@ def remember(ledger: "Ledger", now: datetime) -> dict[str, Any]:
     }
 
 
-def changes(previous: dict[str, Any] | None, ledger: "Ledger") -> list[str]:
+def changes(previous: dict[str, Any] | None, ledger: Ledger) -> list[str]:
     """Human lines describing what changed since `previous`; [] on a first visit or no change."""
     if not previous or "targets" not in previous:
         return []

@@ -14,7 +14,8 @@ from typing import Any
 
 from rich.text import Text
 
-from engine.api import one_line as _one_line, visible
+from engine.api import one_line as _one_line
+from engine.api import visible
 
 
 def clean(value: Any) -> str:

@@ -7,8 +7,8 @@ shown as written, never fatal.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from engine.api import age_text, parse_time
 
@@ -17,7 +17,7 @@ Clock = Callable[[], datetime]
 
 def utcnow() -> datetime:
     """The default clock: now, in UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def parse_ts(value: str | None) -> datetime | None:
@@ -44,4 +44,4 @@ def short_time(value: str | None) -> str:
     parsed = parse_ts(value)
     if parsed is None:
         return str(value or "")
-    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%MZ")
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ")

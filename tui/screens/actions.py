@@ -43,7 +43,7 @@ _WHILE_BROKEN = frozenset({"request_stop"})
 class MainActions:
     """Action methods of the main screen; see `MainScreen` for the keys."""
 
-    app: "HandoffApp"
+    app: HandoffApp
     ledger: Any
     snapshot: Any
 

@@ -14,8 +14,9 @@ shown, and the engine refuses it if that is no longer what would run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult

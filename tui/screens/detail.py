@@ -22,9 +22,9 @@ from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from engine.api import HandoffError
+from tui.attention import next_shown, outside, outside_fields, reconcile_command
 from tui.policy import verified_word
 from tui.states import label
-from tui.attention import next_shown, outside, outside_fields, reconcile_command
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
 from tui.widgets.argv_view import ArgvView

@@ -29,9 +29,9 @@ from tui.screens.actions import MUTATING, MainActions
 from tui.text import clean_line
 from tui.timefmt import ago, parse_ts
 from tui.widgets.banners import Banners, broken_text
+from tui.widgets.cursor_line import CursorLine
 from tui.widgets.header import HeaderBar, HeaderInfo
 from tui.widgets.invariants import InvariantsPanel, summary
-from tui.widgets.cursor_line import CursorLine
 from tui.widgets.keybar import KeyBar
 from tui.widgets.log_pane import LogPane, LogTail
 from tui.widgets.note_panel import SHORT, NotePanel
@@ -130,12 +130,12 @@ class MainScreen(MainActions, Screen[None]):
                 tooltip="Keep the filter, or run the command line"),
     ]
 
-    app: "HandoffApp"
+    app: HandoffApp
 
     def __init__(self, initial: Snapshot | None = None) -> None:
         super().__init__(id="main")
         self.initial = initial
-        self.ledger: "Ledger | None" = None
+        self.ledger: Ledger | None = None
         self.snapshot: Snapshot | None = None
         self.broken: HandoffError | None = None
         self.good_at: datetime | None = None  # when the state shown was last read from a file that parsed

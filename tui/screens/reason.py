@@ -6,8 +6,8 @@ refused here, since every one of these ends up in the journal as the why.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding

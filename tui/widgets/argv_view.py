@@ -9,7 +9,7 @@ argument (`…-really-long-name`) can never be mistaken for a flag of its own.
 from __future__ import annotations
 
 import shlex
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.cells import cell_len
 from rich.text import Text

@@ -7,7 +7,8 @@ Status is symbol + word + colour.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.widget import Widget

@@ -8,7 +8,7 @@ Help and Quit (or a dialog's Cancel) are kept: the footer never clips to `q Qu`.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rich.cells import cell_len
 from rich.text import Text

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.text import Text
 from textual.events import Resize

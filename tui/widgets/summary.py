@@ -41,7 +41,7 @@ class SummaryBar(Horizontal):
         # Made here, not looked up: `show` may run before they are mounted.
         self.counts = Label(id="counts")
         self.progress = ProgressBar(total=1, show_eta=False, id="progress")
-        self._ledger: "Ledger | None" = None
+        self._ledger: Ledger | None = None
         self._missing = 0
 
     def compose(self) -> ComposeResult:
@@ -54,7 +54,7 @@ class SummaryBar(Horizontal):
         if self._ledger is not None:
             self.show(self._ledger, self._missing)
 
-    def show(self, ledger: "Ledger", missing: int = 0) -> None:
+    def show(self, ledger: Ledger, missing: int = 0) -> None:
         """Repaint from `ledger`; `missing` targets the file lost are counted too (and not as done)."""
         self._ledger, self._missing = ledger, missing
         counts = ledger.counts()

@@ -8,8 +8,9 @@ screen last knew of it, marked missing.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tui.attention import DRIFT_WORD, drift, next_shown, outside
 from tui.states import MISSING, look, needs_human
@@ -35,7 +36,7 @@ class Row(NamedTuple):
     outside: bool = False  # changed outside the engine (changed_outside): sessions stop on it
 
 
-def row_of(name: str, target: "Target") -> Row:
+def row_of(name: str, target: Target) -> Row:
     """The table's view of one target (all text made safe here, once)."""
     return Row(
         clean_line(name),
@@ -61,7 +62,7 @@ def wants_person(row: Row) -> bool:
     return row.drifted or row.outside or needs_human(row.state)
 
 
-def missing_row(name: str, last: "Row | None") -> Row:
+def missing_row(name: str, last: Row | None) -> Row:
     """A target the file lost: what this screen last knew of it, or only its name."""
     if last is None:
         return Row(clean_line(name), MISSING, "restore the file, or :accept-removal", "", "", "", "not in the file")

@@ -30,8 +30,18 @@ from tui.states import TONES, look
 from tui.text import clean_line
 from tui.timefmt import Clock, ago, parse_ts, utcnow
 from tui.widgets.columns import GUTTER, Column, fit, layout, total_width
-from tui.widgets.table_view import (SORTS, Row, View, missing_row, order_with_missing, queue_position, row_of,
-                                   state_cell, view_order, wants_person)
+from tui.widgets.table_view import (
+    SORTS,
+    Row,
+    View,
+    missing_row,
+    order_with_missing,
+    queue_position,
+    row_of,
+    state_cell,
+    view_order,
+    wants_person,
+)
 
 if TYPE_CHECKING:
     from engine.api import Ledger
@@ -149,7 +159,7 @@ class TargetTable(ScrollView, can_focus=True):
         """The row of `name`, as shown."""
         return self._rows.get(name)
 
-    def set_ledger(self, ledger: "Ledger", missing: list[str] | tuple[str, ...] = ()) -> set[str]:
+    def set_ledger(self, ledger: Ledger, missing: list[str] | tuple[str, ...] = ()) -> set[str]:
         """Show `ledger` (plus rows for `missing` names); returns the names whose rows changed.
 
         Only changed rows are rebuilt and repainted. The order is recomputed only
