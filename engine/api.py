@@ -192,7 +192,7 @@ class LedgerHandle:
         (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         # The ledger is written first: the journal never records a change a retry then drops.
         try:
-            if getattr(self.store, "saw_external_edit", False) and not getattr(self.store, "journaled_external_edit", False):
+            if self.store.saw_external_edit and not self.store.journaled_external_edit:
                 self.journal.append(
                     "external_edit",
                     f"the ledger was edited outside the engine before revision {revision}; the change was applied on top of that edit",

@@ -141,6 +141,7 @@ class FileStore:
         self.record_path = sidecar(path, ".last-write.json")
         self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
+        self.journaled_external_edit = False  # ... and did it journal that edit itself?
 
     # -- reading -----------------------------------------------------------------
 
@@ -266,6 +267,10 @@ class FileStore:
     def last_write(self) -> dict[str, Any] | None:
         """The record of the last engine write, or None (never written, or torn)."""
         return read_record(self.record_path, real_path(self.path))
+
+    def export_text(self) -> str | None:
+        """None: the ledger's text is the file at `path` (engine.checks.analyse reads it)."""
+        return None
 
     # -- writing -----------------------------------------------------------------
 

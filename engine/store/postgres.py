@@ -78,6 +78,7 @@ class PostgresStore:
         self.read_only = read_only
         self.db = Db(self.url)
         self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
+        self.saw_external_edit = self.journaled_external_edit = False  # nobody edits a row by hand
         self._cache: tuple[str, Any, Ledger | None] | None = None
 
     @property
@@ -290,6 +291,10 @@ class PostgresStore:
 
     def export_text(self) -> str:
         return self.db.run(self._row)[1]
+
+    def last_write(self) -> None:
+        """None: the database row is its own record of the last write (no sidecar)."""
+        return None
 
     def heartbeat(self) -> PgHeartbeat:
         return PgHeartbeat(self.db, self.name)
