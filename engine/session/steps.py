@@ -34,6 +34,7 @@ from engine.ledger.ops import rendered_command
 from engine.ledger.render import describe
 from engine.planners.autopilot import Action, next_action_text
 from engine.session.already import already_happened
+from engine.session.context import SessionContext
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
 from engine.store.transact import NoChange, apply
@@ -57,7 +58,7 @@ class Intent:
     attempt: int = 1  # a runtime that retries on another worker (Temporal) fences on the attempt too
 
 
-def write_intent(s, action: Action, statuses) -> Intent | Decision:
+def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decision:
     """Record the intent durably, or return the guard's refusal (nothing written)."""
     name, step = action.target, action.step
     token = f"{s.sid}/{secrets.token_hex(4)}"
@@ -130,7 +131,7 @@ class Outcome:
     why: str = ""
 
 
-def _run_once(s, it: Intent, argv: list[str], launch) -> Outcome:
+def _run_once(s: SessionContext, it: Intent, argv: list[str], launch) -> Outcome:
     step = it.step
     env = step_env(it.token)
     if step.until and not s.dry_run:
@@ -160,7 +161,7 @@ def _why(result: StepResult) -> str:
     return f"exit {result.exit_code}: {_last_line(redact(result.output_tail))}"  # masked whole, then cut
 
 
-def announce(s, it: Intent) -> None:
+def announce(s: SessionContext, it: Intent) -> None:
     """Say (and journal, fsynced) that the step starts: under the fence, just before the
     spawn, so a `step_start` means this holder had the lease and the intent when it
     started the process. It names the approval it uses: the second witness of its use."""
@@ -179,7 +180,7 @@ def announce(s, it: Intent) -> None:
               approval_at=used.at if used else None)
 
 
-def fenced_launch(s, it: Intent):
+def fenced_launch(s: SessionContext, it: Intent):
     """The `launch` of every spawn of this intent's step (see the module's point 2)."""
     name = it.target
 
@@ -228,7 +229,7 @@ def fenced_launch(s, it: Intent):
     return launch
 
 
-def run_intent(s, it: Intent) -> None:
+def run_intent(s: SessionContext, it: Intent) -> None:
     """Run the step (retrying a reversible one), then record what happened."""
     name, step = it.target, it.step
     argv = it.check_argv if s.dry_run else it.argv
@@ -254,7 +255,7 @@ def run_intent(s, it: Intent) -> None:
     record_outcome(s, it, outcome, end)
 
 
-def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Outcome, dict] | None:
+def run_attempt(s: SessionContext, it: Intent, launch, attempt: int, attempts: int) -> tuple[Outcome, dict] | None:
     """One attempt of the intent's step, its `step_end` journaled; None if it was fenced
     (not started: said and journaled, and the holder stops acting)."""
     name, step = it.target, it.step
@@ -281,7 +282,7 @@ def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Out
     return outcome, end
 
 
-def record_outcome(s, it: Intent, outcome: Outcome, end: dict | None) -> None:
+def record_outcome(s: SessionContext, it: Intent, outcome: Outcome, end: dict | None) -> None:
     """Record what the step did, only if the intent is still this holder's (module point 3)."""
     name, step = it.target, it.step
     checkpoint = None
