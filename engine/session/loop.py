@@ -32,7 +32,7 @@ from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread, new_session_id
-from engine.ledger.access import open_writer
+from engine.ledger.access import is_url, open_writer
 from engine.ledger.invariants import parse_all
 from engine.ledger.model import Ledger
 from engine.planners.autopilot import touch_limit
@@ -119,7 +119,7 @@ class Session(Actor):
         planner.setup(self, real.store.read())
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
         handle = open_writer(location, actor=self.opts.actor) if self.dry_run else real
-        if hasattr(handle.store, "patience"):
+        if is_url(handle.store.location):  # a database (a file store has no service to wait out)
             from engine.store.postgres import outage_limit
 
             handle.store.patience = outage_limit()  # from now on a brief database outage is ridden out

@@ -96,6 +96,7 @@ class Store(Protocol):
     saw_external_edit: bool  # did the last transaction start from a hand edit? (file store; never in PostgreSQL)
     journaled_external_edit: bool  # ... and did that transaction journal the edit itself?
     on_lock_wait: Callable[[str], bool] | None  # holder text -> keep waiting past the lock timeout?
+    patience: float  # seconds a brief outage of the store's database is ridden out (a file store has none: 0)
 
     def snapshot(self) -> Snapshot: ...
 

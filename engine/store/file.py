@@ -142,6 +142,7 @@ class FileStore:
         self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
         self.journaled_external_edit = False  # ... and did it journal that edit itself?
+        self.patience = 0.0  # no database to wait out (engine.store.base.Store)
 
     # -- reading -----------------------------------------------------------------
 
