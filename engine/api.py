@@ -47,7 +47,7 @@ from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
 from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
-from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Target
+from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, SessionLease, Target
 from engine.ledger.ops import PendingCommand
 from engine.ledger.render import approval_hash
 from engine.ledger.workdir import WorkingDir
@@ -224,7 +224,7 @@ class LedgerHandle:
         if self.read_only:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
         self.journal.check_writable()  # an unusable journal is refused before the ledger changes
-        holder = []
+        holder: list[SessionLease | None] = []
 
         def change(ledger: Ledger):
             out = fn(ledger)
@@ -234,7 +234,7 @@ class LedgerHandle:
         (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         # The ledger is written first: the journal never records a change a retry then drops.
         try:
-            if getattr(self.store, "saw_external_edit", False) and not getattr(self.store, "journaled_external_edit", False):
+            if self.store.saw_external_edit and not self.store.journaled_external_edit:
                 self.journal.append(
                     "external_edit",
                     f"the ledger was edited outside the engine before revision {revision}; the change was applied on top of that edit",

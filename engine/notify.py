@@ -28,6 +28,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from engine.approvals.people import AGENT_VAR
@@ -90,11 +91,9 @@ def send_pages(
     results: list[PageResult] = []
     for notifier in listeners(notifiers, event):
         if notifier.webhook:
-            url = notifier.webhook
-            results.append(_retry(lambda url=url: _post(url, message, event, timeout), attempts, backoff))
+            results.append(_retry(partial(_post, notifier.webhook, message, event, timeout), attempts, backoff))
         if notifier.run:
-            template = notifier.run
-            results.append(_retry(lambda template=template: _run(template, message, ledger_dir, python, timeout, run_command),
+            results.append(_retry(partial(_run, notifier.run, message, ledger_dir, python, timeout, run_command),
                                   attempts, backoff))
         if not notifier.webhook and not notifier.run and notifier.slack is None:  # `handoff slack` posts to a channel itself
             results.append(PageResult("notifier", False, "this notify entry has neither `webhook` nor `run`"))

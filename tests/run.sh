@@ -46,6 +46,10 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 
+# Static checks first (configured in pyproject.toml): a lint or type error fails the run.
+.venv/bin/ruff check engine tui || { echo "CI: ruff check engine tui failed (see above)" >&2; exit 1; }
+.venv/bin/mypy || { echo "CI: mypy on engine/ failed (see above)" >&2; exit 1; }
+
 # Screens are compared at a fixed size and without colour surprises from the caller.
 export COLUMNS=120 LINES=40 TERM=xterm-256color
 unset NO_COLOR || true

@@ -93,9 +93,11 @@ def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: App
     return None
 
 
-def launch_refusal(journal, ledger: Ledger, name: str, approval: Approval) -> str | None:
+def launch_refusal(journal, ledger: Ledger, name: str, approval: Approval | None) -> str | None:
     """At the spawn itself (the fence's lock held): why the intent's approval no longer
     authorises, or None. It must still be on the target, marked used, and still pass."""
+    if approval is None:
+        return f"the intent on {name} names no approval to start its irreversible step under"
     target = ledger.targets.get(name)
     mine = [a for a in (target.approvals if target else []) if (a.hash, a.by, a.at) == (approval.hash, approval.by, approval.at)]
     if not mine:

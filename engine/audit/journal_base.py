@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.audit.redact import Redactor
 from engine.codec.timefmt import now_iso
@@ -71,6 +71,11 @@ class Warnings(list):
 
 class JournalBase:
     """What every journal backend shares: where it is, redaction, read-only, warnings."""
+
+    if TYPE_CHECKING:  # each backend's own
+        def read(self, offset: int = 0) -> tuple[list[dict[str, Any]], int]: ...
+
+        def end_offset(self) -> int: ...
 
     def __init__(self, path: str, *, redact: list[str] | None = None, read_only: bool = False) -> None:
         self.path = path

@@ -93,6 +93,7 @@ class Reader:
         if rest.startswith(("'s", "’s")):
             return None  # "db-18's check is done" speaks of the check
         gap = _GAP.match(rest)
+        assert gap is not None  # _GAP matches the empty string too
         m = self.state.match(rest, gap.end())
         if not m or _HEDGE.search(gap.group("gap")):
             return None

@@ -92,7 +92,7 @@ def allows(sentence: str, verb: str) -> bool:
 
 def sentences(text: str) -> list[str]:
     """A note's sentences and clauses, each line on its own (a list item need not end in a full stop); headings left out."""
-    out = []
+    out: list[str] = []
     for line in text.splitlines():
         line = line.strip().removeprefix("- ")
         if line.endswith(":"):

@@ -133,7 +133,7 @@ def _row(start: dict[str, Any], order: dict[int, int], approvals, gates, ends, r
     elif approval is None:
         flags.append("the approval it names has no journal record before it")
     asked_before = order[id(approval)] if approval else here
-    gate = next((g for g in reversed(gates) if order[id(g)] < asked_before and g.get("target") == target
+    gate: dict[str, Any] = next((g for g in reversed(gates) if order[id(g)] < asked_before and g.get("target") == target
                  and g.get("step") == step), {})
     approved_at, started_at = str(start.get("approval_at") or ""), str(start.get("ts") or "")
     a_at, s_at = parse_time(approved_at), parse_time(started_at)

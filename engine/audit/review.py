@@ -96,7 +96,7 @@ def dropped_rules(text: str, previous: str | None, ledger: Ledger) -> list[str]:
         def about(sentence: str, name: str | None, rule: str = rule) -> bool:
             return name in named(sentence, ledger) if name else _overlap(rule, sentence)
 
-        scope = names or [None]
+        scope: list[str | None] = [*names] or [None]
         reversal = next((s for s in said for n in scope for v in verbs if about(s, n) and note_rules.allows(s, v)), None)
         kept = all(any(about(s, n) and any(note_rules.prohibits(s, v) for v in verbs) for s in said) for n in scope)
         if not verbs:  # a rule whose action we cannot tell: kept by naming its targets in a rule, or its words

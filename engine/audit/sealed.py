@@ -9,7 +9,7 @@ journal's exclusive lock.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.audit.chain import GENESIS, chain_hash, link_of, seal
 from engine.audit.index import JournalIndex
@@ -18,10 +18,22 @@ from engine.audit.journal_io import encode, write_whole
 from engine.audit.tail import last_record, link_before, record_at
 from engine.store.sidecar import read_record
 
+if TYPE_CHECKING:
+    from engine.audit.redact import Redactor
+
 
 class Sealed:
     """Chaining, break notes, witness lookups and verification for a file journal (needs
     `path`, `redactor` and `_ledger()` from engine.audit.journal.Journal)."""
+
+    if TYPE_CHECKING:  # what engine.audit.journal.Journal provides
+        path: str
+        redactor: Redactor
+        _index: JournalIndex
+
+        def _ledger(self) -> str: ...
+
+        def _window(self, start: int) -> list[dict[str, Any]]: ...
 
     @property
     def index(self) -> JournalIndex:

@@ -10,6 +10,7 @@ from engine.checks.settings import check_budget, check_invariants, check_metrics
 from engine.checks.steps import check_steps
 from engine.errors import HandoffError
 from engine.ledger.model import Ledger
+from engine.store.base import Store
 
 NO_RUNBOOK = "no runbook: viewable, sessions cannot act"
 
@@ -39,12 +40,12 @@ def analyse(ledger: Ledger, text: str | None, path: str) -> list[Finding]:
     return sorted(ctx.findings, key=lambda f: (order[f.severity], f.line or 0, f.column or 0))
 
 
-def source_text(store) -> str | None:
+def source_text(store: Store) -> str | None:
     """The ledger's text as its store holds it (for places), or None if it cannot be had."""
-    export = getattr(store, "export_text", None)
     try:
-        if export is not None:
-            return export()
+        text = store.export_text()
+        if text is not None:
+            return text
         from engine.store.file import decode
 
         with open(store.path, "rb") as fh:

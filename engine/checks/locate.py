@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from engine.codec import strict
 from engine.errors import LedgerInvalid
@@ -42,7 +42,7 @@ class Locator:
         if self.text is None:
             return None, None
         if keys and keys[0] == "targets" and len(keys) >= 2 and self._start is not None:
-            return self._target(str(keys[1]), keys[2] if len(keys) > 2 else None)
+            return self._target(self._start, str(keys[1]), keys[2] if len(keys) > 2 else None)
         node, key_node = self._walk(keys)
         mark = (key_node if want_key and key_node is not None else node)
         if mark is None:
@@ -67,7 +67,7 @@ class Locator:
     def _walk(self, keys: tuple):
         node, key_node = self._compose(), None
         for key in keys:
-            found = None
+            found: tuple[Node, ScalarNode | None] | None = None
             if isinstance(node, MappingNode):
                 for k, v in node.value:
                     if isinstance(k, ScalarNode) and k.value == str(key):
@@ -80,9 +80,9 @@ class Locator:
             node, key_node = found
         return node, key_node
 
-    def _target(self, name: str, field: str | None) -> Where:
+    def _target(self, start: int, name: str, field: str | None) -> Where:
         spellings = {name, json.dumps(name), f"'{name}'"}
-        for index in range(self._start + 1, len(self._lines)):
+        for index in range(start + 1, len(self._lines)):
             line = self._lines[index]
             if not line.startswith("  ") or line[2:3] in (" ", "#"):
                 continue
@@ -93,7 +93,7 @@ class Locator:
                     found = re.search(rf"(?<![\w-]){re.escape(field)}\s*:", line)
                     column = found.start() + 1 if found else 3
                 return index + 1, column
-        return self._start + 1, 1
+        return start + 1, 1
 
 
 def _quoted_head(text: str) -> str:

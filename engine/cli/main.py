@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from engine.audit.redact import redact
 from engine.cli import arguments
@@ -43,7 +44,7 @@ class _Version(argparse.Action):
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with one line (its default prints usage, then exits 2)."""
 
-    def error(self, message: str) -> None:  # noqa: D401 - argparse hook
+    def error(self, message: str) -> NoReturn:  # noqa: D401 - argparse hook
         self.exit(2, f"handoff: {message} (see `{self.prog} --help`)\n")
 
 

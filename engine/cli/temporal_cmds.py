@@ -96,7 +96,7 @@ def resume_temporal(args) -> int:
         raise UsageError(refusal_text(reasons, args.ledger), title="Cannot proceed")
     ledger = writer.store.read()
     state = lease_state(ledger.session, writer.store.heartbeat().current())
-    if state.status == "live" and ledger.session.runtime != "temporal":
+    if state.status == "live" and ledger.session is not None and ledger.session.runtime != "temporal":
         raise LeaseHeld(f"another session drives this ledger: {state.detail}. "
                         f"Stop it with `handoff stop {args.ledger}`, or wait for it to hand off")
     address = args.temporal or DEFAULT_ADDRESS

@@ -116,7 +116,8 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
         end += 1
     block = lines[start + 1 : end]
     targets, texts, slow, spans = _reader.read_lines(block, known)
-    entries = [(first, last, name, targets[name], texts[name]) for name, (first, last) in spans.items()]
+    entries: list[tuple[int, int, str, Any, str | None]] = [
+        (first, last, name, targets[name], texts[name]) for name, (first, last) in spans.items()]
     if slow:
         entries.extend(_slow_targets(block, start + 1, slow, path))
         entries.sort(key=lambda entry: entry[0])  # stable: a chunk's targets keep their order

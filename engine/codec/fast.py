@@ -41,7 +41,7 @@ _DEPTH_ROOM = MAX_DEPTH - 2
 
 def _translate(segment: str) -> str | None:
     """One outside-string segment as JSON text, or None if it is not canonical."""
-    out = []
+    out: list[str] = []
     pos = 0
     key = None  # the word before `: `, when the token now is its value
     for m in _TOKEN.finditer(segment):
@@ -131,7 +131,7 @@ class FastReader:
             out = cache.get(seg, False)
             if out is False:
                 out = cache[seg] = _translate(seg)
-            if out is None:
+            if not isinstance(out, str):  # None: not canonical
                 return None
             parts[i] = out
         return '"'.join(parts)

@@ -21,6 +21,7 @@ class SrcFloat(float):
     """A float read from text Python would spell differently."""
 
     __slots__ = ("text",)
+    text: str
 
     def __new__(cls, text: str) -> SrcFloat:
         value = super().__new__(cls, text)
@@ -38,6 +39,8 @@ class SrcFloat(float):
 
 class SrcInt(int):
     """An int read from text Python would spell differently (`+5`, `-0`)."""
+
+    text: str
 
     def __new__(cls, text: str) -> SrcInt:
         value = super().__new__(cls, text)

@@ -123,6 +123,7 @@ class _Doc:
         last = max((i for i, b in enumerate(self.blocks) if b[0] == TARGET), default=None)
         if last is None:
             last = self.find(TOP, "targets")
+        assert last is not None  # a ledger being written has its `targets:` entry (_rewrite_targets makes it)
         self.blocks.insert(last + 1, [TARGET, name, self.rows(rows)])
 
 
@@ -261,8 +262,10 @@ def _rewrite_targets(doc: _Doc, targets: dict) -> None:
     if at is None:
         doc.insert_top("targets", ["targets:"])
         at = doc.find(TOP, "targets")
+    assert at is not None  # inserted just above
     doc.replace(at, ["targets:" if targets else "targets: {}"], "")
     at = doc.find(TOP, "targets")
+    assert at is not None  # replaced, not removed (its comments may have moved above it)
     doc.blocks[at + 1 : at + 1] = [[TARGET, n, doc.rows(_target_rows(n, t, 2))] for n, t in targets.items()]
 
 

@@ -25,9 +25,9 @@ from engine.errors import LedgerInvalid
 MAX_DEPTH = 32
 
 try:  # libyaml's parser is 10-20x faster than the pure-Python one
-    from yaml.cyaml import CParser as _Parser
+    from yaml._yaml import CParser as _Parser  # where yaml.cyaml takes it from (its stub does not re-export it)
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _Parser = yaml.parser.Parser
+    _Parser = yaml.parser.Parser  # type: ignore[misc,assignment]  # the other base of the same loader: mypy types one branch
 
 BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -109,8 +109,9 @@ class StrictConstructor(SafeConstructor):
                                    node.start_mark) from None
 
 
-StrictConstructor.add_constructor("tag:yaml.org,2002:int", StrictConstructor.construct_yaml_int)
-StrictConstructor.add_constructor("tag:yaml.org,2002:float", StrictConstructor.construct_yaml_float)
+# types-PyYAML types a hook's `self` as a whole Loader; PyYAML calls it on the constructor it is added to.
+StrictConstructor.add_constructor("tag:yaml.org,2002:int", StrictConstructor.construct_yaml_int)  # type: ignore[type-var]
+StrictConstructor.add_constructor("tag:yaml.org,2002:float", StrictConstructor.construct_yaml_float)  # type: ignore[type-var]
 
 
 class StrictLoader(_Parser, StrictConstructor, CoreResolver):
@@ -118,10 +119,11 @@ class StrictLoader(_Parser, StrictConstructor, CoreResolver):
 
     def __init__(self, stream):
         if _Parser is yaml.parser.Parser:  # pure-Python fallback needs its own pieces
-            yaml.reader.Reader.__init__(self, stream)
-            yaml.scanner.Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
-            yaml.composer.Composer.__init__(self)
+            # Mixed in by hand (as yaml.Loader does): the stubs type each `self` as that piece alone.
+            yaml.reader.Reader.__init__(self, stream)  # type: ignore[arg-type]
+            yaml.scanner.Scanner.__init__(self)  # type: ignore[arg-type]
+            yaml.parser.Parser.__init__(self)  # type: ignore[arg-type]
+            yaml.composer.Composer.__init__(self)  # type: ignore[arg-type]
         else:
             _Parser.__init__(self, stream)
         StrictConstructor.__init__(self)

@@ -142,8 +142,10 @@ def check(ledger: str, project: str) -> list[str]:
     settings = _load(root / ".claude" / "settings.json")
     problems = []
     hooks = settings.get("hooks") or {}
-    permissions = settings.get("permissions") if isinstance(settings.get("permissions"), dict) else {}
-    deny = permissions.get("deny") if isinstance(permissions.get("deny"), list) else []
+    permissions = settings.get("permissions")
+    permissions = permissions if isinstance(permissions, dict) else {}
+    deny = permissions.get("deny")
+    deny = deny if isinstance(deny, list) else []
     missing = [t for t in DENIED_TOOLS if t not in deny]
     if missing:
         problems.append(f"permissions.deny: {', '.join(missing)} missing (subagents may skip the hooks)")

@@ -27,6 +27,7 @@ from engine.hooks.unwrap import parse
 from engine.hooks.writes import protected, writes_ledger
 
 if TYPE_CHECKING:  # annotation only: raw_step also takes the hook's facts (engine.hooks.facts)
+    from engine.hooks.facts import HookFacts
     from engine.ledger.model import Ledger
 
 __all__ = ["Command", "Run", "split", "handoff_args", "handoff_runs", "protected", "writes_ledger", "raw_step"]
@@ -93,7 +94,7 @@ def handoff_runs(commands: list[Command]) -> list[Run]:
             elif not arg.startswith("-"):
                 positional.append(arg)
         if positional:
-            found.append(Run(positional[0], (positional[1:2] or [None])[0], (positional[2:3] or [None])[0]))
+            found.append(Run(positional[0], positional[1] if len(positional) > 1 else None, positional[2] if len(positional) > 2 else None))
     return found
 
 
@@ -108,7 +109,7 @@ def _literal(arg: str, values: dict[str, str]) -> str | None:
     return os.path.basename(text) if "/" in text else text
 
 
-def raw_step(commands: list[Command], ledger: Ledger, ledger_dir: str, python: str) -> tuple[str, str] | None:
+def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: str, python: str) -> tuple[str, str] | None:
     """(step, target) when a simple command is a runbook step's command for a target,
     run outside `handoff run`; None otherwise."""
     names = set(ledger.targets)

@@ -60,7 +60,8 @@ def _note_is_stale(ctx: HookContext) -> bool:
 
 def post_tool_use(ctx: HookContext) -> dict[str, Any]:
     tool = str(ctx.data.get("tool_name") or "?")
-    given = ctx.data.get("tool_input") if isinstance(ctx.data.get("tool_input"), dict) else {}
+    given = ctx.data.get("tool_input")
+    given = given if isinstance(given, dict) else {}
     what = given.get("command") or given.get("file_path") or given.get("pattern") or given.get("url") or ""
     response = ctx.data.get("tool_response")
     outcome = "done"

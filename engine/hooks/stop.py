@@ -33,7 +33,7 @@ NOTE_AT_START_CHARS = 8000
 def stop(ctx: HookContext) -> dict[str, Any]:
     ctx.touch_lease()
     start, problems = _note_problems(ctx)
-    if not problems:
+    if not problems or start is None:  # problems come only with a start record
         return {}
     if not ctx.data.get("stop_hook_active"):
         ctx.say("stop_blocked", f"the stop of Claude Code session {ctx.session_id} was held for its handoff note: "
@@ -51,7 +51,7 @@ def stop_failure(ctx: HookContext) -> dict[str, Any]:
     error = str(ctx.data.get("error") or "unknown")
     details = str(ctx.data.get("error_details") or "")
     start, problems = _note_problems(ctx)
-    if problems and not ctx.writer.read_only:
+    if problems and start is not None and not ctx.writer.read_only:
         _write_engine_note(ctx, start, ending=f"the Claude Code session's turn ended on an API error ({error})")
     released = leasing.release(ctx.store, ctx.session_id) if ctx.session_id and not ctx.writer.read_only else None
     ctx.say("claude_stop_failure", f"Claude Code session {ctx.session_id}'s turn ended on an API error ({error}"

@@ -61,7 +61,7 @@ def _follow(command: Command, cwd: str, env: dict[str, str]) -> str:
     command.words = [_VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), w) for w in command.words]
     words = command.words[1:] if command.words[:1] and command.words[0] in DECLARE else command.words
     if words and all(_assignment(w) for w in words):
-        env.update(w.split("=", 1) for w in words)
+        env.update(dict(w.split("=", 1) for w in words))
     command.cwd = cwd
     if command.words[:1] == ["cd"]:
         target = next((w for w in command.words[1:] if not w.startswith("-")), "~")
@@ -70,6 +70,7 @@ def _follow(command: Command, cwd: str, env: dict[str, str]) -> str:
 
 
 def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: dict[str, str]) -> None:
+    script: str | None  # a nested script of the command, then the one it runs
     for command in commands:
         cwd = _follow(command, cwd, env)
         parsed.commands.append(command)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -55,7 +56,14 @@ def figures(s: PostgresSaver, thread: str) -> dict[str, int]:
     """The thread's checkpoint count and the three tables' total size in bytes."""
     with s._cursor() as cur:
         cur.execute("SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread,))
-        count = cur.fetchone()["n"]
+        count = _one(cur.fetchone(), "n")
         cur.execute("SELECT " + " + ".join(f"pg_total_relation_size(to_regclass('{t}'))" for t in TABLES) + " AS b")
-        size = cur.fetchone()["b"]
+        size = _one(cur.fetchone(), "b")
     return {"checkpoints": int(count), "bytes": int(size or 0)}
+
+
+def _one(row: dict[str, Any] | None, key: str) -> Any:
+    """A column of the one row an aggregate query returns (always one row)."""
+    if row is None:
+        raise RuntimeError(f"an aggregate query returned no row (column {key})")
+    return row[key]

@@ -50,7 +50,7 @@ def acquire(store, location: str, lease: SessionLease, *, phase: str = "starting
 
     def take(ledger: Ledger) -> LeaseState:
         state = lease_state(ledger.session, heartbeat.current())
-        if state.status == "live" and ledger.session.id != lease.id:
+        if state.status == "live" and ledger.session is not None and ledger.session.id != lease.id:
             raise LeaseHeld(
                 f"another session drives this ledger: {state.detail}. "
                 f"Stop it with `handoff stop {location}`, or wait for it to hand off",

@@ -255,14 +255,14 @@ def lease_state(lease: SessionLease | None, beat: dict | None, *, here: dict[str
         beat = None  # a leftover from an earlier holder proves nothing about this one
     age = None if beat is None or not isinstance(beat.get("age"), (int, float)) else float(beat["age"])
 
-    if _pid_checkable(lease, here):
+    if _pid_checkable(lease, here) and lease.pid is not None:
         if not pid_alive(lease.pid, lease.pid_start):
             why = (f"pid {lease.pid} now belongs to another process" if pid_alive(lease.pid)
                    else f"pid {lease.pid} is no longer running")
             return LeaseState("dead", holder, f"{holder} is dead: {why}", age)
         if age is None:
             return LeaseState("live", holder, f"{holder}, running, no heartbeat yet", None)
-    if age is None:
+    if age is None or beat is None:
         return LeaseState("stale", holder, f"{holder} has no heartbeat (no proof of life)", None)
     if age > limit:
         return LeaseState("stale", holder, f"{holder}, last heartbeat {_ago(age)} ago (stale after {_ago(limit)})", age)

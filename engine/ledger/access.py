@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.approvals.identity import os_user
 from engine.audit.journal import SUFFIX as JOURNAL_SUFFIX
@@ -20,6 +20,7 @@ from engine.store.sidecar import cannot_write
 
 if TYPE_CHECKING:
     from engine.ledger import ops
+    from engine.store.base import Journal, Store
 
 # engine.ledger.ops and engine.store (the model, pydantic) are imported where a writer is opened:
 # `writable_reason` is on the Claude Code hook's fast path (engine.hooks.context).
@@ -59,8 +60,8 @@ class Writer:
     """What a session needs to drive a ledger."""
 
     location: str
-    store: Any
-    journal: Any
+    store: Store
+    journal: Journal
     actor: str
     who: ops.Who
     ledger_dir: str

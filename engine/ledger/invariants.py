@@ -133,7 +133,7 @@ def _parse_structured(item: dict[str, Any]) -> Invariant:
     text = ", ".join(f"{k}: {v}" for k, v in item.items())
     try:
         if "max_touched" in item or "max_concurrent" in item:
-            limit = int(item.get("max_touched", item.get("max_concurrent")))
+            limit = int(item["max_touched"] if "max_touched" in item else item["max_concurrent"])
             return Invariant(item.get("text", f"never touch more than {limit} targets concurrently"), "max_touched", limit=limit)
         spec = item.get("require") or item.get("precondition")
         if isinstance(spec, dict) and spec.get("step") and spec.get("state"):

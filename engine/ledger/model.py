@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic.json_schema import JsonDict, JsonValue
 
 from engine.audit.redact import BadPattern, check_patterns
 
@@ -51,10 +52,18 @@ ARGV_SCHEMA = {
 Argv = Annotated[list[str], WithJsonSchema(ARGV_SCHEMA)]
 # In the schema only: `check` reports these, so editors show them as you type, while the
 # engine still loads such a ledger (it stays viewable, and the file is never rejected).
-POSITIVE = {"exclusiveMinimum": 0}
+POSITIVE: JsonDict = {"exclusiveMinimum": 0}
 SLACK_ID = r"^[TE][A-Z0-9]{2,}/[UW][A-Z0-9]{2,}$"  # an approver's `slack`: workspace (or enterprise) id / member id
 SLACK_CHANNEL = r"^[CGD][A-Z0-9]{2,}$"  # a channel id (public, private, DM): names change, ids do not
-CLOSED = {"additionalProperties": False}  # an unknown key in a step or metric is a typo: `check` says so
+CLOSED: JsonDict = {"additionalProperties": False}  # an unknown key in a step or metric is a typo: `check` says so
+
+
+def _any_of(schema: JsonDict) -> list[JsonValue]:
+    """The `anyOf` list of a field's schema (pydantic writes one for an optional field)."""
+    choices = schema["anyOf"]
+    if not isinstance(choices, list):
+        raise TypeError(f"expected an anyOf list in {schema!r}")
+    return choices
 
 
 def _argv(value: Any) -> Any:
@@ -378,7 +387,7 @@ class Ledger(Node):
     started: str | None = None
     environment: str | None = None
     revision: int = 0
-    paused: Pause | None = Field(default=None, json_schema_extra=lambda s: s["anyOf"].extend(
+    paused: Pause | None = Field(default=None, json_schema_extra=lambda s: _any_of(s).extend(
         [{"type": "boolean"}, {"type": "string"}]))  # `paused: true`, `paused: "why"` (see _paused)
     session: SessionLease | None = None
     budget: Budget | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from engine.approvals.approvers import Signed, SlackId, admit_signed
 from engine.approvals.policy import policy_for, progress, standing
@@ -44,6 +44,10 @@ def _target(ledger: Ledger, name: str) -> Target:
     return target
 
 
+@overload
+def _clean(ledger: Ledger, text: str) -> str: ...
+@overload
+def _clean(ledger: Ledger, text: str | None) -> str | None: ...
 def _clean(ledger: Ledger, text: str | None) -> str | None:
     """What a person typed, with secrets masked before it is stored (the ledger's patterns too)."""
     return text if not text else redact(text, ledger.redact)

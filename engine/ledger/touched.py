@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 from engine.ledger.model import Ledger, Target
+from engine.store.cow import CowTargets
 
 # Without a runbook, the article's own in-between states are the touched ones.
 _DEFAULT_TOUCHED = frozenset({"in_progress", "replicating", "verified", "awaiting_approval"})
@@ -28,7 +29,7 @@ _SEALED: OrderedDict[int, list[Any]] = OrderedDict()
 _SEALED_MAX = 4  # the snapshot now, the one before, a transaction's base: a few suffice
 
 
-def seal(targets: dict[str, Target], derived: Any = None) -> None:
+def seal(targets: dict[str, Target], derived: dict[str, Target] | None = None) -> None:
     """Mark a readers' snapshot of targets: it is never changed again, so what is derived
     from it may be remembered. Only the store calls this, on what it shares. `derived`:
     the transaction's copy-on-write targets it was written from, whose base's touched
@@ -41,9 +42,9 @@ def seal(targets: dict[str, Target], derived: Any = None) -> None:
             _SEALED.popitem(last=False)
     else:
         _SEALED.move_to_end(key)
-    base = getattr(derived, "shared", None)
+    base = derived.shared if isinstance(derived, CowTargets) else None
     known = _SEALED.get(id(base)) if base is not None else None
-    if known is not None and known[0] is base and all(n in base for n in derived.changed):
+    if isinstance(derived, CowTargets) and known is not None and known[0] is base and all(n in base for n in derived.changed):
         for rules, names in known[1].items():
             entry[1].setdefault(rules, _carried(base, names, derived, rules[0], dict(rules[1])))
 
@@ -120,7 +121,7 @@ def _sealed_touched(targets: dict, states: frozenset[str], awaiting_from: dict[s
     return names
 
 
-def _carried(base: dict, names: list[str], targets: Any, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str]:
+def _carried(base: dict, names: list[str], targets: CowTargets, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str]:
     """The base's touched `names`, with the targets `targets` changed or removed looked at
     again (none of them new, so the base's order is the order)."""
     gone = targets.changed | targets.removed
@@ -133,11 +134,11 @@ def touched(ledger: Ledger) -> list[str]:
     """Names of the touched targets, in ledger order."""
     states, awaiting_from = touched_states(ledger), _awaiting_from(ledger)
     targets = ledger.targets
-    base = getattr(targets, "shared", None)
-    if base is not None:  # a transaction's copy-on-write targets over a readers' snapshot
+    if isinstance(targets, CowTargets):  # a transaction's copy-on-write targets over a readers' snapshot
+        base = targets.shared
         seal(base)  # what a transaction reads from is shared by definition
         names = _sealed_touched(base, states, awaiting_from)
-        if all(n in base for n in targets.changed):  # no new target: the base order holds
+        if names is not None and all(n in base for n in targets.changed):  # no new target: the base order holds
             return _carried(base, names, targets, states, awaiting_from)
     else:
         names = _sealed_touched(targets, states, awaiting_from)

@@ -43,6 +43,10 @@ class ProposingPlanner(Planner, Protocol):
 class TurnPlanner(Planner, Protocol):
     """A planner that takes turns, calling the engine's tools itself (claude)."""
 
+    unavailable: bool  # set once its API failed for good: it proposes nothing more
+
+    def spend_text(self) -> str: ...
+
     def wants_turn(self, session: Any, ledger: Ledger) -> bool: ...
 
     def turn(self, session: Any, ledger: Ledger) -> tuple[int, int]: ...

@@ -132,10 +132,10 @@ def build(ledger: Ledger, ctx: BriefContext) -> str:
     out.append("Runbook steps:" if steps else "Runbook: none (nothing can be run)")
     out.extend(_more([f"- {step_line(s)}" for s in steps[:STEPS_MAX]], len(steps)))
 
-    flight = [(n, t) for n, t in ledger.targets.items() if t.in_flight is not None]
+    flight = [(n, t.in_flight) for n, t in ledger.targets.items() if t.in_flight is not None]
     out.append(f"In flight ({len(flight)}):" if flight else "In flight: nothing")
-    out.extend(_more([f"- {n}: {t.in_flight.step} (session {t.in_flight.session or '?'}, since {t.in_flight.started_at or '?'})"
-                      for n, t in flight[:FLIGHT_MAX]], len(flight)))
+    out.extend(_more([f"- {n}: {f.step} (session {f.session or '?'}, since {f.started_at or '?'})"
+                      for n, f in flight[:FLIGHT_MAX]], len(flight)))
 
     waiting = [(n, t) for n, t in ledger.targets.items() if t.state in ("awaiting_approval", "blocked", "failed")]
     out.append(f"Waiting on people ({len(waiting)}):" if waiting else "Waiting on people: nobody")

@@ -126,7 +126,7 @@ class ClaudePlanner:
                 if uses and self._spent(s):
                     s.out.say(f"the token budget reached the hand-off point; {len(uses)} tool call(s) of the planner not acted on",
                               kind="warning")
-                if self._spent(s) and self.tokens_used_fraction() < s.handoff_at:
+                if self.tokens_budget and self._spent(s) and self.tokens_used_fraction() < s.handoff_at:  # _spent needs a budget
                     # Below the hand-off point, but one more round would eat what the note's request needs.
                     self.reserve_ending = (f"the token budget keeps its last {self.tokens_budget - self.used.total:,} "
                                            "tokens for the handoff note")

@@ -24,9 +24,12 @@ from typing import TextIO
 
 from engine.approvals.identity import hostname, os_user
 from engine.audit.review import amend, review
+from engine.lease.rules import HeartbeatThread
 from engine.ledger import ops
+from engine.ledger.invariants import InvariantStatus
 from engine.ledger.model import Ledger
 from engine.planners.autopilot import Action, Autopilot
+from engine.planners.base import Planner
 from engine.session import gates
 from engine.session.attempt import Attempt, _Views, attempt
 from engine.session.handoff_note import generate
@@ -54,11 +57,11 @@ class Actor:
         self.code = 0
         self.out = Out(handle.journal, self.identity, json_mode=json, stream=stream, session=holder_id, user=os_user())
         self.txn_lock = threading.Lock()  # this holder's own transactions, one at a time
-        self.beat = None  # its HeartbeatThread, once it holds the lease
-        self.planner = Autopilot()
-        self.workers: dict[str, threading.Thread] = {}
+        self.beat: HeartbeatThread | None = None  # its HeartbeatThread, once it holds the lease
+        self.planner: Planner = Autopilot()
+        self.workers: dict[str, threading.Thread | None] = {}  # None: running elsewhere (a Temporal activity)
         self.parallel = 1
-        self.statuses = []
+        self.statuses: list[InvariantStatus] = []
         self.metrics_at = 0.0
         self.last_invariants = ""
         self.invariants_said_at = 0.0

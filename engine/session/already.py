@@ -20,10 +20,11 @@ from __future__ import annotations
 from engine.codec.timefmt import now_iso
 from engine.ledger.render import describe
 from engine.ledger.runbook import next_action_text
+from engine.session.context import SessionContext
 from engine.session.probes import run_probe
 
 
-def already_happened(s, it) -> bool:
+def already_happened(s: SessionContext, it) -> bool:
     """True when `it`'s irreversible step was found done by its probe and recorded so
     (target at the step's `to` with the checkpoint, intent cleared, journaled); the
     caller then does not spawn it. False: run it as usual."""

@@ -19,6 +19,7 @@ from engine.ledger import guard, ops
 from engine.ledger.model import Ledger
 from engine.ledger.render import describe
 from engine.planners.autopilot import Action
+from engine.session.context import SessionContext
 from engine.session.gates import owner, without_reversible_runs
 from engine.session.reconcile import settle_used_approval
 from engine.session.steps import Intent, write_intent
@@ -52,12 +53,12 @@ class _Views:
         self.view: Ledger | None = None
 
     def of(self, ledger: Ledger) -> Ledger:
-        if ledger is not self.source:
+        if ledger is not self.source or self.view is None:
             self.source, self.view = ledger, without_reversible_runs(ledger)
         return self.view
 
 
-def attempt(s, action: Action, reason: str | None = None, *, ledger: Ledger | None = None, may_start: bool = True) -> Attempt:
+def attempt(s: SessionContext, action: Action, reason: str | None = None, *, ledger: Ledger | None = None, may_start: bool = True) -> Attempt:
     """Decide `action` now and act on the decision; see the module docstring."""
     name, step = action.target, action.step
     ledger = ledger if ledger is not None else s.store.read()
@@ -70,7 +71,7 @@ def attempt(s, action: Action, reason: str | None = None, *, ledger: Ledger | No
     return result
 
 
-def _decide(s, action: Action, ledger: Ledger, may_start: bool) -> Attempt:
+def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) -> Attempt:
     name, step = action.target, action.step
     if s.ending:
         return Attempt("refused", f"the session is handing off ({s.ending}); nothing new starts")
@@ -117,7 +118,7 @@ def _decide(s, action: Action, ledger: Ledger, may_start: bool) -> Attempt:
     return Attempt("refused", decision.reason)
 
 
-def _busy_text(s) -> str:
+def _busy_text(s: SessionContext) -> str:
     if len(s.workers) >= s.parallel:
         return f"no free step slot: {len(s.workers)} step(s) running (at most {s.parallel} at once); try when one finishes"
     return "the step budget is spent up to the hand-off point; nothing new starts"

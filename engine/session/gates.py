@@ -16,6 +16,7 @@ from engine.ledger import ops
 from engine.ledger.invariants import evaluate, parse_all
 from engine.ledger.model import Ledger
 from engine.ledger.render import describe
+from engine.session.context import SessionContext
 from engine.session.probes import read_metric
 from engine.session.runner import run_step
 from engine.store.transact import NoChange, apply
@@ -23,7 +24,7 @@ from engine.store.transact import NoChange, apply
 RESAY_AFTER = 60.0  # seconds before an unchanged reading or invariant line is journaled again
 
 
-def check_invariants(s, ledger: Ledger, *, acting: bool) -> bool:
+def check_invariants(s: SessionContext, ledger: Ledger, *, acting: bool) -> bool:
     """Read metrics, evaluate every invariant; pause and end on a bad threshold."""
     readings: dict[str, tuple[float, bool, float]] = {}
     unreadable: dict[str, str] = {}
@@ -47,10 +48,10 @@ def check_invariants(s, ledger: Ledger, *, acting: bool) -> bool:
     for st in s.statuses:
         if st.kind == "max_touched":
             parts.append(f"{st.value} {st.status}")
-        elif st.kind == "metric":
-            inv = st.invariant
-            got = readings.get(inv.metric)
-            shown = f"{inv.metric} {got[0]:g}{'%' if got[1] else ''}" if got else f"{inv.metric} unreadable"
+        elif st.kind == "metric" and st.invariant is not None and st.invariant.metric is not None:  # as a metric status always has
+            name = st.invariant.metric
+            got = readings.get(name)
+            shown = f"{name} {got[0]:g}{'%' if got[1] else ''}" if got else f"{name} unreadable"
             parts.append(f"{shown} {st.status}")
     text = "invariant check: " + (", ".join(parts) or "no invariants to check")
     if text != s.last_invariants or (acting and time.monotonic() - s.invariants_said_at >= RESAY_AFTER):
@@ -61,13 +62,13 @@ def check_invariants(s, ledger: Ledger, *, acting: bool) -> bool:
     if not bad:
         return True
     st = bad[0]
-    metric = st.invariant.metric
+    metric = (st.invariant.metric if st.invariant is not None else None) or ""
     why = (f"invariant violated: {st.text} ({st.value})" if st.status == "violated"
            else f"invariant cannot be checked: {st.text} ({unreadable.get(metric, st.value)})")
     pause(s, why)
     return False
 
-def pause(s, why: str) -> None:
+def pause(s: SessionContext, why: str) -> None:
     who = ops.Who(s.identity, os_user())
     records, rev = apply(s.store, lambda ledger: ops.pause(ledger, who, why), s.txn_lock)
     for r in records or []:
@@ -76,7 +77,7 @@ def pause(s, why: str) -> None:
     s.out.say(f"{why}. Ledger paused; {_paged(s, paged)}.", kind="paused", rev=rev)
     s.ending, s.code = f"paused: {why}", 4
 
-def gate(s, action, argv: list[str], decision) -> bool:
+def gate(s: SessionContext, action, argv: list[str], decision) -> bool:
     name, step = action.target, action.step
 
     def fn(ledger: Ledger):
@@ -101,11 +102,11 @@ def gate(s, action, argv: list[str], decision) -> bool:
                  to="awaiting_approval", step=step.name)
     return True
 
-def owner(s) -> str:
+def owner(s: SessionContext) -> str:
     ledger = s.store.read()
     return ledger.owner_shift or "the owner"
 
-def _paged(s, paged: bool | None) -> str:
+def _paged(s: SessionContext, paged: bool | None) -> str:
     """`paging platform-oncall` (the article's words) only when a page went out."""
     if paged is None:
         return f"would page {owner(s)} (dry run)"
@@ -116,7 +117,7 @@ def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def page(s, event: str, message: str) -> bool | None:
+def page(s: SessionContext, event: str, message: str) -> bool | None:
     """Page a human; True if at least one page went out (None in a dry run, which pages
     nobody). Every delivery is journaled: `page` sent, `page_failed` not sent after its
     retries, `page_none` nobody to page. A failing pager is never fatal."""

@@ -32,11 +32,12 @@ from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread, new_session_id
-from engine.ledger.access import open_writer
+from engine.ledger.access import is_url, open_writer
 from engine.ledger.invariants import parse_all
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import touch_limit
 from engine.ledger.stall import stall_ending
+from engine.planners.base import ProposingPlanner, TurnPlanner
 from engine.planners.brief import movable
 from engine.planners.choose import get_planner
 from engine.session.actor import Actor
@@ -119,7 +120,7 @@ class Session(Actor):
         planner.setup(self, real.store.read())
         location = make_shadow(self.opts.ledger) if self.dry_run else self.opts.ledger
         handle = open_writer(location, actor=self.opts.actor) if self.dry_run else real
-        if hasattr(handle.store, "patience"):
+        if is_url(handle.store.location):  # a database (a file store has no service to wait out)
             from engine.store.postgres import outage_limit
 
             handle.store.patience = outage_limit()  # from now on a brief database outage is ridden out
@@ -231,7 +232,7 @@ class Session(Actor):
         phase = "ending" if self.ending else "running"
         if self.lock_wait is not None and time.monotonic() - self.lock_wait[1] < 2 * lock_timeout():
             phase = f"waiting for lock held by {self.lock_wait[0]}"
-        if self.planner.name != "autopilot":
+        if isinstance(self.planner, TurnPlanner):
             phase += f" ({self.planner.name}: {self.planner.spend_text()})"  # the TUI header shows the phase
         return {"budget_used": round(self.budget_used(), 3), "phase": phase,
                 "detail": f"{len(self.workers)} running, {self.steps_used} steps",
@@ -322,7 +323,7 @@ class Session(Actor):
         silent = self.beat.can_act() if self.beat is not None else None
         if silent:
             self.ending = f"this session {silent}; it starts nothing new"
-        elif ledger.session.stop_requested:
+        elif ledger.session is not None and ledger.session.stop_requested:
             self.ending = f"stop requested by {ledger.session.stop_requested_by or 'someone'}"
         elif ledger.paused is not None:
             self.ending = f"ledger paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}"
@@ -332,29 +333,31 @@ class Session(Actor):
 
     def _act(self, ledger: Ledger) -> tuple[int, int]:
         """Let the planner propose; each proposal goes through `attempt`. Returns (started, gated)."""
-        if getattr(self.planner, "turn", None) is not None:
-            return self._turn(ledger)
+        if isinstance(self.planner, TurnPlanner):
+            return self._turn(self.planner, ledger)
+        if not isinstance(self.planner, ProposingPlanner):
+            raise TypeError(f"planner {self.planner.name} neither proposes nor takes turns")
         actions = self.planner.propose(ledger, busy=set(self.workers))
         if not actions:
             return 0, 0
-        ledger = self._fresh(ledger)
-        if ledger is None:
+        fresh = self._fresh(ledger)
+        if fresh is None:
             return 0, 0
-        return self.attempt_all(actions, ledger)
+        return self.attempt_all(actions, fresh)
 
-    def _turn(self, ledger: Ledger) -> tuple[int, int]:
+    def _turn(self, planner: TurnPlanner, ledger: Ledger) -> tuple[int, int]:
         """One turn of a planner that proposes through tool calls, when the ledger changed."""
-        if not self.planner.wants_turn(self, ledger):
+        if not planner.wants_turn(self, ledger):
             return 0, 0
-        ledger = self._fresh(ledger)
-        if ledger is None:
+        fresh = self._fresh(ledger)
+        if fresh is None:
             return 0, 0
         from engine.planners.client import PlannerRefused, PlannerUnavailable
 
         try:
-            return self.planner.turn(self, ledger)
+            return planner.turn(self, fresh)
         except (PlannerUnavailable, PlannerRefused) as err:
-            self.planner.unavailable = True
+            planner.unavailable = True
             self.out.say(f"the planner cannot go on: {err}. Proposing nothing more; running steps finish.", kind="planner_unavailable")
             self.ending, self.code = f"the planner's API {'stayed unavailable' if err.exit_code == 6 else 'refused the session'}", err.exit_code
             return 0, 0
@@ -426,7 +429,8 @@ class Session(Actor):
     def _join_workers(self) -> None:
         while self.workers:
             for thread in list(self.workers.values()):
-                thread.join(0.2)
+                if thread is not None:  # a session's workers are its own threads
+                    thread.join(0.2)
 
     def _finish(self, why: str) -> None:
         running = len(self.workers)

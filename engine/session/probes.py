@@ -114,7 +114,7 @@ def read_metric(ledger: Ledger, metric: str, ledger_dir: str) -> tuple[float, bo
 def find_step_processes(token: str) -> list[int]:
     """Pids of live processes whose environment carries our intent token (Linux /proc)."""
     needle = f"{TOKEN_VAR}={token}".encode()
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -27,6 +27,7 @@ from engine.ledger.model import Ledger
 from engine.ledger.render import describe
 from engine.ledger.runbook import next_action_text
 from engine.ledger.touched import is_touched
+from engine.session.context import SessionContext
 from engine.session.probes import find_step_processes, run_probe
 from engine.session.runner import TERM_GRACE
 from engine.store.transact import NoChange, apply
@@ -56,7 +57,7 @@ def _live_pids(inflight, host: str) -> list[tuple[int, int | None]]:
     return list(found.items())
 
 
-def _wait(s, name: str, inflight, timeout: float | None) -> None:
+def _wait(s: SessionContext, name: str, inflight, timeout: float | None) -> None:
     pids = _live_pids(inflight, s.host)
     if not pids:
         return
@@ -82,7 +83,7 @@ def _wait(s, name: str, inflight, timeout: float | None) -> None:
         s.out.say(f"{name}: {inflight.step} (pid {pid}) outlived its timeout and was killed", target=name, kind="reconcile")
 
 
-def reconcile_in_flight(s) -> None:
+def reconcile_in_flight(s: SessionContext) -> None:
     """Settle every intent a dead session left behind."""
     ledger = s.store.read()
     for name, target in ledger.targets.items():
@@ -90,7 +91,7 @@ def reconcile_in_flight(s) -> None:
             settle_in_flight(s, name, target.in_flight.model_copy())
 
 
-def settle_in_flight(s, name: str, inflight) -> None:
+def settle_in_flight(s: SessionContext, name: str, inflight) -> None:
     """Settle the intent a holder that is gone left on `name` (the module's first point)."""
     ledger = s.store.read()
     step = ledger.step(inflight.step)
@@ -154,7 +155,7 @@ def settle_in_flight(s, name: str, inflight) -> None:
                               "half-happened: check the real system, then `handoff reconcile`")
 
 
-def settle_used_approval(s, name: str, step, approval, used: dict) -> None:
+def settle_used_approval(s: SessionContext, name: str, step, approval, used: dict) -> None:
     """The ledger offers an approval the journal says was already used: the file went
     back in time (a restored copy) and the step may well have run. Never run it again:
     mark the approval used, then let the step's verify prove the outcome, or block."""
@@ -193,6 +194,7 @@ def settle_used_approval(s, name: str, step, approval, used: dict) -> None:
     if rev is None:
         return
     if problem is None:
+        assert probe is not None  # fn returns None only when the probe proved it
         s.out.say(f"{name}: {step.name} had run; its verify proves it ({probe.value}). ledger updated: {name}.state = {step.to}",
                   target=name, kind="transition", rev=rev, step=step.name, to=step.to, checkpoint=probe.value)
         return
@@ -200,15 +202,15 @@ def settle_used_approval(s, name: str, step, approval, used: dict) -> None:
     s.page("blocked", f"{name}: blocked: {problem}")
 
 
-def _block(s, name: str, inflight, reason: str) -> None:
+def _block(s: SessionContext, name: str, inflight, reason: str) -> None:
     _settle_as(s, name, inflight, "blocked", reason, None)
 
 
-def _fail(s, name, inflight, step, reason, end) -> None:
+def _fail(s: SessionContext, name, inflight, step, reason, end) -> None:
     _settle_as(s, name, inflight, "failed", reason, end)
 
 
-def _settle_as(s, name: str, inflight, state: str, reason: str, end) -> None:
+def _settle_as(s: SessionContext, name: str, inflight, state: str, reason: str, end) -> None:
     token = getattr(inflight, "token", None)
 
     def fn(ledger: Ledger):
@@ -233,13 +235,13 @@ def _settle_as(s, name: str, inflight, state: str, reason: str, end) -> None:
     s.page("blocked" if state == "blocked" else "failed", f"{name}: {state}: {reason}")
 
 
-def verify_checkpoints(s) -> list[str]:
+def verify_checkpoints(s: SessionContext) -> list[str]:
     """Probe every recorded checkpoint; returns the names that drifted (already recorded)."""
     ledger = s.store.read()
     return [name for name in ledger.targets if verify_target(s, name, ledger)]
 
 
-def verify_target(s, name: str, ledger: Ledger | None = None) -> bool:
+def verify_target(s: SessionContext, name: str, ledger: Ledger | None = None) -> bool:
     """Probe `name`'s recorded checkpoint, if its state has a probe; True when reality
     disagrees (recorded on the target, journaled and paged)."""
     ledger = ledger or s.store.read()
@@ -293,7 +295,7 @@ def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | No
     if accept_checkpoint and probe_step is None:
         raise Refused(f"{name} is {position}, which has no probe; say where it really is with --to STATE", title="No probe")
     probe = run_probe(ledger, name, probe_step, handle.ledger_dir) if probe_step is not None else None
-    if accept_checkpoint and not probe.ok:
+    if accept_checkpoint and probe is not None and not probe.ok:  # no probe was refused above
         raise Refused(f"the probe {describe(probe.argv)} said {probe.said()}; nothing recorded. "
                       "Say where the target really is with --to STATE", title="Probe failed")
     who = handle.who

@@ -121,6 +121,7 @@ def run_step(
     except OSError as error:
         return _spawn_failure(argv, error, started_at, t0)
     pgid = proc.pid  # start_new_session: the child leads its own group
+    assert proc.stdout is not None  # start() asks for stdout=PIPE
     try:
         buf, timed_out = _collect(proc, pgid, timeout, t0)
     except BaseException:
@@ -161,6 +162,7 @@ def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float
     """Read the merged output until EOF while enforcing the timeout; returns (bytes, timed_out)."""
     cap = STDOUT_CAP + 64 * 1024  # trimmed to the caller's cap at the end
     buf = bytearray()
+    assert proc.stdout is not None  # run_step starts it with stdout=PIPE
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
     sel = selectors.DefaultSelector()

@@ -35,6 +35,7 @@ from engine.ledger.render import describe
 from engine.ledger.runbook import next_action_text
 from engine.planners.autopilot import Action
 from engine.session.already import already_happened
+from engine.session.context import SessionContext
 from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
 from engine.session.until_progress import Progress
@@ -59,7 +60,7 @@ class Intent:
     attempt: int = 1  # a runtime that retries on another worker (Temporal) fences on the attempt too
 
 
-def write_intent(s, action: Action, statuses) -> Intent | Decision:
+def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decision:
     """Record the intent durably, or return the guard's refusal (nothing written)."""
     name, step = action.target, action.step
     token = f"{s.sid}/{secrets.token_hex(4)}"
@@ -79,6 +80,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
         if not decision.allowed:
             raise NoChange(decision)
         if not fresh.reversible:
+            assert decision.approval is not None  # the guard allows an irreversible step only with its approval
             used = used_before(s.handle.journal, name, decision.approval)
             if used is not None:
                 raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
@@ -92,7 +94,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
                 return refused
         target, now = ledger.targets[name], now_iso()
         target.in_flight = InFlight(step=step.name, session=s.sid, host=s.host, started_at=now, attempt=1, token=token)
-        if not step.reversible:
+        if not step.reversible and decision.approval is not None:  # checked in the fence just above
             target.touched_at = target.touched_at or now
             decision.approval.used_at = now  # the approval object of this fresh ledger
             decision.approval.used_by = s.identity
@@ -105,7 +107,7 @@ def write_intent(s, action: Action, statuses) -> Intent | Decision:
     if rev is None:
         return result
     if isinstance(result, authority.Refusal):
-        s.out.say(f"{name}: {step.name} NOT started: {result.why}", rev=rev, **result.record)
+        s.out.say(f"{name}: {step.name} NOT started: {result.why}", rev=rev, **(result.record or {}))
         return Decision(False, result.why)
     argv, check, decision = result
     return Intent(name, step, argv, check, token, decision, rev)
@@ -131,7 +133,7 @@ class Outcome:
     why: str = ""
 
 
-def _run_once(s, it: Intent, argv: list[str], launch) -> Outcome:
+def _run_once(s: SessionContext, it: Intent, argv: list[str], launch) -> Outcome:
     step = it.step
     env = step_env(it.token)
     if step.until and not s.dry_run:
@@ -162,7 +164,7 @@ def _why(result: StepResult) -> str:
     return f"exit {result.exit_code}: {_last_line(redact(result.output_tail))}"  # masked whole, then cut
 
 
-def announce(s, it: Intent) -> None:
+def announce(s: SessionContext, it: Intent) -> None:
     """Say (and journal, fsynced) that the step starts: under the fence, just before the
     spawn, so a `step_start` means this holder had the lease and the intent when it
     started the process. It names the approval it uses: the second witness of its use."""
@@ -170,7 +172,8 @@ def announce(s, it: Intent) -> None:
     if step.reversible:
         kind = f"{step.description}; reversible" if step.description else "reversible"
     else:
-        kind = f"irreversible, approved by {it.decision.approval.by} at {it.decision.approval.at}"
+        approval = it.decision.approval
+        kind = f"irreversible, approved by {approval.by} at {approval.at}" if approval else "irreversible"
     argv = it.check_argv if s.dry_run else it.argv
     shown = describe(argv) if argv else "(no check form)"
     used = it.decision.approval if not step.reversible else None
@@ -180,7 +183,7 @@ def announce(s, it: Intent) -> None:
               approval_at=used.at if used else None)
 
 
-def fenced_launch(s, it: Intent):
+def fenced_launch(s: SessionContext, it: Intent):
     """The `launch` of every spawn of this intent's step (see the module's point 2)."""
     name = it.target
 
@@ -208,7 +211,7 @@ def fenced_launch(s, it: Intent):
             raise NoChange()
         t.in_flight.pid = t.in_flight.pgid = proc.pid
 
-    announced = []
+    announced: list[bool] = []
 
     def launch(start):
         def spawn():
@@ -229,7 +232,7 @@ def fenced_launch(s, it: Intent):
     return launch
 
 
-def run_intent(s, it: Intent) -> None:
+def run_intent(s: SessionContext, it: Intent) -> None:
     """Run the step (retrying a reversible one), then record what happened."""
     name, step = it.target, it.step
     argv = it.check_argv if s.dry_run else it.argv
@@ -255,11 +258,12 @@ def run_intent(s, it: Intent) -> None:
     record_outcome(s, it, outcome, end)
 
 
-def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Outcome, dict] | None:
+def run_attempt(s: SessionContext, it: Intent, launch, attempt: int, attempts: int) -> tuple[Outcome, dict] | None:
     """One attempt of the intent's step, its `step_end` journaled; None if it was fenced
     (not started: said and journaled, and the holder stops acting)."""
     name, step = it.target, it.step
     argv = it.check_argv if s.dry_run else it.argv
+    assert argv is not None  # run_intent settles a dry run with no check form before any attempt
     if attempt > 1:
         s.out.say(f"{name}: retrying {step.name} (attempt {attempt}/{attempts}, reversible)", target=name, kind="retry", step=step.name)
     try:
@@ -271,6 +275,7 @@ def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Out
         s.ending = s.ending or f"stopped acting: {why}"
         return None
     res = outcome.result
+    assert res is not None  # a step that ran has its result
     end = s.out.record(
         "step_end", f"{name}: {step.name} " + ("ok" if outcome.ok else "stopped" if outcome.stopped else f"failed ({outcome.why})"),
         target=name, step=step.name, argv=res.argv, exit_code=res.exit_code, duration=round(res.duration, 2),
@@ -280,7 +285,7 @@ def run_attempt(s, it: Intent, launch, attempt: int, attempts: int) -> tuple[Out
     return outcome, end
 
 
-def record_outcome(s, it: Intent, outcome: Outcome, end: dict | None) -> None:
+def record_outcome(s: SessionContext, it: Intent, outcome: Outcome, end: dict | None) -> None:
     """Record what the step did, only if the intent is still this holder's (module point 3)."""
     name, step = it.target, it.step
     checkpoint = None

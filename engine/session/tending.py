@@ -14,17 +14,18 @@ from engine.approvals.policy import policy_for, span
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.ledger.model import Ledger, Step
 from engine.notify import listeners, send_pages
+from engine.session.context import SessionContext
 from engine.session.runner import run_step
 from engine.store.transact import NoChange, apply
 
 
-def tend(s, ledger: Ledger, *, now: float | None = None) -> None:
+def tend(s: SessionContext, ledger: Ledger, *, now: float | None = None) -> None:
     """Remind, escalate or expire each awaiting target as its policy says (see the module)."""
     now = time.time() if now is None else now
     for name, target in ledger.targets.items():
         step = ledger.step(target.awaiting) if target.state == "awaiting_approval" and target.awaiting else None
         since = parse_iso(target.awaiting_since)
-        if step is None or since is None:
+        if step is None or since is None or target.awaiting_since is None:
             continue
         pol, age = policy_for(ledger, step), now - since
         if not (pol.expire_after or pol.escalate_after or pol.remind_after):
@@ -43,7 +44,7 @@ def tend(s, ledger: Ledger, *, now: float | None = None) -> None:
                 s.out.say(f"reminder {due} sent: {msg}", target=name, kind="approval_reminder", n=due, since=target.awaiting_since)
 
 
-def _done(s, name: str, since: str) -> dict:
+def _done(s: SessionContext, name: str, since: str) -> dict:
     """What was already sent for this request (the journal's records naming its start)."""
     out: dict = {}
     reminded = s.handle.journal.last_of("approval_reminder", target=name, since=since)
@@ -54,7 +55,7 @@ def _done(s, name: str, since: str) -> dict:
     return out
 
 
-def _escalate(s, ledger: Ledger, name: str, step: Step, after: float, since: str) -> None:
+def _escalate(s: SessionContext, ledger: Ledger, name: str, step: Step, after: float, since: str) -> None:
     asked = [i for i, n in enumerate(ledger.notify) if n in listeners(ledger.notify, "approval_needed")]
     nxt = ledger.notify[(asked[-1] + 1) if asked else 0:][:1]
     msg = f"{name}: {step.name} has awaited approval for {span(after)}; escalated: handoff approve {s.ledger_arg} {name}"
@@ -66,7 +67,7 @@ def _escalate(s, ledger: Ledger, name: str, step: Step, after: float, since: str
               kind="approval_escalated", since=since, to=sent or None)
 
 
-def _expire(s, name: str, step: Step, since: str, after: float) -> None:
+def _expire(s: SessionContext, name: str, step: Step, since: str, after: float) -> None:
     why = f"approval request expired after {span(after)}"
 
     def fn(ledger: Ledger):

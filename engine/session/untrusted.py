@@ -10,6 +10,7 @@ before any action, exit 3, until a person accepts or undoes it with `handoff rec
 from __future__ import annotations
 
 from engine.ledger.render import describe
+from engine.session.context import SessionContext
 from engine.session.probes import run_probe
 
 
@@ -18,7 +19,7 @@ def flagged(ledger) -> list[str]:
     return [name for name, t in ledger.targets.items() if t.changed_outside]
 
 
-def stop_for_outside_edits(s) -> bool:
+def stop_for_outside_edits(s: SessionContext) -> bool:
     """Say each flagged target (with its probe's reading, if it has a probe); True if the
     session must stop."""
     ledger = s.store.read()

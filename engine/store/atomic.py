@@ -22,11 +22,13 @@ import ctypes
 import errno
 import os
 import tempfile
+from collections.abc import Callable
 
 from engine.store.sidecar import SidecarRefused, ledger_mode
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
+_renameat2: Callable[..., int] | None
 try:
     _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
 except (AttributeError, OSError):  # not glibc, or too old: compare-then-rename

@@ -7,13 +7,14 @@ changed underneath), and watches for changes made by anyone else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from engine.errors import LedgerInvalid
 
 if TYPE_CHECKING:  # annotations only: `engine.store.atomic` (the hook's heartbeat) must not load the model
+    from engine.audit.redact import Redactor
     from engine.ledger.model import Ledger
 
 T = TypeVar("T")
@@ -42,11 +43,60 @@ class Change:
 WatchEvent = Snapshot | LedgerInvalid
 
 
+class Journal(Protocol):
+    """What every journal backend offers (engine.audit.journal.Journal for a file ledger,
+    engine.store.pg_journal.PgJournal for PostgreSQL)."""
+
+    path: str
+    read_only: bool
+    redactor: Redactor
+
+    @property
+    def warnings(self) -> list[str]: ...  # what reading skipped, each once
+
+    def check_writable(self) -> None: ...
+
+    def set_redact(self, patterns: list[str]) -> None: ...
+
+    def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None,
+               **fields: Any) -> dict[str, Any]: ...
+
+    def read(self, offset: int = 0) -> tuple[list[dict[str, Any]], int]: ...
+
+    def end_offset(self) -> int: ...
+
+    def tail(self, n: int = 200) -> list[dict[str, Any]]: ...
+
+    def for_target(self, target: str, limit: int = 200) -> list[dict[str, Any]]: ...
+
+    def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None: ...
+
+    def follow(self, offset: int | None = None, poll: float = 0.2) -> Iterator[dict[str, Any]]: ...
+
+    def verify(self, head: dict[str, Any] | None = None) -> Any: ...
+
+
+class Heartbeat(Protocol):
+    """Where the lease holder's proof of life is kept (engine.lease.rules.Heartbeat beside a
+    file ledger, engine.store.postgres.PgHeartbeat in the database)."""
+
+    def write(self, holder: str, **state: Any) -> None: ...
+
+    def remove(self) -> None: ...
+
+    def current(self) -> dict[str, Any] | None: ...
+
+
 class Store(Protocol):
     """The interface the rest of the engine uses; never the file system directly."""
 
     location: str
+    path: str  # what a person is shown: the file, or the database and the ledger's name
     read_only: bool
+    saw_external_edit: bool  # did the last transaction start from a hand edit? (file store; never in PostgreSQL)
+    journaled_external_edit: bool  # ... and did that transaction journal the edit itself?
+    on_lock_wait: Callable[[str], bool] | None  # holder text -> keep waiting past the lock timeout?
+    patience: float  # seconds a brief outage of the store's database is ridden out (a file store has none: 0)
 
     def snapshot(self) -> Snapshot: ...
 
@@ -58,6 +108,10 @@ class Store(Protocol):
 
     def watch(self, stop_event: Any = None) -> AsyncIterator[WatchEvent]: ...
 
-    def open_journal(self, *, read_only: bool = False) -> Any: ...
+    def open_journal(self, *, read_only: bool = False) -> Journal: ...
 
-    def heartbeat(self) -> Any: ...
+    def heartbeat(self) -> Heartbeat: ...
+
+    def last_write(self) -> dict[str, Any] | None: ...  # the engine's record of its last write, if it keeps one
+
+    def export_text(self) -> str | None: ...  # the ledger's text as stored; None: it is the file at `path`

@@ -100,10 +100,12 @@ class CowTargets(dict):
         for name, value in dict(*args, **kw).items():
             self[name] = value
 
-    def copy(self) -> dict[str, Target]:  # type: ignore[override]
+    def copy(self) -> dict[str, Target]:
         return dict(self.items())
 
-    def __ior__(self, other: Any) -> CowTargets:
+    # `|=` keeps a CowTargets, as dict's own does (typeshed: Self), while `|` gives a plain dict;
+    # mypy wants the two to agree.
+    def __ior__(self, other: Any) -> CowTargets:  # type: ignore[misc]
         self.update(other)
         return self
 

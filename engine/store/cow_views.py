@@ -98,6 +98,9 @@ class _View:
     """Common machinery: which object, in which transaction, and the copy on change."""
 
     __slots__ = ("_root", "_obj", "_shared")
+    _root: Root
+    _obj: Any
+    _shared: bool
 
     def __init__(self, root: Root, obj: Any, shared: bool) -> None:
         object.__setattr__(self, "_root", root)
@@ -119,8 +122,10 @@ class _View:
             return self._root.memo.get(id(value), value)  # not in the memo: deepcopy kept it (atomic)
         return value if out is _NOT_SAFE else out
 
-    @property  # isinstance(view, Target) holds, as for the object it shows
-    def __class__(self):  # type: ignore[override]
+    # isinstance(view, Target) holds, as for the object it shows; a read-only `__class__`
+    # is exactly what is meant (object's is assignable), which mypy cannot be told otherwise.
+    @property  # type: ignore[misc]
+    def __class__(self):
         return type(self._target())
 
     def __eq__(self, other: Any) -> bool:

@@ -141,6 +141,8 @@ class FileStore:
         self.record_path = sidecar(path, ".last-write.json")
         self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
+        self.journaled_external_edit = False  # ... and did it journal that edit itself?
+        self.patience = 0.0  # no database to wait out (engine.store.base.Store)
 
     # -- reading -----------------------------------------------------------------
 
@@ -219,7 +221,7 @@ class FileStore:
             snap.missing, snap.rollback = regressions(ledger, record) if record and record.get("hash") != key else ([], [])
             if behind and not any(s.startswith("its revision is") for s in snap.rollback):
                 snap.rollback += behind
-            if snap.missing:
+            if snap.missing and record:  # regressions() finds missing targets only against a record
                 names = record.get("names") or []
                 snap.warnings.append(
                     f"{self.path} has {len(ledger.targets)} targets but the engine last wrote "
@@ -266,6 +268,10 @@ class FileStore:
     def last_write(self) -> dict[str, Any] | None:
         """The record of the last engine write, or None (never written, or torn)."""
         return read_record(self.record_path, real_path(self.path))
+
+    def export_text(self) -> str | None:
+        """None: the ledger's text is the file at `path` (engine.checks.analyse reads it)."""
+        return None
 
     # -- writing -----------------------------------------------------------------
 

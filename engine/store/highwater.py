@@ -24,9 +24,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.store.atomic import atomic_write
+
+if TYPE_CHECKING:  # annotations only: the store loads the model where it needs it
+    from engine.ledger.model import Approval, Ledger
 
 
 def mark_dir() -> Path:
@@ -73,7 +78,7 @@ def spent_key(target: str, approval) -> str:
     return "\x1f".join((target, approval.step, str(approval.hash), approval.by, approval.at))
 
 
-def newly_spent(before, after, names) -> list[tuple[str, object, bool]]:
+def newly_spent(before: Ledger, after: Ledger, names: Iterable[str]) -> list[tuple[str, Approval, bool]]:
     """(target, approval, starting) for each approval whose `used_at` this change set,
     among targets `names`; `starting` when the same change writes a new intent on the
     target (the approval is spent on a run, not only noted as used by reconcile)."""
@@ -90,7 +95,7 @@ def newly_spent(before, after, names) -> list[tuple[str, object, bool]]:
     return found
 
 
-def already_spent(key: str, spent: list[tuple[str, object, bool]]) -> str | None:
+def already_spent(key: str, spent: list[tuple[str, Approval, bool]]) -> str | None:
     """A sentence naming the first approval in `spent` that a new intent would spend
     although this user's mark says it was used before, or None."""
     if not any(starting for _, _, starting in spent):
@@ -104,7 +109,7 @@ def already_spent(key: str, spent: list[tuple[str, object, bool]]) -> str | None
     return None
 
 
-def raise_mark(key: str, revision: int, spent: list[tuple[str, object, bool]]) -> None:
+def raise_mark(key: str, revision: int, spent: list[tuple[str, Approval, bool]]) -> None:
     """Record a write: the revision (never lowered) and the approvals it spent."""
     folder = mark_dir()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -32,7 +32,7 @@ def open_ledger_file(path: str) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
-        why = _WHY.get(err.errno) or f"cannot be opened: {os_error_text(err)}"
+        why = (_WHY.get(err.errno) if err.errno is not None else None) or f"cannot be opened: {os_error_text(err)}"
         raise LedgerInvalid(why, path=path) from None
     try:
         mode = os.fstat(fd).st_mode

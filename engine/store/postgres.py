@@ -37,7 +37,7 @@ from engine.ledger.model import Ledger
 from engine.store import highwater
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import change, to_ledger
-from engine.store.cow import cow_ledger
+from engine.store.cow import CowTargets, cow_ledger
 from engine.store.file import digest
 from engine.store.filelock import LockTimeout, lock_timeout
 from engine.store.pg_conn import (
@@ -78,6 +78,7 @@ class PostgresStore:
         self.read_only = read_only
         self.db = Db(self.url)
         self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
+        self.saw_external_edit = self.journaled_external_edit = False  # nobody edits a row by hand
         self._cache: tuple[str, Any, Ledger | None] | None = None
 
     @property
@@ -233,6 +234,7 @@ class PostgresStore:
         mark = self._mark(ledger)
         ledger.revision = max(ledger.revision, revision, highwater.read_mark(mark)["revision"]) + 1
         targets = ledger.targets
+        assert isinstance(targets, CowTargets)  # cow_ledger's, as the transaction leaves them
         try:
             ledger.targets = targets.plain()
             ledger.check_states(targets.changed)
@@ -293,6 +295,10 @@ class PostgresStore:
 
     def export_text(self) -> str:
         return self.db.run(self._row)[1]
+
+    def last_write(self) -> None:
+        """None: the database row is its own record of the last write (no sidecar)."""
+        return None
 
     def heartbeat(self) -> PgHeartbeat:
         return PgHeartbeat(self.db, self.name)

@@ -46,7 +46,7 @@ def _head(ledger_path: str, previous: dict | None) -> dict | None:
     stays named, so the next append and every verify still see the loss)."""
     path = journal_path(ledger_path)
     old = (previous or {}).get("journal_head")
-    if head_gone(path, old) and Journal(path, read_only=True).witness("chain_break", missing_head=old["seq"]) is None:
+    if isinstance(old, dict) and head_gone(path, old) and Journal(path, read_only=True).witness("chain_break", missing_head=old["seq"]) is None:
         return old
     return journal_head(path)
 

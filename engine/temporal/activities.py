@@ -114,7 +114,10 @@ async def keep_lease(job: core.Job) -> str:
 
 async def _poke() -> None:
     try:
-        await activity.client().get_workflow_handle(activity.info().workflow_id).signal("poke")
+        workflow_id = activity.info().workflow_id
+        if workflow_id is None:  # an activity started on its own: no workflow to wake
+            return
+        await activity.client().get_workflow_handle(workflow_id).signal("poke")
     except Exception as err:  # noqa: BLE001 - the idle timer still wakes it; say why in the worker's log
         activity.logger.warning(f"could not poke the workflow after a ledger change: {err}")
 
@@ -132,5 +135,5 @@ async def _gone(job: core.Job) -> None:
         await asyncio.to_thread(core.workflow_gone, job, text)
 
 
-ALL = [take_lease, keep_lease, verify, decide, planner_note, run_step, in_flight, settle, finish]
-SETTLE_HERE = [settle]  # what a worker serves on its own host's queue
+ALL: list[Callable[..., Any]] = [take_lease, keep_lease, verify, decide, planner_note, run_step, in_flight, settle, finish]
+SETTLE_HERE: list[Callable[..., Any]] = [settle]  # what a worker serves on its own host's queue

@@ -116,7 +116,7 @@ async def ended(client: Client, workflow_id: str) -> str | None:
     run ended without handing off; None while it runs or when it completed."""
     handle = client.get_workflow_handle(workflow_id)
     info = await handle.describe()
-    how = ENDED.get(info.status)
+    how = ENDED.get(info.status) if info.status is not None else None
     if how is None:
         return None
     why = ""

@@ -33,11 +33,12 @@ from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
 from engine.ledger.access import open_writer
 from engine.ledger.guard import Decision
-from engine.ledger.model import InFlight, Ledger, Step, TemporalRef
+from engine.ledger.model import Approval, InFlight, Ledger, Step, TemporalRef
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import approval_hash
 from engine.ledger.runbook import touch_limit
 from engine.ledger.stall import stall_ending
+from engine.planners.base import ProposingPlanner
 from engine.session.actor import Actor
 from engine.session.probes import render_for
 from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, verify_checkpoints
@@ -229,7 +230,8 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
         started, gated = planned
         if actor.ending:  # the planner ended the session (end_session)
             return {"ending": actor.ending, "code": 0, "started": _payloads(actor), "memo": memo}
-    actions = [] if _planner_name(job) == "claude" else actor.planner.propose(ledger, busy=set(running))
+    planner = actor.planner  # the claude planner took its turn above; autopilot proposes
+    actions = planner.propose(ledger, busy=set(running)) if _planner_name(job) != "claude" and isinstance(planner, ProposingPlanner) else []
     if actions:
         ok = actor._invariants(ledger, acting=True)
         _remember(actor, memo)
@@ -263,8 +265,14 @@ def _payloads(actor: WorkflowActor) -> list[dict[str, Any]]:
     return [{"target": i.target, "step": i.step.name, "token": i.token, "digest": step_digest(i.step),
              "attempts": 1 + (max(0, i.step.retries) if i.step.reversible else 0),
              "timeout": i.step.timeout or DEFAULT_WAIT,
-             "approval": [i.decision.approval.hash, i.decision.approval.by, i.decision.approval.at]
-             if not i.step.reversible else None} for i in actor.started]
+             "approval": _approval_ref(i.decision.approval) if not i.step.reversible else None} for i in actor.started]
+
+
+def _approval_ref(approval: Approval | None) -> list[str | None]:
+    """(hash, by, at) of the approval an irreversible step's intent was decided under."""
+    if approval is None:
+        raise ValueError("an irreversible step's intent carries the approval it was decided under")
+    return [approval.hash, approval.by, approval.at]
 
 
 def planner_note(job: Job, memo: dict[str, Any], why: str, note_at_start: str | None, started_at: str) -> str:

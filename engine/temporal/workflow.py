@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -47,6 +47,14 @@ BOUNDED = "bounded-history"  # the patch id of the continue-as-new loop (never r
 HISTORY_MAX = 4000  # a job from before `history_max` was passed
 FOUND_WORKER = timedelta(seconds=10)  # a worker on the step's host picks a settle up within this, or none is there
 QUICK = timedelta(minutes=30)
+
+
+class _SettleOptions(TypedDict):
+    """What every `settle` activity of one intent is started with."""
+
+    start_to_close_timeout: timedelta
+    heartbeat_timeout: timedelta
+    summary: str
 
 
 @workflow.defn(name=WORKFLOW)
@@ -200,7 +208,7 @@ class LedgerWorkflow:
         if info is None:
             return
         args = [job, name, info["token"]]
-        settle = {"start_to_close_timeout": timedelta(seconds=max(60.0, info["deadline"] - workflow.now().timestamp()) + 120),
+        settle: _SettleOptions = {"start_to_close_timeout": timedelta(seconds=max(60.0, info["deadline"] - workflow.now().timestamp()) + 120),
                   "heartbeat_timeout": timedelta(seconds=job["heartbeat_timeout"]),
                   "summary": f"{name}: settle"}
         for _ in range(5 if info["host"] else 0):  # a worker on that host sees the step's process (and waits for it)
