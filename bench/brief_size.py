@@ -30,8 +30,8 @@ def _events(n: int) -> list[dict]:
 
 
 def main() -> list[str]:
-    from engine.planners.brief import BriefContext, build
     from engine.ledger.invariants import evaluate
+    from engine.planners.brief import BriefContext, build
     from engine.store import open_store
 
     lines = ["brief for a planner turn vs the whole ledger YAML (tokens = characters / 4):"]

@@ -119,7 +119,7 @@ def make_ledger(n: int = 10_000, seed: int = 7) -> dict[str, Any]:
 
 def write_engine_ledger(path: str, n: int = 10_000, seed: int = 7) -> bytes:
     """Write the generated ledger the way the engine writes it (canonical layout)."""
-    from engine.codec import emit_document
+    from engine.codec.canonical import emit_document
     from engine.ledger.model import Ledger
     from engine.store.convert import to_data
 

@@ -26,10 +26,9 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, first_awaiting, interleaved, row, run_process, without_cache, write_engine_ledger  # noqa: E402
-
 import resume_cost  # noqa: E402
 import step_cost  # noqa: E402
+from common import ROOT, first_awaiting, interleaved, row, run_process, without_cache, write_engine_ledger  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "claude_code", "PreToolUse.json")
 

@@ -28,7 +28,7 @@ FEW, MANY = 1, 13
 
 def make_ledger(path: str, n: int) -> None:
     """An engine-written ledger of `n` targets with a two-step reversible runbook."""
-    from engine.codec import emit_document
+    from engine.codec.canonical import emit_document
     from engine.ledger.model import Ledger
     from engine.store.convert import to_data
 

@@ -288,7 +288,7 @@ class LedgerHandle:
         def change(ledger: Ledger):
             if expect_revision is not None and ledger.revision != expect_revision:
                 raise ApprovalChanged(f"{target}: the ledger changed since you looked (revision {expect_revision}, now "
-                                      f"{ledger.revision}); nothing was approved: look again", seen=expect_hash, now=None)
+                                      f"{ledger.revision}); nothing was approved: look again", seen=expect_hash or "", now=None)
             return ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
                                expect_hash=expect_hash, signed=signed, slack=slack,
                                requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)

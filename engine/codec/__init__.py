@@ -1,10 +1,9 @@
-"""Reading and writing the ledger's YAML: a strict loader, a fast path for the one-line
+"""The ledger's YAML codec: a strict loader (no aliases, no surprises), a fast reader for the
 targets the emitter writes (so 10,000 targets load in tens of milliseconds instead of
-seconds), a canonical emitter for new documents, and the splice that writes a change
-into an existing document without touching anything else."""
+seconds), a canonical emitter for new documents (`canonical`), the document model
+(`document`), and the splice that writes a change into an existing document without
+touching anything else (`splice`).
 
-from engine.codec.canonical import emit_document
-from engine.codec.document import Parsed, parse_document
-from engine.codec.splice import Change, splice
-
-__all__ = ["Change", "Parsed", "emit_document", "parse_document", "splice"]
+This package's face imports nothing: its small text helpers (`textsafe`, `timefmt`) are
+imported on their own by the hook's fast path, which must not pay for the YAML loader.
+"""

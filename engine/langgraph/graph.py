@@ -29,6 +29,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
@@ -71,6 +72,7 @@ def _plan(job: nodes.Job, beat):
     def plan(state: State) -> Command:
         if state.get("ending"):
             return Command(goto=END, update={"visits": 1})
+        memo: dict[str, Any] | None
         if claude:
             from engine.langgraph import planning
 
@@ -79,7 +81,8 @@ def _plan(job: nodes.Job, beat):
                 return Command(goto=END, update={"visits": 1, "planner": memo, "ending": ending.as_state()})
             if moved:
                 return Command(goto="plan", update={"visits": 1, "planner": memo})
-            run, (wait, ending) = [], _waiting(job, beat)
+            run: list[str] = []
+            wait, ending = _waiting(job, beat)
         else:
             memo = state.get("planner")
             run, wait, ending = nodes.fan_out(job, state.get("idle") or {}, beat)
@@ -128,6 +131,6 @@ def _approve(job: nodes.Job, name: str):
     return wait
 
 
-def config(thread: str) -> dict[str, Any]:
+def config(thread: str) -> RunnableConfig:
     """The run config of a ledger's thread. A fleet is many super-steps: no small limit."""
-    return {"configurable": {"thread_id": thread}, "recursion_limit": 1_000_000}
+    return RunnableConfig(configurable={"thread_id": thread}, recursion_limit=1_000_000)

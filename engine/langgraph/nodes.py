@@ -27,8 +27,10 @@ from typing import Any
 from engine.ledger.access import open_writer
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import approval_hash
+from engine.ledger.runbook import touch_limit
 from engine.ledger.stall import stall_ending
-from engine.planners.autopilot import Autopilot, touch_limit
+from engine.planners.autopilot import Autopilot
+from engine.planners.base import ProposingPlanner
 from engine.session.actor import Actor
 from engine.session.reconcile import settle_in_flight
 from engine.session.steps import Fenced, run_intent
@@ -53,7 +55,7 @@ class GraphActor(Actor):
 
     def __init__(self, job: Job, beat=None) -> None:
         handle = open_writer(job["ledger"], actor=job.get("actor"))
-        super().__init__(handle, job["thread_id"], ledger_arg=job.get("ledger_arg", job["ledger"]))
+        super().__init__(handle, job["thread_id"], ledger_arg=job.get("ledger_arg") or job["ledger"])
         self.beat = beat  # the runtime's heartbeat: a holder that cannot beat stops acting
         self.handoff_at = 0.75  # the Claude planner's hand-off point (engine.langgraph.planning)
         self.wake = threading.Event()  # the planner's end_session sets it; the plan node decides what follows
@@ -146,6 +148,8 @@ def step(job: Job, name: str, beat=None) -> tuple[bool, Ending | None, str]:
     ledger = actor.store.read()
     before = ledger.revision
     target = ledger.targets.get(name)
+    if not isinstance(actor.planner, ProposingPlanner):
+        raise TypeError(f"the LangGraph runtime steps a target with a proposing planner, not {actor.planner.name}")
     actions = [a for a in actor.planner.propose(ledger) if a.target == name] if target is not None else []
     if actions:
         if not actor._invariants(ledger, acting=True):

@@ -43,6 +43,13 @@ class Run:
         self.actor: nodes.GraphActor | None = None
         self.beat: HeartbeatThread | None = None
 
+    @property
+    def live(self) -> tuple[nodes.GraphActor, HeartbeatThread]:
+        """The running thread's actor and heartbeat (`go` sets both before anything else runs)."""
+        if self.actor is None or self.beat is None:
+            raise RuntimeError("the LangGraph thread is not running")
+        return self.actor, self.beat
+
     def _state(self) -> dict:
         return {"phase": self.phase, "runtime": "langgraph", "thread": self.thread,
                 "planner": (self.job.get("planner") or {}).get("name", "autopilot")}
@@ -71,16 +78,16 @@ class Run:
         """The thread run on one checkpointer connection; its figures said at the end."""
         code, ending = self._run(saver)
         figures = checkpoints.figures(saver, self.thread)
-        self.actor.out.say(f"checkpointer: {figures['checkpoints']} checkpoint(s) kept for thread {self.thread} "
+        self.live[0].out.say(f"checkpointer: {figures['checkpoints']} checkpoint(s) kept for thread {self.thread} "
                            f"({self.pruned} pruned this run); the checkpoint tables hold {figures['bytes']} bytes",
                            kind="log", checkpoints=figures["checkpoints"], table_bytes=figures["bytes"], pruned=self.pruned)
         return code, ending
 
     def _run(self, saver) -> tuple[int, str]:
-        names = list(self.actor.store.read().targets)
+        names = list(self.live[0].store.read().targets)
         if not names:
             return 0, "nothing left to do: the ledger has no targets"
-        app = graph.build(self.job, names, self.beat).compile(checkpointer=saver)
+        app = graph.build(self.job, names, self.live[1]).compile(checkpointer=saver)
         cfg = graph.config(self.thread)
         started = False
         while True:
@@ -94,14 +101,14 @@ class Run:
                 value = {"woken_at": _now(), "note": "the ledger decides; this value is never read"}
                 self._stream(app, Command(resume={i.id: value for i in pending}), cfg, saver)
             elif snap.next:
-                self.actor.out.say(f"langgraph thread {self.thread} resumes at {', '.join(snap.next)} "
+                self.live[0].out.say(f"langgraph thread {self.thread} resumes at {', '.join(snap.next)} "
                                    "(its last checkpoint); the ledger decides what runs", kind="log")
                 self._stream(app, None, cfg, saver)
             elif not started:
                 self._stream(app, {"visits": 0, "ending": None}, cfg, saver)
             else:
                 ending = (snap.values or {}).get("ending") or {}
-                return int(ending.get("code", 0)), ending.get("why") or nodes.why_done(self.actor.store.read())
+                return int(ending.get("code", 0)), ending.get("why") or nodes.why_done(self.live[0].store.read())
             started = True
 
     def _stream(self, app, given, cfg, saver) -> None:
@@ -114,15 +121,15 @@ class Run:
         now), or why the run ends instead (a stop request, the lease lost)."""
         targets = [i.value["target"] for i in pending]
         self.phase = f"waiting for approvals: {', '.join(targets)}"
-        self.actor.out.say(f"langgraph thread {self.thread} interrupted on the irreversible edge of "
+        self.live[0].out.say(f"langgraph thread {self.thread} interrupted on the irreversible edge of "
                            f"{', '.join(targets)}: waiting for `handoff approve`", kind="waiting", targets=targets)
         while True:
-            ledger = self.actor.store.read()
-            if not self.actor.holds(ledger):
+            ledger = self.live[0].store.read()
+            if not self.live[0].holds(ledger):
                 return f"the lease is {ledger.session.id if ledger.session else 'nobody'}'s now"
             if ledger.session.stop_requested:
                 return f"stop requested by {ledger.session.stop_requested_by or 'someone'}"
-            lost = self.beat.can_act()
+            lost = self.live[1].can_act()
             if lost:
                 return f"stopped acting: {lost}"
             if any(nodes.approval_request(self.job, i.value["target"]) != i.value for i in pending):
@@ -132,7 +139,7 @@ class Run:
     def finish(self, code: int, ending: str) -> int:
         """The handoff note (the Claude planner's, reviewed, or the engine's), then the lease
         given back (never someone else's)."""
-        actor = self.actor
+        actor = self.live[0]
         if not actor.holds(actor.store.read()):
             actor.out.say(f"langgraph thread {self.thread} no longer holds the lease: {ending}", kind="lease_lost")
             return code

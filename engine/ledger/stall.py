@@ -61,10 +61,10 @@ def _why(ledger: Ledger, name: str) -> str:
 def hold(ledger: Ledger) -> Hold | None:
     """The tightest "never touch more than N" invariant when it is what keeps a target that
     could move from starting (as the guard and the planner would judge it), else None."""
-    limits = [inv for inv in parse_all(ledger) if inv.kind == "max_touched" and inv.limit is not None]
+    limits = [(inv.limit, inv) for inv in parse_all(ledger) if inv.kind == "max_touched" and inv.limit is not None]
     if not limits:
         return None
-    inv = min(limits, key=lambda i: i.limit)
+    limit, inv = min(limits, key=lambda pair: pair[0])
     states = touched_states(ledger)
     taken = touched(ledger)
     # An approval asked for a target not yet touched keeps its place too (Autopilot.should_ask).
@@ -77,14 +77,14 @@ def hold(ledger: Ledger) -> Hold | None:
         if step is None:
             continue
         approved = any(a.step == step.name and not a.used_at for a in t.approvals)
-        if not quiet(step) and len(taken) >= inv.limit:
+        if not quiet(step) and len(taken) >= limit:
             waiting.append(name)
-        elif not step.reversible and not approved and len(taken) + len(asked) >= inv.limit:
+        elif not step.reversible and not approved and len(taken) + len(asked) >= limit:
             waiting.append(name)
     if not waiting:
         return None
     holders = [n for n in ledger.targets if n in set(taken) | set(asked)]
-    return Hold(inv.text, inv.limit, [(n, _why(ledger, n)) for n in holders], waiting)
+    return Hold(inv.text, limit, [(n, _why(ledger, n)) for n in holders], waiting)
 
 
 def stall_ending(ledger: Ledger, people: int) -> str:

@@ -66,7 +66,7 @@ def latest(journal, ledger: Ledger, name: str, now: float | None = None) -> dict
     target = ledger.targets.get(name)
     flight = target.in_flight if target is not None else None
     step = ledger.step(flight.step) if flight is not None else None
-    if step is None or not step.until:
+    if flight is None or step is None or not step.until:
         return None
     record = journal.last_of("until_reading", target=name, step=step.name)
     started = parse_iso(flight.started_at)

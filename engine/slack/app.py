@@ -77,7 +77,7 @@ class Hub:
                 ref = json.loads(((payload.get("actions") or [{}])[0]).get("value") or "{}")
         except ValueError:
             return None
-        return self.ledgers.get(ref.get("l")) if isinstance(ref, dict) else None
+        return self.ledgers.get(str(ref.get("l"))) if isinstance(ref, dict) else None
 
     def unauthentic(self, payload: dict[str, Any] | None, why: str) -> None:
         """A request that is not Slack's (HTTP: bad signature or old timestamp): nothing is done;

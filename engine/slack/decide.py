@@ -80,8 +80,8 @@ class Decider:
             return
         r = request(w, ledger, ref.get("t", ""))
         why = self._stale(ledger, ref.get("t", ""), ref.get("s"), ref.get("h"), None, r)
-        if why:
-            self.refuse(w, slack, ref.get("t"), why)
+        if why or r is None:  # _stale always says why when there is no request
+            self.refuse(w, slack, ref.get("t"), why or "no request")
             self.sync(w)
             return
         view = (blocks.approve_view if act.get("action_id") == blocks.REVIEW else blocks.reject_view)(r, channel=channel, ts=ts)

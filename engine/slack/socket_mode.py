@@ -9,6 +9,11 @@ are still checked, as in HTTP mode.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from slack_sdk.socket_mode.client import BaseSocketModeClient
+    from slack_sdk.socket_mode.request import SocketModeRequest
 
 
 def connect(hub) -> Callable[[], None]:
@@ -20,7 +25,7 @@ def connect(hub) -> Callable[[], None]:
     base = hub.secrets.api_url if hub.secrets.api_url.endswith("/") else hub.secrets.api_url + "/"
     client = SocketModeClient(app_token=hub.secrets.app_token or "", web_client=WebClient(base_url=base, timeout=10))
 
-    def on_request(sm: SocketModeClient, req) -> None:
+    def on_request(sm: BaseSocketModeClient, req: SocketModeRequest) -> None:
         # No ack when receive raises (its delivery key could not be stored): Slack sends the envelope again.
         ack = hub.receive(req.payload) if req.type == "interactive" and isinstance(req.payload, dict) else None
         sm.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id, payload=ack))

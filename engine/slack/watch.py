@@ -84,7 +84,7 @@ def _refresh(w: Watched, web: Web, ledger: Ledger, key: str, msg: dict, now: flo
         web.call("chat.update", channel=msg["channel"], ts=msg["ts"], text=blocks.fallback(r, end),
                  blocks=blocks.request_blocks(r, outcome=end))
         w.state.note_message(key, shown=digest, request=asdict(r),
-                             final=bool(end) and not end.startswith("approval request expired"))
+                             final=end is not None and not end.startswith("approval request expired"))
     if end is None:
         _remind(w, web, ledger, key, msg, r, now)
 

@@ -41,7 +41,10 @@ class Web:
         while True:
             attempt += 1
             try:
-                return dict(self.client.api_call(method, json=params).data)
+                data = self.client.api_call(method, json=params).data
+                if not isinstance(data, dict):
+                    raise ValueError(f"Slack answered {method} with {type(data).__name__}, not a JSON object")
+                return dict(data)
             except SlackApiError as err:
                 status = err.response.status_code
                 if status != 429 and status < 500:

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and only for a type
     import asyncio
 
-from engine.codec import Parsed, parse_document, splice
+from engine.codec.document import Parsed, parse_document
+from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
 from engine.lease.rules import Heartbeat
 from engine.ledger.model import Ledger, Target

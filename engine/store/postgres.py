@@ -30,7 +30,8 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
-from engine.codec import parse_document, splice
+from engine.codec.document import parse_document
+from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
 from engine.lease.rules import beat_record
 from engine.ledger.model import Ledger

@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import demo_with_db18_awaiting, row_of, tui_argv
 
 pytestmark = pytest.mark.e2e

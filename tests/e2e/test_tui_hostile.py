@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import filter_to, row_of, tui_argv
 
 pytestmark = pytest.mark.e2e

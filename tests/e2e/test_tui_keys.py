@@ -10,7 +10,6 @@ import base64
 from pathlib import Path
 
 import pytest
-
 from conftest import demo_with_db18_awaiting, listed, tui_argv
 
 pytestmark = pytest.mark.e2e

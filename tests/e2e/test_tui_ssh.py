@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
 from conftest import ROOT, approve_db18_and_edit_note, check_db18_approved_with_note, demo_with_db18_awaiting
 
 pytestmark = pytest.mark.e2e

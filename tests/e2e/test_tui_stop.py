@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, journal, tui_argv
 
 pytestmark = pytest.mark.e2e

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import approve_db18_and_edit_note, check_db18_approved_with_note, demo_with_db18_awaiting, tui_argv
 
 pytestmark = pytest.mark.e2e

@@ -52,10 +52,10 @@ class Thread:
     lease held under the thread id as the runtime holds it."""
 
     def __init__(self, ledger: Path, url: str, monkeypatch) -> None:
-        from engine.lease import leasing
-        from engine.ledger.access import open_writer
         from engine.cli.langgraph_cmds import _acquire, _ledger_id
         from engine.langgraph import thread_id
+        from engine.lease import leasing
+        from engine.ledger.access import open_writer
 
         for key, value in env(ledger.parent.parent / "world").items():
             monkeypatch.setenv(key, value)

@@ -5,8 +5,8 @@ ledger whose thread is live is refused (exit 5), never a second run of the same 
 
 from __future__ import annotations
 
-import sys
 import operator
+import sys
 from pathlib import Path
 from typing import Annotated, TypedDict
 

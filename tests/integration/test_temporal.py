@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from session_kit import DEMO, counts, demo_copy, journal, load, sim  # noqa: E402
-from engine.temporal.client import in_loop  # noqa: E402
 from temporal_kit import Server, Workers, handoff_proc, handoff_run, queue, step_processes  # noqa: E402
+
+from engine.temporal.client import in_loop  # noqa: E402
 
 IRREVERSIBLE = ("link", "cutover")
 PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")

@@ -8,8 +8,7 @@ import threading
 import time
 
 from tests.conftest import handoff
-from tests.slack.kit import (ALICE, APPROVERS, BOB, CAROL, approved, ledger, load, posted, refused, review,
-                             wait_for)
+from tests.slack.kit import ALICE, APPROVERS, BOB, CAROL, approved, ledger, load, posted, refused, review, wait_for
 
 
 def test_an_unmapped_slack_user_is_refused(tmp_path, fake, signer, started):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from textual.widgets import Button, Input, TextArea
 
 from engine.api import open_ledger
 from tests.tui.helpers import fixed_clock, journal_records, screen_text, settle
-from textual.widgets import Button, Input, TextArea
 from tui.app import HandoffApp, make_app
 from tui.screens.approve import ApproveScreen
 from tui.screens.confirm import ConfirmScreen

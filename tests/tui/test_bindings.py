@@ -7,8 +7,9 @@ import inspect
 import pkgutil
 import re
 
-import tui
 from textual.binding import Binding
+
+import tui
 
 ROW = re.compile(r"^\s*\|\s*(?P<key>[^|]+?)\s*\|\s*(?P<action>[^|]+?)\s*\|")
 

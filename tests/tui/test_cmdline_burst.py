@@ -16,9 +16,9 @@ from textual.widgets import Input
 
 from tests.tui.helpers import fixed_clock, settle
 from tui.app import make_app
+from tui.screens.action_table import ACTIONS
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.main import MainScreen
-from tui.screens.action_table import ACTIONS
 from tui.screens.reason import ReasonPrompt
 
 

@@ -9,8 +9,8 @@ from textual.command import CommandPalette
 
 from tests.tui.helpers import fixed_clock, screen_text, settle
 from tui.app import make_app
-from tui.screens.help import HelpScreen
 from tui.screens.action_table import ACTIONS
+from tui.screens.help import HelpScreen
 
 MUTATING = ACTIONS.mutating
 

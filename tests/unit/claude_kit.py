@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from session_kit import ROOT, SPEED
+
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.fakes.messages_script import message_text
 

@@ -15,10 +15,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.ledger.access import open_writer
 from engine.lease import leasing
-from engine.session.actor import Actor
+from engine.ledger.access import open_writer
 from engine.planners.autopilot import Action
+from engine.session.actor import Actor
 from engine.session.steps import Intent, write_intent
 from tests.conftest import handoff
 

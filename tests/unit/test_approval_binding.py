@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.ledger import guard, ops
 from engine.api import open_ledger
 from engine.errors import ApprovalChanged, Refused
+from engine.ledger import guard, ops
 from engine.ledger.render import approval_hash
 from tests.conftest import ROOT, cli_env, handoff
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import yaml
 
 from engine.api import open_ledger
-from engine.session.tending import tend
-from engine.session.actor import Actor
 from engine.codec.timefmt import now_iso, parse_iso
+from engine.session.actor import Actor
+from engine.session.tending import tend
 from tests.conftest import handoff
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"

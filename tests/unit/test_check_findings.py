@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.audit.journal import journal_path
 from engine.checks import analyse
 from engine.ledger.invariants import closest_form, parse
-from engine.audit.journal import journal_path
 from engine.ledger.model import Ledger
 from engine.store.file import FileStore
 from tests.conftest import ROOT, handoff

@@ -12,8 +12,21 @@ import signal
 import time
 from pathlib import Path
 
-from claude_kit import (after_result_rule, api, assert_fresh_turns, env, follow_rule, handoff, journal, last_user, messages,
-                        note_rule, start, tool_results, tool_use)
+from claude_kit import (
+    after_result_rule,
+    api,
+    assert_fresh_turns,
+    env,
+    follow_rule,
+    handoff,
+    journal,
+    last_user,
+    messages,
+    note_rule,
+    start,
+    tool_results,
+    tool_use,
+)
 from session_kit import counts, demo_copy, load, tool, tool_ledger, wait_for
 
 INVARIANTS = ["never run cutover on a db whose state != verified", "never touch more than 2 dbs concurrently"]

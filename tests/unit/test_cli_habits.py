@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.version import version
-from tests.conftest import RUNBOOK_LEDGER, ROOT, cli_env
+from tests.conftest import ROOT, RUNBOOK_LEDGER, cli_env
 
 
 def handoff(*args, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:

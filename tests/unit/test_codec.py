@@ -8,7 +8,9 @@ import difflib
 import pytest
 import yaml
 
-from engine.codec import emit_document, parse_document, strict
+from engine.codec import strict
+from engine.codec.canonical import emit_document
+from engine.codec.document import parse_document
 from engine.codec.fast import FastReader
 from engine.errors import LedgerInvalid
 from engine.ledger.model import Ledger

@@ -9,7 +9,10 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.codec import Change, emit_document, parse_document, splice, strict
+from engine.codec import strict
+from engine.codec.canonical import emit_document
+from engine.codec.document import parse_document
+from engine.codec.splice import Change, splice
 from engine.ledger.model import BASE_STATES
 from engine.store.convert import to_data
 from engine.store.file import FileStore

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.ledger import ops
-from engine.codec import parse_document, strict
+from engine.codec import strict
+from engine.codec.document import parse_document
 from engine.codec.fast import FastReader
 from engine.errors import LedgerInvalid
+from engine.ledger import ops
 from engine.store.file import FileStore
 from tests.conftest import ROOT, handoff
 

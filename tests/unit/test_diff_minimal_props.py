@@ -14,10 +14,11 @@ import tempfile
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from engine.ledger import ops
-from engine.codec import parse_document, strict
+from engine.codec import strict
+from engine.codec.document import parse_document
 from engine.codec.numbers import same
 from engine.errors import Refused
+from engine.ledger import ops
 from engine.store.convert import target_data, to_data, to_ledger, top_data
 from engine.store.file import FileStore
 from tests.unit.hand_written import STRINGS, ledgers

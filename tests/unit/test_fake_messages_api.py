@@ -9,9 +9,9 @@ from pathlib import Path
 
 import anthropic
 import pytest
-
 from claude_kit import tool_use
 from session_kit import ROOT
+
 from tests.fakes.messages_api import FakeMessagesAPI
 
 TOOLS = [{"name": "run_step", "description": "propose a step", "cache_control": {"type": "ephemeral"},

@@ -11,7 +11,9 @@ check alone from the engine makes this test start a step or write what it must n
 from __future__ import annotations
 
 import pytest
+from fence_kit import SID, holder, intent, make_fleet, said
 
+from engine.codec.timefmt import now_iso
 from engine.errors import LeaseHeld
 from engine.ledger.guard import Decision
 from engine.ledger.model import Approval
@@ -19,8 +21,6 @@ from engine.ledger.render import approval_hash
 from engine.planners.autopilot import Action
 from engine.session.runner import run_step
 from engine.session.steps import Outcome, record_outcome, run_intent, write_intent
-from engine.codec.timefmt import now_iso
-from fence_kit import SID, holder, intent, make_fleet, said
 
 
 def test_a_second_holder_never_takes_a_live_lease(tmp_path) -> None:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from fence_kit import SID, Fleet, holder, intent, make_fleet, said
 
 from engine.errors import Refused
 from engine.lease.rules import HeartbeatThread
 from engine.session.steps import run_intent
-from fence_kit import SID, Fleet, holder, intent, make_fleet, said
 
 KINDS = ["file", pytest.param("postgres", marks=pytest.mark.postgres)]
 

@@ -107,9 +107,9 @@ def test_a_frozen_session_never_runs_link_on_a_target_the_ledger_says_is_blocked
 
 def test_a_humans_decision_wins_over_a_step_that_finishes_later(tmp_path: Path) -> None:
     """A step whose intent a human (or another holder) cleared meanwhile is journaled, never recorded over their decision."""
-    from engine.api import open_ledger
-
     from session_kit import tool, tool_ledger
+
+    from engine.api import open_ledger
 
     steps = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "timeout": 30,
               "run": tool("sleep", "3")}]

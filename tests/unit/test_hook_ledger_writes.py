@@ -5,7 +5,6 @@ code; each denied, and the ledger on disk byte-identical afterwards."""
 from __future__ import annotations
 
 import pytest
-
 from test_hook_spellings import ask, ledgers, unchanged  # noqa: F401 - fixtures shared with the spellings
 
 ENGINE_ONLY = "written only by the engine"

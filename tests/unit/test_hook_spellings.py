@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from session_kit import demo_copy
 
 from engine.hooks.protocol import run
-from session_kit import demo_copy
 
 VENV_HANDOFF = str(Path(sys.executable).parent / "handoff")
 PEOPLE = "is for people"

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from session_kit import ROOT, counts, demo_copy, env, handoff, journal, load
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude_code"

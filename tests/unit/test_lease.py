@@ -14,9 +14,9 @@ import time
 
 import pytest
 
+from engine.host.procs import process_start_time
 from engine.lease.rules import Heartbeat, HeartbeatThread, LeaseState, lease_state, new_session_id, where_pids_count
 from engine.ledger.model import SessionLease
-from engine.host.procs import process_start_time
 
 HOST = socket.gethostname()
 HERE = where_pids_count()

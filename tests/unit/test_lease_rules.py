@@ -14,8 +14,8 @@ from pathlib import Path
 
 from session_kit import ROOT, env, journal, load, start, tool, tool_ledger, wait_for
 
-from engine.lease.rules import where_pids_count
 from engine.codec.timefmt import now_iso
+from engine.lease.rules import where_pids_count
 
 SLEEPY = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "timeout": 30, "run": tool("sleep", "0.4")}]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from engine.ledger import ops
 from engine.errors import Conflict, Refused
+from engine.ledger import ops
 from engine.ledger.model import Ledger
 from tests.conftest import RUNBOOK_LEDGER
 

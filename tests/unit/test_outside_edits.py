@@ -9,14 +9,13 @@ nothing runs; `handoff reconcile` by a person clears the flag.
 
 from __future__ import annotations
 
-import pwd
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from session_kit import counts, demo_copy, handoff, journal, load, resume
 
 NAMES = [f"db-{n}" for n in range(60, 65)]

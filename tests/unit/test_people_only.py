@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.approvals.refusal import PeopleOnlyRefused
 from engine.api import open_ledger
+from engine.approvals.refusal import PeopleOnlyRefused
 from tests.conftest import cli_env, handoff
 
 PY = sys.executable

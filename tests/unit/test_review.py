@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 
 import yaml
-
-from engine.planners.brief import BriefContext, build
-from engine.ledger.model import InFlight, Ledger
-from engine.audit.review import amend, judged, review
-from engine.session.handoff_note import generate
 from session_kit import DEMO
+
+from engine.audit.review import amend, judged, review
+from engine.ledger.model import InFlight, Ledger
+from engine.planners.brief import BriefContext, build
+from engine.session.handoff_note import generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from common import make_ledger  # noqa: E402 - the benchmarks' realistic generated fleet

@@ -5,10 +5,10 @@ from __future__ import annotations
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from engine.ledger.model import BASE_STATES, InFlight, Ledger
-from engine.audit.review import review
 from session_kit import DEMO
+
+from engine.audit.review import review
+from engine.ledger.model import BASE_STATES, InFlight, Ledger
 
 DEMO_DATA = yaml.safe_load((DEMO / "ledger.yaml").read_text())
 PREVIOUS = "Do NOT retry pg_upgrade on db-18, the --link step is irreversible.\n"

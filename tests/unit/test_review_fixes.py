@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.codec import parse_document, strict
-from engine.codec import emit_document
+from engine.codec import strict
+from engine.codec.canonical import emit_document
+from engine.codec.document import parse_document
 from engine.errors import LedgerInvalid, Refused
 from engine.store.file import FileStore
 from tests.conftest import ARTICLE
@@ -87,8 +88,8 @@ def test_a_step_changed_in_the_runbook_since_it_was_proposed_is_decided_again(tm
     from types import SimpleNamespace
 
     from engine.api import open_ledger
-    from engine.ledger.guard import Decision
     from engine.lease import leasing
+    from engine.ledger.guard import Decision
     from engine.planners.autopilot import Action
     from engine.session.steps import write_intent
     from tests.conftest import ROOT

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import yaml
-
 from session_kit import counts, demo_copy, handoff, journal, load, resume
 
 

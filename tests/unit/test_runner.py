@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from engine.host.procs import pid_alive, process_start_time, wait_for_pid
 from engine.session.runner import (
     StepResult,
     parse_reading,
@@ -19,7 +20,6 @@ from engine.session.runner import (
     run_step,
     run_until,
 )
-from engine.host.procs import pid_alive, process_start_time, wait_for_pid
 
 PY = sys.executable
 

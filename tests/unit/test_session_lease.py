@@ -13,8 +13,8 @@ from pathlib import Path
 
 from session_kit import handoff, journal, load, resume, start, tool, tool_ledger, wait_for
 
-from engine.lease.rules import new_session_id, where_pids_count
 from engine.codec.timefmt import now_iso
+from engine.lease.rules import new_session_id, where_pids_count
 
 SLEEPY = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "timeout": 20, "run": tool("sleep", "0.6")}]
 PAGER = [{"run": ["{python}", "{ledger_dir}/tool.py", "say"]}]

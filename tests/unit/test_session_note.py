@@ -6,12 +6,12 @@ import pytest
 import yaml
 from session_kit import DEMO
 
+from engine.audit.note_rules import rules_in
 from engine.errors import UsageError
 from engine.ledger.model import InFlight, Ledger
-from engine.audit.note_rules import rules_in
-from engine.session.handoff_note import generate
 from engine.planners.autopilot import Action
 from engine.planners.choose import get_planner
+from engine.session.handoff_note import generate
 
 
 def demo() -> Ledger:

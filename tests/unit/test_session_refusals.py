@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 from session_kit import journal, load, resume, tool, tool_ledger
 
-from engine.lease import leasing
 from engine.api import open_ledger
+from engine.lease import leasing
 from engine.ledger.guard import Decision
 from engine.planners.autopilot import Action
 from engine.session.steps import write_intent

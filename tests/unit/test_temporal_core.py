@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from session_kit import ROOT, env, load, tool, tool_ledger
 
 from engine.errors import UsageError
 from engine.session.steps import Fenced, Intent, fenced_launch
 from engine.temporal import core
-from session_kit import ROOT, env, load, tool, tool_ledger
 
 WID = "handoff-00000000-0000-4000-8000-000000000001"
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from claude_kit import FIRST_MOVE, api, env, tool_use
-from engine.temporal import core
 from session_kit import load, tool, tool_ledger
+
+from engine.temporal import core
 
 WID = "handoff-00000000-0000-4000-8000-000000000002"
 

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.ledger.model import InFlight
-from engine.store.file import FileStore
 from engine.ledger.touched import _awaiting_from, _scan, touched, touched_states
+from engine.store.file import FileStore
 
 CHANGES = st.lists(st.tuples(st.sampled_from(["db-1", "db-2", "db-3", "db-4", "db-5"]),
                              st.sampled_from(["in_flight", "clear", "queued", "replicating", "done", "failed-touched",

@@ -291,10 +291,10 @@ def test_bad_approver_input_is_refused_with_what_to_do_and_changes_nothing(tmp_p
 def test_an_old_or_reused_signature_is_refused_when_given(signed) -> None:
     """alice's real signature made 20 minutes ago, or one already on an approval: refused (a replay from the journal never approves)."""
     from engine.approvals.approvers import Signed, admit_signed
+    from engine.codec.timefmt import now_iso
     from engine.errors import Refused
     from engine.ledger.model import Ledger
     from engine.ledger.render import approval_hash
-    from engine.codec.timefmt import now_iso
 
     ledger_path, key, _ = signed
     assert _approve(ledger_path, "db-19", "--key", str(key)).returncode == 0

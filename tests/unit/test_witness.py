@@ -85,8 +85,9 @@ def _damage(record: Path, how: str, approved: bytes, tmp_path: Path) -> None:
     elif how == "torn":
         record.write_bytes(record.read_bytes()[:7])
     elif how == "edited":  # made to agree with the old copy: its hash, its revision
-        from engine.store.file import digest
         import yaml
+
+        from engine.store.file import digest
 
         body = json.loads(record.read_text())
         body.update(hash=digest(approved), revision=yaml.safe_load(approved)["revision"])
