@@ -34,7 +34,7 @@ from engine.lease import Heartbeat
 from engine.model import Ledger, Target
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
-from engine.store import outside, parse_cache
+from engine.store import history, outside, parse_cache
 from engine.store.cow import CowTargets, cow_ledger
 from engine.touched import seal
 from engine.store.filelock import FileLock
@@ -141,6 +141,7 @@ class FileStore:
         self.record_path = sidecar(path, ".last-write.json")
         self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
+        self._history = None  # the journal each write's `ledger_write` record goes to (opened once)
 
     # -- reading -----------------------------------------------------------------
 
@@ -356,8 +357,10 @@ class FileStore:
             self._cache = {new_key: _Parse(doc, ledger)}
             seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
+            kept = self._journal_write(ledger, parsed.data, doc.data, names, snap, record)
             try:
-                write_record(self.record_path, real_path(self.path), ledger, new_key, record)
+                write_record(self.record_path, real_path(self.path), ledger, new_key, record,
+                             history=ledger.revision if kept else None)
             except OSError:
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
             try:
@@ -382,6 +385,15 @@ class FileStore:
             "is an editor or script rewriting it in a loop?",
             title="Ledger busy",
         )
+
+    def _journal_write(self, ledger: Ledger, before: dict, after: dict, names: set[str] | None, snap: Snapshot,
+                       record: dict[str, Any] | None) -> bool:
+        """This write's `ledger_write` record: a diff on the revision read when the journal
+        holds that one (the last write was ours and journaled), else the whole ledger."""
+        ours = bool(record) and record.get("hash") == snap.digest and record.get("history") == snap.ledger.revision
+        if self._history is None:
+            self._history = self.open_journal()
+        return history.record(self._history, ledger, before, after, names, snap.ledger.revision if ours else None)
 
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
         """Spawn only while the caller provably still holds the ledger.
