@@ -91,62 +91,85 @@ def _verified(approval: dict[str, Any]) -> str:
 
 def build(records: Iterable[dict[str, Any]], verdict, *, irreversible: set[str], start: datetime | None = None,
           end: datetime | None = None) -> Report:
-    """The report over `records` (the journal in order) and `verdict` (its chain check).
+    """The report over `records` (the journal in order; streamed: one pass, memory in the
+    number of rows and approvals, not of records) and `verdict` (its chain check).
 
     `irreversible` names the runbook's irreversible steps: a start of one without an
     approval hash is still a row (flagged), so a step that ran unapproved is not hidden."""
-    records = list(records)
-    order = {id(r): i for i, r in enumerate(records)}  # "before" is journal order, whatever a record's seq says
-    approvals: list[dict[str, Any]] = []
-    gates: list[dict[str, Any]] = []
-    ends: dict[str, dict[str, Any]] = {}
-    reconciles: list[dict[str, Any]] = []
+    fold = _Fold()
+    first = last = None
+    count = 0
     for r in records:
+        fold.feed(r)
+        if not _in(r.get("ts"), start, end):
+            continue
+        count += 1
+        if isinstance(r.get("seq"), int):
+            first = r["seq"] if first is None else min(first, r["seq"])
+            last = r["seq"] if last is None else max(last, r["seq"])
+        if r.get("kind") == "step_start" and (r.get("approval_hash") or r.get("step") in irreversible):
+            fold.start_row(r)
+    proof = Proof(first, last, count, verdict.ok, [{"seq": b.seq, "line": b.line, "why": b.why} for b in verdict.breaks])
+    return Report(start.isoformat() if start else None, end.isoformat() if end else None,
+                  [fold.finish(row) for row in fold.rows], proof)
+
+
+class _Fold:
+    """What a row needs from the records before and after its start, kept as they pass:
+    "before" is journal order, whatever a record's seq says."""
+
+    def __init__(self) -> None:
+        self.approvals: dict[tuple, dict[str, Any]] = {}  # (target, step, hash, actor, at) -> newest, with its gate
+        self.gates: dict[tuple, dict[str, Any]] = {}  # (target, step) -> the newest gate
+        self.open: dict[str, Row] = {}  # step token -> its row, until a step_end
+        self.by_target: dict[str, list[Row]] = {}  # rows whose later reconciles are listed
+        self.later: dict[int, list[str]] = {}  # id(row) -> reconciles after it
+        self.rows: list[Row] = []
+
+    def feed(self, r: dict[str, Any]) -> None:
         kind = r.get("kind")
         if kind == "approval":
-            approvals.append(r)
+            key = (r.get("target"), r.get("step"), r.get("hash"), r.get("actor"), r.get("at"))
+            self.approvals[key] = {**r, "_gate": self.gates.get((r.get("target"), r.get("step")), {})}
         elif kind == "gate":
-            gates.append(r)
-        elif kind == "step_end" and r.get("token"):
-            ends[r["token"]] = r
+            self.gates[(r.get("target"), r.get("step"))] = r
+        elif kind == "step_end" and r.get("token") in self.open:
+            row = self.open[r["token"]]
+            row.exit_code, row.duration = r.get("exit_code"), r.get("duration")
+            if "no step_end recorded" in row.flags:
+                row.flags.remove("no step_end recorded")
         elif kind == "reconcile":
-            reconciles.append(r)
-    period = [r for r in records if _in(r.get("ts"), start, end)]
-    rows = [_row(r, order, approvals, gates, ends, reconciles) for r in period
-            if r.get("kind") == "step_start" and (r.get("approval_hash") or r.get("step") in irreversible)]
-    seqs = [r["seq"] for r in period if isinstance(r.get("seq"), int)]
-    proof = Proof(min(seqs, default=None), max(seqs, default=None), len(period), verdict.ok,
-                  [{"seq": b.seq, "line": b.line, "why": b.why} for b in verdict.breaks])
-    return Report(start.isoformat() if start else None, end.isoformat() if end else None, rows, proof)
+            for row in self.by_target.get(r.get("target"), []):
+                self.later.setdefault(id(row), []).append(f"{r.get('actor')}: {r.get('msg')}")
 
+    def start_row(self, start: dict[str, Any]) -> None:
+        target, step = start.get("target", ""), start.get("step", "")
+        flags: list[str] = []
+        approval = self.approvals.get((target, step, start.get("approval_hash"), start.get("approval_by"),
+                                       start.get("approval_at")))
+        if not start.get("approval_hash"):
+            flags.append("NO APPROVAL named by the start")
+        elif approval is None:
+            flags.append("the approval it names has no journal record before it")
+        gate = approval["_gate"] if approval else self.gates.get((target, step), {})
+        approved_at, started_at = str(start.get("approval_at") or ""), str(start.get("ts") or "")
+        a_at, s_at = parse_time(approved_at), parse_time(started_at)
+        approval = approval or {}
+        before = bool(approval) and a_at is not None and s_at is not None and a_at <= s_at
+        if approval and not before:
+            flags.append("approved_at is not before started_at")
+        if approval and approval.get("actor") == gate.get("actor"):
+            flags.append("the requester approved it")
+        flags.append("no step_end recorded")  # until one comes
+        row = Row(start.get("seq", -1), target, step, list(start.get("argv") or []), str(start.get("approval_hash") or ""),
+                  str(gate.get("actor") or ""), str(start.get("approval_by") or ""), str(approval.get("user") or ""),
+                  _verified(approval) if approval else "", approved_at, started_at, before, None, None,
+                  str(approval.get("checkpoint") or ""), "", flags)
+        if start.get("token"):
+            self.open[start["token"]] = row
+        self.by_target.setdefault(target, []).append(row)
+        self.rows.append(row)
 
-def _row(start: dict[str, Any], order: dict[int, int], approvals, gates, ends, reconciles) -> Row:
-    seq, target, step = start.get("seq", -1), start.get("target", ""), start.get("step", "")
-    here = order[id(start)]
-    flags: list[str] = []
-    approval = next((a for a in reversed(approvals) if order[id(a)] < here and a.get("target") == target
-                     and a.get("step") == step and a.get("hash") == start.get("approval_hash")
-                     and a.get("actor") == start.get("approval_by") and a.get("at") == start.get("approval_at")), None)
-    if not start.get("approval_hash"):
-        flags.append("NO APPROVAL named by the start")
-    elif approval is None:
-        flags.append("the approval it names has no journal record before it")
-    asked_before = order[id(approval)] if approval else here
-    gate = next((g for g in reversed(gates) if order[id(g)] < asked_before and g.get("target") == target
-                 and g.get("step") == step), {})
-    approved_at, started_at = str(start.get("approval_at") or ""), str(start.get("ts") or "")
-    a_at, s_at = parse_time(approved_at), parse_time(started_at)
-    approval = approval or {}
-    before = bool(approval) and a_at is not None and s_at is not None and a_at <= s_at
-    if approval and not before:
-        flags.append("approved_at is not before started_at")
-    if approval and approval.get("actor") == gate.get("actor"):
-        flags.append("the requester approved it")
-    end = ends.get(start.get("token") or "", {})
-    if not end:
-        flags.append("no step_end recorded")
-    later = [f"{r.get('actor')}: {r.get('msg')}" for r in reconciles if r.get("target") == target and order[id(r)] > here]
-    return Row(seq, target, step, list(start.get("argv") or []), str(start.get("approval_hash") or ""),
-               str(gate.get("actor") or ""), str(start.get("approval_by") or ""), str(approval.get("user") or ""),
-               _verified(approval) if approval else "", approved_at, started_at, before, end.get("exit_code"),
-               end.get("duration"), str(approval.get("checkpoint") or ""), "; ".join(later), flags)
+    def finish(self, row: Row) -> Row:
+        row.reconciled_by = "; ".join(self.later.get(id(row), []))
+        return row

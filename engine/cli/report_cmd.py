@@ -93,6 +93,31 @@ def _retry_to(handle) -> dict[str, str]:
     return {s.name: s.from_ for s in handle.load().runbook.steps}
 
 
+def _writes(handle):
+    """The records a rebuild folds (engine.time_travel.ledger_at): the history journal's
+    `ledger_write` records, then the journal's (the revisions they name)."""
+    import itertools
+
+    return itertools.chain(handle.store.open_history().stream(), handle.journal.stream())
+
+
+def _chain_holds(handle) -> bool:
+    """Verify both journals a rebuild comes from; a break is said on stderr (what is
+    rebuilt may have been changed) and makes the command exit 1."""
+    from engine.checks.chain import verdict_of
+    from engine.textsafe import visible
+
+    ok = True
+    for journal, verdict in ((handle.journal, verdict_of(handle)),
+                             (handle.store.open_history(), handle.store.open_history().verify())):
+        ok = ok and verdict.ok
+        for b in verdict.breaks[:10]:
+            print(visible(f"warning: the journal's chain is broken at {journal.path}: {b.text()}; what is rebuilt "
+                          f"from it may have been changed (see `handoff journal {handle.display_location} --verify`)"),
+                  file=sys.stderr)
+    return ok
+
+
 def cmd_show(args) -> int:
     """Print the ledger as it was written at --at (a revision or a time), rebuilt from the
     journal's `ledger_write` records; where the journal cannot give the whole file, the
@@ -103,8 +128,8 @@ def cmd_show(args) -> int:
 
     handle = _open(args.ledger)
     rev = resolve_rev(handle.journal.stream(), args.at)
-    then = ledger_at(handle.journal.stream(), rev)
-    code = 1 if then.gap else 0
+    then = ledger_at(_writes(handle), rev)
+    code = 1 if then.gap or not _chain_holds(handle) else 0
     if args.json:
         targets = state_at(handle.journal.stream(), rev, _retry_to(handle))
         print(json.dumps({"revision": rev, "written": then.written, "ledger": then.data, "why": then.why or None,
@@ -115,7 +140,8 @@ def cmd_show(args) -> int:
         text, _ = emit_document(then.data)
         print(visible(f"# {handle.display_location} at revision {rev}" +
                       (f" (last written at revision {then.written})" if then.written != rev else "") +
-                      f", rebuilt from its journal (records seq {then.seqs[0]} to {then.seqs[1]})"))
+                      f", rebuilt from its history journal (records seq {then.seqs[0]} to {then.seqs[1]} of "
+                      f"{handle.store.open_history().path})"))
         sys.stdout.write(visible(text))
         return code
     print(visible(f"{handle.display_location} at revision {rev}: the whole ledger cannot be rebuilt: {then.why}"))
@@ -144,7 +170,7 @@ def cmd_diff(args) -> int:
     rev2 = resolve_rev(handle.journal.stream(), args.rev2) if args.rev2 is not None else head_rev(handle.journal.stream())
     if rev1 > rev2:
         rev1, rev2 = rev2, rev1  # "what changed between" reads the same either way round
-    one, two = ledger_at(handle.journal.stream(), rev1), ledger_at(handle.journal.stream(), rev2)
+    one, two = ledger_at(_writes(handle), rev1), ledger_at(_writes(handle), rev2)
     if one.data is not None and two.data is not None:
         lines = [line for line in data_diff(one.data, two.data) if not line.startswith("revision:")]
         print(visible(f"{handle.display_location}: revision {rev1} -> {rev2} (the whole ledger, rebuilt from the journal)"))

@@ -141,7 +141,7 @@ class FileStore:
         self.record_path = sidecar(path, ".last-write.json")
         self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
-        self._history = None  # the journal each write's `ledger_write` record goes to (opened once)
+        self._history = None  # the history journal each write's `ledger_write` record goes to (opened once)
 
     # -- reading -----------------------------------------------------------------
 
@@ -392,7 +392,7 @@ class FileStore:
         holds that one (the last write was ours and journaled), else the whole ledger."""
         ours = bool(record) and record.get("hash") == snap.digest and record.get("history") == snap.ledger.revision
         if self._history is None:
-            self._history = self.open_journal()
+            self._history = history.file_journal(self.path)
         return history.record(self._history, ledger, before, after, names, snap.ledger.revision if ours else None)
 
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
@@ -417,6 +417,10 @@ class FileStore:
     def heartbeat(self) -> Heartbeat:
         """The lease holder's heartbeat: the `<ledger>.heartbeat` sidecar."""
         return Heartbeat(sidecar(self.path, ".heartbeat"), real_path(self.path))
+
+    def open_history(self):
+        """The history journal beside this ledger (engine.store.history), read-only."""
+        return history.file_journal(self.path, read_only=True)
 
     def open_journal(self, *, read_only: bool = False):
         """The journal beside this ledger (`<ledger>.journal.jsonl`)."""

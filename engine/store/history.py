@@ -1,9 +1,14 @@
-"""Every revision the engine writes, kept in the ledger's journal: a `ledger_write` record.
+"""Every revision the engine writes, kept in the ledger's history journal: `ledger_write` records.
 
     history.record(journal, ledger, before_data, after_data, names, base)   # by a store, after its write
     history.apply(data, record)                                              # time travel: the next revision
 
-The journal is the ledger's history, so `handoff show --at REV` can rebuild the whole
+The history journal is the ledger's journal's twin, written by the same writer (sealed
+in a hash chain, indexed, redacted, fsynced): `<ledger>.history.jsonl` beside a file
+ledger, the journal table under the name `LEDGER#history` for PostgreSQL (a URL's
+fragment never holds a `#`, so no ledger can have that name). It is apart from the
+journal so that the log pane, the planner's brief and `handoff journal` read what
+happened, not one more line per write. With it `handoff show --at REV` rebuilds the whole
 file as it was (engine.time_travel.ledger_at), not only what the other records say about
 targets. Each engine write journals what it changed: the top-level keys whose value
 changed (`set`, `unset`) and the whole data of each target it changed (`targets`,
@@ -19,13 +24,36 @@ rebuilt ledger is as tamper-evident as the rest of the journal.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Iterable
 
 from engine.errors import HandoffError
+from engine.journal import Journal
 
 KIND = "ledger_write"
 ACTOR = "engine (store)"
+SUFFIX = ".history.jsonl"
 _NAMED = 10  # targets named in a record's message; the rest are counted
+
+
+class History(Journal):
+    """A file ledger's history journal: the journal's writer, beside the same ledger."""
+
+    def _ledger(self) -> str:
+        return self.path.removesuffix(SUFFIX)
+
+    def _head_gone(self, fd: int, end: int) -> tuple[str | None, int | None]:
+        return None, None  # the ledger's last-write record names the journal's head, not this one's
+
+
+def file_journal(ledger_path: str, *, read_only: bool = False) -> History:
+    """The history journal beside a file ledger."""
+    return History(os.path.realpath(ledger_path) + SUFFIX, read_only=read_only)
+
+
+def pg_name(ledger: str) -> str:
+    """The name a PostgreSQL ledger's history journal goes by in the journal table."""
+    return ledger + "#history"
 
 
 def fields(before: dict[str, Any], after: dict[str, Any], names: Iterable[str] | None, base: int | None) -> dict[str, Any]:

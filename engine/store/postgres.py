@@ -246,7 +246,7 @@ class PostgresStore:
         """This write's `ledger_write` record (engine.store.history), in the write's own
         transaction: a diff on revision `base` when the journal's newest one is that
         revision, else the whole ledger."""
-        journal = PgJournal(self.db, self.name)
+        journal = PgJournal(self.db, history.pg_name(self.name))
         ours = base is not None and journal.last_write_rev(conn) == base
         history.record(journal, ledger, before, after, names, base if ours else None, conn=conn)
 
@@ -294,6 +294,10 @@ class PostgresStore:
 
     def heartbeat(self) -> "PgHeartbeat":
         return PgHeartbeat(self.db, self.name)
+
+    def open_history(self) -> "PgJournal":
+        """The history journal of this ledger (engine.store.history), read-only."""
+        return PgJournal(self.db, history.pg_name(self.name), read_only=True)
 
     def open_journal(self, *, read_only: bool = False) -> "PgJournal":
         return PgJournal(self.db, self.name, read_only=read_only)
