@@ -2,11 +2,14 @@
 
     report = build(records, verdict, irreversible={"link"}, start=t0, end=t1)
     report.rows      # one per irreversible `step_start` in the period
-    report.proof     # first and last seq, chain verified, breaks
+    report.proof     # first and last seq, chain verified, breaks, gaps
 
 A row joins a `step_start` with the `approval` record it names (target, step, hash,
 approver, `at`), the `gate` that asked for it (the requester), the `step_end` with its
-token (exit code, duration) and any `reconcile` of the target after it. Order is
+token (exit code, duration), the outcome the session recorded next for the target (the
+state and the checkpoint its verify probe printed, or the discrepancy it found) and any
+`reconcile` of the target after it. The proof lists every `journal_gap` record: a change
+the ledger made whose own record could not be written is a hole, said. Order is
 proven by the journal's sequence as well as by the clock: timestamps have a one-second
 resolution, so "approved before started" holds when the approval record comes earlier
 in the journal and its `at` is not after the start. Anything missing is said, never
@@ -22,8 +25,8 @@ from typing import Any, Iterable
 from engine.timefmt import parse_time
 
 COLUMNS = ("seq", "target", "step", "argv", "hash", "requested_by", "approved_by", "approver_user", "verified",
-           "approved_at", "started_at", "approved_before_start", "exit_code", "duration", "checkpoint",
-           "reconciled_by", "flags")
+           "approved_at", "started_at", "approved_before_start", "exit_code", "duration", "verify_evidence",
+           "checkpoint", "reconciled_by", "flags")
 
 
 @dataclass
@@ -44,7 +47,8 @@ class Row:
     approved_before_start: bool
     exit_code: int | None
     duration: float | None
-    checkpoint: str
+    verify_evidence: str  # what the session recorded after the run: state, the checkpoint its verify printed
+    checkpoint: str  # the checkpoint the approval was given at
     reconciled_by: str
     flags: list[str] = field(default_factory=list)
 
@@ -58,6 +62,12 @@ class Proof:
     records: int
     chain_verified: bool
     breaks: list[dict[str, Any]]
+    gaps: list[dict[str, Any]] = field(default_factory=list)  # `journal_gap` records: a change whose record was lost
+
+    @property
+    def complete(self) -> bool:
+        """No break in the chain and no record known to be lost."""
+        return self.chain_verified and not self.gaps
 
 
 @dataclass
@@ -97,6 +107,7 @@ def build(records: Iterable[dict[str, Any]], verdict, *, irreversible: set[str],
     `irreversible` names the runbook's irreversible steps: a start of one without an
     approval hash is still a row (flagged), so a step that ran unapproved is not hidden."""
     fold = _Fold()
+    gaps: list[dict[str, Any]] = []
     first = last = None
     count = 0
     for r in records:
@@ -109,7 +120,11 @@ def build(records: Iterable[dict[str, Any]], verdict, *, irreversible: set[str],
             last = r["seq"] if last is None else max(last, r["seq"])
         if r.get("kind") == "step_start" and (r.get("approval_hash") or r.get("step") in irreversible):
             fold.start_row(r)
-    proof = Proof(first, last, count, verdict.ok, [{"seq": b.seq, "line": b.line, "why": b.why} for b in verdict.breaks])
+        elif r.get("kind") == "journal_gap":
+            gaps.append({"seq": r.get("seq"), "rev": r.get("rev"), "lost_kind": r.get("lost_kind"),
+                         "target": r.get("target"), "error": r.get("error")})
+    proof = Proof(first, last, count, verdict.ok, [{"seq": b.seq, "line": b.line, "why": b.why} for b in verdict.breaks],
+                  gaps)
     return Report(start.isoformat() if start else None, end.isoformat() if end else None,
                   [fold.finish(row) for row in fold.rows], proof)
 
@@ -124,6 +139,7 @@ class _Fold:
         self.open: dict[str, Row] = {}  # step token -> its row, until a step_end
         self.by_target: dict[str, list[Row]] = {}  # rows whose later reconciles are listed
         self.later: dict[int, list[str]] = {}  # id(row) -> reconciles after it
+        self.unverified: dict[str, Row] = {}  # target -> its newest row with no outcome recorded yet
         self.rows: list[Row] = []
 
     def feed(self, r: dict[str, Any]) -> None:
@@ -141,6 +157,16 @@ class _Fold:
         elif kind == "reconcile":
             for row in self.by_target.get(r.get("target"), []):
                 self.later.setdefault(id(row), []).append(f"{r.get('actor')}: {r.get('msg')}")
+        if kind in ("transition", "discrepancy") and r.get("target") in self.unverified:
+            row = self.unverified[r["target"]]
+            if kind == "discrepancy":
+                row.verify_evidence = f"DISCREPANCY (seq {r.get('seq')}): {r.get('msg')}"
+            elif r.get("step") == row.step:
+                seen = f", checkpoint {r['checkpoint']} (its verify)" if r.get("checkpoint") else ", no checkpoint recorded"
+                row.verify_evidence = f"state {r.get('to')}{seen} (seq {r.get('seq')})"
+            else:
+                return
+            del self.unverified[r["target"]]
 
     def start_row(self, start: dict[str, Any]) -> None:
         target, step = start.get("target", ""), start.get("step", "")
@@ -163,13 +189,16 @@ class _Fold:
         flags.append("no step_end recorded")  # until one comes
         row = Row(start.get("seq", -1), target, step, list(start.get("argv") or []), str(start.get("approval_hash") or ""),
                   str(gate.get("actor") or ""), str(start.get("approval_by") or ""), str(approval.get("user") or ""),
-                  _verified(approval) if approval else "", approved_at, started_at, before, None, None,
+                  _verified(approval) if approval else "", approved_at, started_at, before, None, None, "",
                   str(approval.get("checkpoint") or ""), "", flags)
         if start.get("token"):
             self.open[start["token"]] = row
         self.by_target.setdefault(target, []).append(row)
+        self.unverified[target] = row
         self.rows.append(row)
 
     def finish(self, row: Row) -> Row:
         row.reconciled_by = "; ".join(self.later.get(id(row), []))
+        if not row.verify_evidence:
+            row.flags.append("no outcome recorded after the run")
         return row

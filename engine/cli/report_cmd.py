@@ -60,7 +60,8 @@ def _open(location: str):
 
 
 def cmd_report(args) -> int:
-    """Print (or write with -o) the report; exit 1 when the journal's chain does not verify."""
+    """Print (or write with -o) the report; exit 1 when the journal's chain does not verify
+    or a record is known to be lost (a `journal_gap`)."""
     from engine import audit_render
     from engine.audit_report import build
     from engine.checks.chain import verdict_of
@@ -83,10 +84,10 @@ def cmd_report(args) -> int:
         with open(args.output, "x", encoding="utf-8") as fh:  # "x": never overwrite what is there
             fh.write(text)
         print(f"{args.output}: {len(report.rows)} irreversible step runs; chain verified: "
-              f"{'yes' if report.proof.chain_verified else 'NO'}")
+              f"{'yes' if report.proof.chain_verified else 'NO'}; records lost: {len(report.proof.gaps)}")
     else:
         sys.stdout.write(text)
-    return 0 if report.proof.chain_verified else 1
+    return 0 if report.proof.complete else 1
 
 
 def _retry_to(handle) -> dict[str, str]:
