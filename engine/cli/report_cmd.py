@@ -162,7 +162,8 @@ def cmd_show(args) -> int:
 
 def cmd_diff(args) -> int:
     """Print what changed between two revisions (every field, from the rebuilt ledgers; the
-    journal's target fields where a whole ledger cannot be rebuilt) and the records that made it."""
+    journal's target fields where a whole ledger cannot be rebuilt) and the records that made
+    it; exit 1, as `show`, when either journal's chain is broken or a write's record is lost."""
     from engine.textsafe import one_line, visible
     from engine.time_travel import changes, data_diff, field_diff, head_rev, ledger_at, resolve_rev, state_at
 
@@ -187,4 +188,4 @@ def cmd_diff(args) -> int:
     print(f"records that made revisions {rev1 + 1} to {rev2}:" if made else "no record made a revision in between")
     for r in made:
         print(one_line(f"  seq {r.get('seq')} rev {r.get('rev')} {r.get('kind')} by {r.get('actor')}: {r.get('msg')}"))
-    return 0
+    return 0 if _chain_holds(handle) and not (one.gap or two.gap) else 1

@@ -132,7 +132,9 @@ def test_revision_zero_was_never_written_by_the_engine_and_says_so(kept) -> None
 def test_diff_names_every_field_that_changed(kept) -> None:
     ledger, seen = kept
     revs = sorted(seen)
-    out = handoff("diff", ledger, str(revs[2]), str(revs[3])).stdout  # across the hand edit and the pause
+    diff = handoff("diff", ledger, str(revs[2]), str(revs[3]))  # across the hand edit and the pause
+    assert diff.returncode == 0, diff.stderr
+    out = diff.stdout
     assert "(the whole ledger, rebuilt from the journal)" in out
     assert 'site_notes.kept: [1, 2] -> [3]' in out and "site_notes.by: hand -> bob" in out
     assert "paused: (none) -> " in out
@@ -150,6 +152,7 @@ def test_an_edited_write_record_is_not_trusted(kept, tmp_path: Path) -> None:
     assert '"by":"evil"' in lines[at]
     journal.write_text("".join(lines))
     before = _files(tmp_path)
+    assert handoff("diff", copy, "1", "2").returncode == 1
     shown = _show(copy, 1)
     assert shown.returncode == 1
     assert f"line {at + 1} (seq " in shown.stderr and "the journal's chain is broken" in shown.stderr, shown.stderr
