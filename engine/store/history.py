@@ -109,8 +109,8 @@ def message(revision: int, record: dict[str, Any]) -> str:
     """One line a person reads in the journal: which revision, and what it changed."""
     if "full" in record:
         count = len((record["full"] or {}).get("targets") or {})
-        return (f"revision {revision} written; the journal keeps the whole ledger ({count} targets) here, "
-                "and each later write's changes")
+        return (f"revision {revision} written; the whole ledger ({count} target{'s' if count != 1 else ''}) is kept "
+                "here, and each later write's changes after it")
     keys = sorted(k for k in record.get("set", {}) if k != "revision") + list(record.get("unset", []))
     names = list(record.get("targets", {})) + list(record.get("removed", []))
     parts = []
