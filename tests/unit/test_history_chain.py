@@ -1,6 +1,6 @@
 """The history journal (every revision the engine wrote) is checked like the journal.
 
-A record of `<ledger>.history.jsonl` changed by hand (same length: only its hash can
+Secrets in the ledger are redacted in it, as in the journal. A record of `<ledger>.history.jsonl` changed by hand (same length: only its hash can
 tell) is a `handoff check` problem at its line and a `handoff journal --verify` break,
 exit 1 both, in text and JSON, and neither writes anything.
 """
@@ -50,3 +50,13 @@ def test_an_edited_history_record_is_a_check_problem_and_a_verify_break(tmp_path
     assert body["ok"] is False and body["breaks"] == [] and body["history"]["ok"] is False
     assert [b["line"] for b in body["history"]["breaks"]] == [at + 1]
     assert _files(tmp_path) == before
+
+
+def test_a_secret_in_the_ledger_is_redacted_in_the_history_and_in_show(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(LEDGER.replace("{state: queued}", '{state: failed, reason: "check said password=HandPw4"}'))
+    assert handoff("pause", ledger, "--reason", "freeze", "--as", "alice").returncode == 0
+    history = Path(f"{ledger}.history.jsonl").read_text()
+    assert '"full":' in history and "HandPw4" not in history and "password=" in history
+    shown = handoff("show", ledger, "--at", "1")
+    assert shown.returncode == 0 and "HandPw4" not in shown.stdout and "reason:" in shown.stdout
