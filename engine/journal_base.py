@@ -4,7 +4,6 @@ own record was lost, bounded read warnings, and following the journal as it grow
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Iterator
 
@@ -34,16 +33,7 @@ def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int
         record["target"] = target
     record["msg"] = msg
     record.update({k: v for k, v in fields.items() if v is not None})
-    return {k: v if k in WITNESS_FIELDS else _redacted(redactor, v) for k, v in record.items()}
-
-
-def _redacted(redactor: Redactor, value: Any) -> Any:
-    """`value` redacted. A mapping or list is first scanned as one JSON text, once per live
-    rule (Redactor.document): the whole ledger a history record holds is 10,000 targets,
-    and rule by rule over each of its strings took seconds."""
-    if isinstance(value, (dict, list)):
-        return redactor.document(value, json.dumps(value, ensure_ascii=False))
-    return redactor.value(value)
+    return {k: v if k in WITNESS_FIELDS else redactor.value(v) for k, v in record.items()}
 
 
 def gap_record(gap: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
