@@ -86,6 +86,8 @@ class Report:
 
 
 def _in(ts: Any, start: datetime | None, end: datetime | None) -> bool:
+    if start is None and end is None:
+        return True  # all time: every record, dated or not (and no time parsed a million times)
     stamp = parse_time(ts)
     if stamp is None:
         return start is None and end is None  # an undated record belongs only to "all time"
