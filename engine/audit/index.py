@@ -86,6 +86,55 @@ class JournalIndex:
         if self.shrunk is None and start < size:
             self._scan(start)
 
+    @property
+    def loaded(self) -> bool:
+        """Has this process taken in the index (or noted entries of its own)?"""
+        return self._read > 0 or bool(self.entries)
+
+    def reach(self) -> tuple[int, int]:
+        """(the journal offset the index covers, the highest revision the journal records),
+        from the index file's last whole line and the journal's bytes past it, one line at a
+        time: what verifying and a reader's rollback check need, without taking every entry
+        into memory (a million-record journal has tens of thousands). `refresh` gives the same."""
+        covered = rev = 0
+        try:
+            fd = open_sidecar(self.path, os.O_RDONLY, ledger=self.ledger)
+        except SidecarRefused:
+            fd = None
+        if fd is not None:
+            try:
+                size = os.fstat(fd).st_size
+                tail = os.pread(fd, min(size, 65536), max(0, size - 65536))
+            finally:
+                os.close(fd)
+            for raw in reversed(tail[: tail.rfind(b"\n") + 1].split(b"\n")[:-1]):
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue  # a torn line, or the window's cut first one
+                if isinstance(line, dict) and isinstance(line.get("end"), int):
+                    covered, rev = line["end"], line.get("rev") if isinstance(line.get("rev"), int) else 0
+                    break
+        try:
+            fh = open(self.journal_path, "rb")
+        except FileNotFoundError:
+            return covered, rev
+        with fh:
+            if os.fstat(fh.fileno()).st_size < covered:
+                fh.seek(0)  # cut short: what is left is read again (the index keeps the revisions it saw)
+            else:
+                fh.seek(covered)
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    number = json.loads(raw).get("rev")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(number, int) and number > rev:
+                    rev = number
+        return covered, rev
+
     def _read_index(self) -> None:
         try:
             fd = open_sidecar(self.path, os.O_RDONLY, ledger=self.ledger)

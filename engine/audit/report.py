@@ -2,11 +2,14 @@
 
     report = build(records, verdict, irreversible={"link"}, start=t0, end=t1)
     report.rows      # one per irreversible `step_start` in the period
-    report.proof     # first and last seq, chain verified, breaks
+    report.proof     # first and last seq, chain verified, breaks, gaps
 
 A row joins a `step_start` with the `approval` record it names (target, step, hash,
 approver, `at`), the `gate` that asked for it (the requester), the `step_end` with its
-token (exit code, duration) and any `reconcile` of the target after it. Order is
+token (exit code, duration), the outcome the session recorded next for the target (the
+state and the checkpoint its verify probe printed, or the discrepancy it found) and any
+`reconcile` of the target after it. The proof lists every `journal_gap` record: a change
+the ledger made whose own record could not be written is a hole, said. Order is
 proven by the journal's sequence as well as by the clock: timestamps have a one-second
 resolution, so "approved before started" holds when the approval record comes earlier
 in the journal and its `at` is not after the start. Anything missing is said, never
@@ -23,8 +26,8 @@ from typing import Any
 from engine.codec.timefmt import parse_time
 
 COLUMNS = ("seq", "target", "step", "argv", "hash", "requested_by", "approved_by", "approver_user", "verified",
-           "approved_at", "started_at", "approved_before_start", "exit_code", "duration", "checkpoint",
-           "reconciled_by", "flags")
+           "approved_at", "started_at", "approved_before_start", "exit_code", "duration", "verify_evidence",
+           "checkpoint", "reconciled_by", "flags")
 
 
 @dataclass
@@ -45,7 +48,8 @@ class Row:
     approved_before_start: bool
     exit_code: int | None
     duration: float | None
-    checkpoint: str
+    verify_evidence: str  # what the session recorded after the run: state, the checkpoint its verify printed
+    checkpoint: str  # the checkpoint the approval was given at
     reconciled_by: str
     flags: list[str] = field(default_factory=list)
 
@@ -59,6 +63,12 @@ class Proof:
     records: int
     chain_verified: bool
     breaks: list[dict[str, Any]]
+    gaps: list[dict[str, Any]] = field(default_factory=list)  # `journal_gap` records: a change whose record was lost
+
+    @property
+    def complete(self) -> bool:
+        """No break in the chain and no record known to be lost."""
+        return self.chain_verified and not self.gaps
 
 
 @dataclass
@@ -77,6 +87,8 @@ class Report:
 
 
 def _in(ts: Any, start: datetime | None, end: datetime | None) -> bool:
+    if start is None and end is None:
+        return True  # all time: every record, dated or not (and no time parsed a million times)
     stamp = parse_time(ts)
     if stamp is None:
         return start is None and end is None  # an undated record belongs only to "all time"
@@ -92,62 +104,104 @@ def _verified(approval: dict[str, Any]) -> str:
 
 def build(records: Iterable[dict[str, Any]], verdict, *, irreversible: set[str], start: datetime | None = None,
           end: datetime | None = None) -> Report:
-    """The report over `records` (the journal in order) and `verdict` (its chain check).
+    """The report over `records` (the journal in order; streamed: one pass, memory in the
+    number of rows and approvals, not of records) and `verdict` (its chain check).
 
     `irreversible` names the runbook's irreversible steps: a start of one without an
     approval hash is still a row (flagged), so a step that ran unapproved is not hidden."""
-    records = list(records)
-    order = {id(r): i for i, r in enumerate(records)}  # "before" is journal order, whatever a record's seq says
-    approvals: list[dict[str, Any]] = []
-    gates: list[dict[str, Any]] = []
-    ends: dict[str, dict[str, Any]] = {}
-    reconciles: list[dict[str, Any]] = []
+    fold = _Fold()
+    gaps: list[dict[str, Any]] = []
+    first = last = None
+    count = 0
     for r in records:
+        fold.feed(r)
+        if not _in(r.get("ts"), start, end):
+            continue
+        count += 1
+        if isinstance(r.get("seq"), int):
+            first = r["seq"] if first is None else min(first, r["seq"])
+            last = r["seq"] if last is None else max(last, r["seq"])
+        if r.get("kind") == "step_start" and (r.get("approval_hash") or r.get("step") in irreversible):
+            fold.start_row(r)
+        elif r.get("kind") == "journal_gap":
+            gaps.append({"seq": r.get("seq"), "rev": r.get("rev"), "lost_kind": r.get("lost_kind"),
+                         "target": r.get("target"), "error": r.get("error")})
+    proof = Proof(first, last, count, verdict.ok, [{"seq": b.seq, "line": b.line, "why": b.why} for b in verdict.breaks],
+                  gaps)
+    return Report(start.isoformat() if start else None, end.isoformat() if end else None,
+                  [fold.finish(row) for row in fold.rows], proof)
+
+
+class _Fold:
+    """What a row needs from the records before and after its start, kept as they pass:
+    "before" is journal order, whatever a record's seq says."""
+
+    def __init__(self) -> None:
+        self.approvals: dict[tuple, dict[str, Any]] = {}  # (target, step, hash, actor, at) -> newest, with its gate
+        self.gates: dict[tuple, dict[str, Any]] = {}  # (target, step) -> the newest gate
+        self.open: dict[str, Row] = {}  # step token -> its row, until a step_end
+        self.by_target: dict[str, list[Row]] = {}  # rows whose later reconciles are listed
+        self.later: dict[int, list[str]] = {}  # id(row) -> reconciles after it
+        self.unverified: dict[str, Row] = {}  # target -> its newest row with no outcome recorded yet
+        self.rows: list[Row] = []
+
+    def feed(self, r: dict[str, Any]) -> None:
         kind = r.get("kind")
         if kind == "approval":
-            approvals.append(r)
+            key = (r.get("target"), r.get("step"), r.get("hash"), r.get("actor"), r.get("at"))
+            self.approvals[key] = {**r, "_gate": self.gates.get((r.get("target"), r.get("step")), {})}
         elif kind == "gate":
-            gates.append(r)
-        elif kind == "step_end" and r.get("token"):
-            ends[r["token"]] = r
+            self.gates[(r.get("target"), r.get("step"))] = r
+        elif kind == "step_end" and r.get("token") in self.open:
+            row = self.open[r["token"]]
+            row.exit_code, row.duration = r.get("exit_code"), r.get("duration")
+            if "no step_end recorded" in row.flags:
+                row.flags.remove("no step_end recorded")
         elif kind == "reconcile":
-            reconciles.append(r)
-    period = [r for r in records if _in(r.get("ts"), start, end)]
-    rows = [_row(r, order, approvals, gates, ends, reconciles) for r in period
-            if r.get("kind") == "step_start" and (r.get("approval_hash") or r.get("step") in irreversible)]
-    seqs = [r["seq"] for r in period if isinstance(r.get("seq"), int)]
-    proof = Proof(min(seqs, default=None), max(seqs, default=None), len(period), verdict.ok,
-                  [{"seq": b.seq, "line": b.line, "why": b.why} for b in verdict.breaks])
-    return Report(start.isoformat() if start else None, end.isoformat() if end else None, rows, proof)
+            for row in self.by_target.get(r.get("target"), []):
+                self.later.setdefault(id(row), []).append(f"{r.get('actor')}: {r.get('msg')}")
+        if kind in ("transition", "discrepancy") and r.get("target") in self.unverified:
+            row = self.unverified[r["target"]]
+            if kind == "discrepancy":
+                row.verify_evidence = f"DISCREPANCY (seq {r.get('seq')}): {r.get('msg')}"
+            elif r.get("step") == row.step:
+                seen = f", checkpoint {r['checkpoint']} (its verify)" if r.get("checkpoint") else ", no checkpoint recorded"
+                row.verify_evidence = f"state {r.get('to')}{seen} (seq {r.get('seq')})"
+            else:
+                return
+            del self.unverified[r["target"]]
 
+    def start_row(self, start: dict[str, Any]) -> None:
+        target, step = start.get("target", ""), start.get("step", "")
+        flags: list[str] = []
+        approval = self.approvals.get((target, step, start.get("approval_hash"), start.get("approval_by"),
+                                       start.get("approval_at")))
+        if not start.get("approval_hash"):
+            flags.append("NO APPROVAL named by the start")
+        elif approval is None:
+            flags.append("the approval it names has no journal record before it")
+        gate = approval["_gate"] if approval else self.gates.get((target, step), {})
+        approved_at, started_at = str(start.get("approval_at") or ""), str(start.get("ts") or "")
+        a_at, s_at = parse_time(approved_at), parse_time(started_at)
+        approval = approval or {}
+        before = bool(approval) and a_at is not None and s_at is not None and a_at <= s_at
+        if approval and not before:
+            flags.append("approved_at is not before started_at")
+        if approval and approval.get("actor") == gate.get("actor"):
+            flags.append("the requester approved it")
+        flags.append("no step_end recorded")  # until one comes
+        row = Row(start.get("seq", -1), target, step, list(start.get("argv") or []), str(start.get("approval_hash") or ""),
+                  str(gate.get("actor") or ""), str(start.get("approval_by") or ""), str(approval.get("user") or ""),
+                  _verified(approval) if approval else "", approved_at, started_at, before, None, None, "",
+                  str(approval.get("checkpoint") or ""), "", flags)
+        if start.get("token"):
+            self.open[start["token"]] = row
+        self.by_target.setdefault(target, []).append(row)
+        self.unverified[target] = row
+        self.rows.append(row)
 
-def _row(start: dict[str, Any], order: dict[int, int], approvals, gates, ends, reconciles) -> Row:
-    seq, target, step = start.get("seq", -1), start.get("target", ""), start.get("step", "")
-    here = order[id(start)]
-    flags: list[str] = []
-    approval = next((a for a in reversed(approvals) if order[id(a)] < here and a.get("target") == target
-                     and a.get("step") == step and a.get("hash") == start.get("approval_hash")
-                     and a.get("actor") == start.get("approval_by") and a.get("at") == start.get("approval_at")), None)
-    if not start.get("approval_hash"):
-        flags.append("NO APPROVAL named by the start")
-    elif approval is None:
-        flags.append("the approval it names has no journal record before it")
-    asked_before = order[id(approval)] if approval else here
-    gate: dict[str, Any] = next((g for g in reversed(gates) if order[id(g)] < asked_before and g.get("target") == target
-                 and g.get("step") == step), {})
-    approved_at, started_at = str(start.get("approval_at") or ""), str(start.get("ts") or "")
-    a_at, s_at = parse_time(approved_at), parse_time(started_at)
-    approval = approval or {}
-    before = bool(approval) and a_at is not None and s_at is not None and a_at <= s_at
-    if approval and not before:
-        flags.append("approved_at is not before started_at")
-    if approval and approval.get("actor") == gate.get("actor"):
-        flags.append("the requester approved it")
-    end = ends.get(start.get("token") or "", {})
-    if not end:
-        flags.append("no step_end recorded")
-    later = [f"{r.get('actor')}: {r.get('msg')}" for r in reconciles if r.get("target") == target and order[id(r)] > here]
-    return Row(seq, target, step, list(start.get("argv") or []), str(start.get("approval_hash") or ""),
-               str(gate.get("actor") or ""), str(start.get("approval_by") or ""), str(approval.get("user") or ""),
-               _verified(approval) if approval else "", approved_at, started_at, before, end.get("exit_code"),
-               end.get("duration"), str(approval.get("checkpoint") or ""), "; ".join(later), flags)
+    def finish(self, row: Row) -> Row:
+        row.reconciled_by = "; ".join(self.later.get(id(row), []))
+        if not row.verify_evidence:
+            row.flags.append("no outcome recorded after the run")
+        return row

@@ -53,6 +53,9 @@ def _proof_lines(report: Report) -> list[str]:
              f"chain verified: {'yes' if p.chain_verified else 'NO'}"]
     lines += [f"break at seq {b['seq']}" + (f" (line {b['line']})" if b["line"] is not None else "") + f": {b['why']}"
               for b in p.breaks]
+    lines += [f"gap at seq {g['seq']}: revision {g['rev']}'s {g['lost_kind']} record"
+              + (f" about {g['target']}" if g.get("target") else "") + f" was lost ({g['error']})" for g in p.gaps]
+    lines.append(f"no record missing: {'yes' if p.complete else 'NO'}")
     return lines
 
 
@@ -69,7 +72,9 @@ def to_html(report: Report, title: str) -> str:
     verdict = '<span class="ok">yes</span>' if p.chain_verified else '<span class="bad">NO</span>'
     proof = "".join(f"<li>{e(line)}</li>" for line in _proof_lines(report)[:2])
     proof += f"<li>chain verified: {verdict}</li>"
-    proof += "".join(f'<li class="bad">{e(line)}</li>' for line in _proof_lines(report)[3:])
+    lines = _proof_lines(report)
+    proof += "".join(f'<li class="bad">{e(line)}</li>' for line in lines[3:-1])
+    proof += f'<li>{e(lines[-1])}</li>' if p.complete else f'<li class="bad">{e(lines[-1])}</li>'
     head = "".join(f"<th>{e(c)}</th>" for c in COLUMNS)
     body = []
     for flat, row in zip(_flat(report), report.rows, strict=False):

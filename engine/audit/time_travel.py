@@ -1,11 +1,14 @@
 """The ledger as the journal says it was at a past revision, and what changed between two.
 
-The journal does not hold whole ledger files, so a past ledger cannot be rebuilt byte
-for byte; what it does record is every state change (`transition`, `reconcile`,
-`block`, `retry`), every checkpoint a step reached and every approval given or taken
-back, each with the revision it made. That is what is rebuilt, and said to be: a
-target the journal has no record of by then is shown as "not recorded", never given a
-state. Read-only: nothing here writes, and there is deliberately no replay.
+Every engine write journals a `ledger_write` record (engine.store.history): the whole
+ledger the first time, then what each write changed. `ledger_at` folds them up to a
+revision and gives the ledger's full data as written then (every field; values as
+redacted in the journal; comments and layout are not kept, so it is the file's content,
+not its bytes). A journal from before that, or one that lost a write's record, cannot
+give the whole file for those revisions; `state_at` then folds what the other records
+say (every state change, checkpoint and approval, each with the revision it made), and
+a target the journal has no record of by then is shown as "not recorded", never given
+a state. Read-only: nothing here writes, and there is deliberately no replay.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from engine.codec.timefmt import parse_time
 from engine.errors import UsageError
+from engine.store import history
 
 WHAT = ("rebuilt from the journal's records (state changes, checkpoints, approvals); the journal does not hold "
         "whole ledger files, so other fields are not shown")
@@ -39,25 +43,113 @@ class TargetThen:
                 "last_record": self.last}
 
 
-def head_rev(records: list[dict[str, Any]]) -> int:
+@dataclass
+class LedgerThen:
+    """The whole ledger at a revision, rebuilt from `ledger_write` records, or why not."""
+
+    revision: int  # the revision asked for
+    data: dict[str, Any] | None = None  # the ledger's data as written at `written` (None: not rebuildable)
+    written: int | None = None  # the last revision written at or before `revision`
+    seqs: list[int] = field(default_factory=list)  # the records it was rebuilt from (first, last)
+    why: str = ""  # why it could not be rebuilt
+    gap: bool = False  # a write the journal should hold is missing: the record is incomplete
+
+
+def ledger_at(records: Iterable[dict[str, Any]], rev: int) -> LedgerThen:
+    """Fold the `ledger_write` records up to revision `rev` (one pass, in journal order).
+
+    A diff applies only on top of the revision it names as its `base`; a diff whose base
+    the fold does not hold, or a revision some record names with no write record for it,
+    makes the revision unrebuildable until the next whole copy: said, never guessed."""
+    out = LedgerThen(rev)
+    data: dict[str, Any] | None = None
+    at: int | None = None
+    first = last = None
+    named = 0  # the highest revision any record up to `rev` names
+    for r in records:
+        number = r.get("rev")
+        if not isinstance(number, int) or number > rev:
+            continue
+        named = max(named, number)
+        if r.get("kind") != history.KIND:
+            continue
+        if "full" in r:
+            if at is not None and number <= at:
+                continue
+            data, at, first = history.apply({}, r), number, r.get("seq")
+            out.why, out.gap = "", False  # an earlier loss does not touch what follows a whole copy
+        elif data is not None and r.get("base") == at and number > at:
+            data, at = history.apply(data, r), number
+        elif at is not None and number <= at:
+            continue  # a write journaled late (another host's): what it made is held already
+        else:
+            out.why = (f"the journal's record of revision {number} (seq {r.get('seq')}) changes revision "
+                       f"{r.get('base')}, which the journal does not hold"
+                       + (f" (it holds revision {at})" if at is not None else ""))
+            data, at, out.gap = None, None, True
+            continue
+        last = r.get("seq")
+    if data is None:
+        out.why = out.why or ("the journal holds no copy of the whole ledger at or before this revision "
+                              "(it was written before the engine journaled every write)")
+        return out
+    if named > at:
+        out.gap = True
+        out.why = (f"revision {named} is named in the journal but its write was not journaled (the last one "
+                   f"journaled by then is revision {at})")
+        return out
+    out.data, out.written, out.seqs = data, at, [first, last]
+    return out
+
+
+def data_diff(before: Any, after: Any, path: str = "") -> list[str]:
+    """`path: old -> new` for each value that differs between two ledgers' data (mappings
+    are walked key by key, anything else is compared whole)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[str] = []
+        for key in [*before, *(k for k in after if k not in before)]:
+            where = f"{path}.{key}" if path else str(key)
+            if key not in after:
+                out.append(f"{where}: {_short(before[key])} -> (removed)")
+            elif key not in before:
+                out.append(f"{where}: (none) -> {_short(after[key])}")
+            else:
+                out.extend(data_diff(before[key], after[key], where))
+        return out
+    return [] if before == after else [f"{path}: {_short(before)} -> {_short(after)}"]
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def head_rev(records: Iterable[dict[str, Any]]) -> int:
     """The highest revision any record names (0 for a journal with none)."""
     return max((r["rev"] for r in records if isinstance(r.get("rev"), int)), default=0)
 
 
-def resolve_rev(records: list[dict[str, Any]], text: str) -> int:
+def resolve_rev(records: Iterable[dict[str, Any]], text: str) -> int:
     """REV as given (a number, or an ISO time meaning the last revision written by then);
-    a UsageError (exit 2) naming the range for anything else."""
-    top = head_rev(records)
-    if text.strip().lstrip("-").isdigit():
-        rev = int(text)
-        if not 0 <= rev <= top:
-            raise UsageError(f"revision {rev} is out of range: the journal records revisions 0 to {top}; nothing was changed")
-        return rev
-    stamp = parse_time(text)
+    a UsageError (exit 2) naming the range for anything else. One pass over `records`."""
+    number = int(text) if text.strip().lstrip("-").isdigit() else None
+    stamp = parse_time(text) if number is None else None
+    top = by_then = 0
+    for r in records:
+        rev = r.get("rev")
+        if isinstance(rev, int):
+            top = max(top, rev)
+            if stamp is not None and (parse_time(r.get("ts")) or stamp) <= stamp:
+                by_then = max(by_then, rev)
+    if number is not None:
+        if not 0 <= number <= top:
+            raise UsageError(f"revision {number} is out of range: the journal records revisions 0 to {top}; nothing was changed")
+        return number
     if stamp is None:
         raise UsageError(f"{text!r} is neither a revision (0 to {top}) nor a time like 2026-09-09T14:00Z; nothing was changed")
-    revs = [r["rev"] for r in records if isinstance(r.get("rev"), int) and (parse_time(r.get("ts")) or stamp) <= stamp]
-    return max(revs, default=0)
+    return by_then
 
 
 def state_at(records: Iterable[dict[str, Any]], rev: int, retry_to: dict[str, str]) -> dict[str, TargetThen]:
@@ -111,7 +203,7 @@ def _apply(out: dict[str, TargetThen], r: dict[str, Any], retry_to: dict[str, st
     t.last = f"seq {r.get('seq')} {kind} by {r.get('actor')}"
 
 
-def changes(records: list[dict[str, Any]], rev1: int, rev2: int) -> list[dict[str, Any]]:
+def changes(records: Iterable[dict[str, Any]], rev1: int, rev2: int) -> list[dict[str, Any]]:
     """The records that made revisions rev1+1 .. rev2, in journal order."""
     return [r for r in records if isinstance(r.get("rev"), int) and rev1 < r["rev"] <= rev2]
 

@@ -34,7 +34,7 @@ from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteF
 from engine.lease.rules import Heartbeat
 from engine.ledger.model import Ledger, Target
 from engine.ledger.touched import seal
-from engine.store import highwater, outside, parse_cache
+from engine.store import highwater, history, outside, parse_cache
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import change, to_ledger, to_ledger_reusing
@@ -144,6 +144,7 @@ class FileStore:
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
         self.journaled_external_edit = False  # ... and did it journal that edit itself?
         self.patience = 0.0  # no database to wait out (engine.store.base.Store)
+        self._history = None  # the history journal each write's `ledger_write` record goes to (opened once)
 
     # -- reading -----------------------------------------------------------------
 
@@ -363,8 +364,10 @@ class FileStore:
             self._cache = {new_key: _Parse(doc, ledger)}
             seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
+            kept = self._journal_write(ledger, parsed.data, doc.data, names, snap, record)
             try:
-                write_record(self.record_path, real_path(self.path), ledger, new_key, record)
+                write_record(self.record_path, real_path(self.path), ledger, new_key, record,
+                             history=ledger.revision if kept else None)
             except OSError:
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
             try:
@@ -390,6 +393,15 @@ class FileStore:
             title="Ledger busy",
         )
 
+    def _journal_write(self, ledger: Ledger, before: dict, after: dict, names: set[str] | None, snap: Snapshot,
+                       record: dict[str, Any] | None) -> bool:
+        """This write's `ledger_write` record: a diff on the revision read when the journal
+        holds that one (the last write was ours and journaled), else the whole ledger."""
+        ours = bool(record) and record.get("hash") == snap.digest and record.get("history") == snap.ledger.revision
+        if self._history is None:
+            self._history = history.file_journal(self.path)
+        return history.record(self._history, ledger, before, after, names, snap.ledger.revision if ours else None)
+
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
         """Spawn only while the caller provably still holds the ledger.
 
@@ -412,6 +424,10 @@ class FileStore:
     def heartbeat(self) -> Heartbeat:
         """The lease holder's heartbeat: the `<ledger>.heartbeat` sidecar."""
         return Heartbeat(sidecar(self.path, ".heartbeat"), real_path(self.path))
+
+    def open_history(self):
+        """The history journal beside this ledger (engine.store.history), read-only."""
+        return history.file_journal(self.path, read_only=True)
 
     def open_journal(self, *, read_only: bool = False):
         """The journal beside this ledger (`<ledger>.journal.jsonl`)."""

@@ -7,6 +7,7 @@ next append writes a `journal_gap` record for each first (in this process)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from engine.audit.chain import GENESIS, link_of, seal
@@ -36,17 +37,7 @@ class PgJournal(JournalBase):
         rows.append(record)
 
         def work(conn):
-            # One writer per ledger at a time: seq order is commit order, and each row is
-            # sealed after the one before it (engine.audit.chain).
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('handoff_journal'), hashtext(%s))", (self.ledger,))
-            last = conn.execute("SELECT record FROM handoff_journal WHERE ledger = %s ORDER BY seq DESC LIMIT 1",
-                                (self.ledger,)).fetchone()
-            prev = link_of(dict(last[0])) if last else GENESIS
-            for row in rows:
-                prev = seal(row, prev)["chain"]
-            seqs = [conn.execute("INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
-                                 (self.ledger, json.dumps(row, ensure_ascii=False))).fetchone()[0] for row in rows]
-            return seqs[-1]
+            return self._insert(conn, rows)
 
         try:
             record["seq"] = self.db.run(work)
@@ -56,6 +47,33 @@ class PgJournal(JournalBase):
             raise JournalWriteError(f"{self.path}: the journal record could not be written: {err}", rev=rev, reason=str(err)) from None
         self._gaps.clear()
         return record
+
+    def _insert(self, conn, rows: list[dict[str, Any]]) -> int:
+        """Seal and insert `rows` in `conn`'s transaction; the last one's seq."""
+        # One writer per ledger at a time: seq order is commit order, and each row is
+        # sealed after the one before it (engine.audit.chain).
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('handoff_journal'), hashtext(%s))", (self.ledger,))
+        last = conn.execute("SELECT record FROM handoff_journal WHERE ledger = %s ORDER BY seq DESC LIMIT 1",
+                            (self.ledger,)).fetchone()
+        prev = link_of(dict(last[0])) if last else GENESIS
+        for row in rows:
+            prev = seal(row, prev)["chain"]
+        seqs = [conn.execute("INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",
+                             (self.ledger, json.dumps(row, ensure_ascii=False))).fetchone()[0] for row in rows]
+        return seqs[-1]
+
+    def append_in(self, conn, kind: str, msg: str, *, actor: str, rev: int | None = None, **fields: Any) -> dict[str, Any]:
+        """Append one record inside `conn`'s open transaction: it commits (or not) with
+        whatever else that transaction writes (a ledger write and its `ledger_write` record)."""
+        record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=None, fields=fields)
+        record["seq"] = self._insert(conn, [record])
+        return record
+
+    def last_write_rev(self, conn) -> int | None:
+        """The revision of this ledger's newest `ledger_write` record (engine.store.history), in `conn`."""
+        row = conn.execute("SELECT record->'rev' FROM handoff_journal WHERE ledger = %s AND record->>'kind' = %s "
+                           "AND record->>'target' IS NULL ORDER BY seq DESC LIMIT 1", (self.ledger, "ledger_write")).fetchone()
+        return row[0] if row and isinstance(row[0], int) else None
 
     def _select(self, where: str, params: tuple, order: str = "ASC", limit: int | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT seq, record FROM handoff_journal WHERE ledger = %s {where} ORDER BY seq {order}"
@@ -73,6 +91,17 @@ class PgJournal(JournalBase):
         records = self._select("AND seq > %s", (offset,))
         return records, (records[-1]["seq"] if records else offset)
 
+    def stream(self, batch: int = 5000) -> Iterator[dict[str, Any]]:
+        """Every record in seq order, fetched `batch` rows at a time (memory does not grow
+        with the journal)."""
+        offset = 0
+        while True:
+            rows = self._select("AND seq > %s", (offset,), limit=batch)
+            yield from rows
+            if len(rows) < batch:
+                return
+            offset = rows[-1]["seq"]
+
     def tail(self, n: int = 200) -> list[dict[str, Any]]:
         return list(reversed(self._select("", (), "DESC", n)))
 
@@ -87,9 +116,7 @@ class PgJournal(JournalBase):
         """Check the chain of this ledger's rows (engine.audit.verify)."""
         from engine.audit.verify import verify_rows
 
-        rows = self.db.run(lambda conn: conn.execute(
-            "SELECT seq, record FROM handoff_journal WHERE ledger = %s ORDER BY seq", (self.ledger,)).fetchall())
-        return verify_rows(rows)
+        return verify_rows((r.pop("seq"), r) for r in self.stream())
 
     def last_of(self, kind: str, **match: Any) -> dict[str, Any] | None:
         """The newest record of `kind` matching `match`: through the (ledger, kind, target)

@@ -35,7 +35,7 @@ from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
 from engine.lease.rules import beat_record
 from engine.ledger.model import Ledger
-from engine.store import highwater
+from engine.store import highwater, history
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.convert import change, to_ledger
 from engine.store.cow import CowTargets, cow_ledger
@@ -243,7 +243,8 @@ class PostgresStore:
             used = highwater.already_spent(mark, spent)
             if used:
                 raise Refused(used, title="Approval already used")
-            text = splice(parsed, change(snap.ledger, ledger, targets.changed | targets.removed)).text
+            doc = splice(parsed, change(snap.ledger, ledger, targets.changed | targets.removed))
+            text = doc.text
         except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
             raise Refused(str(err), title="Cannot write that") from None
         updated = conn.execute(
@@ -252,10 +253,19 @@ class PostgresStore:
         ).rowcount
         if updated != 1:
             raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
+        self._journal_write(conn, ledger, parsed.data, doc.data, targets.changed | targets.removed, revision)
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
         if marks is not None:
             marks.append((mark, ledger.revision, spent))
         return result, ledger.revision
+
+    def _journal_write(self, conn, ledger: Ledger, before: dict, after: dict, names: set[str] | None, base: int | None) -> None:
+        """This write's `ledger_write` record (engine.store.history), in the write's own
+        transaction: a diff on revision `base` when the journal's newest one is that
+        revision, else the whole ledger."""
+        journal = PgJournal(self.db, history.pg_name(self.name))
+        ours = base is not None and journal.last_write_rev(conn) == base
+        history.record(journal, ledger, before, after, names, base if ours else None, conn=conn)
 
     def import_text(self, text: str, *, replace: bool = False) -> int:
         """Create the ledger from YAML text (validated first). Over an existing ledger only
@@ -289,6 +299,8 @@ class PostgresStore:
                 "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",
                 (self.name, revision, body),
             )
+            stored = parse_document(body, self.path)  # what the row now says, journaled whole
+            self._journal_write(conn, to_ledger(stored.data, self.path, body), {}, stored.data, None, None)
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
             return revision
 
@@ -303,6 +315,10 @@ class PostgresStore:
 
     def heartbeat(self) -> PgHeartbeat:
         return PgHeartbeat(self.db, self.name)
+
+    def open_history(self) -> PgJournal:
+        """The history journal of this ledger (engine.store.history), read-only."""
+        return PgJournal(self.db, history.pg_name(self.name), read_only=True)
 
     def open_journal(self, *, read_only: bool = False) -> PgJournal:
         return PgJournal(self.db, self.name, read_only=read_only)

@@ -50,10 +50,13 @@ def _head(ledger_path: str, previous: dict | None) -> dict | None:
         return old
     return journal_head(path)
 
-def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous: dict | None = None) -> None:
+
+def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous: dict | None = None, *,
+                 history: int | None = None) -> None:
     """Record a write the engine just made (atomically; under the writers' lock), naming
     the journal's head (`handoff journal --verify` checks it is still there); `previous`
-    is the record this one replaces."""
+    is the record this one replaces; `history` is the revision whose `ledger_write`
+    record the journal holds (engine.store.history), so the next write can journal a diff."""
     body = {
         "revision": ledger.revision,
         "hash": key,
@@ -62,6 +65,7 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
         "metrics": sorted(ledger.metrics),
         "budget": ledger.budget is not None,
         "journal_head": _head(ledger_path, previous),
+        "history": history,
     }
     atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
 

@@ -100,7 +100,7 @@ def test_every_irreversible_start_is_one_row_approved_before_it_started(run: Pat
         assert row["verified"].startswith("not verified")  # --as names nobody the engine checked
     proof = report["proof"]
     assert proof == {"first_seq": records[0]["seq"], "last_seq": records[-1]["seq"], "records": len(records),
-                     "chain_verified": True, "breaks": []}
+                     "chain_verified": True, "breaks": [], "gaps": []}
 
 
 def test_csv_and_html_say_what_json_says(run: Path, tmp_path: Path) -> None:

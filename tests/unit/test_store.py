@@ -70,12 +70,13 @@ def test_symlinked_ledger_is_written_through(tmp_path):
 
 
 def test_no_temp_files_are_left_behind(article):
-    """After writes (and a refused one), the folder holds the ledger and its sidecars only."""
+    """After writes (and a refused one), the folder holds the ledger and its sidecars only (the history journal among them)."""
     store = FileStore(str(article))
     store.transact(_state)
     with pytest.raises(Refused):
         store.transact(lambda l: (_ for _ in ()).throw(Refused("x")))
-    assert sorted(p.name for p in article.parent.iterdir()) == ["ledger.yaml", "ledger.yaml.last-write.json",
+    assert sorted(p.name for p in article.parent.iterdir()) == ["ledger.yaml", "ledger.yaml.history.jsonl",
+                                                                  "ledger.yaml.last-write.json",
                                                                   "ledger.yaml.last-write.targets.json", "ledger.yaml.lock"]
 
 

@@ -1,0 +1,139 @@
+"""Every revision the engine writes, kept in the ledger's history journal: `ledger_write` records.
+
+    history.record(journal, ledger, before_data, after_data, names, base)   # by a store, after its write
+    history.apply(data, record)                                              # time travel: the next revision
+
+The history journal is the ledger's journal's twin, written by the same writer (sealed
+in a hash chain, indexed, redacted, fsynced): `<ledger>.history.jsonl` beside a file
+ledger, the journal table under the name `LEDGER#history` for PostgreSQL (a URL's
+fragment never holds a `#`, so no ledger can have that name). It is apart from the
+journal so that the log pane, the planner's brief and `handoff journal` read what
+happened, not one more line per write. With it `handoff show --at REV` rebuilds the whole
+file as it was (engine.audit.time_travel.ledger_at), not only what the other records say about
+targets. Each engine write journals what it changed: the top-level keys whose value
+changed (`set`, `unset`) and the whole data of each target it changed (`targets`,
+`removed`), on top of revision `base`, as the document says them (the file's content,
+not the model's defaults: `yaml.safe_load` of the file at that revision is what
+`apply` gives back). A write whose starting point the journal does not
+hold (the first write under history, a file edited outside the engine, a write whose
+record was lost) journals the whole ledger instead (`full`), and later ones diff from it.
+Values are redacted like every journal field; the records are sealed in the chain, so a
+rebuilt ledger is as tamper-evident as the rest of the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from engine.audit.journal import Journal
+from engine.errors import HandoffError
+
+KIND = "ledger_write"
+ACTOR = "engine (store)"
+SUFFIX = ".history.jsonl"
+_NAMED = 10  # targets named in a record's message; the rest are counted
+
+
+class History(Journal):
+    """A file ledger's history journal: the journal's writer, beside the same ledger."""
+
+    def _ledger(self) -> str:
+        return self.path.removesuffix(SUFFIX)
+
+    def _head_gone(self, fd: int, end: int) -> tuple[str | None, int | None]:
+        return None, None  # the ledger's last-write record names the journal's head, not this one's
+
+
+def file_journal(ledger_path: str, *, read_only: bool = False) -> History:
+    """The history journal beside a file ledger."""
+    return History(os.path.realpath(ledger_path) + SUFFIX, read_only=read_only)
+
+
+def pg_name(ledger: str) -> str:
+    """The name a PostgreSQL ledger's history journal goes by in the journal table."""
+    return ledger + "#history"
+
+
+def fields(before: dict[str, Any], after: dict[str, Any], names: Iterable[str] | None, base: int | None) -> dict[str, Any]:
+    """The record's fields for one write, from the document's data before and after it
+    (what the file says, not the model's defaults): the whole of `after` when `base` is
+    None (the journal has no copy of where this write started), else what changed (only
+    the targets in `names` can have; all when None)."""
+    if base is None:
+        return {"full": _plain(after)}
+    out: dict[str, Any] = {"base": base}
+    top = {k: v for k, v in after.items() if k != "targets" and (k not in before or before[k] != v)}
+    if top:
+        out["set"] = _plain(top)
+    gone = [k for k in before if k != "targets" and k not in after]
+    if gone:
+        out["unset"] = gone
+    old, new = before.get("targets") or {}, after.get("targets") or {}
+    look = set(old) | set(new) if names is None else set(names)
+    targets = {n: new[n] for n in new if n in look and (n not in old or old[n] != new[n])}  # in the file's order
+    if targets:
+        out["targets"] = _plain(targets)
+    removed = [n for n in old if n in look and n not in new]
+    if removed:
+        out["removed"] = removed
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """JSON's own types: a value YAML gave as something else (a date a person typed) is its text."""
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def record(journal, ledger, before: dict[str, Any], after: dict[str, Any], names: Iterable[str] | None,
+           base: int | None, *, conn=None) -> bool:
+    """Journal the write that made `ledger` (its revision; `after` is its document's data)
+    from revision `base` (None: the journal does not hold `base`, so the whole document is
+    journaled). False when the record could not be written: the journal notes the gap,
+    and the next write journals the whole ledger again. With `conn` (PostgreSQL) the
+    record goes into that transaction: it commits with the ledger's row, or neither does."""
+    body = fields(before, after, names, base)
+    journal.set_redact(ledger.redact)
+    if conn is not None:
+        journal.append_in(conn, KIND, message(ledger.revision, body), actor=ACTOR, rev=ledger.revision, **body)
+        return True
+    try:
+        journal.append(KIND, message(ledger.revision, body), actor=ACTOR, rev=ledger.revision, **body)
+    except HandoffError:
+        return False  # the ledger is written; `show --at` says this revision is not in the journal
+    return True
+
+
+def message(revision: int, record: dict[str, Any]) -> str:
+    """One line a person reads in the journal: which revision, and what it changed."""
+    if "full" in record:
+        count = len((record["full"] or {}).get("targets") or {})
+        return (f"revision {revision} written; the whole ledger ({count} target{'s' if count != 1 else ''}) is kept "
+                "here, and each later write's changes after it")
+    keys = sorted(k for k in record.get("set", {}) if k != "revision") + list(record.get("unset", []))
+    names = list(record.get("targets", {})) + list(record.get("removed", []))
+    parts = []
+    if names:
+        parts.append(", ".join(names[:_NAMED]) + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""))
+    if keys:
+        parts.append(", ".join(keys))
+    return f"revision {revision} written: {'; '.join(parts) or 'revision only'}"
+
+
+def apply(data: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The ledger after `record`, given the ledger `data` at its base (a new dict; `data`
+    is not changed). A `full` record is the ledger itself."""
+    if "full" in record:
+        full = dict(record["full"] or {})
+        full["targets"] = dict(full.get("targets") or {})
+        return full
+    out = {k: v for k, v in data.items() if k not in record.get("unset", [])}
+    out.update(record.get("set", {}))
+    targets = dict(out.get("targets") or {})
+    for name in record.get("removed", []):
+        targets.pop(name, None)
+    targets.update(record.get("targets", {}))
+    out["targets"] = targets
+    return out
