@@ -160,7 +160,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "a finished step records only over its own intent"),
     # -- the lease -------------------------------------------------------------------------
     Mutant("lease-live-holder", "engine/lease/leasing.py",
-           "if state.status == \"live\" and ledger.session.id != lease.id:",
+           "if state.status == \"live\" and ledger.session is not None and ledger.session.id != lease.id:",
            "if False:",
            (I + "test_a_second_holder_never_takes_a_live_lease",),
            "a live lease is never taken"),

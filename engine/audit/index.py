@@ -113,7 +113,8 @@ class JournalIndex:
                 except ValueError:
                     continue  # a torn line, or the window's cut first one
                 if isinstance(line, dict) and isinstance(line.get("end"), int):
-                    covered, rev = line["end"], line.get("rev") if isinstance(line.get("rev"), int) else 0
+                    found = line.get("rev")
+                    covered, rev = line["end"], found if isinstance(found, int) else 0
                     break
         try:
             fh = open(self.journal_path, "rb")

@@ -158,7 +158,7 @@ class _Fold:
             if "no step_end recorded" in row.flags:
                 row.flags.remove("no step_end recorded")
         elif kind == "reconcile":
-            for row in self.by_target.get(r.get("target"), []):
+            for row in self.by_target.get(str(r.get("target")), []):
                 self.later.setdefault(id(row), []).append(f"{r.get('actor')}: {r.get('msg')}")
         if kind in ("transition", "discrepancy") and r.get("target") in self.unverified:
             row = self.unverified[r["target"]]

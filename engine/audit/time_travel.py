@@ -64,7 +64,8 @@ def ledger_at(records: Iterable[dict[str, Any]], rev: int) -> LedgerThen:
     out = LedgerThen(rev)
     data: dict[str, Any] | None = None
     at: int | None = None
-    first = last = None
+    first: int | None = None
+    last: int | None = None
     named = 0  # the highest revision any record up to `rev` names
     for r in records:
         number = r.get("rev")
@@ -76,9 +77,10 @@ def ledger_at(records: Iterable[dict[str, Any]], rev: int) -> LedgerThen:
         if "full" in r:
             if at is not None and number <= at:
                 continue
-            data, at, first = history.apply({}, r), number, r.get("seq")
+            seq = r.get("seq")
+            data, at, first = history.apply({}, r), number, seq if isinstance(seq, int) else None
             out.why, out.gap = "", False  # an earlier loss does not touch what follows a whole copy
-        elif data is not None and r.get("base") == at and number > at:
+        elif data is not None and at is not None and r.get("base") == at and number > at:
             data, at = history.apply(data, r), number
         elif at is not None and number <= at:
             continue  # a write journaled late (another host's): what it made is held already
@@ -88,17 +90,20 @@ def ledger_at(records: Iterable[dict[str, Any]], rev: int) -> LedgerThen:
                        + (f" (it holds revision {at})" if at is not None else ""))
             data, at, out.gap = None, None, True
             continue
-        last = r.get("seq")
+        seq = r.get("seq")
+        last = seq if isinstance(seq, int) else last
     if data is None:
         out.why = out.why or ("the journal holds no copy of the whole ledger at or before this revision "
                               "(it was written before the engine journaled every write)")
+        return out
+    if at is None:  # only with data None, handled above; said for the type checker
         return out
     if named > at:
         out.gap = True
         out.why = (f"revision {named} is named in the journal but its write was not journaled (the last one "
                    f"journaled by then is revision {at})")
         return out
-    out.data, out.written, out.seqs = data, at, [first, last]
+    out.data, out.written, out.seqs = data, at, [s for s in (first, last) if s is not None]
     return out
 
 

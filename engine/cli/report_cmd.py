@@ -141,7 +141,7 @@ def cmd_show(args) -> int:
         text, _ = emit_document(then.data)
         print(visible(f"# {handle.display_location} at revision {rev}" +
                       (f" (last written at revision {then.written})" if then.written != rev else "") +
-                      f", rebuilt from its history journal (records seq {then.seqs[0]} to {then.seqs[1]} of "
+                      f", rebuilt from its history journal (records seq {then.seqs[0]} to {then.seqs[-1]} of "
                       f"{handle.store.open_history().path})"))
         sys.stdout.write(visible(text))
         return code

@@ -144,7 +144,7 @@ class FileStore:
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
         self.journaled_external_edit = False  # ... and did it journal that edit itself?
         self.patience = 0.0  # no database to wait out (engine.store.base.Store)
-        self._history = None  # the history journal each write's `ledger_write` record goes to (opened once)
+        self._history: history.History | None = None  # the history journal each write's `ledger_write` record goes to (opened once)
 
     # -- reading -----------------------------------------------------------------
 
@@ -397,7 +397,7 @@ class FileStore:
                        record: dict[str, Any] | None) -> bool:
         """This write's `ledger_write` record: a diff on the revision read when the journal
         holds that one (the last write was ours and journaled), else the whole ledger."""
-        ours = bool(record) and record.get("hash") == snap.digest and record.get("history") == snap.ledger.revision
+        ours = record is not None and record.get("hash") == snap.digest and record.get("history") == snap.ledger.revision
         if self._history is None:
             self._history = history.file_journal(self.path)
         return history.record(self._history, ledger, before, after, names, snap.ledger.revision if ours else None)
