@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and 
 from engine.codec.document import Parsed, parse_document
 from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
+from engine.host import failpoints
 from engine.lease.rules import Heartbeat
 from engine.ledger.model import Ledger, Target
 from engine.ledger.touched import seal
@@ -41,7 +42,7 @@ from engine.store.convert import change, to_ledger, to_ledger_reusing
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.filelock import FileLock
 from engine.store.ledger_file import open_ledger_file
-from engine.store.record import behind_journal, journal_revision, regressions, write_record
+from engine.store.record import behind_journal, engine_wrote, journal_revision, mark_pending, regressions, write_record
 from engine.store.sidecar import SidecarRefused, read_record
 
 T = TypeVar("T")
@@ -201,7 +202,7 @@ class FileStore:
             ledger = parsed.ledger
         snap = Snapshot(ledger, key)
         record = self.last_write() if _record is False else _record
-        if record and record.get("hash") != key and _again and not self.filelock.holds():
+        if not engine_wrote(record, key) and _again and not self.filelock.holds():
             # A hand edit, or a writer that moved on during a long parse: read the file and
             # its record again as one pair, and judge that file against that record only. A
             # record read after parsing a newer file may be newer still (a false rollback).
@@ -218,9 +219,9 @@ class FileStore:
             newer = _revision_of(self._raw())
             if newer is not None and newer > ledger.revision:
                 behind, late = [], None
-        if (record and record.get("hash") != key) or behind:
+        if not engine_wrote(record, key) or behind:
             snap.external_edit = True
-            snap.missing, snap.rollback = regressions(ledger, record) if record and record.get("hash") != key else ([], [])
+            snap.missing, snap.rollback = regressions(ledger, record) if record and not engine_wrote(record, key) else ([], [])
             if behind and not any(s.startswith("its revision is") for s in snap.rollback):
                 snap.rollback += behind
             if snap.missing and record:  # regressions() finds missing targets only against a record
@@ -352,6 +353,11 @@ class FileStore:
                 raise Refused(str(err), title="Cannot write that") from None
             # Compare-and-swap at the swap itself: if someone saved the file since we
             # read it, their file stays and the change is made again on top of it.
+            new_key = digest(out)
+            try:
+                mark_pending(self.record_path, real_path(self.path), record, new_key)
+            except OSError:
+                pass  # no marker: a crash before the record is written makes the next reader call it a hand edit
             try:
                 theirs = atomic_write(self.path, out, expect=raw)
             except OSError as err:  # disk full, a read-only mount: the old file stands
@@ -360,10 +366,10 @@ class FileStore:
                 raw = self._raw()
                 continue
             self.saw_external_edit = snap.external_edit
-            new_key = digest(out)
             self._cache = {new_key: _Parse(doc, ledger)}
             seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
             self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
+            failpoints.reached("after-ledger-swap")  # tests: killed before the journal and the record
             kept = self._journal_write(ledger, parsed.data, doc.data, names, snap, record)
             try:
                 write_record(self.record_path, real_path(self.path), ledger, new_key, record,

@@ -69,6 +69,22 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
     }
     atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
 
+def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -> None:
+    """Before the engine swaps in a file whose content hash is `key`: the record says so
+    (`pending`). A crash after the swap and before `write_record` then leaves a file the
+    next reader knows is the engine's own write, not a hand edit: without it, a kill -9 in
+    that window (the journal and history appends, fsynced, sit there) made the next session
+    stop on "targets were changed outside the engine". `write_record` clears it."""
+    body = dict(previous or {})
+    body["pending"] = key
+    atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
+
+
+def engine_wrote(record: dict | None, key: str) -> bool:
+    """Is content `key` what the record says the engine last wrote (or was writing when it stopped)?"""
+    return record is None or key in (record.get("hash"), record.get("pending"))
+
+
 def regressions(ledger: Ledger, record: dict) -> tuple[list[str], list[str]]:
     """(targets missing, rollback sentences) of `ledger` against the last engine write."""
     names = record.get("names") or []
