@@ -94,6 +94,10 @@ class Editor(threading.Thread):
         self.redone = 0
         self.failures: list[str] = []
         self.rng = random.Random(5)
+        # An in-place save judged orphaned because, at the instant it looked, the engine's
+        # rename-exchange had swapped its own file in: the engine then saw the save, put it
+        # back and wrote again on top of it. Then this count did stick after all.
+        self.maybe: int | None = None
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -105,6 +109,9 @@ class Editor(threading.Thread):
             except yaml.YAMLError:
                 continue
             n = data.get("human_edits", 0)
+            if n != self.edits and n == self.maybe:
+                self.edits = n  # the save judged orphaned was put back by the engine's exchange: it stuck
+            self.maybe = None
             if n != self.edits:
                 self.failures.append(f"the file says human_edits {n}, but {self.edits} saves stuck")
                 self.edits = n
@@ -145,6 +152,7 @@ class Editor(threading.Thread):
                 orphaned = os.fstat(fh.fileno()).st_ino != os.stat(self.path).st_ino
         if orphaned:
             self.redone += 1  # the engine replaced the file meanwhile: our save went nowhere; edit again
+            self.maybe = n  # ... unless the engine exchanged it back (seen at the next read)
         else:
             self.edits = n
 

@@ -119,7 +119,7 @@ def _approve_on_a_terminal(ledger: Path, *extra: str, typed: bytes | None) -> tu
     os.close(slave)
     out = b""
     sent = typed is None
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a guard against a hang, not a time limit: CLI start-up under load
     while time.monotonic() < deadline:
         ready, _, _ = select.select([master], [], [], 0.1)
         if ready:
@@ -135,7 +135,7 @@ def _approve_on_a_terminal(ledger: Path, *extra: str, typed: bytes | None) -> tu
             sent = True
         if proc.poll() is not None and not ready:
             break
-    proc.wait(10)
+    proc.wait(60)
     os.close(master)
     return proc.returncode, out.decode("utf-8", "replace")
 
