@@ -149,6 +149,18 @@ _GROUPS = (
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
+def wait_stopped(pid: int) -> None:
+    """Block until `pid` stopped itself at its failpoint (engine.host.failpoints: its /proc state is T)."""
+    import time
+
+    for _ in range(600):
+        with open(f"/proc/{pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never reached its failpoint")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Give each test that shares something (above) its xdist group, unless it has one."""
     for item in items:

@@ -15,10 +15,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests.conftest import ROOT, cli_env, handoff
+from tests.conftest import ROOT, cli_env, handoff, wait_stopped
 
 LEDGER = """\
 task: crash-window
@@ -30,15 +29,6 @@ targets:
   db-1: {state: awaiting_approval, checkpoint: "0/AA", awaiting: link, awaiting_by: "agent:s-1", awaiting_since: "2026-09-10T02:11:00Z"}
   db-2: {state: checked, checkpoint: "0/BB"}
 """
-
-
-def _wait_stopped(pid: int) -> None:
-    for _ in range(600):
-        with open(f"/proc/{pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] == "T":
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"process {pid} never reached its failpoint")
 
 
 def _journal(ledger: Path) -> list[dict]:
@@ -56,7 +46,7 @@ def test_a_kill_between_the_swap_and_the_record_is_not_an_outside_edit(tmp_path:
                             env=cli_env(HANDOFF_FAILPOINTS="after-ledger-swap"), cwd=str(ROOT),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_stopped(proc.pid)
+        wait_stopped(proc.pid)
         assert "by: bob" in ledger.read_text()  # the new file is in place; its journal record and the record are not
     finally:
         os.kill(proc.pid, signal.SIGKILL)

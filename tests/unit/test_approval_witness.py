@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import ROOT, cli_env, handoff
+from tests.conftest import ROOT, cli_env, handoff, wait_stopped
 
 LEDGER = """\
 task: witness
@@ -106,7 +106,7 @@ def test_the_spawn_itself_checks_the_witness_again(tmp_path: Path) -> None:
                             env=cli_env(HANDOFF_FAILPOINTS="after-intent"), cwd=str(ROOT),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_stopped(proc.pid)
+        wait_stopped(proc.pid)
         data = yaml.safe_load(ledger.read_text())
         assert data["targets"]["db-19"]["in_flight"]["step"] == "link"
         data["targets"]["db-19"]["approvals"][0]["user"] = "mallory"
@@ -117,18 +117,6 @@ def test_the_spawn_itself_checks_the_witness_again(tmp_path: Path) -> None:
     assert "NOT started" in out and "approval not recorded by the engine" in out, out
     assert not (tmp_path / "spawned-db-19").exists()
     assert not [r for r in _journal(ledger) if r["kind"] == "step_start"]
-
-
-def _wait_stopped(pid: int) -> None:
-    """Block until `pid` stopped itself at its failpoint (its /proc state is T)."""
-    import time
-
-    for _ in range(600):
-        with open(f"/proc/{pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] == "T":
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"process {pid} never reached its failpoint")
 
 
 def test_the_witness_is_found_in_a_postgresql_journal_too(tmp_path: Path) -> None:
