@@ -19,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import aiohttp  # the test extra installs textual-serve and aiohttp; missing, the run fails here
 import pytest
+import textual_serve  # noqa: F401 - imported so a missing install fails at collection, never skips
 from conftest import ROOT
 
 pytestmark = pytest.mark.e2e
-aiohttp = pytest.importorskip("aiohttp")
-pytest.importorskip("textual_serve")
 
 CHROMIUM = "/usr/bin/chromium"
 TOKEN = "s3cret-for-tests"
@@ -99,8 +99,8 @@ def folder_state(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium package is not installed")
 async def test_an_observer_page_behind_a_token_in_chromium(tmp_path: Path) -> None:
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: tests/run.sh installs Debian's chromium package"
     folder = tmp_path / "fleet"
     folder.mkdir()
     ledger = folder / "ledger.yaml"
