@@ -141,16 +141,25 @@ class Journal(Sealed, JournalBase):
                 here, offset = offset, offset + len(raw)
                 if not raw.endswith(b"\n"):
                     break  # being written, or torn by a crash: not a record yet
-                if not raw.strip():
-                    continue
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    self.warnings.add(f"{self.path}: skipped a damaged journal line at byte {here}")
-                    continue
-                if isinstance(record, dict):
-                    record["seq"] = here
+                record = self._decode(raw, here)
+                if record is not None:
                     yield record
+
+    def _decode(self, raw: bytes, here: int) -> dict[str, Any] | None:
+        """One whole line at byte `here` as a record (its `seq` is where it is: a record moved
+        by hand says otherwise, and `journal --verify` reports it), or None: blank, or damaged
+        (warned)."""
+        if not raw.strip():
+            return None
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            self.warnings.add(f"{self.path}: skipped a damaged journal line at byte {here}")
+            return None
+        if not isinstance(record, dict):
+            return None
+        record["seq"] = here
+        return record
 
     def _parse(self, data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
         records: list[dict[str, Any]] = []
@@ -159,15 +168,8 @@ class Journal(Sealed, JournalBase):
         for raw in data[:end].split(b"\n")[:-1]:
             here = position
             position += len(raw) + 1
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                self.warnings.add(f"{self.path}: skipped a damaged journal line at byte {here}")
-                continue
-            if isinstance(record, dict):
-                record["seq"] = here  # where it is (a record moved by hand says otherwise; `journal --verify` reports it)
+            record = self._decode(raw, here)
+            if record is not None:
                 records.append(record)
         if end < len(data) and data[end:].strip() and self._is_torn(offset + end):
             self.warnings.add(f"{self.path}: the last line is incomplete (a crash mid-append?); skipped")
