@@ -22,6 +22,7 @@ from engine.store.file import FileStore  # noqa: E402
 def main(n: int = 10_000, runs: int = 5) -> list[str]:
     folder = tempfile.mkdtemp(prefix="bench-cli-")
     os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")  # ours and the subprocesses' alike
+    os.environ["XDG_STATE_HOME"] = os.path.join(folder, "state")  # high-water marks: a bench ledger is new each run
     path = os.path.join(folder, "ledger.yaml")
     write_engine_ledger(path, n)
     FileStore(path).transact(lambda ledger: None)

@@ -14,6 +14,7 @@ in this one run (whole processes, in rotation), with met / NOT MET. Asserts noth
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resume_cost  # noqa: E402
 import step_cost  # noqa: E402
-from common import ROOT, first_awaiting, interleaved, row, run_process, without_cache, write_engine_ledger  # noqa: E402
+from common import ROOT, first_awaiting, forget_marks, interleaved, row, run_process, without_cache, write_engine_ledger  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "claude_code", "PreToolUse.json")
 
@@ -50,6 +51,7 @@ def main(runs: int = 5) -> list[str]:
     out += step_cost.main(runs)
     folder = tempfile.mkdtemp(prefix="bench-goals-")
     os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")
+    os.environ["XDG_STATE_HOME"] = os.path.join(folder, "state")  # high-water marks: a bench ledger is new each run
     py, env = sys.executable, dict(os.environ, PYTHONPATH=ROOT)
     try:
         engine_10k = os.path.join(folder, "engine.yaml")
@@ -67,9 +69,11 @@ def main(runs: int = 5) -> list[str]:
 
         def fresh(path: str, cache: bool):
             def setup() -> None:
-                for side in (path + ".last-write.json", path + ".lock"):
-                    if os.path.exists(side):
-                        os.unlink(side)
+                # Back to a ledger nobody has written yet: every sidecar the engine keeps beside it
+                # (record, lock, journal, history, their indexes) and this bench's high-water marks.
+                for side in glob.glob(glob.escape(path) + ".*"):
+                    os.unlink(side)
+                forget_marks()
                 with open(path, "wb") as fh:
                     fh.write(pristine[path])
                 if not cache:

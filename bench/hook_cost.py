@@ -23,6 +23,7 @@ FIXTURE = os.path.join(ROOT, "tests", "fixtures", "claude_code", "PreToolUse.jso
 def main(runs: int = 7) -> list[str]:
     folder = tempfile.mkdtemp(prefix="bench-hook-")
     os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")
+    os.environ["XDG_STATE_HOME"] = os.path.join(folder, "state")  # high-water marks: a bench ledger is new each run
     small, large = os.path.join(folder, "small.yaml"), os.path.join(folder, "large.yaml")
     write_engine_ledger(small, 40)
     write_engine_ledger(large, 10_000)

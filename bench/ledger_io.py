@@ -35,6 +35,7 @@ from engine.store.file import FileStore  # noqa: E402
 def main(n: int = 10_000, runs: int = 7, comments: bool = False) -> list[str]:
     folder = tempfile.mkdtemp(prefix="bench-io-")
     os.environ.setdefault("XDG_CACHE_HOME", os.path.join(folder, "cache"))  # keep any per-user cache in here
+    os.environ.setdefault("XDG_STATE_HOME", os.path.join(folder, "state"))  # high-water marks: a bench ledger is new each run
     path = os.path.join(folder, "ledger.yaml")
     raw = write_engine_ledger(path, n)
     if comments:

@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine.store.file import FileStore  # noqa: E402
 
+from common import forget_marks  # noqa: E402
+
 DECISIONS = ('"kind": "step_start"', '"kind": "gate"', '"kind": "decision"')
 
 
@@ -58,6 +60,7 @@ def fresh_copy(src: Path, work: Path) -> Path:
     work.mkdir()
     dst = work / "ledger.yaml"
     shutil.copyfile(src, dst)
+    forget_marks()
     return dst
 
 
@@ -89,6 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="resume-cost-") as tmp:
         folder = Path(tmp)
+        os.environ["XDG_CACHE_HOME"], os.environ["XDG_STATE_HOME"] = str(folder / "cache"), str(folder / "state")
         base = statistics.median(bare_python() for _ in range(args.runs))
         print(f"bare `python3 -c pass`: {base * 1000:.0f} ms (median of {args.runs})")
         print(f"{'targets':>8}  {'size':>8}  {'first decision':>15}  {'ratio':>6}")

@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, interleaved  # noqa: E402
+from common import ROOT, forget_marks, interleaved  # noqa: E402
 
 FEW, MANY = 1, 13
 
@@ -56,6 +56,7 @@ def session(src: str, work: str, steps: int):
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         shutil.copyfile(src, ledger)
+        forget_marks()
 
     def run() -> None:
         proc = subprocess.run([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", ledger, "--json",
@@ -71,6 +72,7 @@ def measure(runs: int) -> dict[int, float]:
     """Seconds per step at 40 and at 10,000 targets."""
     folder = tempfile.mkdtemp(prefix="bench-step-")
     os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")
+    os.environ["XDG_STATE_HOME"] = os.path.join(folder, "state")  # high-water marks: a bench ledger is new each run
     try:
         cases = {}
         for n in (40, 10_000):
