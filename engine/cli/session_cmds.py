@@ -110,12 +110,17 @@ def cmd_resume(args) -> int:
 def cmd_stop(args) -> int:
     from engine.cli.arguments import open_handle
     from engine.codec.textsafe import visible
+    from engine.temporal.names import HANDED_OFF
 
     handle = open_handle(args)
     session = handle.load().session
     handle.request_stop()
     temporal = session is not None and session.runtime == "temporal"
     who = f"{'temporal workflow' if temporal else 'session'} {session.id if session else '?'}"
+    if temporal and HANDED_OFF in (handle.woke or ""):
+        # The workflow ended on its own (it saw this request, or had nothing left) before the signal.
+        print(visible(f"stop requested for {who} and recorded in the ledger; the workflow had already handed off"))
+        return 0
     if temporal and not (handle.woke or "").startswith("signalled temporal workflow"):
         # Recorded, but nothing has told the workflow (its server is down, or it ended): no promise of when.
         print(visible(f"stop requested for {who} and recorded in the ledger; the workflow has not been told "

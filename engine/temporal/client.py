@@ -29,9 +29,10 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from engine.errors import HandoffError
-from engine.temporal.names import WORKFLOW, poll_seconds
+from engine.temporal.names import HANDED_OFF, WORKFLOW, poll_seconds
 
 CONNECT_TIMEOUT = 5.0
 QUIET = {"metric", "step_end"}  # journal-only records: a session does not print them either (engine.session.out)
@@ -181,7 +182,14 @@ def wake(ref, wait: float = 5.0, ledger: str | None = None) -> str:
         try:
             gone = await ended(client, ref.workflow_id)
             if gone is None:
-                await client.get_workflow_handle(ref.workflow_id).signal("poke")
+                handle = client.get_workflow_handle(ref.workflow_id)
+                try:
+                    await handle.signal("poke")
+                except RPCError:
+                    # It closed between the question and the signal: say how, or that it handed off.
+                    if (await handle.describe()).status != WorkflowExecutionStatus.COMPLETED:
+                        raise
+                    return await ended(client, ref.workflow_id) or HANDED_OFF
             return gone
         finally:
             del client
@@ -191,6 +199,8 @@ def wake(ref, wait: float = 5.0, ledger: str | None = None) -> str:
     ok, result = _in_thread(poke, wait)
     if ok and result is None:
         return f"signalled temporal workflow {ref.workflow_id}: it looks again within a second"
+    if ok and result == HANDED_OFF:
+        return f"temporal workflow {ref.workflow_id} {HANDED_OFF}; its handoff note says where it stopped"
     if ok:
         return f"{result}; no workflow will act on this until someone runs {resume_hint(ref, ledger)}"
     err = result

@@ -53,3 +53,7 @@ def history_max() -> int:
 def planner_backoff() -> float:
     """The first wait after a model outage (HANDOFF_TEMPORAL_PLANNER_BACKOFF, 5 s; doubling, at most 5 min)."""
     return seconds("HANDOFF_TEMPORAL_PLANNER_BACKOFF")
+
+
+# What waking a workflow says when it completed (handed off) before the signal reached it.
+HANDED_OFF = "completed before the signal reached it: it had handed off"

@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from session_kit import DEMO, counts, demo_copy, journal, load, sim  # noqa: E402
 from temporal_kit import Server, Workers, handoff_proc, handoff_run, queue, step_processes  # noqa: E402
 
-from engine.temporal.client import in_loop  # noqa: E402
+from engine.temporal.client import in_loop, wake  # noqa: E402
 
 IRREVERSIBLE = ("link", "cutover")
 PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
@@ -256,15 +257,38 @@ def test_second_start_attaches_and_a_session_is_refused(tmp_path: Path, server: 
         listed = _executions(server.address, wid)
         assert listed == 1, listed
         stop = handoff_run("stop", str(ledger), world=world)
-        assert stop.returncode == 0 and f"signalled temporal workflow {wid}" in stop.stderr, stop.stdout + stop.stderr
+        # Told by the signal, or (a decision already reading the ledger saw the request) handed off before it arrived.
+        told = f"signalled temporal workflow {wid}" in stop.stderr
+        assert stop.returncode == 0 and (told or "the workflow had already handed off" in stop.stdout), \
+            stop.stdout + stop.stderr
         deadline = time.monotonic() + 30
         while load(ledger).get("session") is not None:
             assert time.monotonic() < deadline, "the workflow did not hand off after `handoff stop`"
             time.sleep(0.2)
         assert "stop requested by" in load(ledger)["handoff_note"]
         assert before != ledger.read_bytes()
+        # A writer that read the lease before the hand-off wakes a workflow that has completed: it is told so.
+        deadline = time.monotonic() + 30
+        while _status(server.address, wid) != "COMPLETED":  # it gave the lease back; it closes a moment later
+            assert time.monotonic() < deadline, "the workflow never closed after handing off"
+            time.sleep(0.2)
+        ref = SimpleNamespace(workflow_id=wid, address=server.address, namespace="default", task_queue=q)
+        said = wake(ref, wait=20.0)
+        assert said.startswith(f"temporal workflow {wid} completed before the signal reached it"), said
     finally:
         workers.stop()
+
+
+def _status(address: str, wid: str) -> str:
+    from temporalio.client import Client
+
+    async def ask() -> str:
+        client = await Client.connect(address)
+        info = await client.get_workflow_handle(wid).describe()
+        del client
+        return info.status.name if info.status is not None else "?"
+
+    return in_loop(ask())
 
 
 def _executions(address: str, wid: str) -> int:
