@@ -42,6 +42,7 @@ from engine.errors import (
     Refused,
     UsageError,
 )
+from engine.host import failpoints
 from engine.host.userstate import load_user_state, save_user_state
 from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
@@ -232,6 +233,7 @@ class LedgerHandle:
             return out
 
         (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
+        failpoints.reached("before-journal-records")  # tests: the change is on disk, its records not yet
         # The ledger is written first: the journal never records a change a retry then drops.
         try:
             if self.store.saw_external_edit and not self.store.journaled_external_edit:

@@ -148,7 +148,6 @@ _GROUPS = (
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def wait_stopped(pid: int) -> None:
     """Block until `pid` stopped itself at its failpoint (engine.host.failpoints: its /proc state is T)."""
     import time
@@ -161,6 +160,7 @@ def wait_stopped(pid: int) -> None:
     raise AssertionError(f"process {pid} never reached its failpoint")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items) -> None:
     """Give each test that shares something (above) its xdist group, unless it has one."""
     for item in items:

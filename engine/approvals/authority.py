@@ -82,8 +82,9 @@ def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: App
         found = unauthorised(journal, ledger, name, one)
         if found is None:
             continue
-        if found.settling:
-            return Refusal(f"{found.why}; it may still be on its way: deciding again", None)
+        if found.settling:  # the approving command writes its record right after the ledger
+            return Refusal(f"the approval of {one.step} by {one.by} at {one.at} has no journal record yet (the approving "
+                           "command writes it right after the ledger): deciding again in a moment", None)
         record = {"kind": "approval_refused", "target": name, "step": step.name, "why": found.why,
                   "approval": one.model_dump(exclude_none=True)}
         refuse(ledger, name, step, one, found.why, ledger_arg=ledger_arg)

@@ -28,6 +28,7 @@ class Decision:
     approval: Approval | None = None
     hash: str | None = None
     used: dict | None = None  # the journal's record of an earlier use of this approval
+    settling: bool = False  # an approval whose journal record may still be on its way: decide again shortly
 
 
 def valid_approval(ledger: Ledger, name: str, step: Step, *, ledger_dir: str) -> tuple[Approval | None, str]:

@@ -137,7 +137,7 @@ class ClaudePlanner:
                 for use in uses:
                     text, is_error, kind = self._dispatch(s, use)
                     started += kind == "started"
-                    gated += kind in ("awaiting", "settled")
+                    gated += kind in ("awaiting", "settled", "settling")
                     results.append({"type": "tool_result", "tool_use_id": use.id, "content": text, **({"is_error": True} if is_error else {})})
                 messages += [{"role": "assistant", "content": _blocks(response)}, {"role": "user", "content": results}]
                 if s.ending:
@@ -146,6 +146,8 @@ class ClaudePlanner:
                 s.out.say(f"planner turn {self.turns} reached {MAX_ROUNDS} model calls; the next turn starts fresh", kind="warning")
         finally:
             self._account(s, str(self.turns), usage, calls)
+        if s.settling:  # an approval was still being recorded: the next look is a turn, though the ledger is the same
+            self._seen = None
         return started, gated
 
     def final_note(self, s, why: str) -> str | None:

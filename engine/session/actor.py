@@ -67,6 +67,7 @@ class Actor:
         self.invariants_said_at = 0.0
         self.metric_said: dict[str, tuple[tuple[float, bool], float]] = {}
         self.said: set[tuple[str, str, str]] = set()
+        self.settling = False  # a proposal waited on an approval's journal record: decide again shortly
         self.views = _Views()
 
     # -- the decision core --------------------------------------------------------------
@@ -86,7 +87,7 @@ class Actor:
             result = self.attempt(action, ledger=ledger, may_start=not hold)
             if result.kind == "held":
                 hold = True
-            elif result.kind in ("started", "awaiting", "settled"):
+            elif result.kind in ("started", "awaiting", "settled", "settling"):
                 started += result.kind == "started"
                 gated += result.kind != "started"
                 ledger = self.store.read()

@@ -24,14 +24,16 @@ from engine.session.gates import owner, without_reversible_runs
 from engine.session.reconcile import settle_used_approval
 from engine.session.steps import Intent, write_intent
 
-Kind = Literal["started", "awaiting", "settled", "refused", "held", "busy"]
+Kind = Literal["started", "awaiting", "settled", "settling", "refused", "held", "busy"]
 
 
 @dataclass(frozen=True)
 class Attempt:
     """What became of one proposal. `held`: allowed once running reversible steps end;
     `busy`: allowed, but no worker slot or step budget is free now; `settled`: an
-    approval the journal shows was already used was settled by the step's probe."""
+    approval the journal shows was already used was settled by the step's probe;
+    `settling`: an approval just given whose journal record is not there yet (the
+    approving process writes it right after the ledger): nothing ran, decide again shortly."""
 
     kind: Kind
     text: str
@@ -42,6 +44,8 @@ class Attempt:
             return f"started: {self.text}"
         if self.kind == "awaiting":
             return f"awaiting approval: {self.text}"
+        if self.kind == "settling":
+            return f"not yet: {self.text} (the session looks again in a moment; propose it again then)"
         return f"refused: {self.text}"
 
 
@@ -66,7 +70,7 @@ def attempt(s: SessionContext, action: Action, reason: str | None = None, *, led
         s.out.say(f"{name}: planner proposes {step.name}: {reason}", target=name, kind="proposal", step=step.name,
                   reason=reason, planner=s.planner.name)
     result = _decide(s, action, ledger, may_start)
-    if reason is not None and result.kind not in ("started", "awaiting"):
+    if reason is not None and result.kind not in ("started", "awaiting", "settling"):  # settling: said once, in _decide
         s.out.say(f"{name}: {step.name} not started: {result.text}", target=name, kind="refusal", step=step.name)
     return result
 
@@ -104,6 +108,12 @@ def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) 
                 settle_used_approval(s, name, step, intent.approval, intent.used)
                 return Attempt("settled", f"{name} {step.name} had already run under this approval (the journal says so); "
                                           "it is never run twice: its verify decided what the ledger says now")
+            if intent.settling:
+                s.settling = True
+                if (name, step.name, "settling") not in s.said:  # said once, though the session looks again and again
+                    s.said.add((name, step.name, "settling"))
+                    s.out.say(f"{name}: {step.name} waits: {intent.reason}", target=name, kind="decision")
+                return Attempt("settling", intent.reason)
             return Attempt("refused", intent.reason)
         failpoints.reached("after-intent")
         s._start(intent)

@@ -58,6 +58,7 @@ class SessionContext(Protocol):
     invariants_said_at: float
     metric_said: dict[str, tuple[tuple[float, bool], float]]
     said: set[tuple[str, str, str]]
+    settling: bool  # set by an attempt that met an approval still being recorded
 
     def page(self, event: str, message: str) -> bool | None: ...
 

@@ -50,6 +50,7 @@ from engine.store.filelock import lock_timeout
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
 ACT_METRICS_EVERY = 1.0  # before starting a step, a reading at most this old
+SETTLE_WAIT = 0.2  # an approval met before its journal record: the first pause before deciding again (doubling)
 
 
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?(\.\d+)?Z?")  # an ISO time inside a page's words
@@ -84,6 +85,7 @@ class Session(Actor):
         self.dry_run = opts.dry_run
         self.steps_used = 0
         self.wake = threading.Event()
+        self.settle_rounds = 0  # looks in a row that met an approval still being recorded (the pause doubles)
         self.lock_wait: tuple[str, float] | None = None  # (holder, when) while waiting on the ledger's lock
         self.store_unavailable = False  # the ledger's database stayed away: nothing more can be written
         self.t0 = time.monotonic()
@@ -303,6 +305,12 @@ class Session(Actor):
             started, gated = self._act(ledger)
             if self.ending:
                 continue
+            if self.settling:  # an approval's journal record is on its way: look again in a moment, then later
+                self.settling = False
+                self.settle_rounds += 1
+                self.wake.wait(SETTLE_WAIT * 2 ** min(self.settle_rounds - 1, 5))
+                continue
+            self.settle_rounds = 0
             if gated:
                 continue  # a gate changed the ledger: look again at once
             if not self.workers and not started:

@@ -90,7 +90,7 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
                                                used_by=s.identity)
             if refused is not None:  # no witness, or an identity that does not verify: never spawns
                 if refused.record is None:
-                    raise NoChange(Decision(False, refused.why))
+                    raise NoChange(Decision(False, refused.why, settling=True))
                 return refused
         target, now = ledger.targets[name], now_iso()
         target.in_flight = InFlight(step=step.name, session=s.sid, host=s.host, started_at=now, attempt=1, token=token)

@@ -88,7 +88,10 @@ def turn(actor, job: dict[str, Any], memo: dict[str, Any], ledger, running: list
         return {"unavailable": str(err), "retry_in": wait}
     if state.pop("outages", None):
         actor.out.say("the planner answers again; planning goes on", kind="planner_back")
-    state["seen"] = seen  # as a session's planner: the ledger when this turn began
+    if actor.settling:  # an approval was still being recorded: decide again though the ledger is the same
+        actor.settling = False
+    else:
+        state["seen"] = seen  # as a session's planner: the ledger when this turn began
     _save(actor, memo)
     if _spent(actor):  # the turn itself reached it: what it started runs, then the note
         return {"handoff": f"the token budget reached the hand-off point ({actor.planner.spend_text()})"}
