@@ -93,6 +93,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         self.served = served
         self.seen_after = seen_after
         self._opened = time.monotonic()
+        self._looked = False  # a served tab has been open seen_after seconds
         self.note_draft: str | None = None  # the operator's note text a conflict left unsaved (escape)
 
     # -- mode and look ------------------------------------------------------------
@@ -150,7 +151,11 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         self.call_after_refresh(self._start_workers)
         self._opened = time.monotonic()
         if self.served is not None and self.keeps_marks:
-            self.set_timer(self.seen_after, lambda: self.save_user_state(final=False))
+            self.set_timer(self.seen_after, self._looked_long_enough)
+
+    def _looked_long_enough(self) -> None:
+        self._looked = True
+        self.save_user_state(final=False)
 
     @property
     def keeps_marks(self) -> bool:
@@ -199,7 +204,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         seconds saves nothing; `final` is the last save (on quit)."""
         if self._user_state_saved or self.main is None or self.main.ledger is None or not self.keeps_marks:
             return
-        if self.served is not None and time.monotonic() - self._opened < self.seen_after:
+        if self.served is not None and not self._looked and time.monotonic() - self._opened < self.seen_after:
             return
         if final:
             self._user_state_saved = True

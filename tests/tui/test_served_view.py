@@ -112,3 +112,10 @@ async def test_an_older_tab_never_moves_the_mark_back(ledger_path: Path) -> None
         assert "web-02: awaiting_approval → blocked" in await visit(ledger_path, alice)
         await pilot.press("q")
     assert "web-02: awaiting_approval → blocked" not in await visit(ledger_path, alice)
+
+
+async def test_a_glance_is_not_a_look(ledger_path: Path, private_state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tab closed before HANDOFF_SERVE_SEEN_AFTER seconds (a wrong link) leaves the mark alone."""
+    monkeypatch.setenv("HANDOFF_SERVE_SEEN_AFTER", "600")
+    await visit(ledger_path, "user-alice-0123456789abcdef")
+    assert marks(private_state) == []
