@@ -10,7 +10,9 @@ A missing, unreadable or invalid ledger is one line on stderr
 printed on exit), starts the demo's script (`director.py`: agent sessions, a failed
 check, a drift and its reconcile, then a session that waits for your approvals) and
 opens the screen. Leaving the demo ends the script and its session (`tui.demo`).
-`serve` shows the read-only screen in a browser (`tui.serve`; the `serve` extra).
+`serve` shows the read-only screen in a browser (`tui.serve`; the `serve` extra); its page
+takes `?target=NAME` and `?filter=TEXT`, and each viewer keeps their own "since you last
+looked" (`tui.viewer`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def serve_main(argv: list[str]) -> int:
     """`handoff-tui serve ...`: check the ledger opens, then serve it read-only until Ctrl+C."""
-    parser = argparse.ArgumentParser(prog="handoff-tui serve", description="The read-only screen in a browser, for observers.")
+    parser = argparse.ArgumentParser(prog="handoff-tui serve", description="The read-only screen in a browser, for observers. "
+                                     "Share a view as URL/?target=NAME or URL/?filter=TEXT.")
     parser.add_argument("ledger", help="path to ledger.yaml (or a postgresql:// location)")
     parser.add_argument("--bind", default="127.0.0.1:8080", metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
     parser.add_argument("--token", default=os.environ.get("HANDOFF_SERVE_TOKEN"),

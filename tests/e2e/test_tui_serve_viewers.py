@@ -2,7 +2,9 @@
 headless Chromium over DevTools. What a tab shows is read from the bytes its websocket received,
 replayed on a small terminal grid (cursor moves and text; styles ignored). Shown here:
 - viewers named by the trusted header each see what changed since *their own* last look
-  (alice's look does not use up bob's), and two tabs of alice never move her mark back;
+  (alice's look does not use up bob's); a second tab of alice reads the mark her first tab
+  advanced, and the tab that closes last does not take it back (a tab holding an *older*
+  reading, made deterministic, is tests/tui/test_served_view.py);
 - `?target=db-18` opens on db-18's detail; an unknown target, a bad filter and an escape
   sequence in the link each open the normal screen with one line saying why (the escape shown,
   never obeyed); the link without the token is refused, as is its websocket;
@@ -263,6 +265,7 @@ async def visit(browser: Browser, served: Served, name: str, *shows: str) -> str
 
 
 async def test_each_viewer_sees_what_changed_since_their_own_last_look(tmp_path: Path) -> None:
+    """alice and bob by the trusted header: three changes, alice looks between them, bob only before."""
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: tests/run.sh installs Debian's chromium package"
     served = Served(tmp_path, "--trust-header", "X-Forwarded-User")
     try:
@@ -301,6 +304,7 @@ async def test_each_viewer_sees_what_changed_since_their_own_last_look(tmp_path:
 
 
 async def test_a_link_opens_its_target_or_says_why_not(tmp_path: Path) -> None:
+    """?target=db-18 opens its detail; bad links say why in one line; without the token the link is refused."""
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: tests/run.sh installs Debian's chromium package"
     served = Served(tmp_path, "--token", TOKEN)
     before = folder_state(served.folder)
