@@ -68,7 +68,8 @@ class ObserverServer(Server):
         self.trust_header = trust_header
         self.max_viewers = max_viewers
         self.viewers = 0
-        self.tickets: dict[str, tuple[float, str | None, str | None]] = {}  # ticket -> (expires, target, filter)
+        # ticket -> (expires, viewer, target, filter): redeemed once, by the viewer the page was served to
+        self.tickets: dict[str, tuple[float, str | None, str | None, str | None]] = {}
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -82,7 +83,7 @@ class ObserverServer(Server):
             user = request.headers.get(self.trust_header, "").strip()
             if user:
                 return viewer_label("user", user)
-        browser = request.cookies.get(BROWSER_COOKIE, "")
+        browser = request.get(BROWSER_COOKIE) or request.cookies.get(BROWSER_COOKIE, "")
         if self.token and BROWSER_ID.fullmatch(browser):
             return viewer_label("browser", browser)
         return None
@@ -90,22 +91,23 @@ class ObserverServer(Server):
     def _issue_ticket(self, request: web.Request) -> str:
         """A one-use ticket carrying the page's ?target= and ?filter= to its websocket."""
         now = time.monotonic()
-        for old in [t for t, (expires, _, _) in self.tickets.items() if expires < now]:
+        for old in [t for t, held in self.tickets.items() if held[0] < now]:
             del self.tickets[old]
         while len(self.tickets) >= MAX_TICKETS:
             del self.tickets[next(iter(self.tickets))]
         ticket = secrets.token_urlsafe(18)
-        self.tickets[ticket] = (now + TICKET_TTL, link_value(request.query.get("target")),
+        self.tickets[ticket] = (now + TICKET_TTL, self.viewer_of(request), link_value(request.query.get("target")),
                                 link_value(request.query.get("filter")))
         return ticket
 
     def view_for(self, request: web.Request) -> ServedView:
         """Whose process this websocket starts, and what its page's URL asked for."""
         target = filter_ = None
+        viewer = self.viewer_of(request)
         held = self.tickets.pop(request.match_info.get("ticket", ""), None)
-        if held is not None and held[0] >= time.monotonic():
-            _, target, filter_ = held
-        return ServedView(self.viewer_of(request), target, filter_)
+        if held is not None and held[0] >= time.monotonic() and held[1] == viewer:
+            _, _, target, filter_ = held
+        return ServedView(viewer, target, filter_)
 
     @aiohttp_jinja2.template("app_index.html")
     async def handle_index(self, request: web.Request) -> dict[str, Any]:
@@ -142,11 +144,13 @@ class ObserverServer(Server):
             if self.viewers >= self.max_viewers:
                 raise web.HTTPServiceUnavailable(text=f"handoff-tui serve: {self.max_viewers} viewers already; "
                                                       "close a tab or start the server with a larger --max-viewers\n")
+        if self.token and request.path == "/" and not BROWSER_ID.fullmatch(request.cookies.get(BROWSER_COOKIE, "")):
+            request[BROWSER_COOKIE] = secrets.token_urlsafe(18)  # this page's ticket is already this browser's
         response = await handler(request)
         if set_cookie and self.token:
             response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict")
-        if self.token and request.path == "/" and not BROWSER_ID.fullmatch(request.cookies.get(BROWSER_COOKIE, "")):
-            response.set_cookie(BROWSER_COOKIE, secrets.token_urlsafe(18), httponly=True, samesite="Strict",
+        if BROWSER_COOKIE in request:
+            response.set_cookie(BROWSER_COOKIE, request[BROWSER_COOKIE], httponly=True, samesite="Strict",
                                 max_age=BROWSER_COOKIE_AGE)
         return response
 
