@@ -16,7 +16,7 @@ is (the trusted header's user, or with a token the random id of an HttpOnly cook
 server gives each browser), so "since you last looked" is kept per viewer; and *what the
 page's URL asked for* (`?target=NAME`, `?filter=TEXT`). textual-serve's page opens its
 websocket at a fixed URL without the page's query, so the page's URL is turned into a
-one-use ticket (`/ws/TICKET`) when the page is served; the websocket redeems it. Both
+one-use ticket (`/ws/TICKET`) when the page is served; that viewer's websocket redeems it. Both
 requests pass the same authentication (and the websocket the Origin check).
 """
 
