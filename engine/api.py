@@ -43,7 +43,7 @@ from engine.errors import (
     UsageError,
 )
 from engine.host import failpoints
-from engine.host.userstate import load_user_state, save_user_state
+from engine.host.userstate import advance_user_state, load_user_state, save_user_state
 from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
@@ -52,6 +52,7 @@ from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, Se
 from engine.ledger.ops import PendingCommand
 from engine.ledger.render import approval_hash
 from engine.ledger.workdir import WorkingDir
+from engine.settings import seconds as setting_seconds
 from engine.store import Snapshot, open_store
 from engine.store.sidecar import open_sidecar
 from engine.version import version
@@ -477,6 +478,6 @@ __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state",
-    "one_line", "open_ledger", "save_user_state",
+    "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
     "parse_time", "redact", "version", "visible",
 ]

@@ -43,12 +43,17 @@ SETTINGS: tuple[Setting, ...] = (
             unit="text"),
     Setting("HANDOFF_SERVE_TOKEN", None, "the default `--token` of `handoff-tui serve` (observers open the page with it once)",
             unit="text"),
+    Setting("HANDOFF_SERVE_SEEN_AFTER", 15.0, "a `handoff-tui serve` viewer's tab open this long counts as a look: their \"since you last looked\" mark advances"),
     Setting("HANDOFF_WRITE_BYTECODE", None, "`0` stops the engine writing its own bytecode under PYTHONDONTWRITEBYTECODE",
             unit="text"),
     Setting("HANDOFF_FAILPOINTS", None, "named points where a test freezes this process (tests only)", unit="names"),
     Setting("HANDOFF_AGENT", None, "set for every process an agent session spawns: people-only operations refuse it",
             unit="text", internal=True),
     Setting("HANDOFF_STEP_TOKEN", None, "set for a step process: the intent token a later session finds it by",
+            unit="text", internal=True),
+    Setting("HANDOFF_SERVE_VIEWER", None, "set by `handoff-tui serve` for a viewer's process: whose \"since you last looked\" mark it keeps",
+            unit="text", internal=True),
+    Setting("HANDOFF_SERVE_VIEW", None, "set by `handoff-tui serve` for a viewer's process: the target and filter the page's URL asked for",
             unit="text", internal=True),
 )
 BY_NAME = {s.name: s for s in SETTINGS}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import traceback
 from typing import Any
 
@@ -28,7 +29,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 import themes
-from engine.api import HandoffError, LedgerInvalid, UsageError
+from engine.api import HandoffError, LedgerInvalid, UsageError, setting_seconds
 from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
@@ -43,6 +44,7 @@ from tui.screens.error import ErrorScreen
 from tui.screens.main import MainScreen
 from tui.since import changes, remember
 from tui.timefmt import Clock, utcnow
+from tui.viewer import ServedView
 
 JOURNAL_BACKLOG = 200   # journal lines shown on open; older ones are in `handoff journal`
 JOURNAL_POLL = 0.25     # seconds between journal reads while watching
@@ -66,7 +68,8 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
     BINDINGS = []
 
     def __init__(self, controller: Controller, initial: Snapshot, *, clock: Clock | None = None,
-                 watch: bool = True, theme: str | None = None, bell: bool = True) -> None:
+                 watch: bool = True, theme: str | None = None, bell: bool = True, served: ServedView | None = None,
+                 seen_after: float = 0.0) -> None:
         super().__init__()
         for theme_obj in themes.THEMES:
             self.register_theme(theme_obj)
@@ -85,6 +88,12 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         self._journal_offset = 0
         self._journal_lock = threading.Lock()
         self._user_state_saved = False
+        # Served to a browser (tui.serve): whose mark, what the link asked for, and how long a tab
+        # must be open before it counts as a look (a glance at a wrong link moves no mark).
+        self.served = served
+        self.seen_after = seen_after
+        self._opened = time.monotonic()
+        self._looked = False  # a served tab has been open seen_after seconds
         self.note_draft: str | None = None  # the operator's note text a conflict left unsaved (escape)
 
     # -- mode and look ------------------------------------------------------------
@@ -140,8 +149,24 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         # After the first frame: these workers (invariants over every target, the
         # journal, the watch) would otherwise compete with the first paint for the GIL.
         self.call_after_refresh(self._start_workers)
+        self._opened = time.monotonic()
+        if self.served is not None and self.keeps_marks:
+            self.set_timer(self.seen_after, self._looked_long_enough)
+
+    def _looked_long_enough(self) -> None:
+        self._looked = True
+        self.save_user_state(final=False)
+
+    @property
+    def keeps_marks(self) -> bool:
+        """Whether this process reads and writes a "since you last looked" mark: always in a
+        terminal; when served, only for a viewer it can tell apart from others."""
+        return self.served is None or self.served.viewer is not None
 
     def _start_workers(self) -> None:
+        if self.served is not None and self.main is not None and (self.served.target or self.served.filter):
+            # After the screen's own opening moves (the cursor on what needs a person).
+            self.main.call_after_refresh(self.main.open_link, self.served.target, self.served.filter)
         self.open_snapshot(self.initial, next(self._reads))
         self.tail_journal(follow=self.watching)
         self.start_chain_checks()
@@ -172,13 +197,19 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
     def on_unmount(self) -> None:
         self.save_user_state()
 
-    def save_user_state(self) -> None:
-        """Remember what this user saw, for the next "since you last looked"."""
-        if self._user_state_saved or self.main is None or self.main.ledger is None:
+    def save_user_state(self, *, final: bool = True) -> None:
+        """Remember what this user saw, for the next "since you last looked": the reading on
+        screen, stamped with when it was read, so a tab showing an older reading never moves
+        the mark back (`Controller.save_user_state`). A served tab open less than `seen_after`
+        seconds saves nothing; `final` is the last save (on quit)."""
+        if self._user_state_saved or self.main is None or self.main.ledger is None or not self.keeps_marks:
             return
-        self._user_state_saved = True
+        if self.served is not None and not self._looked and time.monotonic() - self._opened < self.seen_after:
+            return
+        if final:
+            self._user_state_saved = True
         try:
-            self.controller.save_user_state(remember(self.main.ledger, self.clock()))
+            self.controller.save_user_state(remember(self.main.ledger, self.main.good_at or self.clock()))
         except (OSError, HandoffError, ImportError) as error:
             # Losing the digest is not worth blocking quit over; the log says why.
             self.log.warning(f"could not save per-user state: {error!r}")
@@ -190,7 +221,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         """Invariants and lease for the first reading, plus this user's previous visit."""
         snapshot = self.controller.snapshot(_StoreView(initial), seq=seq)
         try:
-            previous = self.controller.load_user_state()
+            previous = self.controller.load_user_state() if self.keeps_marks else {}
         except (OSError, ValueError, ImportError) as error:
             self.log.warning(f"no per-user state: {error!r}")
             previous = {}
@@ -361,11 +392,13 @@ def make_app(
     clock: Clock | None = None,
     watch: bool = True,
     bell: bool = True,
+    served: ServedView | None = None,
 ) -> HandoffApp:
     """Open `location` through the engine and build the app (the CLI and tests share this).
 
     Raises `engine.errors.LedgerInvalid` for a missing or invalid ledger and
-    `UsageError` for an unknown theme, before any screen exists.
+    `UsageError` for an unknown theme, before any screen exists. `served` is set for a
+    browser viewer's process (`tui.viewer.from_environ`): their own mark, and their link.
     """
     if theme is not None and theme not in themes.THEME_NAMES:
         from textual.theme import BUILTIN_THEMES
@@ -376,7 +409,9 @@ def make_app(
     read = handle.snapshot()
     initial = Snapshot(read.ledger, missing=list(read.missing), rollback=list(getattr(read, "rollback", [])),
                        warnings=list(read.warnings))
-    return HandoffApp(Controller(handle), initial, clock=clock, watch=watch, theme=theme, bell=bell)
+    seen_after = setting_seconds("HANDOFF_SERVE_SEEN_AFTER") if served is not None else 0.0
+    return HandoffApp(Controller(handle, viewer=served.viewer if served else None), initial, clock=clock, watch=watch,
+                      theme=theme, bell=bell, served=served, seen_after=seen_after)
 
 
 __all__ = ["HandoffApp", "make_app", "Snapshot"]

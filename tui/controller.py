@@ -28,8 +28,9 @@ def open_handle(location: str, *, actor: str | None = None, read_only: bool = Fa
 class Controller:
     """Blocking engine calls, one method per thing the TUI needs."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, *, viewer: str | None = None) -> None:
         self.handle = handle
+        self.viewer = viewer  # a served viewer's label (tui.viewer): their own "since you last looked"
 
     # -- facts about the handle --------------------------------------------------
 
@@ -52,11 +53,13 @@ class Controller:
 
     @property
     def user_state_key(self) -> str:
-        """Per-ledger key for this user's state (the resolved path, so links agree)."""
+        """Per-ledger key for this user's state (the resolved path, so links agree); a served
+        viewer's key adds their label, so each viewer of `handoff-tui serve` has their own mark."""
         try:
-            return f"tui:{self.handle.path.resolve()}"
+            key = f"tui:{self.handle.path.resolve()}"
         except (OSError, AttributeError):
-            return f"tui:{self.handle.location}"
+            key = f"tui:{self.handle.location}"
+        return f"{key}#viewer={self.viewer}" if self.viewer else key
 
     # -- reading -----------------------------------------------------------------
 
@@ -155,12 +158,13 @@ class Controller:
 
         return load_user_state(self.user_state_key) or {}
 
-    def save_user_state(self, data: dict[str, Any]) -> None:
-        # Per-user state lives under the XDG state folder (the engine's helper),
-        # never beside the ledger, so it is allowed in read-only mode too.
-        from engine.api import save_user_state
+    def save_user_state(self, data: dict[str, Any]) -> bool:
+        """Save this user's mark unless a newer one is stored (another tab or terminal of theirs
+        saw a later reading); True if saved. Per-user state lives under the XDG state folder
+        (the engine's helper), never beside the ledger, so it is allowed in read-only mode too."""
+        from engine.api import advance_user_state
 
-        save_user_state(self.user_state_key, data)
+        return bool(advance_user_state(self.user_state_key, data))
 
     # -- mutations (each raises ReadOnly / Refused / Conflict from the engine) ---
 

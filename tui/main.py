@@ -10,12 +10,15 @@ A missing, unreadable or invalid ledger is one line on stderr
 printed on exit), starts the demo's script (`director.py`: agent sessions, a failed
 check, a drift and its reconcile, then a session that waits for your approvals) and
 opens the screen. Leaving the demo ends the script and its session (`tui.demo`).
-`serve` shows the read-only screen in a browser (`tui.serve`; the `serve` extra).
+`serve` shows the read-only screen in a browser (`tui.serve`; the `serve` extra); its page
+takes `?target=NAME` and `?filter=TEXT`, and each viewer keeps their own "since you last
+looked" (`tui.viewer`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -45,9 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def serve_main(argv: list[str]) -> int:
     """`handoff-tui serve ...`: check the ledger opens, then serve it read-only until Ctrl+C."""
-    import os
-
-    parser = argparse.ArgumentParser(prog="handoff-tui serve", description="The read-only screen in a browser, for observers.")
+    parser = argparse.ArgumentParser(prog="handoff-tui serve", description="The read-only screen in a browser, for observers. "
+                                     "Share a view as URL/?target=NAME or URL/?filter=TEXT.")
     parser.add_argument("ledger", help="path to ledger.yaml (or a postgresql:// location)")
     parser.add_argument("--bind", default="127.0.0.1:8080", metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
     parser.add_argument("--token", default=os.environ.get("HANDOFF_SERVE_TOKEN"),
@@ -104,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     from engine.api import HandoffError, redact  # after argument parsing: --help stays fast
     from tui.app import make_app
     from tui.demo import DemoRun
+    from tui.viewer import from_environ
 
     demo: DemoRun | None = None
     try:
@@ -112,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             location = str(demo.ledger)
         else:
             location = args.ledger
-        app = make_app(location, read_only=args.read_only, actor=args.actor, theme=args.theme, bell=args.bell)
+        # Started by `handoff-tui serve` for one browser viewer: their mark and their link (tui.viewer).
+        served = from_environ(os.environ) if args.read_only else None
+        app = make_app(location, read_only=args.read_only, actor=args.actor, theme=args.theme, bell=args.bell,
+                       served=served)
         if demo is not None:
             demo.start()
             demo.end_on_hangup()

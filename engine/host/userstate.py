@@ -3,9 +3,11 @@ XDG state folder, never beside the ledger (observers must not write there)."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,29 @@ def save_user_state(key: str, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     payload = dict(data, key=key)
     atomic_write(str(path), json.dumps(payload, ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def _when(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
+
+
+def advance_user_state(key: str, data: dict[str, Any], *, at: str = "seen_at") -> bool:
+    """Save `data` for `key` unless what is stored is newer by its `at` time; True if saved.
+
+    A mark that only moves forward: two processes of one user (two browser tabs of one
+    viewer, two terminals) each save what they showed, and the one that showed an older
+    reading never replaces a newer one. The compare and the write happen under a lock on
+    a sibling `.lock` file, so two saves at once cannot both win.
+    """
+    path = _file(key)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(path.with_suffix(".lock"), "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        stored, ours = _when(load_user_state(key).get(at)), _when(data.get(at))
+        if stored is not None and ours is not None and stored > ours:
+            return False
+        save_user_state(key, data)
+        return True

@@ -19,7 +19,7 @@ from tui.screens.timeline import TimelineScreen
 from tui.text import clean_line
 from tui.widgets.log_pane import LogPane
 from tui.widgets.note_panel import SHORT, NotePanel
-from tui.widgets.table_view import SORTS
+from tui.widgets.table_view import SORTS, filter_problem
 
 if TYPE_CHECKING:
     from tui.host import AppHost
@@ -111,6 +111,27 @@ class ViewActions:
         box.display = bool(arg)
         self.table.set_filter(arg)
         self._show_match_count()
+
+    def open_link(self, target: str | None, filter_text: str | None) -> None:
+        """What a served page's URL asked for (`?filter=`, `?target=`; tui.viewer): the filter
+        applied, the cursor on the target and its detail open. What cannot be done is one
+        warning line; the screen opens as it would without the link."""
+        problems: list[str] = []
+        if filter_text:
+            problem = filter_problem(filter_text)
+            if problem is None:
+                self.do_set_filter(filter_text)
+            else:
+                problems.append(f"filter {_shown(filter_text)} not applied ({problem})")
+        if target:
+            if self.ledger is None or target not in self.ledger.targets:
+                problems.append(f"no target {_shown(target)} in this ledger")
+            elif not self.table.move_to(target, top=True):
+                problems.append(f"{_shown(target)} is not shown under the filter")
+            else:
+                self.open_detail(target)
+        if problems:
+            self.notify("Link: " + "; ".join(problems) + ".", severity="warning", timeout=60, markup=False)
 
     def do_goto(self, arg: str = "") -> None:
         if not self.table.move_to(arg):
@@ -206,6 +227,12 @@ class ViewActions:
             return self.app.controller.next_command(self.ledger, name), None
         except HandoffError as error:
             return None, f"could not render the next command: {error}"
+
+
+def _shown(value: str, width: int = 40) -> str:
+    """A link's value in a one-line message: escapes visible, quoted, cut to `width`."""
+    text = clean_line(value)
+    return repr(text if len(text) <= width else text[:width - 1] + "…")
 
 
 __all__ = ["ViewActions"]

@@ -117,6 +117,22 @@ def compile_filter(text: str) -> list[tuple[bool, list[Term]]]:
     return out
 
 
+IS_KINDS = ("attention", "drifted", "outside")
+
+
+def filter_problem(text: str) -> str | None:
+    """Why `text` is no filter a person meant (None if it is one): an `is:` word the table does
+    not know, or a control character. A word that is no regular expression is not a problem:
+    it is matched as the text it is (see `_term`)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return "it holds control characters"
+    for word in text.split():
+        for part in word.lstrip("!").split("|"):
+            if part.startswith("is:") and part[3:] not in IS_KINDS:
+                return f"is: takes {', '.join(IS_KINDS)}"
+    return None
+
+
 def _hit(row: Row, term: Term, hay: str) -> bool:
     kind, text, pattern = term
     if kind == "state":
