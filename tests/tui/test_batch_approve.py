@@ -175,8 +175,8 @@ async def test_a_target_changed_on_disk_before_the_yes_refuses_the_whole_batch(t
         journal = len(journal_records(path))
         await confirm(pilot)
         assert isinstance(app.screen, ErrorScreen)
-        text = screen_text(app)
-        assert "web-05" in text and "nothing was approved" in text
+        said = app.screen.error_message
+        assert "1 refused: web-05: " in said and "nothing was approved" in said, said
         assert app.main.table.marked_count == 3  # a refused batch keeps its marks
     assert path.read_bytes() == before
     assert not any(targets(path)[n].get("approvals") for n in BATCH)
@@ -194,7 +194,7 @@ async def test_an_engine_write_after_the_dialog_opened_refuses_the_batch(tmp_pat
         open_ledger(str(path), actor="bob").pause("hold on")
         await confirm(pilot)
         assert isinstance(app.screen, ErrorScreen)
-        assert "the ledger changed since you looked" in screen_text(app)
+        assert "the ledger changed since you looked" in app.screen.error_message
     assert not any(targets(path)[n].get("approvals") for n in BATCH)
 
 
@@ -240,3 +240,36 @@ async def test_marks_survive_a_reload_and_follow_their_rows(tmp_path: Path) -> N
         await pilot.press("M")  # all marked already: clears them
         await settle(pilot)
         assert app.main.table.marked_count == 0
+
+
+async def test_a_drifted_target_gets_the_single_dialogs_warning(tmp_path: Path) -> None:
+    """web-05's checkpoint drifted: the batch shows the same CHECKPOINT DRIFT words as `a` and says "anyway"."""
+    path = fleet(tmp_path)
+    drifted = "checkpoint drift: the ledger says 0/5555, `lag web-05` says 0/5600 (at 2026-11-29T02:58:00Z)"
+    path.write_text(path.read_text("utf-8").replace('checkpoint: "0/5555",', f'checkpoint: "0/5555", reason: "{drifted}",'),
+                    encoding="utf-8")
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        dialog = await open_batch(pilot)
+        warnings = [str(w.render()) for w in dialog.query(".batch-drift")]
+        assert len(warnings) == 1
+        assert warnings[0].startswith("⚠ CHECKPOINT DRIFT: the ledger says 0/5555")
+        assert "approve anyway?" in warnings[0]
+        assert str(dialog.query_one("#approve", Button).label) == "Approve all 3 anyway"
+
+
+async def test_the_requester_rule_applies_to_each_target(tmp_path: Path) -> None:
+    """alice asked for web-06's cutover herself: her batch is refused naming web-06, and nothing is recorded."""
+    path = fleet(tmp_path)
+    path.write_text(path.read_text("utf-8").replace('checkpoint: "0/6666", awaiting: cutover, awaiting_by: agent',
+                                                    'checkpoint: "0/6666", awaiting: cutover, awaiting_by: alice'),
+                    encoding="utf-8")
+    before = path.read_bytes()
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_batch(pilot)
+        await confirm(pilot)
+        assert isinstance(app.screen, ErrorScreen)
+        said = app.screen.error_message
+        assert "1 refused: web-06: " in said and "nothing was approved" in said
+    assert path.read_bytes() == before
