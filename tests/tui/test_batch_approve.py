@@ -273,3 +273,57 @@ async def test_the_requester_rule_applies_to_each_target(tmp_path: Path) -> None
         said = app.screen.error_message
         assert "1 refused: web-06: " in said and "nothing was approved" in said
     assert path.read_bytes() == before
+
+
+async def test_a_two_person_policy_counts_each_target_apart(tmp_path: Path) -> None:
+    """cutover needs 2 people: alice's batch is 1 of 2 on each target (they still await); her second is refused whole."""
+    path = fleet(tmp_path)
+    path.write_text(path.read_text("utf-8").replace('"{checkpoint}"], description:', '"{checkpoint}"], approvals: {count: 2}, description:'),
+                    encoding="utf-8")
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_batch(pilot)
+        await confirm(pilot)
+        assert app.screen is app.main, notes(app)
+        on_disk = targets(path)
+        assert all([a["by"] for a in on_disk[n]["approvals"]] == ["alice"] for n in BATCH)
+        assert all(on_disk[n]["state"] == "awaiting_approval" for n in BATCH)
+        before = path.read_bytes()
+        await open_batch(pilot)
+        await confirm(pilot)
+        assert isinstance(app.screen, ErrorScreen)
+        assert "3 refused: web-02: " in app.screen.error_message
+    assert path.read_bytes() == before
+
+
+async def test_the_dialog_follows_the_file_and_holds_when_a_target_changes(tmp_path: Path) -> None:
+    """A re-reading shows web-05 changed: the dialog names it and Approve stays off, whatever is typed; nothing is written."""
+    path = fleet(tmp_path)
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        dialog = await open_batch(pilot)
+        path.write_text(path.read_text("utf-8").replace('checkpoint: "0/5555"', 'checkpoint: "0/5556"'), encoding="utf-8")
+        before = path.read_bytes()
+        app.reload()
+        await settle(pilot)
+        changed = str(dialog.query_one("#batch-changed").render())
+        assert "what web-05 would run changed" in changed and "web-02" not in changed
+        await confirm(pilot)
+        assert app.screen is dialog and dialog.query_one("#approve", Button).disabled
+        assert "nothing was approved" in notes(app)[-1]
+    assert path.read_bytes() == before
+
+
+async def test_ledger_text_in_the_dialog_is_data(tmp_path: Path) -> None:
+    """A target named like markup and a checkpoint holding an escape sequence show as written, the escape made visible."""
+    path = fleet(tmp_path)
+    path.write_text(path.read_text("utf-8").replace('web-05: {state: awaiting_approval, checkpoint: "0/5555"',
+                                                    '"web-[b]05": {state: awaiting_approval, checkpoint: "0/\\e[2J"'),
+                    encoding="utf-8")
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_batch(pilot, ["web-02", "web-[b]05"])
+        text = screen_text(app)
+        assert "2/2 web-[b]05  step cutover  checkpoint 0/␛[2J" in text
+        # The argv, one argument a line, shell-quoted where it needs it.
+        assert "   'web-[b]05'" in text and "   '0/␛[2J'" in text and "\x1b" not in text
