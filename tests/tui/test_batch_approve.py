@@ -327,3 +327,14 @@ async def test_ledger_text_in_the_dialog_is_data(tmp_path: Path) -> None:
         assert "2/2 web-[b]05  step cutover  checkpoint 0/␛[2J" in text
         # The argv, one argument a line, shell-quoted where it needs it.
         assert "   'web-[b]05'" in text and "   '0/␛[2J'" in text and "\x1b" not in text
+
+
+async def test_the_dialog_fits_80x24(tmp_path: Path) -> None:
+    """At 80x24 the first target, both fields and the button are on screen together (the list scrolls)."""
+    app = build(fleet(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_batch(pilot)
+        text = screen_text(app)
+        for words in ("Approve cutover on 3 marked target(s)", "1/3 web-02", "Type the step's name (cutover)",
+                      "Type how many targets you approve it on (3)", "Approve all 3", "esc Cancel"):
+            assert words in text, words

@@ -66,7 +66,6 @@ class BatchApproveScreen(ModalScreen[BatchResult | None]):
 
     DEFAULT_CSS = """
     BatchApproveScreen #batch-list { height: auto; }
-    BatchApproveScreen .batch-head { margin-top: 0; }
     """
 
     def __init__(self, step: str, items: Sequence[BatchItem], revision: int | None, environment: str | None = None) -> None:
