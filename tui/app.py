@@ -38,6 +38,7 @@ from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
 from tui.screens.action_table import ACTIONS
 from tui.screens.approve import ApproveScreen
+from tui.screens.approve_batch import BatchApproveScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen, HistoryLoaded
 from tui.screens.error import ErrorScreen
@@ -330,6 +331,8 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         ledger = snapshot.ledger
         if isinstance(screen, ApproveScreen):
             screen.follow(ledger, snapshot.invariants)
+        elif isinstance(screen, BatchApproveScreen):
+            screen.follow(ledger)
         elif isinstance(screen, DetailScreen) and self.main is not None and screen.target_name in ledger.targets:
             pending, problem = self.main.next_command_of(screen.target_name)
             screen.follow(ledger.targets[screen.target_name], self.main.header_info(), pending, problem)

@@ -64,3 +64,6 @@ class MainView(Protocol):
 
     def mark_acknowledged(self) -> None:
         """The note was acknowledged: say so in the note panel."""
+
+    def batch_approved(self, names: list[str]) -> None:
+        """A batch approval went through: unmark the targets it approved."""

@@ -16,7 +16,7 @@ from textual import work
 
 from engine.api import HandoffError, ReadOnly
 from tui.messages import NoteConflict, RetryRefused
-from tui.requests import AckNote, Request, RequestDone, Retry, SetNote
+from tui.requests import AckNote, ApproveBatch, Request, RequestDone, Retry, SetNote
 from tui.screens.note_editor import NoteConflictScreen, NoteEditor, merged
 from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean
@@ -57,6 +57,8 @@ class Mutations:
         self.notify(message.text, timeout=3, markup=False)
         if isinstance(message.request, AckNote) and self.main is not None:
             self.main.mark_acknowledged()
+        if isinstance(message.request, ApproveBatch) and self.main is not None:
+            self.main.batch_approved(message.request.targets)
         self.reload()
 
     def edit_note(self, text: str, *, base: str) -> None:

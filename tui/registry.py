@@ -33,7 +33,8 @@ class Action:
     key_display: str | None = None
     show: bool = True                       # in the footer (when it fits)
     priority: bool = False                  # a priority binding (keys that must win over a text box)
-    mutating: bool = False                  # changes the ledger or starts/stops a process: never in read-only mode
+    mutating: bool = False                  # changes the ledger, starts/stops a process, or only serves one that does
+                                            # (marks for a batch approval): never in read-only mode
     while_broken: bool = False              # still allowed while the file does not parse (a stop must get through)
     command: str | None = None              # the `:` name; None: a key only
     aliases: tuple[str, ...] = ()

@@ -51,6 +51,24 @@ class Approve(Request):
 
 
 @dataclass(frozen=True)
+class ApproveBatch(Request):
+    """One step approved on several marked targets: each bound to the hash the dialog showed
+    for it, all bound to `revision`; the engine records all of them or none."""
+
+    step: str
+    expect: tuple[tuple[str, str], ...]  # (target, hash shown), in the order the dialog listed them
+    comment: str | None
+    verb: ClassVar[str] = "approve the marked targets"
+
+    @property
+    def targets(self) -> list[str]:
+        return [name for name, _ in self.expect]
+
+    def run(self, controller: Controller) -> str:
+        return controller.approve_batch(dict(self.expect), self.step, self.comment, expect_revision=self.revision)
+
+
+@dataclass(frozen=True)
 class Reject(Request):
     target: str
     reason: str

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tui.registry import Action, ActionTable
 from tui.screens.actions import LedgerActions as L
+from tui.screens.batch_actions import BatchActions as B
 from tui.screens.view_actions import ViewActions as V
 
 ACTIONS = ActionTable([
@@ -68,6 +69,18 @@ ACTIONS = ActionTable([
     Action("timeline", V.do_timeline, "Timeline",
            "The journal over time, page by page, and every target as it was at any revision (read-only)",
            key="T", show=False, command="timeline", arg="[TARGET]", completes="targets"),
+    # Marks serve only a batch approval, so read-only mode offers none of them (`mutating`).
+    Action("toggle_mark", B.do_toggle_mark, "Mark", "Mark or unmark the selected target for a batch approval (A), and move down",
+           key="space", key_display="space", show=False, mutating=True, command="toggle-mark", arg="[TARGET]",
+           completes="awaiting"),
+    Action("mark", B.do_mark, "Mark shown", "Mark every shown target awaiting approval (`:mark prod-*,edge-1` those "
+           "matching); again when all are marked: clear every mark",
+           key="M", show=False, mutating=True, command="mark", arg="TEXT", completes="awaiting"),
+    Action("unmark", B.do_unmark, "Unmark", "Unmark the targets matching PATTERN (`:unmark` alone: every mark)",
+           mutating=True, command="unmark", arg="TEXT", completes="targets"),
+    Action("approve_marked", B.do_approve_marked, "Approve marked",
+           "Approve one step on every marked target: shows each command and hash, asks for the step's name and the count",
+           key="A", show=False, mutating=True, command="approve-marked"),
     Action("clear_filter", V.do_clear_filter, "Clear filter", "Clear the filter, or close the command line",
            key="escape", show=False, priority=True),
     Action("submit_box", V.do_submit_box, "Done", "Keep the filter, or run the command line",

@@ -41,6 +41,17 @@ WRONG_NAME = "Type the target name exactly to approve"
 TALL = 30  # rows from which the step's description shows too
 
 
+def drift_text(drifted: str | None) -> Text:
+    """The mismatch, and what approving anyway will and will not do (two lines at most);
+    the batch dialog gives each drifted target the same words."""
+    if not drifted:
+        return Text("")
+    text = Text("⚠ CHECKPOINT DRIFT: ", style="bold", end="")
+    text.append(clean_line(drifted.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()))
+    text.append(". Sessions refuse this target until it is reconciled; approve anyway?")
+    return text
+
+
 @dataclass
 class ApproveResult:
     """The operator's yes: which step, the hash of the command they saw, and an optional comment."""
@@ -134,13 +145,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
         return drift(self.target)
 
     def _drift_text(self) -> Text:
-        """The mismatch, and what approving anyway will and will not do (two lines at most)."""
-        if not self.drifted:
-            return Text("")
-        text = Text("⚠ CHECKPOINT DRIFT: ", style="bold", end="")
-        text.append(clean_line(self.drifted.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()))
-        text.append(". Sessions refuse this target until it is reconciled; approve anyway?")
-        return text
+        return drift_text(self.drifted)
 
     def _facts(self) -> Text:
         """Two lines that never wrap (the dialog's height must not depend on them)."""

@@ -28,6 +28,7 @@ from tui.messages import Snapshot
 from tui.registry import Action
 from tui.screens.action_table import ACTIONS
 from tui.screens.actions import LedgerActions
+from tui.screens.batch_actions import BatchActions
 from tui.screens.dispatch import ActionDoor
 from tui.screens.help import Section
 from tui.screens.view_actions import ViewActions
@@ -50,7 +51,7 @@ NARROW = 100  # below this many columns the side pane folds away (toggle with l)
 STALE_TICK = 1.0  # seconds between repaints of "the state shown is Ns old" while the file is broken
 
 
-class MainScreen(LedgerActions, ViewActions, Screen[None]):
+class MainScreen(LedgerActions, ViewActions, BatchActions, Screen[None]):
     """The operator's view of one ledger.
 
     The key table below is generated from `tui.screens.action_table.ACTIONS`.
@@ -140,6 +141,7 @@ class MainScreen(LedgerActions, ViewActions, Screen[None]):
         table = self.table
         table.set_stale(None)
         changed = table.set_ledger(ledger, snapshot.missing)
+        self.query_one(SummaryBar).marked = table.marked_count  # a mark goes with a row that left the file
         # Header and summary from this one reading, in this one handler: they never disagree on screen.
         self.query_one(SummaryBar).show(ledger, missing=len(snapshot.missing), seq=snapshot.seq)
         self._show_header()
@@ -176,6 +178,9 @@ class MainScreen(LedgerActions, ViewActions, Screen[None]):
 
     def on_target_table_highlighted(self, message: TargetTable.Highlighted) -> None:
         self._show_cursor_line()
+
+    def on_target_table_marks_changed(self, message: TargetTable.MarksChanged) -> None:
+        self.query_one(SummaryBar).show_marked(message.count)
 
     def show_since(self, lines: list[str]) -> None:
         """The "since you last looked" digest, shown in the note panel."""
@@ -339,6 +344,10 @@ class MainScreen(LedgerActions, ViewActions, Screen[None]):
             return
         self.query_one(LogPane).add_records(records)
         self.query_one(LogTail).add_records(records)
+
+    def batch_approved(self, names: list[str]) -> None:
+        """Unmark what a batch approval approved (the rest of the marks stay)."""
+        self.table.set_marked(names, False)
 
     def mark_acknowledged(self) -> None:
         self.note_acknowledged = True

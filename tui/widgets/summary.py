@@ -1,7 +1,9 @@
 """The summary bar: counts per state in the article's words, and a progress bar.
 
 "17 done · 1 replicating · 20 queued · 1 blocked · 1 failed", then the share
-of targets done. Counts come from `Ledger.counts()` (the engine's order).
+of targets done. Counts come from `Ledger.counts()` (the engine's order). While
+rows are marked for a batch approval, "* 3 marked" follows the counts (bold, so
+it reads in NO_COLOR too).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class SummaryBar(Horizontal):
         self.progress = ProgressBar(total=1, show_eta=False, id="progress")
         self._ledger: Ledger | None = None
         self._missing = 0
+        self.marked = 0  # rows marked in the target table (view state, not the ledger's)
         self.seq = 0  # the reading (tui.messages.Snapshot.seq) the counts come from
 
     def compose(self) -> ComposeResult:
@@ -55,6 +58,13 @@ class SummaryBar(Horizontal):
         if self._ledger is not None:
             self.show(self._ledger, self._missing, self.seq)
 
+    def show_marked(self, count: int) -> None:
+        """Say how many rows are marked (0: say nothing)."""
+        if count != self.marked:
+            self.marked = count
+            if self._ledger is not None:
+                self.show(self._ledger, self._missing, self.seq)
+
     def show(self, ledger: Ledger, missing: int = 0, seq: int = 0) -> None:
         """Repaint from `ledger` (of reading `seq`); `missing` targets the file lost are counted too (and not as done)."""
         self._ledger, self._missing, self.seq = ledger, missing, seq
@@ -63,6 +73,8 @@ class SummaryBar(Horizontal):
         text = Text(summary_text(counts) or "no targets", end="")
         if missing:
             text.append(f" · {missing} missing from file", style="bold reverse")
+        if self.marked:
+            text.append(f" · * {self.marked} marked", style="bold")
         share = f" · {counts.get('done', 0) / max(total, 1):.0%} done"
         if not self.progress.display and text.cell_len + len(share) <= self.size.width - 2:
             text.append(share)  # narrow: the bar is folded away; the share done stays while it fits

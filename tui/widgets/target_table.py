@@ -6,7 +6,9 @@ strings, lays its columns out for the width it has (`tui.widgets.columns`), and
 renders only the lines on screen (`render_line`). When the ledger changes it
 diffs old and new rows and repaints only the changed lines that are visible;
 changed rows are highlighted briefly. Targets the engine last wrote but the
-file lost stay on as `∅ missing from file` rows. While the file does not parse,
+file lost stay on as `∅ missing from file` rows. Marked rows (for a batch
+approval) carry `*` in the gutter's third cell, in every colour mode; marks are
+view state, kept across re-readings for every target still shown. While the file does not parse,
 every row is drawn dim and the header says how old the state shown is.
 """
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from engine.api import Ledger
 
 FLASH_SECONDS = 2.0
+MARK = "*"  # ASCII: one cell in every terminal and font; `✓` is the done state's symbol
 AGE_TICK = 1.0  # seconds between repaints of the age column (only its visible cells)
 
 
@@ -122,6 +125,7 @@ class TargetTable(ScrollView, can_focus=True):
         self._haystack: dict[str, str] = {}
         self._changed_epoch: dict[str, float] = {}
         self.missing: set[str] = set()
+        self._marked: set[str] = set()
         self.stale_label: str | None = None
         self.sort_key = "ledger"
         self.sort_reverse = False
@@ -183,6 +187,7 @@ class TargetTable(ScrollView, can_focus=True):
             self._haystack.pop(name, None)
             self._changed_epoch.pop(name, None)
         if membership_changed:
+            self._marked &= set(new_rows)  # a mark goes with its row (a missing target keeps its row)
             for name in set(old_rows) - set(new_rows):
                 self._line_cache.pop(name, None)
                 self._haystack.pop(name, None)
@@ -237,6 +242,44 @@ class TargetTable(ScrollView, can_focus=True):
         if self._natural:
             self._layout()
             self.refresh()
+
+    # -- marks ---------------------------------------------------------------------
+
+    @property
+    def marked_count(self) -> int:
+        """How many rows are marked (shown or filtered out)."""
+        return len(self._marked)
+
+    def marked_names(self) -> list[str]:
+        """The marked targets in ledger order (filtered-out ones too: a mark is not undone by a filter)."""
+        return [n for n in self._keys if n in self._marked]
+
+    def is_marked(self, name: str) -> bool:
+        return name in self._marked
+
+    def set_marked(self, names: list[str] | set[str], marked: bool) -> int:
+        """Mark (or unmark) `names` that have a row; returns how many changed."""
+        changed = 0
+        for name in names:
+            if name not in self._rows or (name in self._marked) == marked:
+                continue
+            if marked:
+                self._marked.add(name)
+            else:
+                self._marked.discard(name)
+            self._line_cache.pop(name, None)
+            self._refresh_row(name)
+            changed += 1
+        if changed:
+            self.post_message(self.MarksChanged(len(self._marked)))
+        return changed
+
+    class MarksChanged(Message):
+        """The set of marked rows changed; `count` rows are marked now."""
+
+        def __init__(self, count: int) -> None:
+            super().__init__()
+            self.count = count
 
     # -- sort, filter and stale ----------------------------------------------------
 
@@ -491,7 +534,8 @@ class TargetTable(ScrollView, can_focus=True):
         styles = {"name": tone + Style(bold=True) if attention else Style(), "state": tone, "next_action": Style(),
                   "reason": tone if attention else dim, "last_action": dim, "checkpoint": dim}
         cells = self._cells(row)
-        segments = [Segment(" ▌ " if attention else "   ", tone)]
+        gutter = (" ▌" if attention else "  ") + (MARK if name in self._marked else " ")
+        segments = [Segment(gutter, tone + Style(bold=True) if name in self._marked else tone)]
         for column in self._columns[:-1]:
             text = fit(cells[column.key], column.width, middle=column.key == "name")
             segments.append(Segment(text + " ", styles[column.key]))
