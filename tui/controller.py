@@ -173,12 +173,11 @@ class Controller:
         self.handle.approve(target, step=step, comment=comment or None, expect_hash=expect_hash)
         return f"Approved {step or 'the awaiting step'} on {target}"
 
-    def approve_batch(self, expect: dict[str, str], step: str, comment: str | None,
-                      expect_revision: int | None = None) -> str:
+    def approve_batch(self, expect: dict[str, str], step: str, comment: str | None) -> str:
         """Approve `step` on every target of `expect` (name -> the hash the operator saw), all
         or none: the engine's batch (the one `handoff approve --targets` uses) refuses the whole
-        batch if one target's hash, the revision, a policy or an identity check fails."""
-        approvals = self.handle.approve_batch(expect, step=step, comment=comment or None, expect_revision=expect_revision)
+        batch if one target's hash, a policy or an identity check fails."""
+        approvals = self.handle.approve_batch(expect, step=step, comment=comment or None)
         return f"Approved {step} on {len(approvals)} target(s), one approval each: {', '.join(expect)}"
 
     def reject(self, target: str, reason: str) -> str:

@@ -6,10 +6,11 @@ hash, and a drifted target gets the single dialog's drift warning. As
 `handoff approve --step STEP --targets PATTERN` asks on a terminal, the person types the
 step's name and then how many targets; Approve stays disabled until both are right.
 
-The yes carries each target's hash and the revision shown (`BatchResult`); the engine
-records one approval per target or none. The dialog follows the live ledger: once any
-write lands, or a target's command, checkpoint or drift changes, it says which and holds
-(the engine would refuse the batch anyway); Esc, then `A` again, shows it as it is now.
+The yes carries each target's hash (`BatchResult`); the engine records one approval per
+target or none. The dialog follows the live ledger: once a target's command, checkpoint
+or drift changes, or it leaves the file, it says which and holds (the engine would refuse
+the batch anyway); Esc, then `A` again, shows it as it is now. Writes elsewhere in the
+ledger (a session busy on other targets) neither hold nor refuse it.
 """
 
 from __future__ import annotations
@@ -154,8 +155,6 @@ class BatchApproveScreen(ModalScreen[BatchResult | None]):
         if self.changed is not None:
             return
         what: list[str] = []
-        if self.revision is not None and ledger.revision != self.revision:
-            what.append(f"the ledger was written (revision {self.revision}, now {ledger.revision})")
         for item in self.items:
             target = ledger.targets.get(item.name)
             if target is None:
