@@ -217,7 +217,9 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
 
     # -- workers: reading ---------------------------------------------------------
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="open")
+    # A description of our own: Textual's default is the call's repr, and the repr of a
+    # 10,000-target reading took a quarter of a second before the first paint.
+    @work(thread=True, exclusive=True, exit_on_error=False, group="open", description="open the first reading")
     def open_snapshot(self, initial: Snapshot, seq: int) -> None:
         """Invariants and lease for the first reading, plus this user's previous visit."""
         snapshot = self.controller.snapshot(_StoreView(initial), seq=seq)
@@ -235,7 +237,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         if self.main is not None:
             self.main.show_since(lines)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="snapshot")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="snapshot", description="read the ledger again")
     def refresh_snapshot(self, seq: int, store_snap: Any = None) -> None:
         """Read (unless given the engine's reading) and derive; a file that does not parse is a banner."""
         try:
@@ -296,7 +298,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         if records:
             self.post_message(JournalRecords(records))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="history")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="history", description="read a target's history")
     def load_history(self, name: str, screen: Any) -> None:
         screen.post_message(HistoryLoaded(self.controller.history(name), self.controller.until_progress(name)))
 

@@ -115,6 +115,9 @@ class TargetTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._clock = clock or utcnow
         self._rows: dict[str, Row] = {}
+        # The Target each row was built from: a reading that shares an unchanged target's
+        # object (the store's snapshots do: copy on change) reuses its row, unbuilt.
+        self._built_from: dict[str, object] = {}
         self._keys: list[str] = []  # ledger order (missing targets where they were)
         self._view = View()
         self._natural: dict[str, int] = {}
@@ -172,7 +175,10 @@ class TargetTable(ScrollView, can_focus=True):
         """
         first = not self._rows
         old_rows = self._rows
-        new_rows = {name: row_of(name, target) for name, target in ledger.targets.items()}
+        built, rows_before = self._built_from, self._rows
+        new_rows = {name: rows_before[name] if built.get(name) is target and name in rows_before else row_of(name, target)
+                    for name, target in ledger.targets.items()}
+        self._built_from = dict(ledger.targets)
         gone = [n for n in missing if n not in new_rows]
         for name in gone:
             new_rows[name] = missing_row(name, old_rows.get(name))
