@@ -83,7 +83,8 @@ def hold(ledger: Ledger) -> Hold | None:
             waiting.append(name)
     if not waiting:
         return None
-    holders = [n for n in ledger.targets if n in set(taken) | set(asked)]
+    holding = set(taken) | set(asked)  # once: built inside the comprehension it made status quadratic (0.7 s at 10k)
+    holders = [n for n in ledger.targets if n in holding]
     return Hold(inv.text, limit, [(n, _why(ledger, n)) for n in holders], waiting)
 
 
