@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.ledger.model import Ledger, Step
-from engine.ledger.runbook import WAITING, next_step, touch_limit
+from engine.ledger.runbook import WAITING, touch_limit
 from engine.ledger.touched import is_touched, touched, touched_states
 
 
@@ -50,13 +50,18 @@ class Autopilot:
 
     def propose(self, ledger: Ledger, busy: set[str] | frozenset[str] = frozenset()) -> list[Action]:
         """Every target's next step, in ledger order (`busy` targets are skipped)."""
+        # `next_step` for each target, with the runbook looked at once: a target that can
+        # be proposed is never awaiting an approval, so where it stands is its state.
+        first: dict[str, Step] = {}
+        for step in ledger.steps():
+            first.setdefault(step.from_, step)
         actions = []
         for name, target in ledger.targets.items():
             if name in busy or target.in_flight is not None or target.state in WAITING:
                 continue
-            step = next_step(ledger, name)
-            if step is not None:
-                actions.append(Action(name, step))
+            found = first.get(target.state)
+            if found is not None:
+                actions.append(Action(name, found))
         return actions
 
     def should_ask(self, ledger: Ledger, action: Action) -> bool:

@@ -83,6 +83,8 @@ class Actor:
         for action in actions:
             if self.ending:
                 break
+            if action.step.reversible and not self.dry_run and not self._can_start():
+                continue  # what `attempt` would say first ("busy"), without a call per proposal
             result = self.attempt(action, ledger=ledger, may_start=not hold)
             if result.kind == "held":
                 hold = True
