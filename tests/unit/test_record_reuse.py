@@ -1,0 +1,32 @@
+"""A sidecar record's parse is reused only for the very bytes it came from
+(engine.store.sidecar.read_record): a file rewritten, torn, emptied or removed is read as it
+is now, and what a caller changes in a returned record never reaches the next caller."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.store.sidecar import read_record
+
+
+def test_a_record_is_read_as_the_file_is_now(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.yaml"
+    ledger.write_text("task: t\n", encoding="utf-8")
+    path = tmp_path / "l.yaml.last-write.json"
+    path.write_text(json.dumps({"revision": 1, "names": ["a", "b"]}), encoding="utf-8")
+    first = read_record(str(path), str(ledger))
+    assert first == {"revision": 1, "names": ["a", "b"]}
+    first["revision"] = 99
+    first["extra"] = True
+    assert read_record(str(path), str(ledger)) == {"revision": 1, "names": ["a", "b"]}  # a copy went out
+    path.write_text(json.dumps({"revision": 2, "names": ["a"]}), encoding="utf-8")  # same size or not: the bytes decide
+    assert read_record(str(path), str(ledger)) == {"revision": 2, "names": ["a"]}
+    path.write_text(json.dumps({"revision": 3, "names": ["a"]}), encoding="utf-8")  # same length as the last
+    assert read_record(str(path), str(ledger)) == {"revision": 3, "names": ["a"]}
+    path.write_text('{"revision": 3, "na', encoding="utf-8")  # torn
+    assert read_record(str(path), str(ledger)) is None
+    path.write_text("", encoding="utf-8")
+    assert read_record(str(path), str(ledger)) is None
+    path.unlink()
+    assert read_record(str(path), str(ledger)) is None
