@@ -49,3 +49,53 @@ def test_proposals_are_each_targets_next_step_in_ledger_order(targets, busy_at):
         if step is not None:
             want.append(Action(name, step))
     assert Autopilot().propose(ledger, busy=busy) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(TARGET, max_size=12), st.sets(st.integers(0, 11)))
+def test_proposals_one_at_a_time_are_the_list(targets, busy_at):
+    ledger = ledger_of(targets)
+    busy = {f"db-{i}" for i in busy_at}
+    assert list(Autopilot().proposals(ledger, busy)) == Autopilot().propose(ledger, busy=busy)
+
+
+class _Full:
+    """Just what Actor.attempt_all reads: no slot free, every attempt recorded."""
+
+    ending = None
+    dry_run = False
+
+    def __init__(self) -> None:
+        self.attempted: list[str] = []
+
+    def _can_start(self) -> bool:
+        return False
+
+    def attempt(self, action, ledger=None, may_start=True):
+        from engine.session.attempt import Attempt
+
+        self.attempted.append(action.target)
+        return Attempt("refused", "gated elsewhere")
+
+
+def test_attempt_all_stops_at_a_full_slot_only_when_every_step_is_reversible():
+    from engine.session.actor import Actor
+
+    ledger = ledger_of([{"state": "queued", "flight": False, "awaiting": None},
+                        {"state": "checked", "flight": False, "awaiting": None}])
+    steps = {s.name: s for s in ledger.steps()}
+    pulled: list[str] = []
+
+    def lazily(actions):
+        for action in actions:
+            pulled.append(action.target)
+            yield action
+
+    actions = [Action("db-0", steps["check"]), Action("db-1", steps["cutover"])]
+    full = _Full()
+    assert Actor.attempt_all(full, lazily(actions), ledger, all_reversible=True) == (0, 0)  # type: ignore[arg-type]
+    assert pulled == ["db-0"] and full.attempted == []  # stopped at the first "busy"
+    pulled.clear()
+    full = _Full()
+    Actor.attempt_all(full, lazily(actions), ledger)  # type: ignore[arg-type]
+    assert pulled == ["db-0", "db-1"] and full.attempted == ["db-1"]  # the irreversible one is still decided
