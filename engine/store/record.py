@@ -67,7 +67,24 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
         "journal_head": _head(ledger_path, previous),
         "history": history,
     }
-    atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
+    atomic_write(path, _encode(body), durable=False, sidecar_of=ledger_path)
+
+
+_NAMES: tuple[list[str], str] | None = None  # the last target-name list encoded, and its JSON
+
+
+def _encode(body: dict) -> bytes:
+    """`json.dumps(body)`, byte for byte, with the `names` list's JSON reused while the
+    names are the same (compared whole): 10,000 names are encoded once, not at each write."""
+    global _NAMES
+    names = body.get("names")
+    if not isinstance(names, list) or not all(isinstance(k, str) for k in body):
+        return json.dumps(body).encode("utf-8")
+    last = _NAMES
+    if last is None or last[0] != names:
+        last = _NAMES = (list(names), json.dumps(names))
+    parts = [json.dumps(k) + ": " + (last[1] if k == "names" else json.dumps(v)) for k, v in body.items()]
+    return ("{" + ", ".join(parts) + "}").encode("utf-8")
 
 def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -> None:
     """Before the engine swaps in a file whose content hash is `key`: the record says so
@@ -77,7 +94,7 @@ def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -
     stop on "targets were changed outside the engine". `write_record` clears it."""
     body = dict(previous or {})
     body["pending"] = key
-    atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
+    atomic_write(path, _encode(body), durable=False, sidecar_of=ledger_path)
 
 
 def engine_wrote(record: dict | None, key: str) -> bool:

@@ -30,3 +30,26 @@ def test_a_record_is_read_as_the_file_is_now(tmp_path: Path) -> None:
     assert read_record(str(path), str(ledger)) is None
     path.unlink()
     assert read_record(str(path), str(ledger)) is None
+
+
+def test_a_record_is_written_byte_for_byte_as_json_dumps_writes_it() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from engine.store.record import _encode
+
+    names = st.lists(st.text(max_size=8), max_size=6)
+    bodies = st.fixed_dictionaries({"revision": st.integers(0, 9), "hash": st.text(max_size=4), "names": names},
+                                   optional={"pending": st.text(max_size=4), "journal_head": st.none() | st.fixed_dictionaries({"seq": st.integers(0, 9)}),
+                                             "steps": names, "budget": st.booleans()})
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(bodies, min_size=1, max_size=4))
+    def check(seq):
+        for body in seq:
+            assert _encode(body) == json.dumps(body).encode("utf-8")
+        body = dict(seq[0])
+        body["names"].append("later")  # the caller's list changed after it was encoded
+        assert _encode(body) == json.dumps(body).encode("utf-8")
+
+    check()
