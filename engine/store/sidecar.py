@@ -91,6 +91,15 @@ _READ: dict[str, tuple[bytes, dict]] = {}  # path -> (the exact bytes last parse
 _READ_MAX = 16
 
 
+def remember(path: str, raw: bytes, data: dict) -> None:
+    """`raw` was just written to `path` as the JSON of `data` (JSON's own types only, and
+    never changed afterwards): the next read of those very bytes needs no parse."""
+    _READ.pop(path, None)
+    _READ[path] = (raw, data)
+    while len(_READ) > _READ_MAX:
+        del _READ[next(iter(_READ))]
+
+
 def read_record(path: str, ledger: str) -> dict | None:
     """A JSON record kept beside `ledger` (its last write, its per-target record), or None
     (never written, unreadable, torn or refused). The file is read every time; only the
@@ -111,8 +120,5 @@ def read_record(path: str, ledger: str) -> dict | None:
         return None
     if not isinstance(data, dict):
         return None
-    _READ.pop(path, None)
-    _READ[path] = (raw, data)
-    while len(_READ) > _READ_MAX:
-        del _READ[next(iter(_READ))]
+    remember(path, raw, data)
     return dict(data)

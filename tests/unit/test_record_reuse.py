@@ -53,3 +53,13 @@ def test_a_record_is_written_byte_for_byte_as_json_dumps_writes_it() -> None:
         assert _encode(body) == json.dumps(body).encode("utf-8")
 
     check()
+
+
+def test_what_a_write_remembers_of_its_record_is_what_the_file_says(fleet: Path) -> None:
+    from engine.store.file import FileStore
+
+    store = FileStore(str(fleet))
+    for i in range(3):
+        store.transact(lambda ledger, i=i: setattr(ledger.targets[next(iter(ledger.targets))], "next_action", f"n{i}"))
+        with open(store.record_path, "rb") as fh:
+            assert store.last_write() == json.loads(fh.read())
