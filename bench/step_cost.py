@@ -9,6 +9,7 @@ taken in rotation. Reversible steps only (no approval is asked), 40% of targets 
 Prints figures and ratios; asserts nothing.
 
     python3 bench/step_cost.py [--runs 5]
+    python3 bench/step_cost.py --against REVISION   # and REVISION's engine/ (git archive), all in one rotation
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def make_ledger(path: str, n: int) -> None:
         fh.write(text)
 
 
-def session(src: str, work: str, steps: int):
-    """(fn, setup) for interleaved: a fresh copy in a fresh folder, then one session."""
+def session(src: str, work: str, steps: int, code: str = ROOT):
+    """(fn, setup) for interleaved: a fresh copy in a fresh folder, then one session of
+    the engine found in `code` (first on PYTHONPATH; run from the work folder)."""
     ledger = os.path.join(work, "ledger.yaml")
+    env = dict(os.environ, PYTHONPATH=code + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
     def setup() -> None:
         shutil.rmtree(work, ignore_errors=True)
@@ -60,7 +63,8 @@ def session(src: str, work: str, steps: int):
 
     def run() -> None:
         proc = subprocess.run([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", ledger, "--json",
-                               "--max-steps", str(steps), "--handoff-at", "1"], capture_output=True, text=True, cwd=ROOT)
+                               "--max-steps", str(steps), "--handoff-at", "1"], capture_output=True, text=True,
+                              cwd=work, env=env)
         started = proc.stdout.count('"kind": "step_start"')
         if proc.returncode != 0 or started != steps:
             raise SystemExit(f"resume on {ledger}: exit {proc.returncode}, {started} steps started, not {steps}:\n"
@@ -68,33 +72,49 @@ def session(src: str, work: str, steps: int):
     return run, setup
 
 
-def measure(runs: int) -> dict[int, float]:
-    """Seconds per step at 40 and at 10,000 targets."""
+def measure(runs: int, against: str | None = None) -> dict[tuple[str, int], float]:
+    """Seconds per step at 40 and at 10,000 targets, for this checkout ("ours") and, with
+    `against`, that revision's engine ("theirs"), all cases in one rotation."""
     folder = tempfile.mkdtemp(prefix="bench-step-")
     os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")
     os.environ["XDG_STATE_HOME"] = os.path.join(folder, "state")  # high-water marks: a bench ledger is new each run
     try:
+        sides = {"ours": ROOT}
+        if against:
+            sides["theirs"] = os.path.join(folder, "against")
+            os.makedirs(sides["theirs"])
+            archive = subprocess.run(["git", "-C", ROOT, "archive", against, "engine"], capture_output=True, check=True)
+            subprocess.run(["tar", "-x", "-C", sides["theirs"]], input=archive.stdout, check=True)
         cases = {}
         for n in (40, 10_000):
             src = os.path.join(folder, f"src-{n}.yaml")
             make_ledger(src, n)
-            for steps in (FEW, MANY):
-                cases[(n, steps)] = session(src, os.path.join(folder, f"w-{n}-{steps}"), steps)
+            for side, code in sides.items():
+                for steps in (FEW, MANY):
+                    cases[(side, n, steps)] = session(src, os.path.join(folder, f"w-{side}-{n}-{steps}"), steps, code)
         times = interleaved(cases, runs)
-        return {n: (times[(n, MANY)] - times[(n, FEW)]) / (MANY - FEW) for n in (40, 10_000)}
+        return {(side, n): (times[(side, n, MANY)] - times[(side, n, FEW)]) / (MANY - FEW) for side in sides for n in (40, 10_000)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def main(runs: int = 5) -> list[str]:
-    per = measure(runs)
-    ratio = per[10_000] / per[40]
-    return [f"{'one session step, 10,000 vs 40 targets':<58} {per[10_000] * 1000:9.1f} ms vs {per[40] * 1000:9.1f} ms  "
-            f"ours/theirs {ratio:6.3f}  goal <= 1.5   {'met' if ratio <= 1.5 else 'NOT MET'}"]
+def main(runs: int = 5, against: str | None = None) -> list[str]:
+    per = measure(runs, against)
+    out = []
+    for side, label in (("theirs", f"{against}'s engine"), ("ours", "this checkout")):
+        if (side, 40) not in per:
+            continue
+        ratio = per[(side, 10_000)] / per[(side, 40)]
+        name = "one session step, 10,000 vs 40 targets" + (f" ({label})" if against else "")
+        out.append(f"{name:<58} {per[(side, 10_000)] * 1000:9.1f} ms vs {per[(side, 40)] * 1000:9.1f} ms  "
+                   f"ours/theirs {ratio:6.3f}  goal <= 1.5   {'met' if ratio <= 1.5 else 'NOT MET'}")
+    return out
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    for line in main(parser.parse_args().runs):
+    parser.add_argument("--against", metavar="REVISION", help="also run REVISION's engine/, in the same rotation")
+    args = parser.parse_args()
+    for line in main(args.runs, args.against):
         print(line)

@@ -43,6 +43,7 @@ class Parsed:
     crlf: bool = False
     _numbered: set[str] | None = field(default=None, repr=False, compare=False)
     _lines: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    _where: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def numbered(self) -> set[str]:
@@ -55,7 +56,7 @@ class Parsed:
 
     @property
     def text(self) -> str:
-        return "\n".join(block[2] for block in self.blocks)
+        return "\n".join([block[2] for block in self.blocks])  # a list: join makes one anyway, faster than from a generator
 
     @property
     def lines(self) -> dict[str, str]:
@@ -63,6 +64,14 @@ class Parsed:
         if self._lines is None:
             self._lines = {b[1]: b[2] for b in self.blocks if b[0] == TARGET}
         return self._lines
+
+    @property
+    def where(self) -> dict[str, int]:
+        """Target name -> the index of its block (never changed once made: a write that
+        moves blocks makes a new document without it)."""
+        if self._where is None:
+            self._where = {b[1]: i for i, b in enumerate(self.blocks) if b[0] == TARGET}
+        return self._where
 
     @property
     def header(self) -> str:

@@ -70,6 +70,7 @@ class _Doc:
         self.blocks = list(parsed.blocks)
         self.cr = "\r" if parsed.crlf else ""
         self.indent = parsed.indent
+        self.shifted = False  # a block was added or taken out: indexes of the old blocks no longer hold
 
     def find(self, kind: str, key: str) -> int | None:
         for i, block in enumerate(self.blocks):
@@ -80,26 +81,31 @@ class _Doc:
     def rows(self, rows: list[str]) -> str:
         return "\n".join(row + self.cr for row in rows)
 
-    def replace(self, at: int, rows: list[str], pad: str) -> None:
-        """Put `rows` where block `at` is; its comments go above, its first line's stays."""
+    def replace(self, at: int, rows: list[str], pad: str) -> str:
+        """Put `rows` where block `at` is; its comments go above, its first line's stays.
+        Returns the block's new text."""
         first, moved = layout.comments(self.blocks[at][2])
         if first is not None:
             rows = [rows[0] + first] + rows[1:]
         new = [[self.blocks[at][0], self.blocks[at][1], self.rows(rows)]]
         if moved:
             new.insert(0, [GAP, None, self.rows([pad + c for c in moved])])
+            self.shifted = True
         self.blocks[at : at + 1] = new
+        return new[-1][2]
 
     def remove(self, at: int, pad: str) -> None:
         """Take block `at` out; the comments in it stay where it was."""
         first, moved = layout.comments(self.blocks[at][2])
         kept = ([first.lstrip(" \t")] if first else []) + moved
         self.blocks[at : at + 1] = [[GAP, None, self.rows([pad + c for c in kept])]] if kept else []
+        self.shifted = True
 
     def insert_top(self, key: str, rows: list[str]) -> None:
         """A new top-level entry: after the nearest entry before it in canonical order,
         else before the nearest one after it, else at the end."""
         block = [TOP, key, self.rows(rows)]
+        self.shifted = True
         # An unknown key's place is after the known ones above the targets, as in a new document.
         rank = ORDER.index(key) if key in ORDER else len(TOP_ORDER)
         tops = {b[1]: i for i, b in enumerate(self.blocks) if b[0] == TOP}
@@ -119,12 +125,16 @@ class _Doc:
             at -= 1  # before the final newline
         self.blocks.insert(at, block)
 
-    def insert_target(self, name: str, rows: list[str]) -> None:
+    def insert_target(self, name: str, rows: list[str]) -> str:
+        """A new target after the last; returns its text."""
         last = max((i for i, b in enumerate(self.blocks) if b[0] == TARGET), default=None)
         if last is None:
             last = self.find(TOP, "targets")
         assert last is not None  # a ledger being written has its `targets:` entry (_rewrite_targets makes it)
-        self.blocks.insert(last + 1, [TARGET, name, self.rows(rows)])
+        text = self.rows(rows)
+        self.blocks.insert(last + 1, [TARGET, name, text])
+        self.shifted = True
+        return text
 
 
 def _styles(parsed: Parsed, key: str, change: Change) -> dict[str, Any] | None:
@@ -212,12 +222,20 @@ def splice(parsed: Parsed, change: Change) -> Parsed:
     if parsed.opaque:
         return _whole(parsed, data)
     doc = _Doc(parsed)
-    split = parsed.split and any(b[0] == TARGET for b in doc.blocks)
+    split = parsed.split and bool(parsed.where)
+    lines: dict[str, str] | None = None  # the new document's target texts, when known without a look at every block
     if changed and split:
-        _splice_targets(doc, changed, targets)
+        lines = dict(parsed.lines)
+        for name, text in _splice_targets(doc, changed, targets, parsed.where).items():
+            if text is None:
+                lines.pop(name, None)
+            else:
+                lines[name] = text
     elif changed:
         _rewrite_targets(doc, targets)
         split = True
+    else:
+        lines = dict(parsed.lines)  # no target changed: every target's block is as it was
     styles = {key: _styles(parsed, key, change) for key in tops}
     for key in tops:
         at = doc.find(TOP, key)
@@ -236,28 +254,35 @@ def splice(parsed: Parsed, change: Change) -> Parsed:
         doc.blocks.append([GAP, None, ""])
     out = Parsed(data, doc.blocks, split=split, indent=doc.indent, crlf=parsed.crlf)
     out._numbered = numbered
+    out._lines = lines
+    if not doc.shifted and parsed._where is not None:
+        out._where = parsed._where  # every block is where it was (an ending added after them moves none)
     return out
 
 
-def _splice_targets(doc: _Doc, changed: list[str], targets: dict) -> None:
+def _splice_targets(doc: _Doc, changed: list[str], targets: dict, where: dict[str, int]) -> dict[str, str | None]:
     """Each changed target where it was (last first, so earlier places stay put); new
-    ones after the last."""
+    ones after the last. `where`: the index of each target's block in `doc` as it comes.
+    Returns each changed target's new text (None: taken out)."""
     pad = " " * doc.indent
-    where = {b[1]: i for i, b in enumerate(doc.blocks) if b[0] == TARGET}
+    written: dict[str, str | None] = {}
     for name in sorted((n for n in changed if n in where), key=where.__getitem__, reverse=True):
         if name in targets:
-            doc.replace(where[name], _target_rows(name, targets[name], doc.indent, doc.blocks[where[name]][2]), pad)
+            written[name] = doc.replace(where[name], _target_rows(name, targets[name], doc.indent, doc.blocks[where[name]][2]), pad)
         else:
             doc.remove(where[name], pad)
+            written[name] = None
     for name in targets:
         if name not in where:
-            doc.insert_target(name, _target_rows(name, targets[name], doc.indent))
+            written[name] = doc.insert_target(name, _target_rows(name, targets[name], doc.indent))
+    return written
 
 
 def _rewrite_targets(doc: _Doc, targets: dict) -> None:
     """The `targets:` entry was not one block per target (a flow mapping, or empty):
     write it anew, one block per target; its comments go above it."""
     doc.indent = 2
+    doc.shifted = True
     at = doc.find(TOP, "targets")
     if at is None:
         doc.insert_top("targets", ["targets:"])

@@ -13,10 +13,11 @@ through the same `Session.attempt`. The interface both share is the `Planner` pr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.ledger.model import Ledger, Step
-from engine.ledger.runbook import WAITING, next_step, touch_limit
+from engine.ledger.runbook import WAITING, touch_limit
 from engine.ledger.touched import is_touched, touched, touched_states
 
 
@@ -50,14 +51,22 @@ class Autopilot:
 
     def propose(self, ledger: Ledger, busy: set[str] | frozenset[str] = frozenset()) -> list[Action]:
         """Every target's next step, in ledger order (`busy` targets are skipped)."""
-        actions = []
+        return list(self.proposals(ledger, busy))
+
+    def proposals(self, ledger: Ledger, busy: set[str] | frozenset[str] = frozenset()) -> Iterator[Action]:
+        """`propose`, one at a time: a session that can start nothing more stops asking
+        (`ledger` is a reader's snapshot, never changed, so it may be read lazily)."""
+        # `next_step` for each target, with the runbook looked at once: a target that can
+        # be proposed is never awaiting an approval, so where it stands is its state.
+        first: dict[str, Step] = {}
+        for step in ledger.steps():
+            first.setdefault(step.from_, step)
         for name, target in ledger.targets.items():
             if name in busy or target.in_flight is not None or target.state in WAITING:
                 continue
-            step = next_step(ledger, name)
-            if step is not None:
-                actions.append(Action(name, step))
-        return actions
+            found = first.get(target.state)
+            if found is not None:
+                yield Action(name, found)
 
     def should_ask(self, ledger: Ledger, action: Action) -> bool:
         """Ask a human to approve `action` only if it could run once approved: the

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from engine.ledger.model import Ledger
     from engine.planners.autopilot import Action
 
@@ -37,6 +39,8 @@ class ProposingPlanner(Planner, Protocol):
     """A planner that lists its next actions itself (autopilot)."""
 
     def propose(self, ledger: Ledger, busy: set[str] | frozenset[str] = ...) -> list[Action]: ...
+
+    def proposals(self, ledger: Ledger, busy: set[str] | frozenset[str] = ...) -> Iterator[Action]: ...
 
 
 @runtime_checkable

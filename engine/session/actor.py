@@ -20,6 +20,7 @@ its heartbeat (a holder that cannot beat stops acting), its invariant readings.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import TextIO
 
 from engine.approvals.identity import hostname, os_user
@@ -76,14 +77,20 @@ class Actor:
         """Decide one proposal and act on it: start it, gate it, or refuse it."""
         return attempt(self, action, reason, ledger=ledger, may_start=may_start)
 
-    def attempt_all(self, actions: list[Action], ledger) -> tuple[int, int]:
+    def attempt_all(self, actions: Iterable[Action], ledger, *, all_reversible: bool = False) -> tuple[int, int]:
         """Attempt a planner's proposals in order, on a ledger re-read after each change.
+        `all_reversible`: every proposal's step is reversible, so once no slot is free none
+        after it can start or needs a gate (they would each hear "busy"): stop there.
         Returns (started, gated: asked for an approval or settled)."""
         started = gated = 0
         hold = False  # an earlier target waits only for running reversible steps: let them drain
         for action in actions:
             if self.ending:
                 break
+            if action.step.reversible and not self.dry_run and not self._can_start():
+                if all_reversible:
+                    break
+                continue  # what `attempt` would say first ("busy"), without a call per proposal
             result = self.attempt(action, ledger=ledger, may_start=not hold)
             if result.kind == "held":
                 hold = True

@@ -18,6 +18,7 @@ invalid ledger; 3 ledger and reality disagree; 4 paused; 5 another session holds
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -345,13 +346,17 @@ class Session(Actor):
             return self._turn(self.planner, ledger)
         if not isinstance(self.planner, ProposingPlanner):
             raise TypeError(f"planner {self.planner.name} neither proposes nor takes turns")
-        actions = self.planner.propose(ledger, busy=set(self.workers))
-        if not actions:
+        actions = self.planner.proposals(ledger, busy=set(self.workers))
+        first = next(actions, None)
+        if first is None:
             return 0, 0
         fresh = self._fresh(ledger)
         if fresh is None:
             return 0, 0
-        return self.attempt_all(actions, fresh)
+        # With every step of the runbook the proposals come from reversible, once no slot is
+        # free each proposal left would hear "busy": attempt_all stops there.
+        return self.attempt_all(itertools.chain([first], actions), fresh,
+                                all_reversible=all(step.reversible for step in ledger.steps()))
 
     def _turn(self, planner: TurnPlanner, ledger: Ledger) -> tuple[int, int]:
         """One turn of a planner that proposes through tool calls, when the ledger changed."""

@@ -138,7 +138,10 @@ class FileStore:
         self.path = path
         self.read_only = read_only
         self._cache: dict[str, _Parse] = {}
-        self._known: dict[str, Target] = {}  # line text -> validated target, from the last read
+        # (content hash, line text -> validated target) of the last read or write: one pair,
+        # so a reader and a writer in two threads never leave a map beside another's hash.
+        self._known: tuple[str | None, dict[str, Target]] = (None, {})
+        self._digested: tuple[bytes, str] | None = None  # the last bytes hashed and their hash
         self.lock_path = sidecar(path, ".lock")
         self.record_path = sidecar(path, ".last-write.json")
         self.filelock = FileLock(self.lock_path, real_path(path))
@@ -157,8 +160,19 @@ class FileStore:
                 raise too_big(os.fstat(fh.fileno()).st_size, self.path)
             return raw
 
-    def _parse(self, raw: bytes) -> tuple[str, _Parse, str]:
+    def _digest(self, raw: bytes) -> str:
+        """`digest(raw)`, remembered for the last bytes hashed: the same bytes (compared
+        whole) are the same content, so a re-read of an unchanged file, or of the file
+        this store just wrote, does not hash 1.6 MB again."""
+        last = self._digested
+        if last is not None and last[0] == raw:
+            return last[1]
         key = digest(raw)
+        self._digested = (raw, key)
+        return key
+
+    def _parse(self, raw: bytes) -> tuple[str, _Parse, str]:
+        key = self._digest(raw)
         hit = self._cache.get(key)
         text = ""
         if hit is None:
@@ -187,7 +201,7 @@ class FileStore:
         if parsed.ledger is None:
             text = text or raw.decode("utf-8", "replace")
             try:
-                ledger = to_ledger_reusing(parsed.data, self.path, text, parsed.lines, self._known)
+                ledger = to_ledger_reusing(parsed.data, self.path, text, parsed.lines, self._known[1])
             except LedgerInvalid:
                 if not parsed.from_disk_cache:
                     raise
@@ -197,7 +211,7 @@ class FileStore:
                 ledger = to_ledger(parsed.data, self.path, text)
             parsed.ledger = ledger
             seal(ledger.targets)  # shared by readers from now on: what is derived may be kept
-            self._known = {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets}
+            self._known = (key, {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets})
         else:
             ledger = parsed.ledger
         snap = Snapshot(ledger, key)
@@ -353,7 +367,7 @@ class FileStore:
                 raise Refused(str(err), title="Cannot write that") from None
             # Compare-and-swap at the swap itself: if someone saved the file since we
             # read it, their file stays and the change is made again on top of it.
-            new_key = digest(out)
+            new_key = self._digest(out)
             try:
                 mark_pending(self.record_path, real_path(self.path), record, new_key)
             except OSError:
@@ -368,7 +382,7 @@ class FileStore:
             self.saw_external_edit = snap.external_edit
             self._cache = {new_key: _Parse(doc, ledger)}
             seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
-            self._known = {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
+            self._known = (new_key, self._known_after(snap.digest, parsed, doc, ledger, names))
             failpoints.reached("after-ledger-swap")  # tests: killed before the journal and the record
             kept = self._journal_write(ledger, parsed.data, doc.data, names, snap, record)
             try:
@@ -398,6 +412,25 @@ class FileStore:
             "is an editor or script rewriting it in a loop?",
             title="Ledger busy",
         )
+
+    def _known_after(self, base: str, parsed: _Parse, doc: Parsed, ledger: Ledger, names: set[str] | None) -> dict[str, Target]:
+        """line text -> target for the document just written: what was known of the
+        snapshot it was spliced on (content `base`), with only the `names` the change
+        touched looked at again; every other target's line and object are that snapshot's.
+        A full look when the change's names are not known or `_known` is of other content."""
+        of, before = self._known
+        if names is None or of != base:
+            return {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
+        known = dict(before)
+        for name in names:
+            old = parsed.lines.get(name)
+            if old is not None:
+                known.pop(old, None)
+        for name in names:
+            line = doc.lines.get(name)
+            if line is not None and name in ledger.targets:
+                known[line] = ledger.targets[name]
+        return known
 
     def _journal_write(self, ledger: Ledger, before: dict, after: dict, names: set[str] | None, snap: Snapshot,
                        record: dict[str, Any] | None) -> bool:

@@ -39,25 +39,31 @@ def _fields(t: Target) -> dict[str, Any]:
     }
 
 
-_LAST: dict[str, tuple[str, dict[str, Any]]] = {}  # ledger -> (content hash, its fields): only changed targets are redone
+_LAST: dict[str, tuple[str, dict[str, str]]] = {}  # ledger -> (content hash, each target's encoded entry)
+
+
+def _entry(name: str, t: Target) -> str:
+    """One target's `"name":{fields}` exactly as `json.dumps(body, separators=(",", ":"))` spells it."""
+    return json.dumps(name) + ":" + json.dumps(_fields(t), separators=(",", ":"))
 
 
 def save_fields(ledger_path: str, ledger: Ledger, key: str, *, base: str | None = None, names: set[str] | None = None) -> None:
     """Keep what the engine just wrote as content `key` (after every write; under the
     writers' lock). With the hash the change started from (`base`) and the `names` it
-    touched, only those targets are looked at again."""
+    touched, only those targets are looked at and encoded again: every other entry is the
+    text kept for `base`, which was made from that very content."""
     last = _LAST.get(ledger_path)
     if last is not None and names is not None and last[0] == base:
         body = dict(last[1])
         for name in names:
             if name in ledger.targets:
-                body[name] = _fields(ledger.targets[name])
+                body[name] = _entry(name, ledger.targets[name])
             else:
                 body.pop(name, None)
     else:
-        body = {name: _fields(t) for name, t in ledger.targets.items()}
+        body = {name: _entry(name, t) for name, t in ledger.targets.items()}
     _LAST[ledger_path] = (key, body)
-    atomic_write(ledger_path + SUFFIX, json.dumps(body, separators=(",", ":")).encode("utf-8"), durable=False,
+    atomic_write(ledger_path + SUFFIX, ("{" + ",".join(body.values()) + "}").encode("utf-8"), durable=False,
                  sidecar_of=ledger_path)
 
 

@@ -88,7 +88,7 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
     path = cache_path(real)
     saved = _SAVED.get(path)
     if saved is not None and saved[1] == _identity(path):
-        missing = sum(1 for text in lines.values() if text not in saved[0])
+        missing = len(lines) - sum(map(saved[0].__contains__, lines.values()))  # each target's text is its own
         if missing <= max(STALE_LINES, len(lines) // 100):
             return
     folder = cache_dir()

@@ -18,6 +18,7 @@ import json
 from engine.audit.journal import Journal, head_gone, journal_head, journal_path
 from engine.ledger.model import Ledger
 from engine.store.atomic import atomic_write
+from engine.store.sidecar import remember
 
 _JOURNALS: dict[str, Journal] = {}  # per ledger: the journal's index is read incrementally
 
@@ -67,7 +68,28 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
         "journal_head": _head(ledger_path, previous),
         "history": history,
     }
-    atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
+    if isinstance(body["journal_head"], dict):
+        body["journal_head"] = dict(body["journal_head"])  # the record's own: the journal's object is not kept
+    raw = _encode(body)
+    atomic_write(path, raw, durable=False, sidecar_of=ledger_path)
+    remember(path, raw, body)  # built here of JSON's own types: read back, these bytes say the same
+
+
+_NAMES: tuple[list[str], str] | None = None  # the last target-name list encoded, and its JSON
+
+
+def _encode(body: dict) -> bytes:
+    """`json.dumps(body)`, byte for byte, with the `names` list's JSON reused while the
+    names are the same (compared whole): 10,000 names are encoded once, not at each write."""
+    global _NAMES
+    names = body.get("names")
+    if not isinstance(names, list) or not all(isinstance(k, str) for k in body):
+        return json.dumps(body).encode("utf-8")
+    last = _NAMES
+    if last is None or last[0] != names:
+        last = _NAMES = (list(names), json.dumps(names))
+    parts = [json.dumps(k) + ": " + (last[1] if k == "names" else json.dumps(v)) for k, v in body.items()]
+    return ("{" + ", ".join(parts) + "}").encode("utf-8")
 
 def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -> None:
     """Before the engine swaps in a file whose content hash is `key`: the record says so
@@ -77,7 +99,9 @@ def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -
     stop on "targets were changed outside the engine". `write_record` clears it."""
     body = dict(previous or {})
     body["pending"] = key
-    atomic_write(path, json.dumps(body).encode("utf-8"), durable=False, sidecar_of=ledger_path)
+    raw = _encode(body)
+    atomic_write(path, raw, durable=False, sidecar_of=ledger_path)
+    remember(path, raw, body)  # a record read from the file, and a hash: read back, these bytes say the same
 
 
 def engine_wrote(record: dict | None, key: str) -> bool:

@@ -87,16 +87,38 @@ def refusal(path: str, err: OSError) -> SidecarRefused:
     return SidecarRefused(f"{path}: {err.strerror or err}")
 
 
+_READ: dict[str, tuple[bytes, dict]] = {}  # path -> (the exact bytes last parsed, what they parsed to)
+_READ_MAX = 16
+
+
+def remember(path: str, raw: bytes, data: dict) -> None:
+    """`raw` was just written to `path` as the JSON of `data` (JSON's own types only, and
+    never changed afterwards): the next read of those very bytes needs no parse."""
+    _READ.pop(path, None)
+    _READ[path] = (raw, data)
+    while len(_READ) > _READ_MAX:
+        del _READ[next(iter(_READ))]
+
+
 def read_record(path: str, ledger: str) -> dict | None:
     """A JSON record kept beside `ledger` (its last write, its per-target record), or None
-    (never written, unreadable, torn or refused)."""
+    (never written, unreadable, torn or refused). The file is read every time; only the
+    parse of bytes identical to the last ones read from `path` is reused (a copy of the
+    mapping is returned: what a caller changes in it never reaches the next caller)."""
     try:
         fd = open_sidecar(path, os.O_RDONLY, ledger=ledger)
     except SidecarRefused:
         return None
     try:
         with os.fdopen(fd, "rb") as fh:
-            data = json.loads(fh.read() or b"null")
+            raw = fh.read()
+        last = _READ.get(path)
+        if last is not None and last[0] == raw:
+            return dict(last[1])
+        data = json.loads(raw or b"null")
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    remember(path, raw, data)
+    return dict(data)
