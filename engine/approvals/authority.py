@@ -83,8 +83,9 @@ def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: App
         if found is None:
             continue
         if found.settling:  # the approving command writes its record right after the ledger
-            return Refusal(f"the approval of {one.step} by {one.by} at {one.at} has no journal record yet (the approving "
-                           "command writes it right after the ledger): deciding again in a moment", None)
+            return Refusal(f"approval not recorded by the engine yet: the approval of {one.step} by {one.by} at {one.at} "
+                           "has no journal record of its own (the approving command writes it right after the ledger; "
+                           "one written into the file by hand never gets one)", None)
         record = {"kind": "approval_refused", "target": name, "step": step.name, "why": found.why,
                   "approval": one.model_dump(exclude_none=True)}
         refuse(ledger, name, step, one, found.why, ledger_arg=ledger_arg)

@@ -112,7 +112,7 @@ def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) 
                 s.settling = True
                 if (name, step.name, "settling") not in s.said:  # said once, though the session looks again and again
                     s.said.add((name, step.name, "settling"))
-                    s.out.say(f"{name}: {step.name} waits: {intent.reason}", target=name, kind="decision")
+                    s.out.say(f"{name}: {step.name} not started yet: {intent.reason}", target=name, kind="decision")
                 return Attempt("settling", intent.reason)
             return Attempt("refused", intent.reason)
         failpoints.reached("after-intent")

@@ -77,7 +77,7 @@ def test_a_session_waits_for_an_approval_still_being_recorded(tmp_path: Path, pl
             wait_stopped(approve.pid)  # the approval is in the ledger; its journal record is not
             assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["approvals"]
             assert not any(r["kind"] == "approval" for r in _records(ledger))
-            _until(lambda: "no journal record yet" in out.read_text(), "the session never met the unrecorded approval")
+            _until(lambda: "not recorded by the engine yet" in out.read_text(), "the session never met the unrecorded approval")
             # It waits: still running, nothing spawned, nothing refused for good. (Before the fix a session
             # ended within milliseconds of this refusal; the engine's grace for a record in flight is 5 s.)
             time.sleep(0.5)
@@ -94,4 +94,4 @@ def test_a_session_waits_for_an_approval_still_being_recorded(tmp_path: Path, pl
     assert (tmp_path / "spawned-db-19").read_text() == "ran"
     assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "done", text
     assert [r["kind"] for r in _records(ledger)].count("step_start") == 1
-    assert text.count("no journal record yet") == 1  # said once, however often the session looked
+    assert text.count("not recorded by the engine yet") == 1  # said once, however often the session looked
