@@ -17,6 +17,7 @@ approvals through a real `handoff approve`) starts the cutover at most once:
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -187,11 +188,17 @@ def test_a_crash_after_an_irreversible_start_is_fenced_and_proved(tmp_path: Path
         handoff("approve", str(ledger), "db-19", "--yes", "--as", "human-oncall", world=world)
         wait_for(lambda: any(r.get("kind") == "step_start" and r.get("step") == "link" for r in journal(ledger)),
                  30, "the link to start")
+        # Killed once the link's own process runs (the simulator counts a run before it acts): a kill
+        # between the journal's step_start and the spawn is another story (nothing ran; the target blocks).
+        wait_for(lambda: counts(world).get("db-19", {}).get("link_runs") == 1, 30, "the link's process to start")
         proc.kill()
         proc.wait(10)
     finally:
         if proc.poll() is None:
             proc.kill()
+    # The step runs in its own session, so it outlives the runtime; the next run's probe finds what it did
+    # once it is done (a run that starts while it still works and has no pid to wait on blocks the target).
+    wait_for(lambda: json.loads((world / "db-19.json").read_text()).get("linked"), 60, "the orphaned link to finish")
     seq = _offset_of(ledger, "step_start", "link")
     assert load(ledger)["targets"]["db-19"].get("in_flight"), "killed before the link was recorded"
     again = _runtime(ledger, url, world, {})
