@@ -117,7 +117,13 @@ def compile_filter(text: str) -> list[tuple[bool, list[Term]]]:
     return out
 
 
-IS_KINDS = ("attention", "drifted", "outside")
+# `is:WORD` filters: what each asks of a row. The one list `_hit` matches with and
+# `filter_problem` checks a link's filter against.
+IS_KINDS: dict[str, Callable[[Row], bool]] = {
+    "attention": wants_person,
+    "drifted": lambda row: row.drifted,
+    "outside": lambda row: row.outside,
+}
 
 
 def filter_problem(text: str) -> str | None:
@@ -138,7 +144,8 @@ def _hit(row: Row, term: Term, hay: str) -> bool:
     if kind == "state":
         return row.state.startswith(text) or (row.state == MISSING and "missing".startswith(text))
     if kind == "is":
-        return {"attention": wants_person(row), "drifted": row.drifted, "outside": row.outside}.get(text, False)
+        test = IS_KINDS.get(text)
+        return test is not None and test(row)
     return pattern is not None and pattern.search(hay) is not None
 
 
