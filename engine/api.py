@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urldefrag
 
 from engine.approvals.approvers import SlackId, admit_slack, slack_entry
+from engine.approvals.batch import matching
 from engine.approvals.identity import os_user
 from engine.approvals.people import agent_caller
 from engine.approvals.policy import describe_request
@@ -483,7 +484,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
-    "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state",
+    "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
     "parse_time", "redact", "version", "visible",
 ]

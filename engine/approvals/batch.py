@@ -12,6 +12,7 @@ whole batch is refused, every refused target is named, and nothing is recorded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -35,6 +36,13 @@ def patterns(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def matching(names: Iterable[str], text: str) -> list[str]:
+    """The `names` (in their order) that one of `text`'s patterns matches: what
+    `--targets` and the TUI's `:mark` / `:unmark` select."""
+    wanted = patterns(text)
+    return [n for n in names if any(fnmatchcase(n, p) for p in wanted)]
+
+
 def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: str) -> Selection:
     """The targets matching `pattern` (in ledger order) that an approval of `step` by
     `approver` would move; the others it matches are skipped with the reason a single
@@ -42,7 +50,7 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
     wanted = patterns(pattern)
     if not wanted:
         raise Refused("--targets is empty: give a pattern such as 'prod-*' or a list 'db-1,db-2'", title="No targets")
-    names = [n for n in ledger.targets if any(fnmatchcase(n, p) for p in wanted)]
+    names = matching(ledger.targets, pattern)
     if not names:
         sample = ", ".join(list(ledger.targets)[:5])
         raise Refused(f"--targets {pattern!r} matches no target in this ledger (targets include {sample}); "

@@ -16,10 +16,9 @@ serve a batch approval).
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from engine.api import HandoffError
+from engine.api import HandoffError, matching
 from tui.requests import ApproveBatch
 from tui.screens.approve_batch import BatchApproveScreen, BatchItem, BatchResult
 from tui.text import clean_line
@@ -29,11 +28,6 @@ if TYPE_CHECKING:
     from tui.widgets.target_table import TargetTable
 
 AWAITING = "awaiting_approval"
-
-
-def _patterns(text: str) -> list[str]:
-    """`prod-*,edge-1` -> ['prod-*', 'edge-1'] (as `handoff approve --targets` reads them)."""
-    return [p.strip() for p in text.split(",") if p.strip()]
 
 
 class BatchActions:
@@ -59,8 +53,7 @@ class BatchActions:
         """Mark the shown targets awaiting approval (that match `arg`'s patterns, when given)."""
         shown = self.table.visible_names()
         if arg:
-            wanted = _patterns(arg)
-            shown = [n for n in shown if any(fnmatchcase(n, p) for p in wanted)]
+            shown = matching(shown, arg)
             if not shown:
                 self.notify(f"no shown target matches {clean_line(arg)!r}", severity="warning", markup=False)
                 return
@@ -83,8 +76,7 @@ class BatchActions:
         """Unmark the targets matching `arg` (shown or not), or every mark."""
         names = self.table.marked_names()
         if arg:
-            wanted = _patterns(arg)
-            names = [n for n in names if any(fnmatchcase(n, p) for p in wanted)]
+            names = matching(names, arg)
         changed = self.table.set_marked(names, False)
         self.notify(f"Unmarked {changed} target(s); {self.table.marked_count} still marked.", timeout=3, markup=False)
 
