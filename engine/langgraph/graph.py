@@ -33,7 +33,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
+from engine.host import failpoints
 from engine.langgraph import nodes
+from engine.ledger.stall import moved_since
 
 
 def _merge(old: dict | None, new: dict | None) -> dict:
@@ -76,13 +78,16 @@ def _plan(job: nodes.Job, beat):
         if claude:
             from engine.langgraph import planning
 
-            moved, ending, memo = planning.turn(job, state.get("planner"), beat)
+            moved, ending, memo, seen = planning.turn(job, state.get("planner"), beat)
             if ending is not None:
                 return Command(goto=END, update={"visits": 1, "planner": memo, "ending": ending.as_state()})
             if moved:
                 return Command(goto="plan", update={"visits": 1, "planner": memo})
+            failpoints.reached("nothing-moved")  # tests: an approval lands between the turn and the look below
             run: list[str] = []
-            wait, ending = _waiting(job, beat)
+            wait, ending = _waiting(job, beat, seen)
+            if wait is None:  # the ledger moved since the turn's brief: a turn on what it says now
+                return Command(goto="plan", update={"visits": 1, "planner": memo})
         else:
             memo = state.get("planner")
             run, wait, ending = nodes.fan_out(job, state.get("idle") or {}, beat)
@@ -94,10 +99,13 @@ def _plan(job: nodes.Job, beat):
     return plan
 
 
-def _waiting(job: nodes.Job, beat) -> tuple[list[str], nodes.Ending | None]:
-    """The Claude planner's turn moved nothing: wait on the approvals asked for, or end."""
+def _waiting(job: nodes.Job, beat, seen) -> tuple[list[str] | None, nodes.Ending | None]:
+    """The Claude planner's turn on ledger `seen` moved nothing: wait on the approvals asked
+    for, or end; (None, None) when the ledger has moved since `seen` (decide again)."""
     actor = nodes.GraphActor(job, beat)
     ledger = actor.store.read()
+    if moved_since(seen, ledger):
+        return None, None
     awaiting = [n for n, t in ledger.targets.items() if t.state == "awaiting_approval"]
     if awaiting:
         return awaiting, None

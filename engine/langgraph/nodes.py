@@ -18,8 +18,6 @@ code before an `interrupt()`) and it decides again from what the ledger says now
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +26,7 @@ from engine.ledger.access import open_writer
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import approval_hash
 from engine.ledger.runbook import touch_limit
-from engine.ledger.stall import stall_ending
+from engine.ledger.stall import progress, stall_ending
 from engine.planners.autopilot import Autopilot
 from engine.planners.base import ProposingPlanner
 from engine.session.actor import Actor
@@ -72,13 +70,6 @@ class GraphActor(Actor):
 
     def holds(self, ledger) -> bool:
         return ledger.session is not None and ledger.session.id == self.sid
-
-
-def digest(ledger) -> str:
-    """The targets as far as a decision depends on them: an attempt that changed nothing
-    is not tried again until this changes."""
-    view = {n: [t.state, t.checkpoint, t.in_flight is not None, len(t.approvals)] for n, t in ledger.targets.items()}
-    return hashlib.sha256(json.dumps(view, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def stopping(actor: GraphActor, ledger) -> Ending | None:
@@ -126,7 +117,7 @@ def fan_out(job: Job, idle: dict[str, str], beat=None) -> tuple[list[str], list[
         return [], [], ending
     settle_all(actor)
     ledger = actor.store.read()
-    now = digest(ledger)
+    now = progress(ledger)
     movable = [a.target for a in Autopilot().propose(ledger) if idle.get(a.target) != now]
     if movable:
         return movable[:touch_limit(ledger) or 1], [], None
@@ -138,12 +129,12 @@ def fan_out(job: Job, idle: dict[str, str], beat=None) -> tuple[list[str], list[
 
 def step(job: Job, name: str, beat=None) -> tuple[bool, Ending | None, str]:
     """One step of `name` as far as the ledger allows: (did the ledger change, why the run
-    ends or None, the ledger's digest after)."""
+    ends or None, the ledger's progress digest after)."""
     actor = GraphActor(job, beat)
     ledger = actor.store.read()
     ending = stopping(actor, ledger)
     if ending is not None:
-        return False, ending, digest(ledger)
+        return False, ending, progress(ledger)
     settle_left(actor, name)
     ledger = actor.store.read()
     before = ledger.revision
@@ -153,10 +144,10 @@ def step(job: Job, name: str, beat=None) -> tuple[bool, Ending | None, str]:
     actions = [a for a in actor.planner.propose(ledger) if a.target == name] if target is not None else []
     if actions:
         if not actor._invariants(ledger, acting=True):
-            return True, Ending("an invariant paused the ledger", 4), digest(actor.store.read())
+            return True, Ending("an invariant paused the ledger", 4), progress(actor.store.read())
         actor.attempt(actions[0], ledger=ledger)
     after = actor.store.read()
-    return after.revision != before, fenced(actor), digest(after)
+    return after.revision != before, fenced(actor), progress(after)
 
 
 def fenced(actor: GraphActor) -> Ending | None:

@@ -25,30 +25,31 @@ from engine.langgraph.nodes import Ending, GraphActor, Job, fenced, settle_all, 
 from engine.temporal import planning as shared
 
 
-def turn(job: Job, memo: dict[str, Any] | None, beat=None) -> tuple[bool, Ending | None, dict[str, Any]]:
-    """One planning turn: (did it start or gate anything, why the run ends or None, the new memo)."""
+def turn(job: Job, memo: dict[str, Any] | None, beat=None) -> tuple[bool, Ending | None, dict[str, Any], Any]:
+    """One planning turn: (did it start or gate anything, why the run ends or None, the new
+    memo, the ledger the turn was decided on)."""
     memo = copy.deepcopy(memo or {})  # the graph's state is never changed in place
     actor = GraphActor(job, beat)
     ledger = actor.store.read()
     ending = stopping(actor, ledger)
     if ending is not None:
-        return False, ending, memo
+        return False, ending, memo, ledger
     settle_all(actor)
     ledger = actor.store.read()
     if not actor._invariants(ledger, acting=True):  # the readings the guard checks the model's proposals against
-        return False, Ending("an invariant paused the ledger", 4), memo
+        return False, Ending("an invariant paused the ledger", 4), memo, ledger
     ledger = actor.store.read()
     try:
         shared.attach(actor, job, memo, ledger)
     except HandoffError as err:
-        return False, Ending(err.message, err.exit_code), memo
+        return False, Ending(err.message, err.exit_code), memo, ledger
     result = shared.turn(actor, job, memo, ledger, running=[])
     if isinstance(result, dict):
         if "handoff" in result:
-            return False, Ending(result["handoff"], 0), memo
-        return False, Ending(f"the planner's API stayed unavailable ({result['unavailable']})", 6), memo
+            return False, Ending(result["handoff"], 0), memo, ledger
+        return False, Ending(f"the planner's API stayed unavailable ({result['unavailable']})", 6), memo, ledger
     started, gated = result
-    return started + gated > 0, fenced(actor), memo
+    return started + gated > 0, fenced(actor), memo, ledger
 
 
 def final_note(job: Job, memo: dict[str, Any] | None, actor: GraphActor, why: str) -> str | None:

@@ -6,10 +6,17 @@ or running), nothing else may start, and "nothing can proceed without a human" o
 invariant, its N, which targets take the N places and why, and which targets could move
 but may not start until one of those is done. The session's ending, its handoff note,
 `handoff status` (and its `--json` as `held`) and the TUI read this one function.
+
+An ending is only true of the ledger it was decided on: an approval given between a
+runtime's decision ("nothing moves") and its look at what waits would otherwise end the
+run with the approved target left behind. `moved_since` is the one test every runtime
+makes before it ends for want of anything to do; `progress` is what it compares.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 from engine.ledger.invariants import parse_all
@@ -94,3 +101,16 @@ def stall_ending(ledger: Ledger, people: int) -> str:
     if held is not None:
         return f"nothing else can start: {held.text()} ({people} target(s) wait on people)"
     return f"nothing can proceed without a human ({people} target(s) wait on people)"
+
+
+def progress(ledger: Ledger) -> str:
+    """The targets as far as a decision depends on them (state, checkpoint, in flight,
+    approvals): a short digest. A reason or a timestamp changing is not progress."""
+    view = {n: [t.state, t.checkpoint, t.in_flight is not None, len(t.approvals)] for n, t in ledger.targets.items()}
+    return hashlib.sha256(json.dumps(view, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def moved_since(before: Ledger, after: Ledger) -> bool:
+    """`after` differs from `before`, the ledger a decision was taken on, in what that
+    decision depends on: decide again instead of ending on a stale "nothing moves"."""
+    return after.revision != before.revision and progress(after) != progress(before)

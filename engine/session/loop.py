@@ -31,13 +31,14 @@ from engine.approvals.identity import os_user
 from engine.audit.note_rules import rules_in
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
+from engine.host import failpoints
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread, new_session_id
 from engine.ledger.access import is_url, open_writer
 from engine.ledger.invariants import parse_all
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import touch_limit
-from engine.ledger.stall import stall_ending
+from engine.ledger.stall import moved_since, stall_ending
 from engine.planners.base import ProposingPlanner, TurnPlanner
 from engine.planners.brief import movable
 from engine.planners.choose import get_planner
@@ -315,7 +316,11 @@ class Session(Actor):
             if gated:
                 continue  # a gate changed the ledger: look again at once
             if not self.workers and not started:
-                if self._idle(self.store.read()):
+                failpoints.reached("nothing-moved")  # tests: an approval lands between the decision and the look below
+                now = self.store.read()
+                if moved_since(ledger, now):
+                    continue  # an approval given, a step's end recorded while deciding: decide again on what it says now
+                if self._idle(now):
                     continue
             self.wake.wait(self.opts.poll)
             self.wake.clear()

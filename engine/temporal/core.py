@@ -29,6 +29,7 @@ from typing import Any
 from engine.approvals.identity import os_user
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.errors import HandoffError, LeaseHeld
+from engine.host import failpoints
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
 from engine.ledger.access import open_writer
@@ -37,7 +38,7 @@ from engine.ledger.model import Approval, InFlight, Ledger, Step, TemporalRef
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import approval_hash
 from engine.ledger.runbook import touch_limit
-from engine.ledger.stall import stall_ending
+from engine.ledger.stall import moved_since, stall_ending
 from engine.planners.base import ProposingPlanner
 from engine.session.actor import Actor
 from engine.session.probes import render_for
@@ -239,6 +240,8 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
             return waiting("an invariant paused the ledger; the workflow starts nothing until `handoff unpause`")
         started, gated = actor.attempt_all(actions, actor.store.read())
     mine = {i.target for i in actor.started}
+    if not (started or gated or running):
+        failpoints.reached("nothing-moved")  # tests: an approval lands between the decision and the look below
     fresh = actor.store.read()
     # An intent of the workflow's no activity is running (a decision whose worker died after
     # writing it): the workflow settles it like one whose step's worker died.
@@ -250,6 +253,8 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
     if started or running or orphans:
         memo.pop("wait", None)
         return {"started": payloads, "orphans": orphans, "memo": memo}
+    if moved_since(ledger, fresh):  # an approval given, a step's end recorded while deciding: decide again
+        return {"started": [], "again": True, "memo": memo}
     awaiting = [n for n, t in fresh.targets.items() if t.state == "awaiting_approval"]
     if awaiting:
         said = waiting(f"waiting for approvals: {', '.join(awaiting)}")

@@ -9,6 +9,8 @@ API), the real PostgresSaver on the real PostgreSQL, the demo simulator's world.
   irreversible one started exactly once, after its approval), every turn began from a
   fresh brief, the run ended with the model's own note (reviewed), and the planner's token memo
   lives in the thread's checkpoint (what the journal says it spent);
+- an approval given between the model's turn and the plan node's look at what waits: a turn
+  on what the ledger says now, never an early end with the target left behind;
 - the model's API down for every call: exit 6, the engine's note, nothing in flight.
 """
 
@@ -76,6 +78,44 @@ def test_the_claude_plan_node_drives_two_targets_to_the_end(tmp_path: Path, chec
     with saver(url) as s:
         memo = s.get_tuple(config(f"handoff-{load(ledger)['id']}")).checkpoint["channel_values"]["planner"]["claude"]
     assert memo["turns"] == len(usage) and sum(memo["used"]) == usage[-1]["tokens_used"], (memo, usage[-1])
+
+
+def test_an_approval_given_while_the_plan_node_decides_is_not_left_behind(tmp_path: Path, checkpointer) -> None:
+    """The model's turn saw db-19 awaiting its link's approval and moved nothing; the approval
+    lands before the plan node looks at what waits (the runtime frozen at failpoint
+    `nothing-moved`). The node must take a turn on what the ledger says now, not end with
+    "the planner proposes nothing more" and db-19 left behind (a CI run did: exit 0, db-21
+    verified)."""
+    import os
+    import signal
+
+    from tests.conftest import wait_stopped
+
+    url, _schema = checkpointer
+    ledger = small_fleet(tmp_path, "db-19")
+    world = ledger.parent.parent / "world"
+    with api(tmp_path, [note_rule("db-19 is done."), after_result_rule(), follow_rule()]) as fake:
+        environ = env(tmp_path, fake, world)
+        proc = _resume(ledger, url, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, tmp_path / "run.out")
+        try:
+            wait_stopped(proc.pid)
+            assert load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval"
+            assert handoff("approve", str(ledger), "db-19", "--yes", "--as", "carol", environ=environ).returncode == 0
+            os.kill(proc.pid, signal.SIGCONT)
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline:
+                if load(ledger)["targets"]["db-19"].get("state") == "awaiting_approval":
+                    handoff("approve", str(ledger), "db-19", "--yes", "--as", "carol", environ=environ)
+                time.sleep(0.2)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        out = (tmp_path / "run.out").read_text()
+    assert proc.returncode == 0, out
+    assert load(ledger)["targets"]["db-19"]["state"] == "done", out
+    assert "the planner proposes nothing more" not in out
+    assert counts(world)["db-19"]["link_runs"] == 1 and counts(world)["db-19"]["cutover_runs"] == 1
 
 
 def test_the_models_api_down_ends_with_exit_6_and_the_engines_note(tmp_path: Path, checkpointer) -> None:

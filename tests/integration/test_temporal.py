@@ -6,6 +6,7 @@
 - kill -9 of the worker running a step, at least ten times over a run, a new worker
   started after each: reversible steps run again, irreversible ones are proved by their
   probe and never re-run, and the run finishes;
+- an approval given while a decision looks at what waits: decided again, never left behind;
 - a second `handoff resume --runtime temporal` attaches, never a second workflow; a
   built-in `handoff resume` on a ledger the workflow holds exits 5.
 """
@@ -221,6 +222,41 @@ def test_kill9_workers_mid_step(tmp_path: Path, server: Server) -> None:
     again = kinds["retry"] + sum(1 for r in records if "it will run again" in r.get("msg", ""))
     assert again >= 1, (kinds, killed)
     print(f"temporal kill -9: {len(killed)} workers killed mid-step ({killed}); {kinds['reconcile']} reconcile records")
+
+
+def test_an_approval_given_while_the_workflow_decides_is_not_left_behind(tmp_path: Path, server: Server) -> None:
+    """A decision found nothing to start (db-19 awaited its link's approval); the approval
+    lands before the decision looks at what waits (the worker frozen at failpoint
+    `nothing-moved`). The workflow decides again on what the ledger says now instead of
+    ending with "nothing can proceed without a human" and db-19 left behind. The heartbeat
+    timeout is long here so that the frozen decision is not retried, which would hide it."""
+    from tests.conftest import wait_stopped
+
+    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}})
+    world = tmp_path / "world"
+    q = queue()
+    slow = {"HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT": "60"}
+    workers = Workers(server, q, world, tmp_path)
+    worker = workers.start(HANDOFF_FAILPOINTS="nothing-moved", **slow)
+    try:
+        follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, "--follow", world=world, **slow)
+        wait_stopped(worker.pid)
+        assert load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval"
+        assert approve_waiting(ledger, world)
+        os.kill(worker.pid, signal.SIGCONT)
+        t0 = time.monotonic()
+        while follow.poll() is None:
+            assert time.monotonic() - t0 < 120, "db-19 did not finish in time"
+            approve_waiting(ledger, world)
+            time.sleep(0.3)
+        out, err = follow.communicate()
+        assert follow.returncode == 0, out + err
+    finally:
+        workers.stop()
+    assert load(ledger)["targets"]["db-19"]["state"] == "done", out
+    assert "nothing can proceed without a human" not in out, out
+    assert counts(world)["db-19"]["link_runs"] == 1 and counts(world)["db-19"]["cutover_runs"] == 1
 
 
 def test_second_start_attaches_and_a_session_is_refused(tmp_path: Path, server: Server) -> None:

@@ -95,3 +95,40 @@ def test_a_session_waits_for_an_approval_still_being_recorded(tmp_path: Path, pl
     assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "done", text
     assert [r["kind"] for r in _records(ledger)].count("step_start") == 1
     assert text.count("not recorded by the engine yet") == 1  # said once, however often the session looked
+
+
+@pytest.mark.parametrize("planner", ["autopilot", "claude"])
+def test_an_approval_given_while_the_session_decides_is_not_left_behind(tmp_path: Path, planner: str) -> None:
+    """The session decided "nothing moves" on a ledger where db-19 awaited its approval; the
+    approval lands (fully recorded) before the session looks at what waits. It must decide
+    again on what the ledger says now and run the step, not end with "nothing can proceed
+    without a human" (autopilot) or "the planner proposes nothing more" (claude), which is
+    what the LangGraph runtime did on a busy CI machine."""
+    (tmp_path / "mark.py").write_text(MARK)
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(LEDGER)
+    rules = [note_rule("db-19 is done."), after_result_rule(), follow_rule()]
+    with api(tmp_path, rules) as fake:
+        environ = env(tmp_path, fake)
+        out = tmp_path / "session.out"
+        with open(out, "wb") as fh:
+            session = subprocess.Popen(
+                [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger), "--planner", planner,
+                 "--max-minutes", "3"], env={**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, stdout=fh,
+                stderr=subprocess.STDOUT, cwd=str(ROOT), start_new_session=True)
+        try:
+            wait_stopped(session.pid)  # it decided on a ledger where db-19 awaits its approval
+            assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "awaiting_approval"
+            approve = subprocess.run(
+                [sys.executable, "-m", "engine.cli.main", "approve", str(ledger), "db-19", "--yes", "--as", "alice"],
+                env=environ, capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+            assert approve.returncode == 0, approve.stderr
+            os.kill(session.pid, signal.SIGCONT)
+            assert session.wait(timeout=90) == 0, out.read_text()
+        finally:
+            if session.poll() is None:
+                os.killpg(session.pid, signal.SIGKILL)
+    text = out.read_text()
+    assert (tmp_path / "spawned-db-19").read_text() == "ran", text
+    assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "done", text
+    assert "nothing left to do: every target is done" in text
