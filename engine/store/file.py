@@ -190,6 +190,9 @@ class FileStore:
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
             hit = _Parse(parsed)
             hit.from_disk_cache = from_disk and bool(known)
+            if previous is None and isinstance(hit.targets, dict):  # this process's first read: the next one's is quick
+                parse_cache.save(real_path(self.path), hit.lines, hit.targets, parsed.numbered,
+                                 known=known if from_disk else None)
         self._cache = {key: hit}
         return key, hit, text
 

@@ -80,17 +80,25 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset()) -> None:
+def _few_missing(lines: dict[str, str], has) -> bool:
+    """Only a few targets' texts (each target's text is its own) are not in the cache."""
+    missing = len(lines) - sum(map(has, lines.values()))
+    return missing <= max(STALE_LINES, len(lines) // 100)
+
+
+def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset(),
+         known: dict[str, tuple[str, dict]] | None = None) -> None:
     """Remember what each target's text parsed to (best effort: a cache that cannot be
     written only costs the next reader a parse). `skip`: targets whose data JSON cannot
     carry (numbers that remember their spelling, `1.30`): they are parsed each time.
-    Skipped while the cache this process wrote is still there and lacks only a few lines."""
+    Skipped while the cache this process wrote is still there and lacks only a few lines,
+    and, for a reader, while `known` (the cache as it loaded it) does."""
     path = cache_path(real)
+    if known is not None and _few_missing(lines, known.__contains__):
+        return
     saved = _SAVED.get(path)
-    if saved is not None and saved[1] == _identity(path):
-        missing = len(lines) - sum(map(saved[0].__contains__, lines.values()))  # each target's text is its own
-        if missing <= max(STALE_LINES, len(lines) // 100):
-            return
+    if saved is not None and saved[1] == _identity(path) and _few_missing(lines, saved[0].__contains__):
+        return
     folder = cache_dir()
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)

@@ -122,3 +122,21 @@ def test_a_write_of_few_targets_keeps_the_cache_and_readers_still_read_the_file(
     assert Path(big_cache).read_bytes() == first
     store.transact(lambda ledger: setattr(ledger.targets["db-19"], "state", "done"))  # one more: saved again
     assert Path(big_cache).read_bytes() != first and FileStore(str(big)).read().counts() == {"queued": 11, "done": 9}
+
+
+def test_a_first_read_leaves_the_cache_for_the_next_reader(tmp_path, cache_home):
+    """`handoff status` on a ledger no engine wrote (by hand, by a script) saves the cache,
+    so the next reader parses only what changed; a reader whose cache covers the file does
+    not write it again, and the ledger itself is never touched by a read."""
+    path = tmp_path / "big.yaml"
+    path.write_text("task: t\ntargets:\n" + "".join(f"  db-{i}: {{state: queued}}\n" for i in range(20)))
+    before = path.read_bytes()
+    env = cli_env(XDG_CACHE_HOME=str(cache_home))
+    assert handoff("status", str(path), env=env).returncode == 0
+    cache = Path(parse_cache.cache_path(os.path.realpath(path)))
+    assert len(parse_cache.load(os.path.realpath(path))) == 20
+    stamp = cache.stat().st_mtime_ns
+    assert handoff("status", str(path), env=env).returncode == 0
+    assert cache.stat().st_mtime_ns == stamp  # the cache covered the file: not written again
+    assert path.read_bytes() == before
+    assert FileStore(str(path)).read().counts() == {"queued": 20}
