@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Callable
 
 from engine.store.atomic import atomic_write
 
@@ -86,16 +87,22 @@ def _few_missing(lines: dict[str, str], has) -> bool:
     return missing <= max(STALE_LINES, len(lines) // 100)
 
 
-def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset(),
-         known: dict[str, tuple[str, dict]] | None = None) -> None:
+def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip: Callable[[], set[str]],
+               known: dict[str, tuple[str, dict]] | None) -> None:
+    """A process's first read of a ledger saves the cache when `known`, the cache as it
+    loaded it (None: one it could not use), lacks more than a few of the file's targets:
+    a ledger nobody's engine wrote yet gets one too. `skip` is only computed then."""
+    if known is not None and _few_missing(lines, known.__contains__):
+        return
+    save(real, lines, targets, skip())
+
+
+def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset()) -> None:
     """Remember what each target's text parsed to (best effort: a cache that cannot be
     written only costs the next reader a parse). `skip`: targets whose data JSON cannot
     carry (numbers that remember their spelling, `1.30`): they are parsed each time.
-    Skipped while the cache this process wrote is still there and lacks only a few lines,
-    and, for a reader, while `known` (the cache as it loaded it) does."""
+    Skipped while the cache this process wrote is still there and lacks only a few lines."""
     path = cache_path(real)
-    if known is not None and _few_missing(lines, known.__contains__):
-        return
     saved = _SAVED.get(path)
     if saved is not None and saved[1] == _identity(path) and _few_missing(lines, saved[0].__contains__):
         return
