@@ -48,6 +48,25 @@ def _until(what, why: str, limit: float = 90.0):
         time.sleep(0.1)
 
 
+RULES = [note_rule("db-19 is done."), after_result_rule(), follow_rule()]
+
+
+def _fleet(tmp_path: Path) -> tuple[Path, Path]:
+    """(the one-target ledger with its step script beside it, where the session's output goes)."""
+    (tmp_path / "mark.py").write_text(MARK)
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(LEDGER)
+    return ledger, tmp_path / "session.out"
+
+
+def _resume(ledger: Path, planner: str, environ: dict, out: Path, *extra: str) -> subprocess.Popen:
+    with open(out, "wb") as fh:
+        return subprocess.Popen(
+            [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger), "--planner", planner,
+             "--max-minutes", "3", *extra], env=environ, stdout=fh, stderr=subprocess.STDOUT, cwd=str(ROOT),
+            start_new_session=True)
+
+
 def _records(ledger: Path) -> list[dict]:
     path = Path(str(ledger) + ".journal.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -55,18 +74,10 @@ def _records(ledger: Path) -> list[dict]:
 
 @pytest.mark.parametrize("planner", ["autopilot", "claude"])
 def test_a_session_waits_for_an_approval_still_being_recorded(tmp_path: Path, planner: str) -> None:
-    (tmp_path / "mark.py").write_text(MARK)
-    ledger = tmp_path / "ledger.yaml"
-    ledger.write_text(LEDGER)
-    rules = [note_rule("db-19 is done."), after_result_rule(), follow_rule()]
-    with api(tmp_path, rules) as fake:
+    ledger, out = _fleet(tmp_path)
+    with api(tmp_path, RULES) as fake:
         environ = env(tmp_path, fake)
-        out = tmp_path / "session.out"
-        with open(out, "wb") as fh:
-            session = subprocess.Popen(
-                [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger), "--planner", planner,
-                 "--wait", "--max-minutes", "3"], env=environ, stdout=fh, stderr=subprocess.STDOUT, cwd=str(ROOT),
-                start_new_session=True)
+        session = _resume(ledger, planner, environ, out, "--wait")
         try:
             _until(lambda: yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "awaiting_approval",
                    "the session never asked for the approval")
@@ -104,18 +115,10 @@ def test_an_approval_given_while_the_session_decides_is_not_left_behind(tmp_path
     again on what the ledger says now and run the step, not end with "nothing can proceed
     without a human" (autopilot) or "the planner proposes nothing more" (claude), which is
     what the LangGraph runtime did on a busy CI machine."""
-    (tmp_path / "mark.py").write_text(MARK)
-    ledger = tmp_path / "ledger.yaml"
-    ledger.write_text(LEDGER)
-    rules = [note_rule("db-19 is done."), after_result_rule(), follow_rule()]
-    with api(tmp_path, rules) as fake:
+    ledger, out = _fleet(tmp_path)
+    with api(tmp_path, RULES) as fake:
         environ = env(tmp_path, fake)
-        out = tmp_path / "session.out"
-        with open(out, "wb") as fh:
-            session = subprocess.Popen(
-                [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger), "--planner", planner,
-                 "--max-minutes", "3"], env={**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, stdout=fh,
-                stderr=subprocess.STDOUT, cwd=str(ROOT), start_new_session=True)
+        session = _resume(ledger, planner, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, out)
         try:
             wait_stopped(session.pid)  # it decided on a ledger where db-19 awaits its approval
             assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "awaiting_approval"
