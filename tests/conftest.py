@@ -148,11 +148,11 @@ _GROUPS = (
 )
 
 
-def wait_stopped(pid: int) -> None:
+def wait_stopped(pid: int, limit: float = 30) -> None:
     """Block until `pid` stopped itself at its failpoint (engine.host.failpoints: its /proc state is T)."""
     import time
 
-    for _ in range(600):
+    for _ in range(int(limit / 0.05)):
         with open(f"/proc/{pid}/stat") as fh:
             if fh.read().rsplit(")", 1)[1].split()[0] == "T":
                 return

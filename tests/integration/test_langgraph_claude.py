@@ -98,7 +98,7 @@ def test_an_approval_given_while_the_plan_node_decides_is_not_left_behind(tmp_pa
         environ = env(tmp_path, fake, world)
         proc = _resume(ledger, url, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, tmp_path / "run.out")
         try:
-            wait_stopped(proc.pid)
+            wait_stopped(proc.pid, 120)  # a check step, then the gate: slow on a loaded machine
             assert load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval"
             assert handoff("approve", str(ledger), "db-19", "--yes", "--as", "carol", environ=environ).returncode == 0
             os.kill(proc.pid, signal.SIGCONT)

@@ -241,7 +241,7 @@ def test_an_approval_given_while_the_workflow_decides_is_not_left_behind(tmp_pat
     try:
         follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
                               "--task-queue", q, "--follow", world=world, **slow)
-        wait_stopped(worker.pid)
+        wait_stopped(worker.pid, 120)  # a check step, then the gate: slow on a loaded machine
         assert load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval"
         assert approve_waiting(ledger, world)
         os.kill(worker.pid, signal.SIGCONT)

@@ -120,7 +120,7 @@ def test_an_approval_given_while_the_session_decides_is_not_left_behind(tmp_path
         environ = env(tmp_path, fake)
         session = _resume(ledger, planner, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, out)
         try:
-            wait_stopped(session.pid)  # it decided on a ledger where db-19 awaits its approval
+            wait_stopped(session.pid, 90)  # it decided on a ledger where db-19 awaits its approval
             assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "awaiting_approval"
             approve = subprocess.run(
                 [sys.executable, "-m", "engine.cli.main", "approve", str(ledger), "db-19", "--yes", "--as", "alice"],
