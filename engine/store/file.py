@@ -186,13 +186,13 @@ class FileStore:
                 if not from_disk or not known:
                     raise
                 parsed, from_disk = parse_document(text, self.path, None), False  # a bad cache is no error of the file's
+                parse_cache.forget(real_path(self.path))
             if not isinstance(parsed.data, dict):
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
             hit = _Parse(parsed)
             hit.from_disk_cache = from_disk and bool(known)
             if previous is None and isinstance(hit.targets, dict):  # this process's first read: the next one's is quick
-                parse_cache.after_read(real_path(self.path), hit.lines, hit.targets, lambda: parsed.numbered,
-                                       known if from_disk else None)
+                parse_cache.after_read(real_path(self.path), hit.lines, hit.targets, lambda: parsed.numbered)
         self._cache = {key: hit}
         return key, hit, text
 
@@ -209,6 +209,7 @@ class FileStore:
                 if not parsed.from_disk_cache:
                     raise
                 # What the per-user cache said does not validate: it is ignored, never reported.
+                parse_cache.forget(real_path(self.path))
                 parsed = _Parse(parse_document(text, self.path, None))
                 self._cache = {key: parsed}
                 ledger = to_ledger(parsed.data, self.path, text)

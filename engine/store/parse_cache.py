@@ -50,6 +50,7 @@ def load(real: str) -> dict[str, tuple[str, dict]]:
         return {}
     try:
         with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
             doc = json.loads(fh.read())
     except (OSError, ValueError):
         return {}
@@ -62,13 +63,21 @@ def load(real: str) -> dict[str, tuple[str, dict]]:
     for text, item in entries.items():
         if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict):
             known[text] = (item[0], item[1])
+    _SAVED[path] = (frozenset(known), (st.st_ino, st.st_size, st.st_mtime_ns))
     return known
 
 
-# cache file -> (the target texts our last save wrote, that file's identity). A write
-# that changed a few targets leaves the cache as it is: the next reader parses only
-# those few lines itself (an entry is only ever used for the very text it was made
-# from), instead of every transaction dumping 10,000 targets to JSON again.
+def forget(real: str) -> None:
+    """The cache of `real` as loaded turned out wrong (it did not validate): the next
+    save writes it whatever it covers."""
+    _SAVED.pop(cache_path(real), None)
+
+
+# cache file -> (the target texts it holds, as this process loaded or last saved it;
+# that file's identity). A write that changed a few targets leaves the cache as it is:
+# the next reader parses only those few lines itself (an entry is only ever used for
+# the very text it was made from), instead of every `approve`, every transaction,
+# dumping 10,000 targets to JSON again.
 _SAVED: dict[str, tuple[frozenset[str], tuple[int, int, int]]] = {}
 STALE_LINES = 8  # ... or 1% of the targets, whichever is more, before it is written again
 
@@ -87,14 +96,18 @@ def _few_missing(lines: dict[str, str], has) -> bool:
     return missing <= max(STALE_LINES, len(lines) // 100)
 
 
-def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip: Callable[[], set[str]],
-               known: dict[str, tuple[str, dict]] | None) -> None:
-    """A process's first read of a ledger saves the cache when `known`, the cache as it
-    loaded it (None: one it could not use), lacks more than a few of the file's targets:
-    a ledger nobody's engine wrote yet gets one too. `skip` is only computed then."""
-    if known is not None and _few_missing(lines, known.__contains__):
-        return
-    save(real, lines, targets, skip())
+def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip: Callable[[], set[str]]) -> None:
+    """A process's first read of a ledger saves the cache when the cache lacks more than
+    a few of the file's targets, so a ledger nobody's engine wrote yet gets one too.
+    `skip` (as for `save`) is only computed then."""
+    if not _covers(cache_path(real), lines):
+        save(real, lines, targets, skip())
+
+
+def _covers(path: str, lines: dict[str, str]) -> bool:
+    """The cache file at `path`, as this process knows it, lacks only a few of `lines`."""
+    known = _SAVED.get(path)
+    return known is not None and known[1] == _identity(path) and _few_missing(lines, known[0].__contains__)
 
 
 def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset()) -> None:
@@ -103,8 +116,7 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
     carry (numbers that remember their spelling, `1.30`): they are parsed each time.
     Skipped while the cache this process wrote is still there and lacks only a few lines."""
     path = cache_path(real)
-    saved = _SAVED.get(path)
-    if saved is not None and saved[1] == _identity(path) and _few_missing(lines, saved[0].__contains__):
+    if _covers(path, lines):
         return
     folder = cache_dir()
     try:
