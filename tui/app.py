@@ -93,8 +93,8 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         # must be open before it counts as a look (a glance at a wrong link moves no mark).
         self.served = served
         self.seen_after = seen_after
-        self._opened = time.monotonic()
-        self._looked = False  # a served tab has been open seen_after seconds
+        self._looked = False  # a served tab has shown its "since" for seen_after seconds
+        self._since_at: float | None = None  # when it was shown (the look is counted from then)
         self.note_draft: str | None = None  # the operator's note text a conflict left unsaved (escape)
 
     # -- mode and look ------------------------------------------------------------
@@ -150,9 +150,6 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         # After the first frame: these workers (invariants over every target, the
         # journal, the watch) would otherwise compete with the first paint for the GIL.
         self.call_after_refresh(self._start_workers)
-        self._opened = time.monotonic()
-        if self.served is not None and self.keeps_marks:
-            self.set_timer(self.seen_after, self._looked_long_enough)
 
     def _looked_long_enough(self) -> None:
         self._looked = True
@@ -201,11 +198,12 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
     def save_user_state(self, *, final: bool = True) -> None:
         """Remember what this user saw, for the next "since you last looked": the reading on
         screen, stamped with when it was read, so a tab showing an older reading never moves
-        the mark back (`Controller.save_user_state`). A served tab open less than `seen_after`
-        seconds saves nothing; `final` is the last save (on quit)."""
+        the mark back (`Controller.save_user_state`). A served tab that has not shown its
+        "since" for `seen_after` seconds saves nothing; `final` is the last save (on quit)."""
         if self._user_state_saved or self.main is None or self.main.ledger is None or not self.keeps_marks:
             return
-        if self.served is not None and not self._looked and time.monotonic() - self._opened < self.seen_after:
+        if self.served is not None and not self._looked and (
+                self._since_at is None or time.monotonic() - self._since_at < self.seen_after):
             return
         if final:
             self._user_state_saved = True
@@ -229,13 +227,17 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
             self.log.warning(f"no per-user state: {error!r}")
             previous = {}
         self.post_message(SnapshotReady(snapshot))
-        lines = changes(previous, initial.ledger)
-        if lines:
-            self.call_from_thread(self._show_since, lines)
+        self.call_from_thread(self._show_since, changes(previous, initial.ledger))
 
     def _show_since(self, lines: list[str]) -> None:
-        if self.main is not None:
+        """What changed since this viewer's mark, on screen; a served tab's look is counted
+        from now. Counted from the mount, a loaded machine let the look's save advance the
+        mark before the previous one was read: the viewer was never shown what changed."""
+        if self.main is not None and lines:
             self.main.show_since(lines)
+        self._since_at = time.monotonic()
+        if self.served is not None and self.keeps_marks:
+            self.set_timer(self.seen_after, self._looked_long_enough)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="snapshot", description="read the ledger again")
     def refresh_snapshot(self, seq: int, store_snap: Any = None) -> None:

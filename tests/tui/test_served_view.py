@@ -119,3 +119,31 @@ async def test_a_glance_is_not_a_look(ledger_path: Path, private_state: Path, mo
     monkeypatch.setenv("HANDOFF_SERVE_SEEN_AFTER", "600")
     await visit(ledger_path, "user-alice-0123456789abcdef")
     assert marks(private_state) == []
+
+
+async def test_a_slow_read_of_the_mark_never_hides_what_changed(ledger_path: Path, private_state: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The viewer's previous mark is read after the first paint, in a worker: on a loaded
+    machine that took longer than the look's wait, and the look's save moved the mark to
+    the new reading before it was read, so "since you last looked" listed nothing (the
+    browser run saw it). The look counts from when the changes are on screen."""
+    import time
+
+    alice = "user-alice-0123456789abcdef"
+    await visit(ledger_path, alice)
+    open_ledger(str(ledger_path), actor="carol").reject("web-02", "lag too high")
+    monkeypatch.setenv("HANDOFF_SERVE_SEEN_AFTER", "0.2")  # after the screen has mounted, before the read ends
+    app = served(ledger_path, alice)
+    load = app.controller.load_user_state
+
+    def slow_load():
+        time.sleep(1.0)
+        return load()
+
+    app.controller.load_user_state = slow_load
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        text = " ".join(screen_text(app).split())
+        await pilot.press("q")
+    assert "Since you last looked" in text and "web-02: awaiting_approval → blocked" in text, text
+    assert "web-02: awaiting_approval → blocked" not in await visit(ledger_path, alice)  # and that was a look
