@@ -256,9 +256,15 @@ def user(name: str) -> dict[str, str]:
 
 async def visit(browser: Browser, served: Served, name: str, *shows: str) -> str:
     """One tab of `name`: open, wait for `shows`, wait until it has counted as a look, close. The screen."""
+    mine = f"user-{name}-"
+    before = {k: m.get("seen_at") for k, m in served.marks().items() if k.startswith(mine)}
     tab = await browser.open(f"{served.base}/", user(name))
     screen = await tab.wait_for("pg14-to-pg16-fleet-upgrade", "db-18", *shows)
-    await asyncio.sleep(float(SEEN_AFTER) + 0.5)
+    # Open until it has counted as a look (SEEN_AFTER from when its changes were on screen): its mark moved.
+    deadline = time.monotonic() + PAINT
+    while not any(k.startswith(mine) and m.get("seen_at") != before.get(k) for k, m in served.marks().items()):
+        assert time.monotonic() < deadline, f"{name}'s look never counted: {served.marks()}"
+        await asyncio.sleep(0.2)
     await tab.close()
     await served.wait_viewers(0)
     return screen
