@@ -68,6 +68,8 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
     def fn(ledger: Ledger):
         if ledger.session is None or ledger.session.id != s.sid:
             raise NoChange(Decision(False, "this session no longer holds the lease"))
+        if ledger.session.stop_requested:  # asked to stop after this holder last looked: nothing new starts
+            raise NoChange(Decision(False, f"stop requested by {ledger.session.stop_requested_by or 'someone'}"))
         if name not in ledger.targets:
             raise NoChange(Decision(False, f"{name} is no longer in the ledger"))
         # Decide on the runbook as it is now: the proposal came from an earlier read, and
