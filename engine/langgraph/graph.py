@@ -35,6 +35,7 @@ from langgraph.types import Command, interrupt
 
 from engine.host import failpoints
 from engine.langgraph import nodes
+from engine.ledger.model import Ledger
 from engine.ledger.stall import moved_since
 
 
@@ -99,7 +100,7 @@ def _plan(job: nodes.Job, beat):
     return plan
 
 
-def _waiting(job: nodes.Job, beat, seen) -> tuple[list[str] | None, nodes.Ending | None]:
+def _waiting(job: nodes.Job, beat, seen: Ledger) -> tuple[list[str] | None, nodes.Ending | None]:
     """The Claude planner's turn on ledger `seen` moved nothing: wait on the approvals asked
     for, or end; (None, None) when the ledger has moved since `seen` (decide again)."""
     actor = nodes.GraphActor(job, beat)

@@ -22,10 +22,11 @@ from typing import Any
 
 from engine.errors import HandoffError
 from engine.langgraph.nodes import Ending, GraphActor, Job, fenced, settle_all, stopping
+from engine.ledger.model import Ledger
 from engine.temporal import planning as shared
 
 
-def turn(job: Job, memo: dict[str, Any] | None, beat=None) -> tuple[bool, Ending | None, dict[str, Any], Any]:
+def turn(job: Job, memo: dict[str, Any] | None, beat=None) -> tuple[bool, Ending | None, dict[str, Any], Ledger]:
     """One planning turn: (did it start or gate anything, why the run ends or None, the new
     memo, the ledger the turn was decided on)."""
     memo = copy.deepcopy(memo or {})  # the graph's state is never changed in place
