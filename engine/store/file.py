@@ -192,7 +192,8 @@ class FileStore:
             hit = _Parse(parsed)
             hit.from_disk_cache = from_disk and bool(known)
             if previous is None and isinstance(hit.targets, dict):  # this process's first read: the next one's is quick
-                parse_cache.after_read(real_path(self.path), hit.lines, hit.targets, lambda: parsed.numbered)
+                parse_cache.after_read(real_path(self.path), hit.lines, hit.targets, lambda: parsed.numbered,
+                                       known if from_disk else {})
         self._cache = {key: hit}
         return key, hit, text
 

@@ -63,7 +63,7 @@ def load(real: str) -> dict[str, tuple[str, dict]]:
     for text, item in entries.items():
         if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict):
             known[text] = (item[0], item[1])
-    _SAVED[path] = (frozenset(known), (st.st_ino, st.st_size, st.st_mtime_ns))
+    _LOADED[path] = (st.st_ino, st.st_size, st.st_mtime_ns)  # after_read records what it holds of the file
     return known
 
 
@@ -71,6 +71,7 @@ def forget(real: str) -> None:
     """The cache of `real` as loaded turned out wrong (it did not validate): the next
     save writes it whatever it covers."""
     _SAVED.pop(cache_path(real), None)
+    _LOADED.pop(cache_path(real), None)
 
 
 # cache file -> (the target texts it holds, as this process loaded or last saved it;
@@ -79,6 +80,7 @@ def forget(real: str) -> None:
 # the very text it was made from), instead of every `approve`, every transaction,
 # dumping 10,000 targets to JSON again.
 _SAVED: dict[str, tuple[frozenset[str], tuple[int, int, int]]] = {}
+_LOADED: dict[str, tuple[int, int, int]] = {}  # cache file -> its identity when `load` read it
 STALE_LINES = 8  # ... or 1% of the targets, whichever is more, before it is written again
 
 
@@ -96,11 +98,18 @@ def _few_missing(lines: dict[str, str], has) -> bool:
     return missing <= max(STALE_LINES, len(lines) // 100)
 
 
-def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip: Callable[[], set[str]]) -> None:
-    """A process's first read of a ledger saves the cache when the cache lacks more than
-    a few of the file's targets, so a ledger nobody's engine wrote yet gets one too.
-    `skip` (as for `save`) is only computed then."""
-    if not _covers(cache_path(real), lines):
+def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip: Callable[[], set[str]],
+               known: dict[str, tuple[str, dict]]) -> None:
+    """A process's first read of a ledger, `known` being the cache `load` gave it: what
+    the cache holds of this file is remembered (the file's own texts, so no second copy
+    of 10,000 strings stays alive), and the cache is saved when it lacks more than a few
+    of the file's targets, so a ledger nobody's engine wrote yet gets one too. `skip`
+    (as for `save`) is only computed then."""
+    path = cache_path(real)
+    loaded = _LOADED.pop(path, None)
+    if loaded is not None:
+        _SAVED[path] = (frozenset(t for t in lines.values() if t in known), loaded)
+    if not _covers(path, lines):
         save(real, lines, targets, skip())
 
 
