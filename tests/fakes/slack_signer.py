@@ -65,12 +65,12 @@ class Signer:
                 "Content-Type": "application/x-www-form-urlencoded"}
 
     def post(self, url: str, payload: dict[str, Any] | None = None, *, body: bytes | None = None,
-             headers: dict[str, str] | None = None) -> tuple[int, str]:
+             headers: dict[str, str] | None = None, timeout: float = 10) -> tuple[int, str]:
         """POST a signed request to the app's Request URL; (status, response body)."""
         body = self.body(payload) if body is None else body
         request = urllib.request.Request(url, data=body, method="POST", headers=headers or self.headers(body))
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()

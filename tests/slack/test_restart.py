@@ -109,10 +109,16 @@ def test_a_change_after_the_checks_is_caught_under_the_lock(tmp_path, fake, sign
     path = ledger(tmp_path)
     app = started(fake, [str(path)], env={"HANDOFF_FAILPOINTS": "slack-before-approve"})
     view = review(app, fake, signer, ALICE)
-    assert signer.post(app.url, signer.submit(view, ALICE, "db-1"))[0] == 200
-    wait_for(lambda: _stopped(app.proc.pid), what="the process frozen before approving")
-    path.write_text(path.read_text().replace("0/9A3F2C10", "0/9A3F2C99"))
-    os.kill(app.proc.pid, signal.SIGCONT)
+    # The submission is queued before its ack is written: the freeze may come before the ack
+    # has left (a loaded machine), so the POST is answered once the process goes on.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(signer.post, app.url, signer.submit(view, ALICE, "db-1"), timeout=90)
+        wait_for(lambda: _stopped(app.proc.pid), what="the process frozen before approving")
+        path.write_text(path.read_text().replace("0/9A3F2C10", "0/9A3F2C99"))
+        os.kill(app.proc.pid, signal.SIGCONT)
+        assert answer.result(timeout=90)[0] == 200
     wait_for(lambda: fake.ephemerals(ALICE), what="the refusal")
     assert "the command changed; review again" in fake.ephemerals(ALICE)[0]
     assert not approved(path) and load(path)["targets"]["db-1"]["state"] == "awaiting_approval"
