@@ -21,7 +21,10 @@ def test_a_secret_in_the_argv_is_redacted_in_slack_and_in_the_slack_state(tmp_pa
     started(fake, [str(path)])
     msg = posted(fake)
     assert "token=" in str(msg["blocks"]) and "s3cr3t-42" not in fake.everything()
-    assert "s3cr3t-42" not in (tmp_path / "ledger.yaml.slack.jsonl").read_text()
+    state = tmp_path / "ledger.yaml.slack.jsonl"  # the message's record is written once Slack answered the post
+    text = wait_for(lambda: state.exists() and msg["ts"] in state.read_text() and state.read_text(),
+                    what="the posted message in the Slack state")
+    assert "token=[REDACTED]" in text and "s3cr3t-42" not in text
 
 
 def test_reject_from_slack_blocks_the_target_with_the_reason(tmp_path, fake, signer, started):
