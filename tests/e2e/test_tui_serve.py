@@ -55,7 +55,9 @@ def pixels(png: bytes) -> list[tuple[int, ...]]:
     return _pixels(png)
 
 
-async def screenshot(url: str, seconds: float, during=None) -> bytes:
+async def screenshot(url: str, ready, during=None, limit: float = 60.0) -> list[tuple[int, ...]]:
+    """The page's pixels once `ready(pixels)` holds (bounded by `limit`): the viewer's own handoff-tui process
+    starts and paints at the speed of a loaded machine. `during` runs once it is ready, before the last shot."""
     """Open `url` in headless Chromium, wait `seconds`, run `during()` while the page is open, screenshot."""
     profile = tempfile.mkdtemp(prefix="handoff-chromium-")
     browser = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--hide-scrollbars", "--enable-unsafe-swiftshader",
@@ -84,15 +86,28 @@ async def screenshot(url: str, seconds: float, during=None) -> bytes:
 
                 await call("Page.enable")
                 await call("Page.navigate", url=url)
-                await asyncio.sleep(seconds)  # the viewer's own handoff-tui process starts and paints
+                deadline = time.monotonic() + limit
+                while not ready(shot := pixels(base64.b64decode((await call("Page.captureScreenshot",
+                                                                            format="png"))["data"]))):
+                    assert time.monotonic() < deadline, f"{ready.__name__}: not so within {limit:.0f} s ({ready.__doc__})"
+                    await asyncio.sleep(0.5)
                 if during is not None:
                     await during()
-                shot = await call("Page.captureScreenshot", format="png")
-                return base64.b64decode(shot["data"])
+                return shot
     finally:
         browser.kill()
         browser.wait()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def chip_of(shot: list[tuple[int, ...]], width: int = 1000) -> list[tuple[int, ...]]:
+    """The top-left corner of a 1000-wide screenshot, where the header's READ-ONLY chip is painted."""
+    return [shot[y * width + x][:3] for y in range(0, 20) for x in range(0, 200) if y * width + x < len(shot)]
+
+
+def painted(shot: list[tuple[int, ...]]) -> bool:
+    """The viewer's screen is up: its chip is drawn (the page starts blank, then shows textual-serve's intro)."""
+    return chip_of(shot).count(READ_ONLY_CHIP) > 200
 
 
 def folder_state(folder: Path) -> dict[str, bytes]:
@@ -138,7 +153,7 @@ async def test_an_observer_page_behind_a_token_in_chromium(tmp_path: Path) -> No
                     await http.ws_connect(f"{base}/ws?token={TOKEN}", headers={"Origin": base})
                 assert over.value.status == 503  # --max-viewers 1, and Chromium holds the one
 
-            shot = pixels(await screenshot(f"{base}/?token={TOKEN}", 12.0, during=second_viewer))
+            shot = await screenshot(f"{base}/?token={TOKEN}", painted, during=second_viewer)
     finally:
         server.terminate()
         try:
@@ -146,9 +161,6 @@ async def test_an_observer_page_behind_a_token_in_chromium(tmp_path: Path) -> No
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    width = 1000
-    chip = [shot[y * width + x][:3] for y in range(0, 20) for x in range(0, 200) if y * width + x < len(shot)]
-    assert chip.count(READ_ONLY_CHIP) > 200, "no READ-ONLY chip in the top-left corner of the screenshot"
     assert len(set(p[:3] for p in shot)) > 100  # text was drawn (a blank or intro page has a handful of colours)
     assert folder_state(folder) == before
 

@@ -119,8 +119,9 @@ class FakeSlack:
                     return 200, {"ok": False, "error": "message_not_found"}
                 self.messages[key] = {**self.messages[key], **params}
                 return 200, {"ok": True, "channel": params["channel"], "ts": params["ts"]}
-            if method == "views.open":
-                return 200, {"ok": True, "view": {**params["view"], "id": f"V{next(self._ts):06d}"}}
+            if method == "views.open":  # the id is kept with its call under the same lock a views() reader takes
+                self.calls[-1]["view_id"] = view_id = f"V{next(self._ts):06d}"
+                return 200, {"ok": True, "view": {**params["view"], "id": view_id}}
             if method == "chat.postEphemeral":
                 return 200, {"ok": True, "message_ts": f"{time.time():.6f}"}
             return 200, {"ok": False, "error": "unknown_method"}
@@ -160,9 +161,6 @@ def _handler(fake: FakeSlack):
             auth = self.headers.get("Authorization") or ""
             token = auth.removeprefix("Bearer ").strip() or params.pop("token", None)
             status, data = fake.answer(method, params, token)
-            if method == "views.open" and data.get("ok"):
-                with fake.lock:
-                    fake.calls[-1]["view_id"] = data["view"]["id"]
             self._send(status, data)
 
         def _send(self, status: int, data: dict) -> None:

@@ -130,8 +130,11 @@ def test_kill9_with_two_irreversible_steps_in_flight_runs_each_once(tmp_path: Pa
     # Run 2: both links start in one super-step (speed 1: each runs 2 s); kill -9 while both run.
     second = _runtime(ledger, url, world, HANDOFF_SIM_SPEED="1")
     try:
-        wait_for(lambda: len(_link_starts(ledger)) == 2 and _spawned(ledger), 60, "both links to start")
-        running = [n for n, t in load(ledger)["targets"].items() if t.get("in_flight", {}).get("step") == "link"]
+        def both_in_flight() -> list[str]:
+            running = [n for n, t in load(ledger)["targets"].items() if t.get("in_flight", {}).get("step") == "link"]
+            return running if len(_link_starts(ledger)) == 2 and _spawned(ledger) else []
+
+        running = wait_for(both_in_flight, 60, "both links to start")  # read in the same look as the starts
         os.kill(second.pid, signal.SIGKILL)  # the runtime only: its step processes run on, as after a crash
         second.wait(10)
     finally:

@@ -24,7 +24,7 @@ def test_a_bad_signature_is_refused_and_changes_nothing(tmp_path, fake, signer, 
     assert status == 401
     wait_for(lambda: refused(path), what="the refusal record")
     assert "does not match the signing secret" in refused(path)[0]["msg"]
-    assert "refused a request" in app.stderr()
+    wait_for(lambda: "refused a request" in app.stderr(), what="the refusal said on stderr")  # read by a thread
     time.sleep(1.0)  # the worker had every chance to act on it
     assert not approved(path)
     _unchanged(path, before)

@@ -38,7 +38,8 @@ def test_reject_from_slack_blocks_the_target_with_the_reason(tmp_path, fake, sig
     assert signer.post(app.url, signer.submit(view, BOB, "lag is 40s, not now"))[0] == 200
     wait_for(lambda: load(path)["targets"]["db-1"]["state"] == "blocked", what="the target blocked")
     assert load(path)["targets"]["db-1"]["reason"] == "rejected by bob: lag is 40s, not now"
-    (record,) = [r for r in journal(path) if r["kind"] == "rejection"]
+    (record,) = wait_for(lambda: [r for r in journal(path) if r["kind"] == "rejection"],  # journaled after the write
+                         what="the rejection record")
     assert record["actor"] == "bob" and record["via"] == "slack" and record["slack"]["user"] == BOB
     wait_for(lambda: "not approved: db-1 is blocked: rejected by bob" in str(fake.message(0)["blocks"]),
              what="the message edited")

@@ -98,10 +98,10 @@ async def test_colon_completes_and_offers_nothing_mutating_when_read_only(ledger
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("colon", "a", "p")
-        await pilot.pause(0.2)
+        await settle(pilot)  # the suggester answers in a worker
         await pilot.press("right")  # accept the suggestion, as Input does
         await pilot.press("space", "w")
-        await pilot.pause(0.2)
+        await settle(pilot)  # the suggester answers in a worker
         await pilot.press("right")
         assert app.main.query_one("#cmdline", Input).value == "approve web-02"
     app = build(ledger_path, read_only=True)
@@ -112,7 +112,7 @@ async def test_colon_completes_and_offers_nothing_mutating_when_read_only(ledger
         assert not isinstance(app.screen, ApproveScreen)
         assert any(n.startswith("read-only: :approve changes the ledger") for n in notes(app))
         await pilot.press("colon", "a", "p")
-        await pilot.pause(0.2)
+        await settle(pilot)  # the suggester answers in a worker
         await pilot.press("right")
         assert app.main.query_one("#cmdline", Input).value == "ap"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 
 from engine.api import open_ledger
@@ -58,6 +59,7 @@ async def test_header_and_summary_never_disagree_under_a_writer(tmp_path: Path) 
         try:
             for i in range(N):
                 writer.reject(f"db-{i:02d}", "not tonight")
+                time.sleep(0.05)  # a burst faster than the watcher's debounce would be one change on screen
         finally:
             done.set()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from engine.api import open_ledger
-from tests.tui.helpers import FIXED_NOW, fixed_clock, journal_records, screen_text, settle
+from tests.tui.helpers import FIXED_NOW, fixed_clock, journal_records, screen_text, settle, wait_until
 from tui.app import make_app
 from tui.messages import Snapshot
 from tui.widgets.log_pane import LogPane
@@ -99,17 +99,10 @@ async def test_log_pane_shows_the_tail_not_the_whole_journal(ledger_path: Path) 
         handle.journal.append("log", f"old record {i:03d}", actor="tester")
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=True)
     async with app.run_test(size=(160, 50)) as pilot:
-        for _ in range(40):  # the journal worker keeps running while following: wait on what it shows
-            await pilot.pause(0.05)
-            if app.main.query_one(LogPane).lines_seen:
-                break
-        log = app.main.query_one(LogPane)
+        log = app.main.query_one(LogPane)  # the journal worker keeps running while following: wait on what it shows
+        await wait_until(pilot, lambda: log.lines_seen, timeout=20)
         assert log.lines_seen == 200
         handle.journal.append("log", "a brand new record", actor="tester")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if log.lines_seen == 201:
-                break
-        assert log.lines_seen == 201
+        await wait_until(pilot, lambda: log.lines_seen == 201, timeout=20)
         assert "a brand new record" in log._records[-1]["msg"]
         assert log._records[0]["msg"] == "old record 250"

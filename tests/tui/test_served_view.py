@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.api import open_ledger
-from tests.tui.helpers import screen_text, settle
+from tests.tui.helpers import screen_text, settle, wait_until
 from tui.app import make_app
 from tui.screens.detail import DetailScreen
 from tui.viewer import ServedView
@@ -144,6 +144,7 @@ async def test_a_slow_read_of_the_mark_never_hides_what_changed(ledger_path: Pat
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         text = " ".join(screen_text(app).split())
+        await wait_until(pilot, lambda: app._looked)  # shown for SEEN_AFTER: this tab's look counts
         await pilot.press("q")
     assert "Since you last looked" in text and "web-02: awaiting_approval → blocked" in text, text
     assert "web-02: awaiting_approval → blocked" not in await visit(ledger_path, alice)  # and that was a look

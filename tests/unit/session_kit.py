@@ -121,10 +121,11 @@ def journal(ledger: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
+def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
+    """What `predicate()` returned once it was true (bounded by `timeout`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():
-            return
+        if got := predicate():
+            return got
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
