@@ -47,6 +47,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("HANDOFF_WRITE_BYTECODE", None, "`0` stops the engine writing its own bytecode under PYTHONDONTWRITEBYTECODE",
             unit="text"),
     Setting("HANDOFF_FAILPOINTS", None, "named points where a test freezes this process (tests only)", unit="names"),
+    Setting("HANDOFF_FAILPOINT_PAUSE", None, "a failpoint pauses only its thread: it creates this file and waits until "
+            "it is removed (tests only)", unit="text"),
     Setting("HANDOFF_AGENT", None, "set for every process an agent session spawns: people-only operations refuse it",
             unit="text", internal=True),
     Setting("HANDOFF_STEP_TOKEN", None, "set for a step process: the intent token a later session finds it by",

@@ -160,6 +160,18 @@ def wait_stopped(pid: int, limit: float = 30) -> None:
     raise AssertionError(f"process {pid} never reached its failpoint")
 
 
+def wait_paused(marker, limit: float = 30) -> None:
+    """Block until a thread paused at its failpoint (engine.host.failpoints with
+    HANDOFF_FAILPOINT_PAUSE=marker: the file exists); removing the file lets it go on."""
+    import time
+
+    for _ in range(int(limit / 0.05)):
+        if os.path.exists(marker):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no thread paused at its failpoint ({marker} never appeared)")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items) -> None:
     """Give each test that shares something (above) its xdist group, unless it has one."""

@@ -82,26 +82,25 @@ def test_the_claude_plan_node_drives_two_targets_to_the_end(tmp_path: Path, chec
 
 def test_an_approval_given_while_the_plan_node_decides_is_not_left_behind(tmp_path: Path, checkpointer) -> None:
     """The model's turn saw db-19 awaiting its link's approval and moved nothing; the approval
-    lands before the plan node looks at what waits (the runtime frozen at failpoint
-    `nothing-moved`). The node must take a turn on what the ledger says now, not end with
-    "the planner proposes nothing more" and db-19 left behind (a CI run did: exit 0, db-21
-    verified)."""
-    import os
-    import signal
-
-    from tests.conftest import wait_stopped
+    lands before the plan node looks at what waits (the plan node's thread paused at failpoint
+    `nothing-moved`: a whole-process stop could keep a lock another thread holds). The node
+    must take a turn on what the ledger says now, not end with "the planner proposes nothing
+    more" and db-19 left behind (a CI run did: exit 0, db-21 verified)."""
+    from tests.conftest import wait_paused
 
     url, _schema = checkpointer
     ledger = small_fleet(tmp_path, "db-19")
     world = ledger.parent.parent / "world"
     with api(tmp_path, [note_rule("db-19 is done."), after_result_rule(), follow_rule()]) as fake:
         environ = env(tmp_path, fake, world)
-        proc = _resume(ledger, url, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, tmp_path / "run.out")
+        paused = tmp_path / "paused-at-nothing-moved"
+        proc = _resume(ledger, url, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved",
+                                     "HANDOFF_FAILPOINT_PAUSE": str(paused)}, tmp_path / "run.out")
         try:
-            wait_stopped(proc.pid, 120)  # a check step, then the gate: slow on a loaded machine
+            wait_paused(paused, 120)  # a check step, then the gate: slow on a loaded machine
             assert load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval"
             assert handoff("approve", str(ledger), "db-19", "--yes", "--as", "carol", environ=environ).returncode == 0
-            os.kill(proc.pid, signal.SIGCONT)
+            paused.unlink()
             deadline = time.monotonic() + 120
             while proc.poll() is None and time.monotonic() < deadline:
                 if load(ledger)["targets"]["db-19"].get("state") == "awaiting_approval":

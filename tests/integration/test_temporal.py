@@ -226,25 +226,28 @@ def test_kill9_workers_mid_step(tmp_path: Path, server: Server) -> None:
 
 def test_an_approval_given_while_the_workflow_decides_is_not_left_behind(tmp_path: Path, server: Server) -> None:
     """A decision found nothing to start (db-19 awaited its link's approval); the approval
-    lands before the decision looks at what waits (the worker frozen at failpoint
-    `nothing-moved`). The workflow decides again on what the ledger says now instead of
-    ending with "nothing can proceed without a human" and db-19 left behind. The heartbeat
-    timeout is long here so that the frozen decision is not retried, which would hide it."""
-    from tests.conftest import wait_stopped
+    lands before the decision looks at what waits (the deciding thread paused at failpoint
+    `nothing-moved`; only that thread, since the worker's keeper may hold the journal's lock
+    at any instant, and a whole-process stop kept it: the approval waited for ever). The
+    workflow decides again on what the ledger says now instead of ending with "nothing can
+    proceed without a human" and db-19 left behind. The heartbeat timeout is long here so
+    that the paused decision is not retried, which would hide it."""
+    from tests.conftest import wait_paused
 
     ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}})
     world = tmp_path / "world"
     q = queue()
     slow = {"HANDOFF_TEMPORAL_HEARTBEAT_TIMEOUT": "60"}
+    paused = tmp_path / "paused-at-nothing-moved"
     workers = Workers(server, q, world, tmp_path)
-    worker = workers.start(HANDOFF_FAILPOINTS="nothing-moved", **slow)
+    workers.start(HANDOFF_FAILPOINTS="nothing-moved", HANDOFF_FAILPOINT_PAUSE=str(paused), **slow)
     try:
         follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
                               "--task-queue", q, "--follow", world=world, **slow)
-        wait_stopped(worker.pid, 120)  # a check step, then the gate: slow on a loaded machine
+        wait_paused(paused, 120)  # a check step, then the gate: slow on a loaded machine
         assert load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval"
         assert approve_waiting(ledger, world)
-        os.kill(worker.pid, signal.SIGCONT)
+        paused.unlink()
         t0 = time.monotonic()
         while follow.poll() is None:
             assert time.monotonic() - t0 < 120, "db-19 did not finish in time"
@@ -253,6 +256,7 @@ def test_an_approval_given_while_the_workflow_decides_is_not_left_behind(tmp_pat
         out, err = follow.communicate()
         assert follow.returncode == 0, out + err
     finally:
+        paused.unlink(missing_ok=True)
         workers.stop()
     assert load(ledger)["targets"]["db-19"]["state"] == "done", out
     assert "nothing can proceed without a human" not in out, out

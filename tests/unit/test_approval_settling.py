@@ -24,7 +24,7 @@ import pytest
 import yaml
 from claude_kit import after_result_rule, api, env, follow_rule, note_rule
 
-from tests.conftest import ROOT, wait_stopped
+from tests.conftest import ROOT, wait_paused, wait_stopped
 
 LEDGER = """\
 task: settling
@@ -118,15 +118,17 @@ def test_an_approval_given_while_the_session_decides_is_not_left_behind(tmp_path
     ledger, out = _fleet(tmp_path)
     with api(tmp_path, RULES) as fake:
         environ = env(tmp_path, fake)
-        session = _resume(ledger, planner, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved"}, out)
+        paused = tmp_path / "paused-at-nothing-moved"  # only the deciding thread: its lease's heartbeat runs on
+        session = _resume(ledger, planner, {**environ, "HANDOFF_FAILPOINTS": "nothing-moved",
+                                            "HANDOFF_FAILPOINT_PAUSE": str(paused)}, out)
         try:
-            wait_stopped(session.pid, 90)  # it decided on a ledger where db-19 awaits its approval
+            wait_paused(paused, 90)  # it decided on a ledger where db-19 awaits its approval
             assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["state"] == "awaiting_approval"
             approve = subprocess.run(
                 [sys.executable, "-m", "engine.cli.main", "approve", str(ledger), "db-19", "--yes", "--as", "alice"],
                 env=environ, capture_output=True, text=True, cwd=str(ROOT), timeout=60)
             assert approve.returncode == 0, approve.stderr
-            os.kill(session.pid, signal.SIGCONT)
+            paused.unlink()
             assert session.wait(timeout=90) == 0, out.read_text()
         finally:
             if session.poll() is None:
