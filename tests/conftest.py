@@ -160,6 +160,26 @@ def wait_stopped(pid: int, limit: float = 30) -> None:
     raise AssertionError(f"process {pid} never reached its failpoint")
 
 
+def freeze_holding_no_lock(pid: int, limit: float = 30) -> None:
+    """SIGSTOP `pid` at an instant it holds no file lock (/proc/locks, read once it has
+    stopped): a process frozen mid-append to the journal keeps the journal's lock, and every
+    other writer, the test's included, would wait on it. Stopped with a lock, it is let go
+    on for a moment and stopped again."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + limit
+    while True:
+        os.kill(pid, signal.SIGSTOP)
+        wait_stopped(pid, limit)
+        with open("/proc/locks", encoding="ascii") as fh:
+            if not any(line.split()[4] == str(pid) for line in fh if "->" not in line):
+                return
+        os.kill(pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, f"process {pid} held a file lock at every try for {limit:.0f} s"
+        time.sleep(0.01)
+
+
 def wait_paused(marker, limit: float = 30) -> None:
     """Block until a thread paused at its failpoint (engine.host.failpoints with
     HANDOFF_FAILPOINT_PAUSE=marker: the file exists); removing the file lets it go on."""

@@ -87,8 +87,10 @@ async def screenshot(url: str, ready, during=None, limit: float = 60.0) -> list[
                 await call("Page.enable")
                 await call("Page.navigate", url=url)
                 deadline = time.monotonic() + limit
-                while not ready(shot := pixels(base64.b64decode((await call("Page.captureScreenshot",
-                                                                            format="png"))["data"]))):
+                while True:
+                    got = await call("Page.captureScreenshot", format="png")  # no data while the page loads
+                    if "data" in got and ready(shot := pixels(base64.b64decode(got["data"]))):
+                        break
                     assert time.monotonic() < deadline, f"{ready.__name__}: not so within {limit:.0f} s ({ready.__doc__})"
                     await asyncio.sleep(0.5)
                 if during is not None:

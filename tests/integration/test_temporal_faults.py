@@ -34,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from session_kit import journal, load, tool, tool_ledger  # noqa: E402
 from temporal_kit import Server, Workers, handoff_run, queue, step_processes  # noqa: E402
 
+from tests.conftest import freeze_holding_no_lock  # noqa: E402
+
 TARGETS = ("t-1", "t-2")
 FREEZE = 8.0
 
@@ -126,7 +128,7 @@ def test_a_frozen_worker_never_starts_a_step_twice(tmp_path: Path, server: Serve
         # The chosen point: the first irreversible step process seen, and the worker that spawned it.
         found = _wait_for(lambda: step_processes({p.pid for p in workers.alive()}, script="tool.py"), 60, "a cut to run")
         _pid, frozen, argv = found[0]
-        os.kill(frozen, signal.SIGSTOP)
+        freeze_holding_no_lock(frozen)  # its step runs on; its worker takes no lock another worker waits on
         victim = argv[-1]
         # Taken over: its heartbeat stops, Temporal times the activity out, the other worker settles it.
         _wait_for(lambda: [r for r in journal(ledger) if r.get("kind") == "reconcile" and r.get("target") == victim], 60,
