@@ -165,6 +165,8 @@ def test_transaction_does_not_touch_a_readers_ledger(article):
 
 
 async def _events(store, action, count, timeout=10.0):
+    """The first `count` events the watch yields while `action(got)` runs in a thread (it
+    may wait on `got`, the events so far, to save again only once the last save was seen)."""
     stop = asyncio.Event()
     got = []
 
@@ -176,28 +178,37 @@ async def _events(store, action, count, timeout=10.0):
 
     task = asyncio.create_task(consume())
     await asyncio.sleep(0.3)  # let the watcher start
-    await asyncio.to_thread(action)
+    await asyncio.to_thread(action, got)
     await asyncio.wait_for(task, timeout)
     return got
+
+
+def _seen(got: list, n: int, limit: float = 10.0) -> None:
+    """Wait (in the action's thread) until the watch has yielded `n` events: the next save is
+    then a change of its own, not one the watcher's debounce may fold into the last."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while len(got) < n:
+        assert time.monotonic() < deadline, f"the watch yielded {len(got)} of {n} events"
+        time.sleep(0.02)
 
 
 async def test_watch_sees_an_atomic_replace(article):
     """The watch yields the new ledger after an engine write (a rename, seen as *added* on the folder)."""
     store = FileStore(str(article))
-    got = await _events(store, lambda: FileStore(str(article)).transact(_state), 1)
+    got = await _events(store, lambda _got: FileStore(str(article)).transact(_state), 1)
     assert got[0].ledger.targets["db-19"].state == "checked"
 
 
 async def test_watch_sees_editor_saves_one_after_another(article):
     """Two saves in a row (rename, then truncate-and-write) each give an event; the watch survives the inode swap."""
 
-    def edits():
-        import time
-
+    def edits(got):
         tmp = article.parent / "ledger.yaml.tmp~"
         tmp.write_text(ARTICLE.replace("db-19: {state: queued}", "db-19: {state: checked}"))
         os.replace(tmp, article)
-        time.sleep(0.4)
+        _seen(got, 1)
         with open(article, "w") as fh:
             fh.write(ARTICLE.replace("db-19: {state: queued}", "db-19: {state: done}"))
 
@@ -208,11 +219,9 @@ async def test_watch_sees_editor_saves_one_after_another(article):
 async def test_watch_reports_a_broken_file_then_recovers(article):
     """A save that does not parse yields the error (file:line:col); the next good save yields a ledger."""
 
-    def edits():
-        import time
-
+    def edits(got):
         article.write_text("task: t\ntargets:\n  a: {state: queued\n")
-        time.sleep(0.4)
+        _seen(got, 1)
         article.write_text(ARTICLE)
 
     got = await _events(FileStore(str(article)), edits, 2)
@@ -223,7 +232,7 @@ async def test_watch_reports_a_broken_file_then_recovers(article):
 async def test_watch_ignores_other_files_in_the_folder(article):
     """Writing a sibling file (the journal, a temp file) yields nothing; only the ledger counts."""
 
-    def edits():
+    def edits(_got):
         import time
 
         (article.parent / "other.yaml").write_text("x: 1\n")
