@@ -56,9 +56,8 @@ def pixels(png: bytes) -> list[tuple[int, ...]]:
 
 
 async def screenshot(url: str, ready, during=None, limit: float = 60.0) -> list[tuple[int, ...]]:
-    """The page's pixels once `ready(pixels)` holds (bounded by `limit`): the viewer's own handoff-tui process
-    starts and paints at the speed of a loaded machine. `during` runs once it is ready, before the last shot."""
-    """Open `url` in headless Chromium, wait `seconds`, run `during()` while the page is open, screenshot."""
+    """Open `url` in headless Chromium; its pixels once `ready(pixels)` holds (bounded by `limit`: the viewer's
+    own handoff-tui process starts and paints at the speed of a loaded machine). `during` runs then, page open."""
     profile = tempfile.mkdtemp(prefix="handoff-chromium-")
     browser = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--hide-scrollbars", "--enable-unsafe-swiftshader",
                                 "--use-gl=angle", "--use-angle=swiftshader", "--window-size=1000,600",

@@ -183,15 +183,12 @@ async def _events(store, action, count, timeout=10.0):
     return got
 
 
-def _seen(got: list, n: int, limit: float = 10.0) -> None:
+def _seen(got: list, n: int) -> None:
     """Wait (in the action's thread) until the watch has yielded `n` events: the next save is
     then a change of its own, not one the watcher's debounce may fold into the last."""
-    import time
+    from session_kit import wait_for
 
-    deadline = time.monotonic() + limit
-    while len(got) < n:
-        assert time.monotonic() < deadline, f"the watch yielded {len(got)} of {n} events"
-        time.sleep(0.02)
+    wait_for(lambda: len(got) >= n, 10, f"the watch to yield {n} events")
 
 
 async def test_watch_sees_an_atomic_replace(article):
