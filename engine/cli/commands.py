@@ -248,7 +248,7 @@ def cmd_status(args) -> int:
         data = {"version": version(), **data, "needs_person": needs_a_person(ledger)}  # version: which handoff wrote this
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
         text = json.dumps(data, ensure_ascii=False)
-        safe = redactor.document(data, text)  # a secret written in by hand is not shown either
+        safe = redactor.document(data)  # a secret written in by hand is not shown either
         sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
         return 0
     from engine.codec.textsafe import visible

@@ -207,7 +207,7 @@ def splice(parsed: Parsed, change: Change) -> Parsed:
         targets[name] = patch(targets.get(name, MISSING), change.targets_before.get(name, MISSING), after)
         if numbers.holds(targets[name]):
             numbered.add(name)
-    if targets.keys() != old_targets.keys():
+    if any((n in targets) != (n in old_targets) for n in changed):  # only a changed name can come or go
         # As they were; a new one after them, in the model's order.
         order = [n for n in old_targets if n in targets] + [n for n in change.targets_after if n in targets and n not in old_targets]
         targets = {n: targets[n] for n in order}
@@ -272,8 +272,8 @@ def _splice_targets(doc: _Doc, changed: list[str], targets: dict, where: dict[st
         else:
             doc.remove(where[name], pad)
             written[name] = None
-    for name in targets:
-        if name not in where:
+    for name in changed:  # a new target is among the changed, in the order `targets` has them
+        if name in targets and name not in where:
             written[name] = doc.insert_target(name, _target_rows(name, targets[name], doc.indent))
     return written
 

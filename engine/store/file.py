@@ -410,7 +410,8 @@ class FileStore:
                                          outside.who_edited(real_path(self.path)))
                 except HandoffError:
                     pass  # the ledger is written; the journal notes the lost record as a gap at its next append
-            parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered)
+            parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered,
+                             changed=None if names is None else (parsed.lines, names))
             return result, ledger.revision
         raise Refused(
             f"{self.path} kept changing while we tried to write it ({_CAS_RETRIES} tries); "

@@ -1,7 +1,7 @@
 """Edits made to a file ledger outside the engine: what changed, who, and what is not trusted.
 
 After every write the engine keeps, beside the ledger, the few fields of each target a
-hand edit could use to fake progress or revive an approval (`<ledger>.last-write.targets.json`:
+hand edit could use to fake progress or revive an approval (engine.store.kept_fields:
 state, checkpoint, the intent in flight, approvals and whether each was used, awaiting,
 and the changed-outside flag). When the engine next writes a file that someone else
 changed, it diffs the file against that copy field by field, journals an `external_edit`
@@ -21,10 +21,9 @@ from typing import Any
 
 from engine.codec.timefmt import now_iso
 from engine.ledger.model import Ledger, Target
-from engine.store.atomic import atomic_write
-from engine.store.sidecar import read_record  # the one reader of a JSON sidecar record
+from engine.store import kept_fields
 
-SUFFIX = ".last-write.targets.json"
+SUFFIX = kept_fields.WHOLE
 SAFE_STATES = ("blocked", "failed")  # a person stopping a target by hand is never a lie about progress
 
 
@@ -39,9 +38,6 @@ def _fields(t: Target) -> dict[str, Any]:
     }
 
 
-_LAST: dict[str, tuple[str, dict[str, str]]] = {}  # ledger -> (content hash, each target's encoded entry)
-
-
 def _entry(name: str, t: Target) -> str:
     """One target's `"name":{fields}` exactly as `json.dumps(body, separators=(",", ":"))` spells it."""
     return json.dumps(name) + ":" + json.dumps(_fields(t), separators=(",", ":"))
@@ -50,25 +46,21 @@ def _entry(name: str, t: Target) -> str:
 def save_fields(ledger_path: str, ledger: Ledger, key: str, *, base: str | None = None, names: set[str] | None = None) -> None:
     """Keep what the engine just wrote as content `key` (after every write; under the
     writers' lock). With the hash the change started from (`base`) and the `names` it
-    touched, only those targets are looked at and encoded again: every other entry is the
-    text kept for `base`, which was made from that very content."""
-    last = _LAST.get(ledger_path)
-    if last is not None and names is not None and last[0] == base:
-        body = dict(last[1])
-        for name in names:
-            if name in ledger.targets:
-                body[name] = _entry(name, ledger.targets[name])
-            else:
-                body.pop(name, None)
-    else:
-        body = {name: _entry(name, t) for name, t in ledger.targets.items()}
-    _LAST[ledger_path] = (key, body)
-    atomic_write(ledger_path + SUFFIX, ("{" + ",".join(body.values()) + "}").encode("utf-8"), durable=False,
-                 sidecar_of=ledger_path)
+    touched, only those targets are encoded (engine.store.kept_fields adds them as one
+    line after the fields kept for `base`); without them, every target is."""
+    targets = ledger.targets
+
+    def every() -> dict[str, str]:
+        return {name: _entry(name, t) for name, t in targets.items()}
+
+    if names is None:  # which targets changed is not known: all of them are written
+        kept_fields.save(ledger_path, key, None, {}, every)
+        return
+    kept_fields.save(ledger_path, key, base, {n: _entry(n, targets[n]) if n in targets else None for n in names}, every)
 
 
 def _saved(ledger_path: str) -> dict[str, Any] | None:
-    return read_record(ledger_path + SUFFIX, ledger_path)
+    return kept_fields.load(ledger_path)
 
 
 def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:

@@ -72,6 +72,7 @@ def forget(real: str) -> None:
     save writes it whatever it covers."""
     _SAVED.pop(cache_path(real), None)
     _LOADED.pop(cache_path(real), None)
+    _COUNTED.pop(cache_path(real), None)
 
 
 # cache file -> (the target texts it holds, as this process loaded or last saved it;
@@ -92,10 +93,26 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _few_missing(lines: dict[str, str], has) -> bool:
-    """Only a few targets' texts (each target's text is its own) are not in the cache."""
-    missing = len(lines) - sum(map(has, lines.values()))
-    return missing <= max(STALE_LINES, len(lines) // 100)
+# cache file -> (the texts counted against, the lines counted, how many of them the cache
+# lacks): a write's count is the one of the document it was spliced on, moved by its names.
+_COUNTED: dict[str, tuple[frozenset[str], dict[str, str], int]] = {}
+
+
+def _missing(path: str, texts: frozenset[str], lines: dict[str, str], changed: tuple[dict[str, str], set[str]] | None) -> int:
+    """How many of `lines` (each target's text is its own) are not in `texts`. With
+    `changed` (the lines before a write and the names it touched), the count made for
+    those very lines is carried over: only the touched names are looked at, not 10,000."""
+    counted = _COUNTED.get(path)
+    if changed is not None and counted is not None and counted[0] is texts and counted[1] is changed[0]:
+        before, names = changed
+        missing = counted[2]
+        for name in names:
+            missing -= name in before and before[name] not in texts
+            missing += name in lines and lines[name] not in texts
+    else:
+        missing = len(lines) - sum(map(texts.__contains__, lines.values()))
+    _COUNTED[path] = (texts, lines, missing)
+    return missing
 
 
 def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip: Callable[[], set[str]],
@@ -113,19 +130,24 @@ def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip:
         save(real, lines, targets, skip())
 
 
-def _covers(path: str, lines: dict[str, str]) -> bool:
+def _covers(path: str, lines: dict[str, str], changed: tuple[dict[str, str], set[str]] | None = None) -> bool:
     """The cache file at `path`, as this process knows it, lacks only a few of `lines`."""
     known = _SAVED.get(path)
-    return known is not None and known[1] == _identity(path) and _few_missing(lines, known[0].__contains__)
+    if known is None or known[1] != _identity(path):
+        return False
+    return _missing(path, known[0], lines, changed) <= max(STALE_LINES, len(lines) // 100)
 
 
-def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset()) -> None:
+def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset(),
+         *, changed: tuple[dict[str, str], set[str]] | None = None) -> None:
     """Remember what each target's text parsed to (best effort: a cache that cannot be
     written only costs the next reader a parse). `skip`: targets whose data JSON cannot
     carry (numbers that remember their spelling, `1.30`): they are parsed each time.
-    Skipped while the cache this process wrote is still there and lacks only a few lines."""
+    Skipped while the cache this process wrote is still there and lacks only a few lines;
+    `changed` (a write's lines before it, and the names it touched) makes that look cost
+    only those names."""
     path = cache_path(real)
-    if _covers(path, lines):
+    if _covers(path, lines, changed):
         return
     folder = cache_dir()
     try:
@@ -141,5 +163,6 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
         identity = _identity(path)
         if identity is not None:
             _SAVED[path] = (frozenset(entries), identity)
+            _COUNTED[path] = (_SAVED[path][0], lines, len(lines) - len(entries))
     except (OSError, UnicodeError, ValueError):
         pass  # only a cache

@@ -115,3 +115,36 @@ def test_redaction_stays_linear_on_hostile_text() -> None:
     for hostile in ["password=" * 20000, '"password": "' * 20000, "sshpass -p" * 20000, "a:1:b:c:" * 20000,
                     "mysql " + "-p" * 50000, "github_pat_" * 20000]:
         assert isinstance(redact(hostile), str)
+
+
+# An output tail that starts inside a key: no BEGIN line, only the body and its END.
+HEADLESS_KEY = "tail of the step's output\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----"
+
+
+def _fleet_with(text: str, where: str) -> dict:
+    """A status-like document of many targets with `text` put in one place."""
+    targets = {f"db-{i}": {"state": "done", "reason": None, "checkpoint": f"0/{i:08X}", "evidence": ["ok"]} for i in range(50)}
+    if where == "a whole value":
+        targets["db-7"]["reason"] = text
+    elif where == "inside a value":
+        targets["db-7"]["reason"] = f"check printed:\n{text}\nexit 1"
+    elif where == "in a list":
+        targets["db-7"]["evidence"] = ["first line", f"{text}\nmore output"]
+    elif where == "top level":
+        return {"note": text, "targets": targets}
+    return {"note": "all quiet", "targets": targets}
+
+
+@pytest.mark.parametrize("where", ["a whole value", "inside a value", "in a list", "top level"])
+def test_a_document_is_masked_as_each_of_its_strings_is(where: str) -> None:
+    """`document` (status --json of 10,000 targets) looks at every string once, joined: each
+    shape, wherever it sits, is masked exactly as `value` masks it string by string; a
+    document with only look-alikes comes back as the very object it was."""
+    redactor = Redactor()
+    for text, secret in [*SHAPES, (HEADLESS_KEY, HEADLESS_KEY.splitlines()[1])]:
+        data = _fleet_with(text, where)
+        out = redactor.document(data)
+        assert out == redactor.value(data) and secret not in repr(out), (where, text)
+    for text in LOOK_ALIKES:
+        data = _fleet_with(text, where)
+        assert redactor.document(data) is data, (where, text)
