@@ -6,7 +6,9 @@ TUI's log pane and `handoff journal --follow` tail. Secrets are redacted before
 anything is written.
 
 An append holds an exclusive lock on the journal while it writes, so `seq` (the byte
-offset of the record) is unique and increasing across processes; it starts on a line
+offset of the record) is unique and increasing across processes. It waits for that lock
+at most HANDOFF_LOCK_TIMEOUT seconds, then names the holder (from the kernel's lock
+table: a stopped or stuck process) and writes nothing; the record starts on a line
 boundary (a torn last line, left by a crash, gets its newline first) and writes the
 whole record or nothing (a partial write is cut back off, and the caller is told).
 A record about a ledger change that could not be written is noted in a small file
@@ -30,6 +32,8 @@ from engine.audit.journal_io import SUFFIX, encode, journal_path, write_whole
 from engine.audit.sealed import Sealed
 from engine.audit.tail import head_gone, journal_head
 from engine.errors import HandoffError, os_error_text
+from engine.host.lock_holder import flock_holder
+from engine.settings import seconds
 from engine.store.sidecar import open_sidecar
 
 __all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings",
@@ -62,7 +66,11 @@ class Journal(Sealed, JournalBase):
         encode(record)  # a record JSON cannot hold fails here, before the file is opened or locked
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # one writer at a time: `seq` is the true offset
+            busy = self._lock(fd)  # one writer at a time: `seq` is the true offset
+            if busy is not None:
+                if rev is not None:
+                    self._note_gap({"rev": rev, "kind": kind, "target": target, "msg": _short(record.get("msg")), "error": busy})
+                raise JournalWriteError(f"{self.path}: the journal record could not be written: {busy}", rev=rev, reason=busy)
             try:
                 self.index.refresh()
                 self._note_break(fd, actor)
@@ -77,6 +85,24 @@ class Journal(Sealed, JournalBase):
         finally:
             os.close(fd)  # releases the lock
         return record
+
+    def _lock(self, fd: int) -> str | None:
+        """Take the journal's lock within HANDOFF_LOCK_TIMEOUT seconds; else why not (who
+        holds it), and nothing is held. An append holds it for milliseconds: a holder past
+        the timeout is stopped or stuck, and waiting on it for ever hung every writer."""
+        limit = seconds("HANDOFF_LOCK_TIMEOUT")
+        deadline = time.monotonic() + limit
+        pause = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return None
+            except BlockingIOError:
+                pass
+            if time.monotonic() >= deadline:
+                return f"the journal's lock has been held for more than {limit:g}s by {flock_holder(fd)}, then run the command again"
+            time.sleep(pause)
+            pause = min(0.05, pause * 2)
 
     # -- gaps: ledger changes whose record could not be written --------------------
 

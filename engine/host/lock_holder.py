@@ -1,0 +1,48 @@
+"""Who holds a `flock` on an open file, from the kernel's own table (/proc/locks).
+
+A lock that carries no record of its holder (the journal's: it is taken for the
+milliseconds of one append) can still be named when a writer has waited too long:
+the kernel lists every lock with the pid that took it and the file's device and inode.
+"""
+
+from __future__ import annotations
+
+import os
+
+from engine.codec.textsafe import visible
+
+
+def flock_holder(fd: int) -> str:
+    """`pid 4242 (python3 -m engine.cli.main resume ...), which is stopped: let it go on
+    (kill -CONT 4242) or end it` for the process holding a flock on the file open at `fd`:
+    who, and what a person can do about it (one line: the command is shown with its
+    whitespace folded)."""
+    st = os.fstat(fd)
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            rows = [line.split() for line in fh if "->" not in line]  # "->": a waiter, not a holder
+    except OSError:
+        return "another process (the kernel's lock table cannot be read here): if it is stuck, end it"
+    pids = [row[4] for row in rows if len(row) >= 6 and row[1] == "FLOCK" and row[5] == where]
+    if not pids or not pids[0].isdigit() or pids[0] == "0":
+        return "another process (not one this system's process table shows): if it is stuck, end it"
+    return _describe(int(pids[0]))
+
+
+def _describe(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = [os.path.basename(part) if i == 0 else part
+                    for i, part in enumerate(fh.read().decode("utf-8", "replace").split("\0")) if part]
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            state = fh.read().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return f"pid {pid}: if it is stuck, end it"
+    command = " ".join(" ".join(argv).split())
+    text = f"pid {pid}" + (f" ({visible(command[:200])})" if command else "")
+    if state in ("T", "t"):
+        return f"{text}, which is stopped: let it go on (kill -CONT {pid}) or end it"
+    if state == "D":
+        return f"{text}, which is waiting on the disk: if it stays stuck, end it"
+    return f"{text}: if it is stuck, end it"
