@@ -21,6 +21,7 @@ from engine.codec.layout import GAP, TARGET, TOP
 from engine.errors import LedgerInvalid
 
 _TARGETS_HEAD = re.compile(r"targets:[ \t]*(?:#.*)?\r?$")
+_OTHER_BREAKS = re.compile("[\x85\u2028\u2029]")
 
 _reader = FastReader()
 
@@ -116,6 +117,10 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
     targets are not parsed again."""
     lines = text.split("\n")
     crlf = lines[0].endswith("\r")
+    if _OTHER_BREAKS.search(text):
+        # libyaml counts U+2028, U+2029 and NEL as line breaks (YAML 1.1), so its marks
+        # name lines this split does not have: read it whole, and write it whole.
+        return Parsed(strict.load(text, path), [[GAP, None, text]], opaque=True, crlf=crlf)
     start = next((i for i, line in enumerate(lines) if _TARGETS_HEAD.match(line)), None)
     if start is None:
         root = strict.compose(text, path)
@@ -128,7 +133,16 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
     entries: list[tuple[int, int, str, Any, str | None]] = [
         (first, last, name, targets[name], texts[name]) for name, (first, last) in spans.items()]
     if slow:
-        entries.extend(_slow_targets(block, start + 1, slow, path))
+        try:
+            entries.extend(_slow_targets(block, start + 1, slow, path))
+        except LedgerInvalid as piece_error:
+            # A piece that does not parse alone may be one cut wrongly (a quoted value's
+            # next line that starts with `#` looks like a comment): the whole file says.
+            try:
+                root = strict.compose(text, path)
+            except LedgerInvalid:
+                raise piece_error from None  # the file is wrong there: the piece's error names the place
+            return Parsed(strict.construct(root, path), [[GAP, None, text]], opaque=True, crlf=crlf)
         entries.sort(key=lambda entry: entry[0])  # stable: a chunk's targets keep their order
         merged: dict[str, Any] = {}
         for _, _, name, value, _ in entries:

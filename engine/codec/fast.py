@@ -1,4 +1,5 @@
-"""The fast reader for the targets block the emitter writes.
+"""The fast reader for the targets block the emitter writes (and, through
+engine.codec.fast_block, the block style PyYAML and people write).
 
 A canonical target is one line, `  NAME: {key: value, ...}`, whose values are safe
 plain words, numbers, true/false/null or JSON-style strings. Such a line is turned into
@@ -17,6 +18,7 @@ import json
 import re
 
 from engine.codec.emit import plain_ok
+from engine.codec.fast_block import block_json
 from engine.codec.numbers import make_float
 from engine.codec.strict import MAX_DEPTH, TEXT_KEYS
 
@@ -204,6 +206,9 @@ class FastReader:
                     slow.append(offset + index)
                 continue
             first = index
+            if line.endswith(":") and ": " not in line and index + 1 < total and lines[index + 1].startswith("   "):
+                index = self._block(lines, index, offset, names, values, texts, where, slow)
+                continue
             if index + 1 < total and lines[index + 1].startswith("   "):
                 # The emitter wraps a long target at its commas, continuation lines
                 # indented deeper: join them back into the one-line form. A break
@@ -243,6 +248,32 @@ class FastReader:
             values.append(value)
             texts.append(text)
             where.append((offset + first, offset + index))
+
+    @staticmethod
+    def _block(lines, index, offset, names, values, texts, where, slow) -> int:
+        """A target in block style (`  NAME:`, its entries on the lines below, as PyYAML
+        writes it): read by engine.codec.fast_block, or its lines left for the loader.
+        Returns the index of its last line."""
+        first, total = index, len(lines)
+        while index + 1 < total and lines[index + 1].startswith("   "):
+            index += 1
+        after = index + 1
+        while after < total and neutral(lines[after]) and not lines[after].startswith("   "):
+            after += 1
+        name = lines[first][2:-1]
+        text = "\n".join(lines[first : index + 1])
+        value = None
+        # A deeper line after a blank one is still this target's: the loader reads it all.
+        if not (after < total and lines[after].startswith("   ")) and plain_ok(name, True) and not _YAML_SPECIAL.search(text):
+            value = block_json(lines[first + 1 : index + 1])
+        if value is None:
+            slow.extend(range(offset + first, offset + index + 1))
+            return index
+        names.append(name)
+        values.append(value)
+        texts.append(text)
+        where.append((offset + first, offset + index))
+        return index
 
     def _one_by_one(self, lines, names, values, texts, where, slow):
         targets: dict[str, dict] = {}

@@ -172,3 +172,32 @@ def test_strict_loader_is_yaml12_core():
     assert strict.load("[true, no, on, off, 012, 0o17, 0x1F, 12:30:00, 2026-09-09, 1.5, -3, ~, null]", "x") == [
         True, "no", "on", "off", "012", "0o17", "0x1F", "12:30:00", "2026-09-09", 1.5, -3, None, None
     ]
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85"])
+def test_a_line_break_only_yaml_counts_never_breaks_the_reading(tmp_path, char):
+    """U+2028, U+2029 and NEL are line breaks to libyaml, not to a split on newlines: a file
+    holding one raw (PyYAML writes them so with allow_unicode) reads as the strict loader
+    reads it, and a write keeps every value (it was an IndexError, or the wrong lines)."""
+    # As hypothesis found it: the break in a key of the last target, a long value wrapped after it.
+    data = {"task": "t", "targets": {"a": {"state": "queued"},
+                                     "b": {"state": "queued", "approvals": [dict.fromkeys(("by", "user", "at", "step", "hash"), "no")],
+                                           "no": {char: "0" * 150 + " 0"}}}}
+    text = yaml.dump(data, Dumper=yaml.SafeDumper, sort_keys=False, allow_unicode=True)
+    assert char in text
+    assert parse_document(text, "l.yaml").data == strict.load(text, "l.yaml")
+    path = tmp_path / "l.yaml"
+    path.write_text(text, encoding="utf-8")
+    store = FileStore(str(path))
+    store.transact(lambda ledger: setattr(ledger.targets["a"], "state", "done"))
+    after = parse_document(path.read_text(encoding="utf-8"), "l.yaml").data
+    assert after["targets"] == {**strict.load(text, "l.yaml")["targets"], "a": {"state": "done"}}  # NEL folds, as YAML says
+
+
+def test_a_quoted_value_whose_next_line_starts_with_a_hash_is_read():
+    """PyYAML wraps a long double-quoted value with `\\` line ends; a next line that starts with
+    `#` is part of it, not a comment: the document reads as the strict loader reads it."""
+    text = ('task: t\ntargets:\n    db-1:\n        state: queued\n        x: {note: "first part\\\n'
+            '            #second part"}\n')
+    assert parse_document(text, "l.yaml").data == strict.load(text, "l.yaml")
+    assert strict.load(text, "l.yaml")["targets"]["db-1"]["x"] == {"note": "first part#second part"}

@@ -6,16 +6,21 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.codec import strict
 from engine.codec.canonical import emit_document
 from engine.codec.document import parse_document
+from engine.codec.fast import FastReader
 from engine.codec.splice import Change, splice
+from engine.errors import LedgerInvalid
 from engine.ledger.model import BASE_STATES
 from engine.store.convert import to_data
 from engine.store.file import FileStore
+from tests.unit.hand_written import NAMES, STRINGS
 
 # Every code point YAML can carry in a double-quoted scalar (json escapes the rest);
 # surrogates cannot be encoded as UTF-8 at all, so they are left out.
@@ -152,3 +157,50 @@ def test_fast_reader_agrees_with_the_strict_loader_on_commented_targets(data, co
             out.append(draw.draw(st.sampled_from(["", f"  {comment}", comment])))
     commented = "\n".join(out)
     assert parse_document(commented, "l.yaml").data == strict.load(commented, "l.yaml") == data
+
+
+# What a script puts in a ledger: field names, and values that are mostly plain text, with
+# the shapes that make PyYAML quote, wrap or type a value among them.
+_WORDY = st.text(st.sampled_from("abz09 .,:-_/'\"#[]{}!&*?|>%@`é\t\n"), max_size=30)
+_PLAIN_VALUE = st.one_of(st.sampled_from(STRINGS), TRICKY, _WORDY, st.none(), st.booleans(), st.integers(-10**6, 10**20),
+                         st.floats(allow_nan=False, allow_infinity=False), st.text(_CHARS, min_size=70, max_size=120))
+_FIELD = st.from_regex(r"[a-z_][a-z0-9_-]{0,8}", fullmatch=True)
+_SCRIPT_VALUE = st.recursive(_PLAIN_VALUE, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.one_of(_FIELD, st.sampled_from(["hash", "token"])), inner, max_size=3)),
+    max_leaves=8)
+_SCRIPT_TARGET = st.dictionaries(st.one_of(st.sampled_from(sorted(KNOWN_TARGET)), _FIELD), _SCRIPT_VALUE, min_size=1,
+                                 max_size=6)
+
+
+@st.composite
+def script_ledgers(draw):
+    names = st.one_of(st.sampled_from(NAMES), st.from_regex(r"[a-z][a-z0-9.-]{0,10}", fullmatch=True))
+    return {"task": "t", "targets": draw(st.dictionaries(names, _SCRIPT_TARGET, min_size=1, max_size=6))}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(script_ledgers(), ledgers()), st.sampled_from([False, None]), st.booleans(), st.sampled_from([2, 4]))
+def test_fast_reader_agrees_with_the_strict_loader_on_what_pyyaml_writes(data, flow, unicode, indent):
+    """A ledger a script wrote with PyYAML (block style, its quoting, its wrapping of long
+    text, its `[]` and `{}`): both readers agree, and it is what the script wrote."""
+    text = yaml.dump(data, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=flow, allow_unicode=unicode,
+                     indent=indent)
+    try:
+        expected = strict.load(text, "l.yaml")
+    except LedgerInvalid:
+        with pytest.raises(LedgerInvalid):
+            parse_document(text, "l.yaml")
+        return
+    assert parse_document(text, "l.yaml").data == expected
+
+
+def test_the_fast_reader_takes_a_pyyaml_written_fleet():
+    """The targets of a fleet a script dumped with PyYAML are read without the YAML loader."""
+    targets = {f"db-{i}": {"state": "done", "checkpoint": f"{i:X}/5D9DC9F8", "last_action": "cutover done, app pointed at pg16",
+                           "verified_at": "2026-09-11T02:02Z", "reason": "it's fine", "evidence": {"exit_code": 0, "duration": 1.5},
+                           "approvals": [{"by": "alice", "hash": "90118711690768e1", "used_at": None}], "tags": [], "x": {}}
+               for i in range(30)}
+    text = yaml.dump({"task": "t", "targets": targets}, Dumper=yaml.SafeDumper, sort_keys=False)
+    block = text.split("targets:\n", 1)[1].rstrip("\n").split("\n")
+    read, _, slow, _ = FastReader().read_lines(block)
+    assert slow == [] and read == targets
