@@ -76,8 +76,9 @@ _ENTRIES: dict[str, tuple[str, str | None] | None] = {}  # `key: value` -> (key,
 def _entry(entry: str) -> tuple[str, str | None]:
     """One `key: value` (or `key:`) line's key and value, worked out once per distinct line:
     a fleet's lines repeat (`state: done`, `by: alice`)."""
-    found = _ENTRIES.get(entry, False)
-    if found is False:
+    if entry in _ENTRIES:
+        found = _ENTRIES[entry]
+    else:
         if len(_ENTRIES) > 100_000:
             _ENTRIES.clear()
         key, sep, rest = entry.partition(": ")
