@@ -201,4 +201,15 @@ MUTANTS: tuple[Mutant, ...] = (
            "    op = None\n",
            ("tests/unit/test_hook_spellings.py::test_people_only_operations_are_denied_in_every_spelling",),
            "the hook denies people-only operations in every spelling"),
+    # -- what a hand edit is diffed against, and the journal every witness is in -------------
+    Mutant("kept-fields-chain", "engine/store/kept_fields.py",
+           "if end is not None and base is not None and end[0] == base and",
+           "if end is not None and base is not None and",
+           ("tests/unit/test_outside_fields.py::test_the_kept_fields_are_what_a_full_encoding_gives",),
+           "a write's kept fields follow on only from the content it started from"),
+    Mutant("journal-lock-bounded", "engine/audit/journal.py",
+           "                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+           "                fcntl.flock(fd, fcntl.LOCK_EX)",
+           ("tests/unit/test_journal_lock.py::test_a_held_journal_lock_is_named_and_the_change_is_kept_with_a_gap",),
+           "a journal lock held by a stuck process is named, never waited on for ever"),
 )
