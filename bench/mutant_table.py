@@ -210,6 +210,6 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("journal-lock-bounded", "engine/audit/journal.py",
            "                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
            "                fcntl.flock(fd, fcntl.LOCK_EX)",
-           ("tests/unit/test_journal_lock.py::test_a_held_journal_lock_is_named_and_the_change_is_kept_with_a_gap",),
+           ("tests/unit/test_journal_lock.py::test_a_held_journal_lock_is_named_and_nothing_is_changed",),
            "a journal lock held by a stuck process is named, never waited on for ever"),
 )

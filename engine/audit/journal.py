@@ -49,10 +49,18 @@ class Journal(Sealed, JournalBase):
         return self.path.removesuffix(SUFFIX)
 
     def check_writable(self) -> None:
-        """The journal can be opened for appending (creating it if need be); raises
-        SidecarRefused (a folder, a symlink, no group write access) otherwise."""
-        if not self.read_only:
-            os.close(open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger()))
+        """The journal can be opened for appending (creating it if need be) and its lock
+        taken within HANDOFF_LOCK_TIMEOUT; raises SidecarRefused (a folder, a symlink, no
+        group write access) or JournalWriteError (a stuck holder) otherwise."""
+        if self.read_only:
+            return
+        fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
+        try:
+            busy = self._lock(fd)
+        finally:
+            os.close(fd)  # releases the lock
+        if busy is not None:
+            raise JournalWriteError(f"{busy}, then run the command again; nothing was changed", reason=busy)
 
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
         """Write one record durably and return it (with its byte offset as `seq`).
@@ -100,7 +108,7 @@ class Journal(Sealed, JournalBase):
             except BlockingIOError:
                 pass
             if time.monotonic() >= deadline:
-                return f"the journal's lock has been held for more than {limit:g}s by {flock_holder(fd)}, then run the command again"
+                return f"the journal's lock has been held for more than {limit:g}s by {flock_holder(fd)}"
             time.sleep(pause)
             pause = min(0.05, pause * 2)
 

@@ -1,10 +1,12 @@
 """A writer never waits for ever on the journal's lock: past HANDOFF_LOCK_TIMEOUT it names the
-process holding it (and says when that process is stopped), writes nothing to the journal, and
-the revision it could not journal is recorded as a gap by the next append."""
+process holding it (and says when that process is stopped). Held before a command changes the
+ledger, nothing is changed; taken in between, the change is kept and the revision it could not
+journal is recorded as a gap by the next append."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,7 +14,7 @@ import sys
 import pytest
 
 from engine.audit.journal import journal_path
-from tests.conftest import cli_env, handoff, wait_stopped
+from tests.conftest import ROOT, cli_env, handoff, wait_paused, wait_stopped
 
 HOLD = """
 import fcntl, os, sys, time
@@ -23,33 +25,66 @@ sys.stdin.read()
 """
 
 
+def _hold(journal: str) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, journal], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
 @pytest.mark.parametrize("stopped", [False, True], ids=["busy", "stopped"])
-def test_a_held_journal_lock_is_named_and_the_change_is_kept_with_a_gap(fleet, stopped):
+def test_a_held_journal_lock_is_named_and_nothing_is_changed(fleet, stopped):
     assert handoff("note", fleet, "--set", "first note").returncode == 0
     journal = journal_path(str(fleet))
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, journal], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
+    holder = _hold(journal)
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         if stopped:
             holder.send_signal(signal.SIGSTOP)
             wait_stopped(holder.pid, 10)
-        before = open(journal, "rb").read()
+        before = {p: open(p, "rb").read() for p in (str(fleet), journal)}
         result = handoff("note", fleet, "--set", "second note", env=cli_env(HANDOFF_LOCK_TIMEOUT="1"), timeout=30)
         assert result.returncode == 1, result.stderr
-        assert "but NOT in the journal" in result.stderr and "held for more than 1s" in result.stderr
         assert result.stderr.count("\n") == 1  # one line, the holder's command line folded into it
-        assert f"pid {holder.pid} (python" in result.stderr and "end it, then run the command again" in result.stderr
-        assert (f"which is stopped: let it go on (kill -CONT {holder.pid})" in result.stderr) is stopped
-        assert open(journal, "rb").read() == before  # nothing written past the lock
-        assert "second note" in fleet.read_text()  # the change itself is kept
-        revision = json.loads(handoff("status", fleet, "--json").stdout)["revision"]
+        assert "the journal's lock has been held for more than 1s" in result.stderr
+        assert f"pid {holder.pid} (python" in result.stderr
+        assert "then run the command again; nothing was changed" in result.stderr
+        assert (f"which is stopped: let it go on (kill -CONT {holder.pid}) or end it" in result.stderr) is stopped
+        assert {p: open(p, "rb").read() for p in before} == before
     finally:
         if stopped:
             holder.send_signal(signal.SIGCONT)
         holder.communicate(timeout=10)
+    assert handoff("note", fleet, "--set", "second note").returncode == 0  # as it says: once it is free, again
+    assert "second note" in fleet.read_text()
+
+
+def test_a_lock_taken_after_the_change_keeps_it_and_the_gap_is_journaled(fleet, tmp_path):
+    """The lock taken between the ledger's write and its journal record (a failpoint holds the
+    command there): the change stays, the error says it is not in the journal, and the next
+    append records the gap for that revision."""
+    assert handoff("note", fleet, "--set", "first note").returncode == 0
+    journal = journal_path(str(fleet))
+    marker = tmp_path / "paused"
+    env = cli_env(HANDOFF_LOCK_TIMEOUT="1", HANDOFF_FAILPOINTS="before-journal-records", HANDOFF_FAILPOINT_PAUSE=str(marker))
+    command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "note", str(fleet), "--set", "second note"],
+                               env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    holder = None
+    try:
+        wait_paused(marker)
+        holder = _hold(journal)
+        os.unlink(marker)
+        _, stderr = command.communicate(timeout=30)
+        assert command.returncode == 1, stderr
+        assert "but NOT in the journal: the journal's lock has been held for more than 1s" in stderr
+        assert f"pid {holder.pid} (python" in stderr and "the next journal record notes the gap" in stderr
+        assert "second note" in fleet.read_text()  # the change itself is kept
+        revision = json.loads(handoff("status", fleet, "--json").stdout)["revision"]
+    finally:
+        if holder is not None:
+            holder.communicate(timeout=10)
+        if command.poll() is None:
+            command.kill()
     assert handoff("note", fleet, "--set", "third note").returncode == 0
     records = [json.loads(line) for line in open(journal, encoding="utf-8")]
     gaps = [r for r in records if r["kind"] == "journal_gap"]
     assert [g["rev"] for g in gaps] == [revision]
-    assert "held for more than 1s" in gaps[0]["msg"] + json.dumps(gaps[0])
+    assert "held for more than 1s" in json.dumps(gaps[0])
