@@ -201,6 +201,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "    op = None\n",
            ("tests/unit/test_hook_spellings.py::test_people_only_operations_are_denied_in_every_spelling",),
            "the hook denies people-only operations in every spelling"),
+    Mutant("stop-before-intent", STEPS,
+           "        if ledger.session.stop_requested:  # asked to stop after this holder last looked: nothing new starts",
+           "        if False:",
+           ("tests/unit/test_session_lease.py::test_a_stop_landing_between_the_decision_and_its_intent_starts_nothing",),
+           "a stop that lands after the session's look refuses the next intent"),
     # -- what a hand edit is diffed against, and the journal every witness is in -------------
     Mutant("kept-fields-chain", "engine/store/kept_fields.py",
            "if end is not None and base is not None and end[0] == base and",

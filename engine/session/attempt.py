@@ -102,6 +102,7 @@ def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) 
     if decision.allowed:
         if not may_start or not s._can_start():
             return Attempt("busy", _busy_text(s))
+        failpoints.reached("before-intent")  # tests: a stop or a change lands between the decision and its intent
         intent = write_intent(s, action, s.statuses)
         if not isinstance(intent, Intent):
             if intent.used is not None:  # the journal says this approval already ran the step: prove it, never re-run

@@ -64,12 +64,14 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
     """Record the intent durably, or return the guard's refusal (nothing written)."""
     name, step = action.target, action.step
     token = f"{s.sid}/{secrets.token_hex(4)}"
+    stop: list[str] = []  # the stop this write met, if one had landed since the session last looked
 
     def fn(ledger: Ledger):
         if ledger.session is None or ledger.session.id != s.sid:
             raise NoChange(Decision(False, "this session no longer holds the lease"))
         if ledger.session.stop_requested:  # asked to stop after this holder last looked: nothing new starts
-            raise NoChange(Decision(False, f"stop requested by {ledger.session.stop_requested_by or 'someone'}"))
+            stop[:] = [f"stop requested by {ledger.session.stop_requested_by or 'someone'}"]
+            raise NoChange(Decision(False, stop[0]))
         if name not in ledger.targets:
             raise NoChange(Decision(False, f"{name} is no longer in the ledger"))
         # Decide on the runbook as it is now: the proposal came from an earlier read, and
@@ -106,6 +108,8 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
         return argv, check, decision
 
     result, rev = apply(s.store, fn, s.txn_lock)
+    if stop:
+        s.ending = s.ending or stop[0]  # the session ends on the stop, not "for want of work"
     if rev is None:
         return result
     if isinstance(result, authority.Refusal):

@@ -94,6 +94,33 @@ def test_stop_request_ends_a_waiting_session(tmp_path: Path) -> None:
     assert "t1 waiting on human approval for go" in data["handoff_note"]
 
 
+def test_a_stop_landing_between_the_decision_and_its_intent_starts_nothing(tmp_path: Path) -> None:
+    """The session has decided to start a step; before it writes the intent, `handoff stop`
+    lands (a failpoint pauses the session's thread there): the intent is refused, no step
+    starts, and the session ends on the stop."""
+    ledger = tool_ledger(tmp_path, SLEEPY, _targets(2))
+    marker = tmp_path / "paused"
+    world = {**os.environ, "HANDOFF_FAILPOINTS": "before-intent", "HANDOFF_FAILPOINT_PAUSE": str(marker)}
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger)],
+                            env={**world, "HANDOFF_SIM_WORLD": str(tmp_path)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(Path(__file__).resolve().parents[2]),
+                            start_new_session=True)
+    try:
+        wait_for(marker.exists, what="the session paused before its first intent")
+        stopped = handoff("stop", str(ledger), "--as", "bob", world=tmp_path)
+        assert stopped.returncode == 0, stopped.stderr
+        marker.unlink()
+        assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    records = journal(ledger)
+    assert not [r for r in records if r["kind"] == "step_start"], "a step started after the stop request"
+    assert all(t.get("in_flight") is None for t in load(ledger)["targets"].values())
+    assert "stop requested by bob" in load(ledger)["handoff_note"]
+
+
 def test_sigterm_finishes_the_running_step_and_hands_off(tmp_path: Path) -> None:
     """SIGTERM ends the session like the budget does: the running step is recorded, nothing new starts."""
     ledger = tool_ledger(tmp_path, SLEEPY, _targets(5))
