@@ -40,6 +40,16 @@ def real_path(path: str) -> str:
     return os.path.realpath(path)
 
 
+def file_identity(path: str) -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of the file at `path` (not followed), or None: whether a file a
+    process wrote or read is still the very one there."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def fsync_dir(folder: str) -> None:
     """Make a rename in `folder` durable."""
     fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

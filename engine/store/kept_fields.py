@@ -24,7 +24,7 @@ import os
 import re
 from typing import Any
 
-from engine.store.atomic import atomic_write
+from engine.store.atomic import atomic_write, file_identity
 from engine.store.sidecar import SidecarRefused, open_sidecar, read_record
 
 WHOLE = ".last-write.targets.json"
@@ -37,14 +37,6 @@ _HEAD = re.compile(rb'^\{"v":2,"key":"([0-9a-f]+)"')
 # ledger -> (key the kept fields end at, the whole file's identity, the lines' identity, lines, their bytes)
 _END: dict[str, tuple[str, Any, Any, int, int]] = {}
 _BODY: dict[str, tuple[str, dict[str, str]]] = {}  # ledger -> (key, each target's encoded `"name":{fields}`)
-
-
-def _identity(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _lines(ledger_path: str) -> list[bytes]:
@@ -80,7 +72,7 @@ def _end(ledger_path: str) -> tuple[str, Any, Any, int, int] | None:
         if not isinstance(line, dict) or line.get("base") != key or not isinstance(line.get("key"), str):
             return None  # lines of an earlier start
         key, count, size = line["key"], count + 1, size + len(row) + 1
-    return key, _identity(whole), _identity(ledger_path + LINES), count, size
+    return key, file_identity(whole), file_identity(ledger_path + LINES), count, size
 
 
 def save(ledger_path: str, key: str, base: str | None, entries: dict[str, str | None],
@@ -90,7 +82,7 @@ def save(ledger_path: str, key: str, base: str | None, entries: dict[str, str | 
     out); `every()`: all targets' entries, called only when the whole is written."""
     whole, lines = ledger_path + WHOLE, ledger_path + LINES
     end = _END.get(ledger_path)
-    if end is None or end[1] != _identity(whole) or end[2] != _identity(lines):
+    if end is None or end[1] != file_identity(whole) or end[2] != file_identity(lines):
         end = _end(ledger_path)
     body = _BODY.get(ledger_path)
     if body is not None and body[0] == base:
@@ -113,7 +105,7 @@ def save(ledger_path: str, key: str, base: str | None, entries: dict[str, str | 
         except BaseException:
             _END.pop(ledger_path, None)
             raise
-        _END[ledger_path] = (key, end[1], _identity(lines), end[3] + 1, end[4] + len(row))
+        _END[ledger_path] = (key, end[1], file_identity(lines), end[3] + 1, end[4] + len(row))
         return
     _END.pop(ledger_path, None)
     kept = _BODY.get(ledger_path)
@@ -125,7 +117,7 @@ def save(ledger_path: str, key: str, base: str | None, entries: dict[str, str | 
         os.unlink(lines)  # after the whole: lines left by a crash in between do not follow on from its key
     except FileNotFoundError:
         pass
-    _END[ledger_path] = (key, _identity(whole), None, 0, 0)
+    _END[ledger_path] = (key, file_identity(whole), None, 0, 0)
 
 
 def load(ledger_path: str) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ import os
 import stat
 from collections.abc import Callable
 
-from engine.store.atomic import atomic_write
+from engine.store.atomic import atomic_write, file_identity
 
 VERSION = 2
 
@@ -85,14 +85,6 @@ _LOADED: dict[str, tuple[int, int, int]] = {}  # cache file -> its identity when
 STALE_LINES = 8  # ... or 1% of the targets, whichever is more, before it is written again
 
 
-def _identity(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
 # cache file -> (the texts counted against, the lines counted, how many of them the cache
 # lacks): a write's count is the one of the document it was spliced on, moved by its names.
 _COUNTED: dict[str, tuple[frozenset[str], dict[str, str], int]] = {}
@@ -133,7 +125,7 @@ def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip:
 def _covers(path: str, lines: dict[str, str], changed: tuple[dict[str, str], set[str]] | None = None) -> bool:
     """The cache file at `path`, as this process knows it, lacks only a few of `lines`."""
     known = _SAVED.get(path)
-    if known is None or known[1] != _identity(path):
+    if known is None or known[1] != file_identity(path):
         return False
     return _missing(path, known[0], lines, changed) <= max(STALE_LINES, len(lines) // 100)
 
@@ -160,7 +152,7 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
             return
         atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
         os.chmod(path, 0o600)
-        identity = _identity(path)
+        identity = file_identity(path)
         if identity is not None:
             _SAVED[path] = (frozenset(entries), identity)
             _COUNTED[path] = (_SAVED[path][0], lines, len(lines) - len(entries))
