@@ -56,11 +56,16 @@ def still_applying(previous: str | None, ledger: Ledger) -> list[str]:
     judged = re.split(r"(?m)^\s*Reviewer\b", previous or "", maxsplit=1)[0]  # the reviewer's words are no rules
     out = []
     for rule in rules_in(judged):
-        names = [n for n in ledger.targets if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", rule)]
+        # A name must be in the rule at all before its word-bounded look (10,000 patterns a rule otherwise).
+        names = [n for n in ledger.targets if n in rule and re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", rule)]
         if names and all(ledger.targets[n].state == "done" for n in names):
             continue
-        out.append(rule.strip().rstrip("."))
+        out.append(_KEPT.sub("", rule.strip().rstrip(".")))  # carried once more, marked once
     return out
+
+
+KEPT = " (kept from the previous note)"
+_KEPT = re.compile(r"(?: \(kept from the previous note\))+$")
 
 
 def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, previous: str | None = None) -> str:
@@ -113,7 +118,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
             dont.append(f"Do NOT restart {name} from scratch: it is mid-change (touched{_since(t.touched_at)})")
     kept = [rule for rule in still_applying(previous, ledger) if not any(rule in d for d in dont)]
     if dont or kept:  # the carried rules are never cut by _more: a dropped rule is a rule lost
-        lines.extend(_section("Do not touch:", _more(dont) + [f"{rule} (kept from the previous note)" for rule in kept]))
+        lines.extend(_section("Do not touch:", _more(dont) + [rule + KEPT for rule in kept]))
 
     held = hold(ledger)
     if held is not None:

@@ -45,6 +45,22 @@ def test_rules_are_read_from_the_note() -> None:
     assert rules_in(note) == ["Do NOT retry pg_upgrade on db-18, the --link step is irreversible."]
 
 
+def test_a_carried_rule_is_marked_once_however_many_notes_carry_it() -> None:
+    """Session after session, the previous note's rule comes forward with one "(kept from the
+    previous note)", never one more per session, and every note passes the engine's review."""
+    from engine.audit.review import review
+
+    ledger = demo()
+    ledger.targets["db-19"].state = "checked"
+    previous = ledger.handoff_note
+    for session in ("s1", "s2", "s3"):
+        note = generate(ledger, ledger_path="l.yaml", ending="budget used", session=session, previous=previous)
+        assert note.count("Do NOT retry pg_upgrade on db-18, the --link step is irreversible (kept from the previous note).") == 1
+        assert "(kept from the previous note) (kept" not in note
+        assert not [p for p in review(note, ledger, previous=previous, since=None) if "rule" in p], note
+        previous = note
+
+
 def test_autopilot_follows_runbook_and_target_order() -> None:
     """Deterministic: ledger order across targets, the first matching runbook step within one."""
     ledger = demo()
