@@ -60,7 +60,7 @@ class Journal(Sealed, JournalBase):
         finally:
             os.close(fd)  # releases the lock
         if busy is not None:
-            raise JournalWriteError(f"{busy}, then run the command again; nothing was changed", reason=busy)
+            raise JournalWriteError(f"{self.path}: {busy}, then run the command again; nothing was changed", reason=busy)
 
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
         """Write one record durably and return it (with its byte offset as `seq`).

@@ -25,11 +25,12 @@ import json
 import re
 
 from engine.codec.emit import plain_ok
-from engine.codec.strict import BOOL, FLOAT, INT, NULL, TEXT_KEYS
+from engine.codec.strict import FLOAT, INT, NULL, TEXT_KEYS
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 # A number JSON reads with the value and spelling the strict loader gives it (`-0` keeps its sign there only).
 _NUM = re.compile(r"(?!-0(?![.eE0-9]))-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
+# Every spelling strict.BOOL types (a plain word, not a quoted one).
 _LITERAL = {"true": "true", "True": "true", "TRUE": "true", "false": "false", "False": "false", "FALSE": "false"}
 MAX_NESTING = 8  # deeper than a ledger's targets go; the strict loader keeps the real limit
 
@@ -65,7 +66,7 @@ def _scalar(text: str, key: str | None) -> str:
         if not _NUM.match(text):
             raise _NotPlain  # `+5`, `.5`, `5.`, `-0`: numbers JSON does not spell
         return json.dumps(text) if key in TEXT_KEYS else text  # a hash that looks like a number is text
-    if BOOL.match(text) or not plain_ok(text, False):
+    if not plain_ok(text, False):
         raise _NotPlain
     return json.dumps(text, ensure_ascii=False)
 

@@ -73,12 +73,12 @@ def fields(before: dict[str, Any], after: dict[str, Any], names: Iterable[str] |
         out["unset"] = gone
     old, new = before.get("targets") or {}, after.get("targets") or {}
     look = set(old) | set(new) if names is None else set(names)
-    # In the file's order; a step's one name needs no walk through 10,000 to find its place.
-    order = [n for n in look if n in new] if len(look) == 1 else [n for n in new if n in look]
-    targets = {n: new[n] for n in order if n not in old or old[n] != new[n]}
+    # In the file's order; one name has no order to keep, and needs no walk through 10,000 to find.
+    walk_new, walk_old = (look, look) if len(look) == 1 else (new, old)
+    targets = {n: new[n] for n in walk_new if n in look and n in new and (n not in old or old[n] != new[n])}
     if targets:
         out["targets"] = _plain(targets)
-    removed = [n for n in look if n in old and n not in new] if len(look) == 1 else [n for n in old if n in look and n not in new]
+    removed = [n for n in walk_old if n in look and n in old and n not in new]
     if removed:
         out["removed"] = removed
     return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from engine.store.atomic import atomic_write, file_identity
@@ -76,7 +77,7 @@ def _end(ledger_path: str) -> tuple[str, Any, Any, int, int] | None:
 
 
 def save(ledger_path: str, key: str, base: str | None, entries: dict[str, str | None],
-         every: Any) -> None:
+         every: Callable[[], dict[str, str]]) -> None:
     """Keep the fields of the write that made content `key` from content `base`.
     `entries`: the encoded `"name":{fields}` of each target the write touched (None: taken
     out); `every()`: all targets' entries, called only when the whole is written."""

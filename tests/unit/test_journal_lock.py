@@ -44,7 +44,7 @@ def test_a_held_journal_lock_is_named_and_nothing_is_changed(fleet, stopped):
         result = handoff("note", fleet, "--set", "second note", env=cli_env(HANDOFF_LOCK_TIMEOUT="1"), timeout=30)
         assert result.returncode == 1, result.stderr
         assert result.stderr.count("\n") == 1  # one line, the holder's command line folded into it
-        assert "the journal's lock has been held for more than 1s" in result.stderr
+        assert f"{journal}: the journal's lock has been held for more than 1s" in result.stderr
         assert f"pid {holder.pid} (python" in result.stderr
         assert "then run the command again; nothing was changed" in result.stderr
         assert (f"which is stopped: let it go on (kill -CONT {holder.pid}) or end it" in result.stderr) is stopped
