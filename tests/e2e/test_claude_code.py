@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,19 @@ def claude_bin() -> str:
         pytest.fail(f"Claude Code is not installed at {found}: run ./tests/run.sh (it installs "
                     f"@anthropic-ai/claude-code@{CLAUDE_VERSION} with npm)")
     return found
+
+
+def _cmdlines() -> list[tuple[int, str]]:
+    """(pid, command line) of every process readable in /proc."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    out.append((int(name), fh.read().replace(b"\0", b" ").decode("utf-8", "replace")))
+            except OSError:
+                continue
+    return out
 
 
 def bash(command: str) -> dict:
@@ -72,7 +86,21 @@ class Project:
                                 cwd=self.root, env=self.env, capture_output=True, text=True, timeout=240)
         events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
         assert result.returncode == (0 if ok else 1), result.stderr[-2000:] + result.stdout[-2000:]
+        self.wait_for_hooks()
         return events[0]["session_id"], events
+
+    def wait_for_hooks(self, limit: float = 90.0) -> None:
+        """Until no hook process of this project is left. Claude Code starts its StopFailure and
+        SessionEnd hooks without waiting for them and exits (2.1.197: measured 0.2 s after the spawn,
+        with a `sleep 3` hook still running); the hook goes on, orphaned, and finishes. A journal read
+        at once raced it (lost once in a loaded full run)."""
+        deadline = time.monotonic() + limit
+        while True:
+            left = [pid for pid, line in _cmdlines() if " -m engine.cli.main hook " in line and str(self.ledger) in line]
+            if not left:
+                return
+            assert time.monotonic() < deadline, f"hook processes still running after {limit:g}s: {left}"
+            time.sleep(0.05)
 
     def journal(self) -> list[dict]:
         path = Path(str(self.ledger) + ".journal.jsonl")
