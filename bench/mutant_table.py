@@ -212,9 +212,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "if end is not None and base is not None and",
            ("tests/unit/test_outside_fields.py::test_the_kept_fields_are_what_a_full_encoding_gives",),
            "a write's kept fields follow on only from the content it started from"),
-    Mutant("journal-lock-bounded", "engine/audit/journal.py",
-           "                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
-           "                fcntl.flock(fd, fcntl.LOCK_EX)",
-           ("tests/unit/test_journal_lock.py::test_a_held_journal_lock_is_named_and_nothing_is_changed",),
-           "a journal lock held by a stuck process is named, never waited on for ever"),
+    Mutant("flock-bounded", "engine/host/flock.py",
+           "            fcntl.flock(fd, how | fcntl.LOCK_NB)",
+           "            fcntl.flock(fd, how)",
+           ("tests/unit/test_journal_lock.py::test_a_held_journal_lock_is_named_and_nothing_is_changed",
+            "tests/unit/test_flock_bounds.py", "tests/tui/test_quit_held_mark.py"),
+           "a lock (the journal's, the Slack record's, the user's mark) held by a stuck process is named, "
+           "never waited on for ever"),
 )

@@ -32,7 +32,7 @@ from engine.audit.journal_io import SUFFIX, encode, journal_path, write_whole
 from engine.audit.sealed import Sealed
 from engine.audit.tail import head_gone, journal_head
 from engine.errors import HandoffError, os_error_text
-from engine.host.lock_holder import flock_holder
+from engine.host.flock import flock_holder, take_within
 from engine.settings import seconds
 from engine.store.sidecar import open_sidecar
 
@@ -99,18 +99,9 @@ class Journal(Sealed, JournalBase):
         holds it), and nothing is held. An append holds it for milliseconds: a holder past
         the timeout is stopped or stuck, and waiting on it for ever hung every writer."""
         limit = seconds("HANDOFF_LOCK_TIMEOUT")
-        deadline = time.monotonic() + limit
-        pause = 0.002
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return None
-            except BlockingIOError:
-                pass
-            if time.monotonic() >= deadline:
-                return f"the journal's lock has been held for more than {limit:g}s by {flock_holder(fd)}"
-            time.sleep(pause)
-            pause = min(0.05, pause * 2)
+        if take_within(fd, fcntl.LOCK_EX, limit):
+            return None
+        return f"the journal's lock has been held for more than {limit:g}s by {flock_holder(fd)}"
 
     # -- gaps: ledger changes whose record could not be written --------------------
 

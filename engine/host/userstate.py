@@ -11,7 +11,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.errors import HandoffError
+from engine.host.flock import flock_holder, take_within
 from engine.store.atomic import atomic_write
+
+USER_STATE_WAIT = 2.0  # seconds a save waits for another save of the same user (each holds the lock for milliseconds)
 
 
 def state_dir() -> Path:
@@ -59,7 +63,10 @@ def advance_user_state(key: str, data: dict[str, Any], *, at: str = "seen_at") -
     path = _file(key)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(path.with_suffix(".lock"), "a+b") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        if not take_within(lock.fileno(), fcntl.LOCK_EX, USER_STATE_WAIT):
+            # A mark is a convenience: quitting never waits longer than this for it.
+            raise HandoffError(f"{path}: not saved; its lock has been held for more than {USER_STATE_WAIT:g}s by "
+                               f"{flock_holder(lock.fileno())}")
         stored, ours = _when(load_user_state(key).get(at)), _when(data.get(at))
         if stored is not None and ours is not None and stored > ours:
             return False

@@ -20,7 +20,9 @@ import threading
 from typing import Any
 
 from engine.codec.timefmt import now_iso
-from engine.store.sidecar import open_sidecar
+from engine.host.flock import flock_holder, take_within
+from engine.settings import seconds
+from engine.store.sidecar import SidecarRefused, open_sidecar
 
 _DROP = ("token", "response_url", "response_urls", "trigger_id")  # capabilities, not facts
 
@@ -91,7 +93,11 @@ class State:
             return self.db.run(lambda conn: conn.execute(sql, (self.name, json.dumps(record))).rowcount) == 1
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self.location)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            limit = seconds("HANDOFF_LOCK_TIMEOUT")
+            if not take_within(fd, fcntl.LOCK_EX, limit):
+                # Slack sends the event again when it is not acknowledged; nothing was acted on.
+                raise SidecarRefused(f"{self.path}: its lock has been held for more than {limit:g}s by "
+                                     f"{flock_holder(fd)}; nothing was recorded")
             if unique and self._file_has(fd, record):
                 return False
             os.write(fd, (json.dumps(record, ensure_ascii=True, sort_keys=True) + "\n").encode("ascii"))

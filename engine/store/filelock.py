@@ -16,12 +16,12 @@ import os
 import socket
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError
+from engine.host.flock import take_within
 from engine.settings import seconds
 from engine.store.sidecar import open_sidecar
 
@@ -102,40 +102,18 @@ class FileLock:
             yield False
             return
         try:
-            deadline = time.monotonic() + lock_timeout()
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        yield False
-                        return
-                    time.sleep(0.01)
-            yield True
+            yield take_within(fd, fcntl.LOCK_SH, lock_timeout())
         finally:
             os.close(fd)
 
     def _wait(self, fd: int) -> None:
-        deadline = time.monotonic() + lock_timeout()
-        pause = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                pass
-            if time.monotonic() >= deadline:
-                who = describe(self.holder())
-                if self.on_wait is not None and self.on_wait(who):
-                    deadline = time.monotonic() + lock_timeout()
-                    continue
+        while not take_within(fd, fcntl.LOCK_EX, lock_timeout()):
+            who = describe(self.holder())
+            if self.on_wait is None or not self.on_wait(who):
                 raise LockTimeout(
                     f"the ledger's lock ({self.path}) has been held for more than {lock_timeout():g}s by {who}; "
                     "nothing was changed. If that process is stuck, end it; then try again"
                 )
-            time.sleep(pause)
-            pause = min(0.1, pause * 2)
 
     def _write_holder(self, fd: int) -> None:
         command = " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]])[:200]

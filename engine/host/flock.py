@@ -1,15 +1,38 @@
-"""Who holds a `flock` on an open file, from the kernel's own table (/proc/locks).
+"""A `flock` taken within a bound, and who holds it when it is not (/proc/locks).
 
-A lock that carries no record of its holder (the journal's: it is taken for the
-milliseconds of one append) can still be named when a writer has waited too long:
-the kernel lists every lock with the pid that took it and the file's device and inode.
+Every flock the engine takes waits at most a given time (`take_within`): a holder
+that is stopped (SIGSTOP, a frozen VM) or stuck on a disk would otherwise hang every
+process that comes after it, with no word. A lock that carries no record of its
+holder (the journal's, the Slack record's, the per-user state's: each is held for
+milliseconds) can still be named then: the kernel lists every lock with the pid that
+took it and the file's device and inode (`flock_holder`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import time
 
 from engine.codec.textsafe import visible
+
+
+def take_within(fd: int, how: int, limit: float) -> bool:
+    """Take flock `how` (fcntl.LOCK_EX or LOCK_SH) on `fd` within `limit` seconds; False
+    when it could not be had (then nothing is held). Polls with a short backoff: the
+    holders are brief, and a blocking flock cannot be given a timeout."""
+    deadline = time.monotonic() + limit
+    pause = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(0.05, pause * 2)
 
 
 def flock_holder(fd: int) -> str:

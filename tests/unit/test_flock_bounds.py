@@ -1,0 +1,92 @@
+"""Every flock the engine takes is bounded (engine.host.flock): the Slack record's and the
+per-user mark's too. A stopped holder is named; nothing is written while it holds the lock;
+once it lets go the same call succeeds. (The ledger's lock: test_lease_rules; the journal's:
+test_journal_lock.)"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.errors import HandoffError
+from engine.host import userstate
+from engine.host.userstate import advance_user_state, load_user_state
+from engine.slack.state import State
+from engine.store.sidecar import SidecarRefused
+from tests.conftest import wait_stopped
+
+HOLD = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+class Holder:
+    """Another process holding an exclusive flock on `path`, stopped with SIGSTOP."""
+
+    def __init__(self, path: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == "held\n"
+        self.proc.send_signal(signal.SIGSTOP)
+        wait_stopped(self.proc.pid, 10)
+
+    def release(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+        self.proc.communicate(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+def test_a_stopped_holder_of_the_users_mark_is_named_and_the_mark_is_kept() -> None:
+    assert advance_user_state("k", {"seen_at": "2026-12-01T10:00:00+00:00", "n": 1})
+    holder = Holder(userstate._file("k").with_suffix(".lock"))
+    try:
+        started = time.monotonic()
+        with pytest.raises(HandoffError) as caught:
+            advance_user_state("k", {"seen_at": "2026-12-01T11:00:00+00:00", "n": 2})
+        waited = time.monotonic() - started
+        message = str(caught.value)
+        assert f"not saved; its lock has been held for more than {userstate.USER_STATE_WAIT:g}s by pid {holder.proc.pid}" in message
+        assert f"which is stopped: let it go on (kill -CONT {holder.proc.pid}) or end it" in message
+        assert waited < 30  # bounded (the exact time is the machine's); unbounded, this call never returns
+        assert load_user_state("k")["n"] == 1
+    finally:
+        holder.release()
+    assert advance_user_state("k", {"seen_at": "2026-12-01T11:00:00+00:00", "n": 2})
+    assert load_user_state("k")["n"] == 2
+
+
+def test_a_stopped_holder_of_the_slack_record_is_named_and_nothing_is_recorded(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HANDOFF_LOCK_TIMEOUT", "1")
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\n", encoding="utf-8")
+    state = State(str(ledger))
+    assert state.claim("first", {"type": "view_submission"})
+    record = Path(str(ledger) + ".slack.jsonl")
+    before = record.read_bytes()
+    holder = Holder(record)
+    try:
+        with pytest.raises(SidecarRefused) as caught:
+            state.claim("second", {"type": "view_submission"})
+        message = str(caught.value)
+        assert message.startswith(f"{record}: its lock has been held for more than 1s by pid {holder.proc.pid}")
+        assert message.endswith("; nothing was recorded") and "which is stopped" in message
+        assert record.read_bytes() == before
+        assert "second" not in State(str(ledger)).deliveries  # a new process finds nothing of it either
+    finally:
+        holder.release()
+    assert state.claim("second", {"type": "view_submission"})  # Slack's retry of the same delivery
+    assert "second" in State(str(ledger)).deliveries
