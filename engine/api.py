@@ -12,6 +12,7 @@ read-only handle refuses every mutation and writes nothing anywhere near the led
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -253,7 +254,7 @@ class LedgerHandle:
                 self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
         except JournalWriteError as err:
             raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in the journal: {err.reason}; "
-                                    "the next journal record notes the gap") from None
+                                    "the next journal record notes the gap" + self._unwitnessed(records)) from None
         if holder and holder[0] is not None and holder[0].runtime == "temporal":
             from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
 
@@ -263,6 +264,17 @@ class LedgerHandle:
 
             self.woke = wake_hint(holder[0])
         return result
+
+    def _unwitnessed(self, records: list[dict[str, Any]]) -> str:
+        """What to do about approvals among `records` that have no journal record: they never
+        authorise a run (engine.approvals.witness), so they must be given again."""
+        targets = sorted({str(r.get("target")) for r in records if r.get("kind") == "approval"})
+        if not targets:
+            return ""
+        where = shlex.quote(self.display_location)
+        return (". An approval with no journal record never authorises a run: once the journal is free, withdraw it "
+                "and approve again (" + "; ".join(f"handoff unapprove {where} {shlex.quote(t)}, then handoff approve "
+                                                  f"{where} {shlex.quote(t)}" for t in targets) + ")")
 
     def refuse_agent(self, command: str, target: str | None = None, flag: str | None = None) -> None:
         """Refuse a people-only operation (engine.approvals.people) when this process runs for an
