@@ -86,7 +86,10 @@ def visible(text: object, *, pictures: bool = False) -> str:
 def one_line(text: object, width: int | None = None, *, pictures: bool = False) -> str:
     """Visible, on one line (newlines and tabs shown as ⏎ and →), cut to `width` with an ellipsis."""
     raw = "" if text is None else (text if isinstance(text, str) else str(text))
-    value = visible(raw.replace("\r\n", "\n"), pictures=pictures).replace("\n", " ⏎ ").replace("\t", " → ")
+    if raw.isascii() and raw.isprintable():  # no control, no newline, no tab (C speed): most cells at 10,000 rows
+        value = raw
+    else:
+        value = visible(raw.replace("\r\n", "\n"), pictures=pictures).replace("\n", " ⏎ ").replace("\t", " → ")
     if width is not None and len(value) > width:
         value = value[: max(0, width - 1)] + "…"
     return value

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.codec.textsafe import CONTROL_CODES, one_line, visible
 
@@ -40,3 +42,14 @@ def test_one_line_folds_newlines_and_cuts() -> None:
     assert one_line("a\r\nb\tc", pictures=True) == "a ⏎ b → c"
     assert one_line("x" * 10, 5) == "xxxx…"
     assert visible(None) == "" and one_line(None) == ""
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.characters(max_codepoint=0x3000)) | st.text("ab \t\r\n\x1b\x7f~", max_size=12),
+       st.none() | st.integers(0, 20), st.booleans())
+def test_one_line_is_visible_with_newlines_and_tabs_folded(text: str, width: int | None, pictures: bool) -> None:
+    """The printable-ASCII shortcut gives what the full path gives, for every text."""
+    value = visible(text.replace("\r\n", "\n"), pictures=pictures).replace("\n", " ⏎ ").replace("\t", " → ")
+    if width is not None and len(value) > width:
+        value = value[: max(0, width - 1)] + "…"
+    assert one_line(text, width, pictures=pictures) == value
