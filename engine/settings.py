@@ -27,7 +27,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("HANDOFF_LEASE_STALE_AFTER", 180.0, "a lease without a heartbeat this long is stale and may be taken over"),
-    Setting("HANDOFF_LOCK_TIMEOUT", 10.0, "how long a writer waits for the ledger's lock, or the journal's, before it names the holder and gives up"),
+    Setting("HANDOFF_LOCK_TIMEOUT", 10.0, "how long a writer waits for the ledger's lock, the journal's or the Slack record's, before it names the holder and gives up"),
     Setting("HANDOFF_DB_OUTAGE_SECONDS", 60.0, "how long a running session rides out a PostgreSQL outage before it stops (exit 6)",
             zero_ok=True),
     Setting("HANDOFF_UNTIL_PROGRESS_EVERY", 30.0, "at most one journaled reading of a running `until` step this often (0: every reading)",
