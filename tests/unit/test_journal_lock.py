@@ -57,34 +57,41 @@ def test_a_held_journal_lock_is_named_and_nothing_is_changed(fleet, stopped):
     assert "second note" in fleet.read_text()
 
 
-def test_a_lock_taken_after_the_change_keeps_it_and_the_gap_is_journaled(fleet, tmp_path):
-    """The lock taken between the ledger's write and its journal record (a failpoint holds the
-    command there): the change stays, the error says it is not in the journal, and the next
-    append records the gap for that revision."""
-    assert handoff("note", fleet, "--set", "first note").returncode == 0
-    journal = journal_path(str(fleet))
+def _journal_held_after_the_change(fleet, tmp_path, *args: str) -> tuple[int, str, int]:
+    """Run `handoff ARGS`, held by a failpoint after its ledger write; take the journal's lock
+    then, and let the command go on. (its exit code, its stderr, the holder's pid); the lock
+    is let go before this returns."""
     marker = tmp_path / "paused"
     env = cli_env(HANDOFF_LOCK_TIMEOUT="1", HANDOFF_FAILPOINTS="before-journal-records", HANDOFF_FAILPOINT_PAUSE=str(marker))
-    command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "note", str(fleet), "--set", "second note"],
-                               env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", *args], env=env, cwd=str(ROOT),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     holder = None
     try:
         wait_paused(marker)
-        holder = _hold(journal)
+        holder = _hold(journal_path(str(fleet)))
         os.unlink(marker)
         _, stderr = command.communicate(timeout=30)
-        assert command.returncode == 1, stderr
-        assert "but NOT in the journal: the journal's lock has been held for more than 1s" in stderr
-        assert f"pid {holder.pid} (python" in stderr and "the next journal record notes the gap" in stderr
-        assert "second note" in fleet.read_text()  # the change itself is kept
-        revision = json.loads(handoff("status", fleet, "--json").stdout)["revision"]
+        return command.returncode, stderr, holder.pid
     finally:
         if holder is not None:
             holder.communicate(timeout=10)
         if command.poll() is None:
             command.kill()
+
+
+def test_a_lock_taken_after_the_change_keeps_it_and_the_gap_is_journaled(fleet, tmp_path):
+    """The lock taken between the ledger's write and its journal record (a failpoint holds the
+    command there): the change stays, the error says it is not in the journal, and the next
+    append records the gap for that revision."""
+    assert handoff("note", fleet, "--set", "first note").returncode == 0
+    code, stderr, pid = _journal_held_after_the_change(fleet, tmp_path, "note", str(fleet), "--set", "second note")
+    assert code == 1, stderr
+    assert "but NOT in the journal: the journal's lock has been held for more than 1s" in stderr
+    assert f"pid {pid} (python" in stderr and "the next journal record notes the gap" in stderr
+    assert "second note" in fleet.read_text()  # the change itself is kept
+    revision = json.loads(handoff("status", fleet, "--json").stdout)["revision"]
     assert handoff("note", fleet, "--set", "third note").returncode == 0
-    records = [json.loads(line) for line in open(journal, encoding="utf-8")]
+    records = [json.loads(line) for line in open(journal_path(str(fleet)), encoding="utf-8")]
     gaps = [r for r in records if r["kind"] == "journal_gap"]
     assert [g["rev"] for g in gaps] == [revision]
     assert "held for more than 1s" in json.dumps(gaps[0])
@@ -94,30 +101,15 @@ def test_an_approval_that_could_not_be_journaled_says_to_give_it_again(fleet, tm
     """An approve whose journal record is blocked after the ledger's write: the approval has no
     witness and never authorises a run, so the error says how to give it again; doing so works,
     and the new approval has its record."""
-    journal = journal_path(str(fleet))
-    marker = tmp_path / "paused"
-    env = cli_env(HANDOFF_LOCK_TIMEOUT="1", HANDOFF_FAILPOINTS="before-journal-records", HANDOFF_FAILPOINT_PAUSE=str(marker))
-    command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "approve", str(fleet), "db-1", "--as", "bob"],
-                               env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    holder = None
-    try:
-        wait_paused(marker)
-        holder = _hold(journal)
-        os.unlink(marker)
-        _, stderr = command.communicate(timeout=30)
-    finally:
-        if holder is not None:
-            holder.communicate(timeout=10)
-        if command.poll() is None:
-            command.kill()
-    assert command.returncode == 1, stderr
+    code, stderr, _ = _journal_held_after_the_change(fleet, tmp_path, "approve", str(fleet), "db-1", "--as", "bob")
+    assert code == 1, stderr
     assert "but NOT in the journal: the journal's lock has been held for more than 1s" in stderr
     assert ("An approval with no journal record never authorises a run: once the journal is free, withdraw it and "
             f"approve again (handoff unapprove {fleet} db-1, then handoff approve {fleet} db-1)") in stderr
     assert handoff("unapprove", fleet, "db-1", "--as", "bob").returncode == 0
     assert handoff("approve", fleet, "db-1", "--as", "bob").returncode == 0
-    approvals = [json.loads(line) for line in open(journal, encoding="utf-8") if '"approval"' in line]
-    approvals = [r for r in approvals if r["kind"] == "approval"]
+    records = [json.loads(line) for line in open(journal_path(str(fleet)), encoding="utf-8")]
+    approvals = [r for r in records if r["kind"] == "approval"]
     assert len(approvals) == 1 and approvals[0]["target"] == "db-1"
     status = json.loads(handoff("status", fleet, "--json").stdout)
     assert len(status["targets"]["db-1"]["approvals"]) == 1
