@@ -148,6 +148,24 @@ _GROUPS = (
 )
 
 
+_HOLD_FLOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def hold_flock(path) -> subprocess.Popen:
+    """Another process holding an exclusive flock on `path` (created if missing) until its
+    stdin is closed (`.communicate()`); returns once the lock is held."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_FLOCK, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
 def wait_stopped(pid: int, limit: float = 30) -> None:
     """Block until `pid` stopped itself at its failpoint (engine.host.failpoints: its /proc state is T)."""
     import time

@@ -6,8 +6,6 @@ test_journal_lock.)"""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,24 +16,14 @@ from engine.host import userstate
 from engine.host.userstate import advance_user_state, load_user_state
 from engine.slack.state import State
 from engine.store.sidecar import SidecarRefused
-from tests.conftest import wait_stopped
-
-HOLD = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.read()
-"""
+from tests.conftest import hold_flock, wait_stopped
 
 
 class Holder:
     """Another process holding an exclusive flock on `path`, stopped with SIGSTOP."""
 
     def __init__(self, path: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None and self.proc.stdout.readline() == "held\n"
+        self.proc = hold_flock(path)
         self.proc.send_signal(signal.SIGSTOP)
         wait_stopped(self.proc.pid, 10)
 

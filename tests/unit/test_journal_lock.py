@@ -14,28 +14,14 @@ import sys
 import pytest
 
 from engine.audit.journal import journal_path
-from tests.conftest import ROOT, cli_env, handoff, wait_paused, wait_stopped
-
-HOLD = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
-def _hold(journal: str) -> subprocess.Popen:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, journal], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-    return holder
+from tests.conftest import ROOT, cli_env, handoff, hold_flock, wait_paused, wait_stopped
 
 
 @pytest.mark.parametrize("stopped", [False, True], ids=["busy", "stopped"])
 def test_a_held_journal_lock_is_named_and_nothing_is_changed(fleet, stopped):
     assert handoff("note", fleet, "--set", "first note").returncode == 0
     journal = journal_path(str(fleet))
-    holder = _hold(journal)
+    holder = hold_flock(journal)
     try:
         if stopped:
             holder.send_signal(signal.SIGSTOP)
@@ -68,7 +54,7 @@ def _journal_held_after_the_change(fleet, tmp_path, *args: str) -> tuple[int, st
     holder = None
     try:
         wait_paused(marker)
-        holder = _hold(journal_path(str(fleet)))
+        holder = hold_flock(journal_path(str(fleet)))
         os.unlink(marker)
         _, stderr = command.communicate(timeout=30)
         return command.returncode, stderr, holder.pid
