@@ -19,8 +19,10 @@ from engine.codec.textsafe import visible
 
 def take_within(fd: int, how: int, limit: float) -> bool:
     """Take flock `how` (fcntl.LOCK_EX or LOCK_SH) on `fd` within `limit` seconds; False
-    when it could not be had (then nothing is held). Polls with a short backoff: the
-    holders are brief, and a blocking flock cannot be given a timeout."""
+    when it could not be had (then nothing is held). Polls, from 2 ms up to every 10 ms:
+    the holders are brief, a waiter should follow one soon after it lets go (a reader of a
+    busy 10,000-target ledger waits on each write), and a blocking flock cannot be given a
+    timeout."""
     deadline = time.monotonic() + limit
     pause = 0.002
     while True:
@@ -32,7 +34,7 @@ def take_within(fd: int, how: int, limit: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(pause)
-        pause = min(0.05, pause * 2)
+        pause = min(0.01, pause * 2)
 
 
 def flock_holder(fd: int) -> str:
