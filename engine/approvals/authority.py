@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from engine.approvals.approvers import recheck
 from engine.approvals.policy import policy_for, standing
-from engine.approvals.witness import approval_recorded
+from engine.approvals.witness import approval_recorded, lost_record
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.ledger.model import Approval, Ledger, Step
 
@@ -39,10 +39,17 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
     if not approval_recorded(journal, name, approval):
         at = parse_iso(approval.at)
         age = (time.time() if now is None else now) - at if at is not None else None
+        settling = age is not None and 0 <= age < RECORDING_GRACE
+        gap = None if settling else lost_record(journal, name, approval)
+        if gap is not None:
+            return Unauthorised(
+                f"approval not recorded by the engine: the journal record of the approval of {approval.step} by "
+                f"{approval.by} at {approval.at} could not be written (journal_gap of revision {gap.get('rev')}: "
+                f"{gap.get('error')}), so it never authorises a run: approve again")
         return Unauthorised(
             f"approval not recorded by the engine: the approval of {approval.step} by {approval.by} at {approval.at} "
             "has no journal record of its own (written into the file by hand?), so it never authorises a run",
-            settling=age is not None and 0 <= age < RECORDING_GRACE)
+            settling=settling)
     why = recheck(ledger, name, approval)
     if why:
         return Unauthorised(f"approval not verified: {why}, so it never authorises a run")

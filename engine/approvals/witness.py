@@ -17,3 +17,13 @@ def approval_recorded(journal, target: str, approval: Approval) -> bool:
     """Does the journal hold the engine's own record of exactly this approval?"""
     return journal.last_of("approval", target=target, step=approval.step, hash=approval.hash, actor=approval.by,
                            user=approval.user, at=approval.at) is not None
+
+
+def lost_record(journal, target: str, approval: Approval) -> dict | None:
+    """The `journal_gap` recording that exactly this approval's own record could not be
+    written (the journal's lock held past its bound, a full disk), or None. It explains a
+    missing witness and changes nothing: the approval still never authorises a run."""
+    gap = journal.last_of("journal_gap", target=target, lost_kind="approval")
+    lost = gap.get("lost") if gap else None
+    want = {"step": approval.step, "hash": approval.hash, "actor": approval.by, "user": approval.user, "at": approval.at}
+    return gap if isinstance(lost, dict) and all(lost.get(k) == v for k, v in want.items()) else None

@@ -27,7 +27,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine.audit.index import INDEXED
-from engine.audit.journal_base import MAX_WARNINGS, JournalBase, JournalWriteError, Warnings, gap_record, make_record
+from engine.audit.journal_base import (
+    MAX_WARNINGS,
+    JournalBase,
+    JournalWriteError,
+    Warnings,
+    gap_of,
+    gap_record,
+    make_record,
+)
 from engine.audit.journal_io import SUFFIX, encode, journal_path, write_whole
 from engine.audit.sealed import Sealed
 from engine.audit.tail import head_gone, journal_head
@@ -77,7 +85,7 @@ class Journal(Sealed, JournalBase):
             busy = self._lock(fd)  # one writer at a time: `seq` is the true offset
             if busy is not None:
                 if rev is not None:
-                    self._note_gap({"rev": rev, "kind": kind, "target": target, "msg": _short(record.get("msg")), "error": busy})
+                    self._note_gap(gap_of(record, busy))
                 raise JournalWriteError(f"{self.path}: the journal record could not be written: {busy}", rev=rev, reason=busy)
             try:
                 self.index.refresh()
@@ -88,7 +96,7 @@ class Journal(Sealed, JournalBase):
             except OSError as err:
                 reason = os_error_text(err)
                 if rev is not None:
-                    self._note_gap({"rev": rev, "kind": kind, "target": target, "msg": _short(record.get("msg")), "error": reason})
+                    self._note_gap(gap_of(record, reason))
                 raise JournalWriteError(f"{self.path}: the journal record could not be written: {reason}", rev=rev, reason=reason) from None
         finally:
             os.close(fd)  # releases the lock
@@ -262,11 +270,6 @@ class Journal(Sealed, JournalBase):
             if start == 0 or window >= 64 * 1024 * 1024:
                 return None
             window *= 4
-
-
-def _short(text: Any, limit: int = 200) -> str:
-    text = str(text or "")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def print_warnings(journal: Journal) -> None:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from engine.audit.index import INDEXED
 from engine.audit.redact import Redactor
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError
@@ -37,12 +38,28 @@ def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int
     return {k: v if k in WITNESS_FIELDS else redactor.value(v) for k, v in record.items()}
 
 
+def gap_of(record: dict[str, Any], error: str) -> dict[str, Any]:
+    """What is kept of `record` when it could not be written (its revision, kind, target,
+    message and why), for the next append to record as a `journal_gap`. For a witness kind
+    (engine.audit.index.INDEXED) also the fields a witness matches on, so that a record lost
+    here can be told from one that was never made (engine.approvals.authority)."""
+    kind, msg = record.get("kind"), str(record.get("msg") or "")
+    gap = {"rev": record.get("rev"), "kind": kind, "target": record.get("target"),
+           "msg": msg if len(msg) <= 200 else msg[:199] + "…", "error": error}
+    if kind in INDEXED:
+        gap["lost"] = {k: record.get(k) for k in INDEXED[kind] if k not in ("ts", "target")}
+    return gap
+
+
 def gap_record(gap: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """(kind, msg, fields) of the `journal_gap` record for a record that was lost."""
     rev = gap.get("rev")
     msg = (f"revision {rev} was recorded in the ledger but its journal record ({gap.get('kind')}: "
            f"{gap.get('msg')}) could not be written: {gap.get('error')}")
-    return "journal_gap", msg, {"rev": rev, "lost_kind": gap.get("kind"), "target": gap.get("target"), "error": gap.get("error")}
+    fields = {"rev": rev, "lost_kind": gap.get("kind"), "target": gap.get("target"), "error": gap.get("error")}
+    if isinstance(gap.get("lost"), dict):
+        fields["lost"] = gap["lost"]
+    return "journal_gap", msg, fields
 
 
 class JournalWriteError(HandoffError):

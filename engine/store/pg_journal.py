@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine.audit.chain import GENESIS, link_of, seal
-from engine.audit.journal_base import JournalBase, JournalWriteError, gap_record, make_record
+from engine.audit.journal_base import JournalBase, JournalWriteError, gap_of, gap_record, make_record
 from engine.errors import HandoffError
 from engine.store.pg_conn import Db
 
@@ -43,7 +43,7 @@ class PgJournal(JournalBase):
             record["seq"] = self.db.run(work)
         except HandoffError as err:
             if rev is not None:
-                self._gaps.append({"rev": rev, "kind": kind, "target": target, "msg": str(record.get("msg"))[:200], "error": str(err)})
+                self._gaps.append(gap_of(record, str(err)))
             raise JournalWriteError(f"{self.path}: the journal record could not be written: {err}", rev=rev, reason=str(err)) from None
         self._gaps.clear()
         return record

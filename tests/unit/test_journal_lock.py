@@ -13,7 +13,10 @@ import sys
 
 import pytest
 
+from engine.api import open_ledger
+from engine.approvals.authority import unauthorised
 from engine.audit.journal import journal_path
+from engine.codec.timefmt import parse_iso
 from tests.conftest import ROOT, cli_env, handoff, hold_flock, wait_paused, wait_stopped
 
 
@@ -85,13 +88,26 @@ def test_a_lock_taken_after_the_change_keeps_it_and_the_gap_is_journaled(fleet, 
 
 def test_an_approval_that_could_not_be_journaled_says_to_give_it_again(fleet, tmp_path):
     """An approve whose journal record is blocked after the ledger's write: the approval has no
-    witness and never authorises a run, so the error says how to give it again; doing so works,
-    and the new approval has its record."""
+    witness and never authorises a run, so the error says how to give it again; a session meeting
+    it says its record was lost (the gap names it), where one never approved through the engine is
+    "written into the file by hand?"; giving it again works, and the new approval has its record."""
     code, stderr, _ = _journal_held_after_the_change(fleet, tmp_path, "approve", str(fleet), "db-1", "--as", "bob")
     assert code == 1, stderr
     assert "but NOT in the journal: the journal's lock has been held for more than 1s" in stderr
     assert ("An approval with no journal record never authorises a run: once the journal is free, withdraw it and "
             f"approve again (handoff unapprove {fleet} db-1, then handoff approve {fleet} db-1)") in stderr
+    assert handoff("note", fleet, "--set", "the next append records the gap").returncode == 0
+    # A session meeting it says why it has no witness: its record was lost, not written by hand.
+    handle = open_ledger(str(fleet), actor="test")
+    ledger = handle.snapshot().ledger
+    lost = ledger.targets["db-1"].approvals[0]
+    later = parse_iso(lost.at) + 60  # past the recording grace
+    why = unauthorised(handle.journal, ledger, "db-1", lost, now=later)
+    assert why is not None and not why.settling
+    assert (f"the journal record of the approval of cutover by bob at {lost.at} could not be written (journal_gap of "
+            "revision ") in why.why and why.why.endswith("so it never authorises a run: approve again")
+    forged = lost.model_copy(update={"at": "2026-12-01T00:00:00Z"})  # the same, but never approved by the engine
+    assert "written into the file by hand?" in unauthorised(handle.journal, ledger, "db-1", forged, now=later).why
     assert handoff("unapprove", fleet, "db-1", "--as", "bob").returncode == 0
     assert handoff("approve", fleet, "db-1", "--as", "bob").returncode == 0
     records = [json.loads(line) for line in open(journal_path(str(fleet)), encoding="utf-8")]
