@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engine.errors import HandoffError
 from engine.host import failpoints
 from engine.slack import blocks
 from engine.slack.decide import Decider
@@ -87,6 +88,16 @@ class Hub:
         if w is not None:
             w.handle.journal.append("slack_refused", f"a request claiming to be Slack's was refused: {why}",
                                     actor="handoff-slack", why=why)
+
+    def received(self, payload: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+        """(taken, the ack body) for an authentic request. Not taken when its delivery could
+        not be stored (the Slack record's lock held past its bound, a full disk): that is said,
+        and the transport acknowledges nothing, so Slack sends the request again."""
+        try:
+            return True, self.receive(payload)
+        except HandoffError as error:
+            self.say(f"a request was not taken; Slack sends it again: {error}")
+            return False, None
 
     def receive(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         """An authentic request's payload: returns the ack body (None: an empty ack)."""

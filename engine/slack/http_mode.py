@@ -60,7 +60,9 @@ def serve(hub, address: str) -> Callable[[], None]:
                 return self._answer(400, {"error": "no payload"})
             if payload.get("type") == "url_verification":
                 return self._answer(200, {"challenge": payload.get("challenge")})
-            ack = hub.receive(payload)
+            taken, ack = hub.received(payload)
+            if not taken:
+                return self._answer(503, {"error": "not stored; send it again"})
             self._answer(200, ack)
 
     host, port = _address(address)

@@ -26,9 +26,9 @@ def connect(hub) -> Callable[[], None]:
     client = SocketModeClient(app_token=hub.secrets.app_token or "", web_client=WebClient(base_url=base, timeout=10))
 
     def on_request(sm: BaseSocketModeClient, req: SocketModeRequest) -> None:
-        # No ack when receive raises (its delivery key could not be stored): Slack sends the envelope again.
-        ack = hub.receive(req.payload) if req.type == "interactive" and isinstance(req.payload, dict) else None
-        sm.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id, payload=ack))
+        taken, ack = hub.received(req.payload) if req.type == "interactive" and isinstance(req.payload, dict) else (True, None)
+        if taken:  # no ack when its delivery key could not be stored: Slack sends the envelope again
+            sm.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id, payload=ack))
 
     client.socket_mode_request_listeners.append(on_request)
     client.connect()
