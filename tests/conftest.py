@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -164,6 +166,22 @@ def hold_flock(path) -> subprocess.Popen:
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     return holder
+
+
+@contextmanager
+def stopped_holder(path) -> Iterator[subprocess.Popen]:
+    """Another process holding an exclusive flock on `path`, stopped with SIGSTOP, for the
+    block; then let go on and ended."""
+    import signal
+
+    holder = hold_flock(path)
+    try:
+        holder.send_signal(signal.SIGSTOP)
+        wait_stopped(holder.pid, 10)
+        yield holder
+    finally:
+        holder.send_signal(signal.SIGCONT)
+        holder.communicate(timeout=10)
 
 
 def wait_stopped(pid: int, limit: float = 30) -> None:

@@ -5,12 +5,11 @@ approved), and Slack's retry of the same request, once the holder is gone, appro
 from __future__ import annotations
 
 import queue
-import signal
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import hold_flock, wait_stopped
+from tests.conftest import stopped_holder
 from tests.slack.kit import ALICE, approved, ledger, load, posted, review, wait_for
 
 
@@ -22,10 +21,7 @@ def test_a_held_slack_record_refuses_the_request_and_slacks_retry_approves_once(
     headers = signer.headers(body)
     record = Path(str(path) + ".slack.jsonl")
     before = record.read_bytes()
-    holder = hold_flock(record)
-    holder.send_signal(signal.SIGSTOP)
-    wait_stopped(holder.pid, 10)
-    try:
+    with stopped_holder(record) as holder:
         status, _ = signer.post(app.url, body=body, headers=headers, timeout=30)
         assert status == 503
         line = wait_for(lambda: next((x for x in app.lines if "a request was not taken" in x), None),
@@ -34,9 +30,6 @@ def test_a_held_slack_record_refuses_the_request_and_slacks_retry_approves_once(
         assert f"its lock has been held for more than 1s by pid {holder.pid}" in line and "nothing was recorded" in line
         assert "Traceback" not in app.stderr()
         assert record.read_bytes() == before and not approved(path)
-    finally:
-        holder.send_signal(signal.SIGCONT)
-        holder.communicate(timeout=10)
     assert signer.post(app.url, body=body, headers=headers)[0] == 200  # Slack's retry of the same request
     wait_for(lambda: approved(path), what="the approval")
     assert len(approved(path)) == 1 and len(load(path)["targets"]["db-1"]["approvals"]) == 1
@@ -52,10 +45,7 @@ def test_in_socket_mode_a_held_slack_record_is_not_acknowledged_and_the_envelope
     view = wait_for(lambda: fake.views(), what="views.open")[-1]
     record = Path(str(path) + ".slack.jsonl")
     before = record.read_bytes()
-    holder = hold_flock(record)
-    holder.send_signal(signal.SIGSTOP)
-    wait_stopped(holder.pid, 10)
-    try:
+    with stopped_holder(record) as holder:
         with pytest.raises(queue.Empty):  # no ack: Slack sends the envelope again
             fake.send_envelope(signer.submit(view, ALICE, "db-1"), timeout=8)
         line = wait_for(lambda: next((x for x in app.lines if "a request was not taken" in x), None),
@@ -63,9 +53,6 @@ def test_in_socket_mode_a_held_slack_record_is_not_acknowledged_and_the_envelope
         assert f"its lock has been held for more than 1s by pid {holder.pid}" in line
         assert "Traceback" not in app.stderr()
         assert record.read_bytes() == before and not approved(path)
-    finally:
-        holder.send_signal(signal.SIGCONT)
-        holder.communicate(timeout=10)
     fake.send_envelope(signer.submit(view, ALICE, "db-1"))
     wait_for(lambda: approved(path), what="the approval")
     assert len(approved(path)) == 1 and len(load(path)["targets"]["db-1"]["approvals"]) == 1

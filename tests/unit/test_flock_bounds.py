@@ -5,7 +5,6 @@ test_journal_lock.)"""
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 
@@ -16,20 +15,7 @@ from engine.host import userstate
 from engine.host.userstate import advance_user_state, load_user_state
 from engine.slack.state import State
 from engine.store.sidecar import SidecarRefused
-from tests.conftest import hold_flock, wait_stopped
-
-
-class Holder:
-    """Another process holding an exclusive flock on `path`, stopped with SIGSTOP."""
-
-    def __init__(self, path: Path) -> None:
-        self.proc = hold_flock(path)
-        self.proc.send_signal(signal.SIGSTOP)
-        wait_stopped(self.proc.pid, 10)
-
-    def release(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
-        self.proc.communicate(timeout=10)
+from tests.conftest import stopped_holder
 
 
 @pytest.fixture(autouse=True)
@@ -39,19 +25,16 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_stopped_holder_of_the_users_mark_is_named_and_the_mark_is_kept() -> None:
     assert advance_user_state("k", {"seen_at": "2026-12-01T10:00:00+00:00", "n": 1})
-    holder = Holder(userstate._file("k").with_suffix(".lock"))
-    try:
+    with stopped_holder(userstate._file("k").with_suffix(".lock")) as holder:
         started = time.monotonic()
         with pytest.raises(HandoffError) as caught:
             advance_user_state("k", {"seen_at": "2026-12-01T11:00:00+00:00", "n": 2})
         waited = time.monotonic() - started
         message = str(caught.value)
-        assert f"not saved; its lock has been held for more than {userstate.USER_STATE_WAIT:g}s by pid {holder.proc.pid}" in message
-        assert f"which is stopped: let it go on (kill -CONT {holder.proc.pid}) or end it" in message
+        assert f"not saved; its lock has been held for more than {userstate.USER_STATE_WAIT:g}s by pid {holder.pid}" in message
+        assert f"which is stopped: let it go on (kill -CONT {holder.pid}) or end it" in message
         assert waited < 30  # bounded (the exact time is the machine's); unbounded, this call never returns
         assert load_user_state("k")["n"] == 1
-    finally:
-        holder.release()
     assert advance_user_state("k", {"seen_at": "2026-12-01T11:00:00+00:00", "n": 2})
     assert load_user_state("k")["n"] == 2
 
@@ -65,16 +48,13 @@ def test_a_stopped_holder_of_the_slack_record_is_named_and_nothing_is_recorded(t
     assert state.claim("first", {"type": "view_submission"})
     record = Path(str(ledger) + ".slack.jsonl")
     before = record.read_bytes()
-    holder = Holder(record)
-    try:
+    with stopped_holder(record) as holder:
         with pytest.raises(SidecarRefused) as caught:
             state.claim("second", {"type": "view_submission"})
         message = str(caught.value)
-        assert message.startswith(f"{record}: its lock has been held for more than 1s by pid {holder.proc.pid}")
+        assert message.startswith(f"{record}: its lock has been held for more than 1s by pid {holder.pid}")
         assert message.endswith("; nothing was recorded") and "which is stopped" in message
         assert record.read_bytes() == before
         assert "second" not in State(str(ledger)).deliveries  # a new process finds nothing of it either
-    finally:
-        holder.release()
     assert state.claim("second", {"type": "view_submission"})  # Slack's retry of the same delivery
     assert "second" in State(str(ledger)).deliveries
