@@ -13,10 +13,14 @@ from __future__ import annotations
 from engine.ledger.model import Approval
 
 
+def _fields(approval: Approval) -> dict:
+    """What names exactly this approval in the engine's `approval` record (its target aside)."""
+    return {"step": approval.step, "hash": approval.hash, "actor": approval.by, "user": approval.user, "at": approval.at}
+
+
 def approval_recorded(journal, target: str, approval: Approval) -> bool:
     """Does the journal hold the engine's own record of exactly this approval?"""
-    return journal.last_of("approval", target=target, step=approval.step, hash=approval.hash, actor=approval.by,
-                           user=approval.user, at=approval.at) is not None
+    return journal.last_of("approval", target=target, **_fields(approval)) is not None
 
 
 def lost_record(journal, target: str, approval: Approval) -> dict | None:
@@ -25,5 +29,4 @@ def lost_record(journal, target: str, approval: Approval) -> dict | None:
     missing witness and changes nothing: the approval still never authorises a run."""
     gap = journal.last_of("journal_gap", target=target, lost_kind="approval")
     lost = gap.get("lost") if gap else None
-    want = {"step": approval.step, "hash": approval.hash, "actor": approval.by, "user": approval.user, "at": approval.at}
-    return gap if isinstance(lost, dict) and all(lost.get(k) == v for k, v in want.items()) else None
+    return gap if isinstance(lost, dict) and all(lost.get(k) == v for k, v in _fields(approval).items()) else None

@@ -5,7 +5,6 @@ test_journal_lock.)"""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -26,14 +25,11 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_stopped_holder_of_the_users_mark_is_named_and_the_mark_is_kept() -> None:
     assert advance_user_state("k", {"seen_at": "2026-12-01T10:00:00+00:00", "n": 1})
     with stopped_holder(userstate._file("k").with_suffix(".lock")) as holder:
-        started = time.monotonic()
-        with pytest.raises(HandoffError) as caught:
+        with pytest.raises(HandoffError) as caught:  # it returns at all: unbounded, it waited for ever
             advance_user_state("k", {"seen_at": "2026-12-01T11:00:00+00:00", "n": 2})
-        waited = time.monotonic() - started
         message = str(caught.value)
         assert f"not saved; its lock has been held for more than {userstate.USER_STATE_WAIT:g}s by pid {holder.pid}" in message
         assert f"which is stopped: let it go on (kill -CONT {holder.pid}) or end it" in message
-        assert waited < 30  # bounded (the exact time is the machine's); unbounded, this call never returns
         assert load_user_state("k")["n"] == 1
     assert advance_user_state("k", {"seen_at": "2026-12-01T11:00:00+00:00", "n": 2})
     assert load_user_state("k")["n"] == 2
