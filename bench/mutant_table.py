@@ -84,8 +84,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "a PostgreSQL retry after the spawn never checks and spawns again"),
     # -- the approvals' witnesses ------------------------------------------------------
     Mutant("witness-user", "engine/approvals/witness.py",
-           "hash=approval.hash, actor=approval.by,\n                           user=approval.user, at=approval.at)",
-           "hash=approval.hash, actor=approval.by,\n                           at=approval.at)",
+           "\"actor\": approval.by, \"user\": approval.user, \"at\": approval.at}",
+           "\"actor\": approval.by, \"at\": approval.at}",
            (F + "test_an_approval_whose_witness_no_longer_matches_fences_the_spawn",
             W + "test_the_spawn_itself_checks_the_witness_again"),
            "the witness binds the approval's OS user"),
