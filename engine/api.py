@@ -333,12 +333,13 @@ class LedgerHandle:
         return select(ledger, pattern, step, self.ledger_dir, self.actor)
 
     def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
-                      key: str | None = None, expect_revision: int | None = None) -> list[Approval]:
+                      key: str | None = None) -> list[Approval]:
         """Approve `step` on each target of `expect` (name -> the hash the approver was
         shown): one approval and one journal record per target, each checked as
         `approve` checks one; any refused target refuses the whole batch (nothing recorded).
-        With `expect_revision` (the revision the approver was shown), any write to the
-        ledger since refuses the batch too (ApprovalChanged), as it does for `approve`."""
+        The hashes are the binding (the command and checkpoint each approver saw), as in the
+        TUI's batch dialog and `handoff approve --targets`: a write elsewhere in the ledger
+        does not refuse it."""
         self.refuse_agent("approve", ", ".join(expect))
         from engine.approvals.batch import approve_all
         from engine.approvals.policy import requesters
@@ -347,10 +348,6 @@ class LedgerHandle:
         signed = {name: sign_approval(self, name, step, key) for name in expect}
 
         def change(ledger: Ledger):
-            if expect_revision is not None and ledger.revision != expect_revision:
-                raise ApprovalChanged(f"the batch approval of {step} on {len(expect)} target(s): the ledger changed since you looked (revision "
-                                      f"{expect_revision}, now {ledger.revision}); nothing was approved: look again",
-                                      seen="", now=None)
             asked = {n: requesters(self.journal, ledger, n) for n in expect if n in ledger.targets}
             return approve_all(ledger, expect, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
                                signed=signed, requested_by=asked)

@@ -4,7 +4,8 @@ Built on textual-serve (the `serve` extra): every viewer's browser tab gets its 
 `handoff-tui LEDGER --read-only` process, so nothing a viewer types can change the
 ledger. In front of it, one aiohttp middleware:
 - **authentication**, required: a token (`--token`, or HANDOFF_SERVE_TOKEN), given once as
-  `?token=` and then kept in an HttpOnly cookie, and/or a header set by an authenticating
+  `?token=` and then kept in an HttpOnly cookie (the page answers with a redirect to its URL
+  without the token, so a link copied from the address bar never carries it), and/or a header set by an authenticating
   reverse proxy (`--trust-header X-Forwarded-User`; only behind such a proxy);
 - an **Origin check** on the websocket (a page on another site cannot drive a viewer);
 - a **cap on viewers** (`--max-viewers`, default 8: each viewer is a process of about 70 MB).
@@ -146,7 +147,13 @@ class ObserverServer(Server):
                                                       "close a tab or start the server with a larger --max-viewers\n")
         if self.token and request.path == "/" and not BROWSER_ID.fullmatch(request.cookies.get(BROWSER_COOKIE, "")):
             request[BROWSER_COOKIE] = secrets.token_urlsafe(18)  # this page's ticket is already this browser's
-        response = await handler(request)
+        if set_cookie and request.path == "/" and request.method in ("GET", "HEAD"):
+            # The token has become a cookie: the address bar loses it, so a link copied from
+            # it (to share a target's view) never carries the token to a chat or a ticket.
+            response: web.StreamResponse = web.Response(status=303, headers={"Location": str(
+                request.rel_url.without_query_params("token"))}, text="handoff-tui serve: signed in\n")
+        else:
+            response = await handler(request)
         if set_cookie and self.token:
             response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict")
         if BROWSER_COOKIE in request:

@@ -131,16 +131,21 @@ async def test_an_observer_page_behind_a_token_in_chromium(tmp_path: Path) -> No
     try:
         assert "read-only observers on" in server.stdout.readline()
         wait_listening(port)
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:  # unsafe: keeps 127.0.0.1's cookies
             for refused in (f"{base}/", f"{base}/?token=wrong", f"{base}/static/js/textual.js"):
                 async with http.get(refused) as response:
                     assert response.status == 401, refused
                     assert "not authenticated" in await response.text()
             async with http.get(f"{base}/", headers={"X-Forwarded-User": "carol"}) as response:
                 assert response.status == 200  # the proxy's header is enough
+            # The token becomes a cookie, and the page's URL loses it: a link copied from the
+            # address bar (to share a view) must never carry the token.
+            async with http.get(f"{base}/?token={TOKEN}&filter=db-1", allow_redirects=False) as response:
+                assert response.status == 303 and response.headers["Location"] == "/?filter=db-1"
+                assert response.cookies["handoff_viewer"].value == TOKEN and response.cookies["handoff_viewer"]["httponly"]
             async with http.get(f"{base}/?token={TOKEN}") as response:
                 page = await response.text()
-                assert response.status == 200 and response.cookies.get("handoff_viewer") is not None
+                assert response.status == 200 and str(response.url) == f"{base}/" and len(response.history) == 1
             # Nothing from the internet: every link and script is this server's.
             assert not re.findall(r'(?:href|src)="https?://(?!127\.0\.0\.1)', page) and "googleapis" not in page
             for origin in ("http://evil.example", None):

@@ -315,7 +315,7 @@ async def test_a_link_opens_its_target_or_says_why_not(tmp_path: Path) -> None:
     served = Served(tmp_path, "--token", TOKEN)
     before = folder_state(served.folder)
     try:
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:  # unsafe: keeps 127.0.0.1's cookies
             for refused in (f"{served.base}/?target=db-18", f"{served.base}/?target=db-18&token=wrong",
                             f"{served.base}/ws/anything?target=db-18"):
                 async with http.get(refused) as response:
@@ -330,6 +330,9 @@ async def test_a_link_opens_its_target_or_says_why_not(tmp_path: Path) -> None:
             tab = await browser.open(f"{served.base}/?token={TOKEN}&target=db-18")
             detail = await tab.wait_for("Target db-18", "Would run next", "0/9A3F2C10")
             assert "Link:" not in detail
+            # The address bar to copy from holds the view, never the token (it became a cookie).
+            href = (await tab.call("Runtime.evaluate", expression="location.href"))["result"]["value"]
+            assert href == f"{served.base}/?target=db-18", href
             await served.mark_of("browser-")  # open until it has counted as a look (the others close at once)
             await tab.close()
             for link, says in (("target=db-99", "Link: no target 'db-99' in this ledger."),
