@@ -25,6 +25,10 @@ from engine.settings import seconds
 from engine.store.sidecar import SidecarRefused, open_sidecar
 
 _DROP = ("token", "response_url", "response_urls", "trigger_id")  # capabilities, not facts
+# Slack waits 3 s for a request's acknowledgement (the HTTP answer, or the Socket Mode ack)
+# and then sends it again: a claim waits for the record at most this long, so the refusal
+# (503, or no ack) reaches Slack before it gives up on this try.
+CLAIM_WAIT = 2.0
 
 PG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_slack (
@@ -86,14 +90,16 @@ class State:
                 continue  # a line cut short by a crash mid-write: nothing was acted on for it
         return out
 
-    def _write(self, record: dict[str, Any], *, unique: bool = False) -> bool:
-        """Append `record` durably; with `unique`, False when its delivery key and status are there."""
+    def _write(self, record: dict[str, Any], *, unique: bool = False, wait: float | None = None) -> bool:
+        """Append `record` durably; with `unique`, False when its delivery key and status are there.
+        The record's lock is waited for HANDOFF_LOCK_TIMEOUT seconds, or `wait` when that is shorter."""
         if self.is_url:
             sql = "INSERT INTO handoff_slack (ledger, record) VALUES (%s, %s)" + (" ON CONFLICT DO NOTHING" if unique else "")
             return self.db.run(lambda conn: conn.execute(sql, (self.name, json.dumps(record))).rowcount) == 1
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self.location)
         try:
             limit = seconds("HANDOFF_LOCK_TIMEOUT")
+            limit = limit if wait is None else min(limit, wait)
             if not take_within(fd, fcntl.LOCK_EX, limit):
                 # Slack sends the event again when it is not acknowledged; nothing was acted on.
                 raise SidecarRefused(f"{self.path}: its lock has been held for more than {limit:g}s by "
@@ -130,15 +136,23 @@ class State:
     # -- deliveries ----------------------------------------------------------------
 
     def claim(self, key: str, payload: dict[str, Any]) -> bool:
-        """Record delivery `key` as received (durably). False: it was received before."""
-        with self._lock:
+        """Record delivery `key` as received (durably). False: it was received before.
+        Raises SidecarRefused when that cannot be done within CLAIM_WAIT seconds (this
+        process's own writer, or another process, holds the record): nothing is recorded,
+        and Slack, unacknowledged, sends the request again."""
+        if not self._lock.acquire(timeout=CLAIM_WAIT):
+            raise SidecarRefused(f"{self.path if not self.is_url else self.name}: this process has been writing its "
+                                 f"Slack record for more than {CLAIM_WAIT:g}s; nothing was recorded")
+        try:
             if key in self.deliveries:
                 return False
             record = {"delivery": key, "status": "received", "at": now_iso(), "payload": stored_payload(payload)}
-            if not self._write(record, unique=True):
+            if not self._write(record, unique=True, wait=CLAIM_WAIT):
                 return False
             self._absorb(record)
             return True
+        finally:
+            self._lock.release()
 
     def finish(self, key: str, outcome: str) -> None:
         """Delivery `key` was acted on: `outcome` says how (approved, refused: why)."""

@@ -54,3 +54,32 @@ def test_a_stopped_holder_of_the_slack_record_is_named_and_nothing_is_recorded(t
         assert "second" not in State(str(ledger)).deliveries  # a new process finds nothing of it either
     assert state.claim("second", {"type": "view_submission"})  # Slack's retry of the same delivery
     assert "second" in State(str(ledger)).deliveries
+
+
+def test_a_slack_claim_waits_no_longer_than_slack_waits_for_its_ack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slack sends a request again after 3 s without an ack: a claim (made before the ack)
+    gives up on the record within CLAIM_WAIT, whatever HANDOFF_LOCK_TIMEOUT allows, so the
+    503 (or the missing Socket Mode ack) is Slack's answer to this very try."""
+    from engine.slack import state as slack_state
+
+    monkeypatch.delenv("HANDOFF_LOCK_TIMEOUT", raising=False)  # the default, 10 s
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\n", encoding="utf-8")
+    state = State(str(ledger))
+    record = Path(str(ledger) + ".slack.jsonl")
+    with stopped_holder(record) as holder:
+        with pytest.raises(SidecarRefused) as caught:
+            state.claim("k", {"type": "view_submission"})
+        assert f"held for more than {slack_state.CLAIM_WAIT:g}s by pid {holder.pid}" in str(caught.value)
+    assert not record.exists() or b'"k"' not in record.read_bytes()
+    # This process's own writer stuck on the record (a finish waiting out the full timeout):
+    # the claim does not queue behind it either.
+    state._lock.acquire()
+    try:
+        with pytest.raises(SidecarRefused) as caught:
+            state.claim("k", {"type": "view_submission"})
+        assert str(caught.value) == (f"{record}: this process has been writing its Slack record for more than "
+                                     f"{slack_state.CLAIM_WAIT:g}s; nothing was recorded")
+    finally:
+        state._lock.release()
+    assert state.claim("k", {"type": "view_submission"}) and "k" in State(str(ledger)).deliveries
