@@ -9,8 +9,8 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import re
 import shutil
-import site
 import stat
 import subprocess
 import sys
@@ -55,10 +55,9 @@ def _python_for_others() -> str:
     pytest.fail(f"no {minor} that other users can run (this one is {sys.executable})")
 
 
-def _readable_copy(source: Path, dest: Path, *, link: bool) -> None:
-    """`source` copied to `dest` so any user can read it: folders 0755, files readable by others.
-    With `link`, files are hard links (same file system: no bytes copied) unless a file is
-    private, then it is copied and opened up; the originals are never changed."""
+def _readable_copy(source: Path, dest: Path) -> None:
+    """`source` copied to `dest` so any user can read it: folders 0755, files readable by others
+    (the originals are never changed)."""
     for folder, dirs, files in os.walk(source):
         rel = Path(folder).relative_to(source)
         dirs[:] = [d for d in dirs if d not in ("__pycache__", ".git")]
@@ -66,31 +65,74 @@ def _readable_copy(source: Path, dest: Path, *, link: bool) -> None:
         (dest / rel).chmod(0o755)
         for name in files:
             src, dst = Path(folder) / name, dest / rel / name
-            if link and os.stat(src).st_mode & stat.S_IROTH:
-                try:
-                    os.link(src, dst)
-                    continue
-                except OSError:
-                    pass  # another file system: copy it
             shutil.copy2(src, dst)
             dst.chmod(0o755 if os.access(src, os.X_OK) else 0o644)
+
+
+# What the commands these tests run import from site-packages (a file ledger's CLI), with
+# their requirements: only these are linked for Alice and Bob, not the whole environment's
+# 18,000 files (linking and unlinking those took 8 s and 30 s of a worker under the suite's
+# load). Should the engine come to import another package here, their command fails saying
+# which module is missing.
+ENGINE_NEEDS = ("pydantic", "PyYAML")
+
+
+def _distributions(names) -> list:
+    """The installed distributions `names` need, theirs included (extras left out)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    seen: dict[str, object] = {}
+    todo = list(names)
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name in seen:
+            continue
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:
+            continue  # a requirement for another platform or Python
+        seen[name] = dist
+        for req in dist.requires or []:
+            if "extra ==" not in req:
+                todo.append(re.match(r"[A-Za-z0-9._-]+", req).group(0))
+    return list(seen.values())
+
+
+def _link_distributions(dists, dest: Path) -> None:
+    """Each distribution's files hard-linked (copied across file systems) under `dest`, as
+    they lie in their site-packages, folders 0755 and files readable by others."""
+    for dist in dists:
+        for entry in dist.files or []:
+            src = Path(dist.locate_file(entry))
+            if "__pycache__" in entry.parts or entry.parts[0] == ".." or not src.is_file():
+                continue
+            dst = dest / entry
+            for folder in reversed([dst.parent, *dst.parent.parents]):
+                if folder == dest or dest in folder.parents:
+                    folder.mkdir(exist_ok=True)
+                    folder.chmod(0o755)
+            try:
+                if not os.stat(src).st_mode & stat.S_IROTH:
+                    raise OSError("private")
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+                dst.chmod(0o755 if os.access(src, os.X_OK) else 0o644)
 
 
 @pytest.fixture(scope="module")
 def payload():
     """What Alice and Bob run, in a folder they can read wherever this clone lives (a clone
     under a 0700 folder, as `mktemp -d` makes it, is out of their reach): the engine and its
-    bundled ledgers copied, this environment's packages linked. Returns the PYTHONPATH."""
+    bundled ledgers copied, the packages it needs linked. Returns the PYTHONPATH."""
     base = Path(tempfile.mkdtemp(prefix="handoff-payload-", dir="/tmp"))
     base.chmod(0o755)
     try:
         for part in ("engine", "ledgers"):
-            _readable_copy(ROOT / part, base / "code" / part, link=False)
-        paths = [str(base / "code")]
-        for index, site_dir in enumerate(p for p in site.getsitepackages() if os.path.isdir(p)):
-            _readable_copy(Path(site_dir), base / f"site{index}", link=True)
-            paths.append(str(base / f"site{index}"))
-        yield os.pathsep.join(paths)
+            _readable_copy(ROOT / part, base / "code" / part)
+        (base / "site").mkdir(mode=0o755)
+        _link_distributions(_distributions(ENGINE_NEEDS), base / "site")
+        yield os.pathsep.join([str(base / "code"), str(base / "site")])
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
