@@ -45,6 +45,58 @@ def _resume_first_decision(src: str, folder: str, runs: int, bare_argv: list[str
     return sorted(ours)[len(ours) // 2], sorted(bare)[len(bare) // 2]
 
 
+def fresh(path: str, pristine: bytes, env: dict[str, str], cache: bool):
+    """A setup: back to a ledger nobody has written yet (every sidecar the engine keeps beside
+    it, record, lock, journal, history, their indexes, and this bench's high-water marks gone),
+    its parse cache warm (one `status` run) or cold."""
+    def setup() -> None:
+        for side in glob.glob(glob.escape(path) + ".*"):
+            os.unlink(side)
+        forget_marks()
+        with open(path, "wb") as fh:
+            fh.write(pristine)
+        if not cache:
+            without_cache(path)
+        else:
+            run_process([sys.executable, "-m", "engine.cli.main", "status", path, "--json"], env=env, cwd=ROOT)
+    return setup
+
+
+def written(path: str, pristine: bytes, env: dict[str, str]):
+    """A setup: as a ledger is once a session has run: its history journal holds a first full
+    record, so a write stores only its diff (a fresh ledger's first write stores the whole file)."""
+    setup_fresh = fresh(path, pristine, env, True)
+
+    def setup() -> None:
+        setup_fresh()
+        run_process([sys.executable, "-m", "engine.cli.main", "note", path, "--set", "bench: earlier shift"], env=env, cwd=ROOT)
+    return setup
+
+
+def cli(env: dict[str, str], *args: str):
+    """One `handoff ARGS` process."""
+    return lambda: run_process([sys.executable, "-m", "engine.cli.main", *args], env=env, cwd=ROOT)
+
+
+def hook_call(folder: str, env: dict[str, str]):
+    """(hook(path) -> one `hook pre-tool-use` process on ledger `path`, fed a recorded Bash call,
+    in one Claude Code session; the session's first call takes the lease and keeps the facts)."""
+    stdin = os.path.join(folder, "call.json")
+    with open(FIXTURE) as src, open(stdin, "w") as fh:
+        call = json.load(src)
+        call.update(session_id="bench-session", cwd=folder, tool_input={"command": "grep -c lag /var/log/app.log"})
+        json.dump(call, fh)
+    hook_env = dict(env, CLAUDE_CODE_SESSION_ID="bench-session")
+
+    def hook(path: str):
+        def run() -> None:
+            with open(stdin, "rb") as fh:
+                run_process([sys.executable, "-m", "engine.cli.main", "hook", "pre-tool-use", "--ledger", path],
+                            env=hook_env, cwd=folder, stdin=fh)
+        return run
+    return hook
+
+
 def main(runs: int = 5) -> list[str]:
     out = [f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1, 5, 15 min), "
            f"{os.cpu_count()} CPUs, PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"]
@@ -66,50 +118,9 @@ def main(runs: int = 5) -> list[str]:
                            f"d['targets'][{target!r}]['state'] = 'verified'; "
                            f"open({os.path.join(folder, 'naive.yaml')!r}, 'w').write(yaml.dump(d, Dumper=yaml.CSafeDumper))"]
         pristine = {p: open(p, "rb").read() for p in (engine_10k, pyyaml_10k)}
-
-        def fresh(path: str, cache: bool):
-            def setup() -> None:
-                # Back to a ledger nobody has written yet: every sidecar the engine keeps beside it
-                # (record, lock, journal, history, their indexes) and this bench's high-water marks.
-                for side in glob.glob(glob.escape(path) + ".*"):
-                    os.unlink(side)
-                forget_marks()
-                with open(path, "wb") as fh:
-                    fh.write(pristine[path])
-                if not cache:
-                    without_cache(path)
-                else:
-                    run_process([py, "-m", "engine.cli.main", "status", path, "--json"], env=env, cwd=ROOT)
-            return setup
-
-        def written(path: str):
-            # As a ledger is once a session has run: its history journal holds a first full record,
-            # so a write stores only its diff (a fresh ledger's first write stores the whole file).
-            setup_fresh = fresh(path, True)
-
-            def setup() -> None:
-                setup_fresh()
-                run_process([py, "-m", "engine.cli.main", "note", path, "--set", "bench: earlier shift"], env=env, cwd=ROOT)
-            return setup
-
-        def cli(*args: str):
-            return lambda: run_process([py, "-m", "engine.cli.main", *args], env=env, cwd=ROOT)
-
         small = os.path.join(folder, "small.yaml")
         write_engine_ledger(small, 40)
-        stdin = os.path.join(folder, "call.json")
-        with open(FIXTURE) as src, open(stdin, "w") as fh:
-            call = json.load(src)
-            call.update(session_id="bench-session", cwd=folder, tool_input={"command": "grep -c lag /var/log/app.log"})
-            json.dump(call, fh)
-        hook_env = dict(env, CLAUDE_CODE_SESSION_ID="bench-session")
-
-        def hook(path: str):
-            def run() -> None:
-                with open(stdin, "rb") as fh:
-                    run_process([py, "-m", "engine.cli.main", "hook", "pre-tool-use", "--ledger", path], env=hook_env,
-                                cwd=folder, stdin=fh)
-            return run
+        hook = hook_call(folder, env)
 
         # The hook's own 10k copy: the other rows reset engine_10k, which would drop the session's lease and
         # time a lease take on every call; a session's calls after its first find the lease held.
@@ -123,12 +134,13 @@ def main(runs: int = 5) -> list[str]:
             "bare": (lambda: run_process(bare, env=env), None),
             "pass": (lambda: run_process([py, "-c", "pass"]), None),
             "naive": (lambda: run_process(naive, env=env), None),
-            "status engine cold": (cli("status", engine_10k, "--json"), fresh(engine_10k, False)),
-            "status engine warm": (cli("status", engine_10k, "--json"), fresh(engine_10k, True)),
-            "status pyyaml cold": (cli("status", pyyaml_10k, "--json"), fresh(pyyaml_10k, False)),
-            "status pyyaml warm": (cli("status", pyyaml_10k, "--json"), fresh(pyyaml_10k, True)),
-            "approve": (cli("approve", engine_10k, target, "--as", "bench"), fresh(engine_10k, True)),
-            "approve written": (cli("approve", engine_10k, target, "--as", "bench"), written(engine_10k)),
+            "status engine cold": (cli(env, "status", engine_10k, "--json"), fresh(engine_10k, pristine[engine_10k], env, False)),
+            "status engine warm": (cli(env, "status", engine_10k, "--json"), fresh(engine_10k, pristine[engine_10k], env, True)),
+            "status pyyaml cold": (cli(env, "status", pyyaml_10k, "--json"), fresh(pyyaml_10k, pristine[pyyaml_10k], env, False)),
+            "status pyyaml warm": (cli(env, "status", pyyaml_10k, "--json"), fresh(pyyaml_10k, pristine[pyyaml_10k], env, True)),
+            "approve": (cli(env, "approve", engine_10k, target, "--as", "bench"), fresh(engine_10k, pristine[engine_10k], env, True)),
+            "approve written": (cli(env, "approve", engine_10k, target, "--as", "bench"),
+                                written(engine_10k, pristine[engine_10k], env)),
             "hook 40": (hook(small), None),
             "hook 10k": (hook(hook_10k), None),
         }, runs)

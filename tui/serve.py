@@ -147,9 +147,10 @@ class ObserverServer(Server):
                                                       "close a tab or start the server with a larger --max-viewers\n")
         if self.token and request.path == "/" and not BROWSER_ID.fullmatch(request.cookies.get(BROWSER_COOKIE, "")):
             request[BROWSER_COOKIE] = secrets.token_urlsafe(18)  # this page's ticket is already this browser's
-        if set_cookie and request.path == "/" and request.method in ("GET", "HEAD"):
-            # The token has become a cookie: the address bar loses it, so a link copied from
-            # it (to share a target's view) never carries the token to a chat or a ticket.
+        if "token" in request.query and request.path == "/" and request.method in ("GET", "HEAD"):
+            # The token has become a cookie (or the proxy's header let the page in): the address
+            # bar loses it, so a link copied from it (to share a target's view) never carries
+            # the token to a chat or a ticket.
             response: web.StreamResponse = web.Response(status=303, headers={"Location": str(
                 request.rel_url.without_query_params("token"))}, text="handoff-tui serve: signed in\n")
         else:

@@ -38,6 +38,7 @@ from engine.ledger.touched import seal
 from engine.store import highwater, history, outside, parse_cache
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
+from engine.store.bulk import first_read
 from engine.store.convert import change, to_ledger, to_ledger_reusing
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.filelock import FileLock
@@ -201,24 +202,25 @@ class FileStore:
         """Read `raw`. Readers share one validated Ledger per content hash: it must never
         be changed (a transaction works on a copy). `_record` is the write record read
         together with `raw` (False: read it now)."""
-        key, parsed, text = self._parse(raw)
-        if parsed.ledger is None:
-            text = text or raw.decode("utf-8", "replace")
-            try:
-                ledger = to_ledger_reusing(parsed.data, self.path, text, parsed.lines, self._known[1])
-            except LedgerInvalid:
-                if not parsed.from_disk_cache:
-                    raise
-                # What the per-user cache said does not validate: it is ignored, never reported.
-                parse_cache.forget(real_path(self.path))
-                parsed = _Parse(parse_document(text, self.path, None))
-                self._cache = {key: parsed}
-                ledger = to_ledger(parsed.data, self.path, text)
-            parsed.ledger = ledger
-            seal(ledger.targets)  # shared by readers from now on: what is derived may be kept
-            self._known = (key, {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets})
-        else:
-            ledger = parsed.ledger
+        with first_read():  # a process's first read: no cyclic collections while it builds (engine.store.bulk)
+            key, parsed, text = self._parse(raw)
+            if parsed.ledger is None:
+                text = text or raw.decode("utf-8", "replace")
+                try:
+                    ledger = to_ledger_reusing(parsed.data, self.path, text, parsed.lines, self._known[1])
+                except LedgerInvalid:
+                    if not parsed.from_disk_cache:
+                        raise
+                    # What the per-user cache said does not validate: it is ignored, never reported.
+                    parse_cache.forget(real_path(self.path))
+                    parsed = _Parse(parse_document(text, self.path, None))
+                    self._cache = {key: parsed}
+                    ledger = to_ledger(parsed.data, self.path, text)
+                parsed.ledger = ledger
+                seal(ledger.targets)  # shared by readers from now on: what is derived may be kept
+                self._known = (key, {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets})
+            else:
+                ledger = parsed.ledger
         snap = Snapshot(ledger, key)
         record = self.last_write() if _record is False else _record
         if not engine_wrote(record, key) and _again and not self.filelock.holds():

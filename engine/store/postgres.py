@@ -37,6 +37,7 @@ from engine.lease.rules import beat_record
 from engine.ledger.model import Ledger
 from engine.store import highwater, history
 from engine.store.base import Snapshot, WatchEvent
+from engine.store.bulk import first_read
 from engine.store.convert import change, to_ledger
 from engine.store.cow import CowTargets, cow_ledger
 from engine.store.file import digest
@@ -105,15 +106,16 @@ class PostgresStore:
 
     def _parse(self, body: str, *, fresh: bool = False) -> tuple[Snapshot, Any]:
         key = digest(body.encode("utf-8"))
-        if self._cache and self._cache[0] == key and not fresh:
-            parsed, ledger = self._cache[1], self._cache[2]
-        else:
-            parsed = parse_document(body, self.path)
-            ledger = None
-        if ledger is None or fresh:
-            ledger = to_ledger(parsed.data, self.path, body)
-            if not fresh:
-                self._cache = (key, parsed, ledger)
+        with first_read():  # a process's first read: no cyclic collections while it builds (engine.store.bulk)
+            if self._cache and self._cache[0] == key and not fresh:
+                parsed, ledger = self._cache[1], self._cache[2]
+            else:
+                parsed = parse_document(body, self.path)
+                ledger = None
+            if ledger is None or fresh:
+                ledger = to_ledger(parsed.data, self.path, body)
+                if not fresh:
+                    self._cache = (key, parsed, ledger)
         snap = Snapshot(ledger, key)
         late = highwater.behind(self._mark(ledger), ledger.revision)  # the row restored from a backup
         if late:

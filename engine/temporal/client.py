@@ -98,10 +98,13 @@ async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: boo
 
 def in_loop(coro):
     """`asyncio.run(coro)`, then the SDK's clients collected at once: one the interpreter
-    finalizes at exit can crash the process (seen here: SIGSEGV in about 5% of exits)."""
+    finalizes at exit can crash the process (seen here: SIGSEGV in about 5% of exits).
+    Unfrozen first: a client alive at the process's first ledger read was frozen with it
+    (engine.store.bulk), and a collection skips what is frozen."""
     try:
         return asyncio.run(coro)
     finally:
+        gc.unfreeze()
         gc.collect()
 
 

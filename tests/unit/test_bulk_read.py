@@ -1,0 +1,57 @@
+"""A process's first ledger read runs without the cyclic collector and then freezes what is
+alive (engine.store.bulk); later reads leave the collector alone, and it is on throughout
+after. Each case in a fresh process: the collector's state is the whole process's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, RUNBOOK_LEDGER
+
+FIRST_AND_LATER = """
+import gc, sys
+from engine.store.file import FileStore
+store = FileStore(sys.argv[1], read_only=True)
+before = gc.get_freeze_count()
+store.read()
+first = gc.get_freeze_count()
+with open(sys.argv[1], "a") as fh:
+    fh.write("# a later line\\n")  # new bytes: the next read parses and validates again
+store.read()
+print(before, first, gc.get_freeze_count(), gc.isenabled())
+"""
+
+TEMPORAL_EXIT = """
+import asyncio, gc, sys
+from engine.store.file import FileStore
+from engine.temporal.client import in_loop
+
+async def work():
+    FileStore(sys.argv[1], read_only=True).read()  # a worker's first read, inside the SDK's loop
+in_loop(work())
+print(gc.get_freeze_count(), gc.isenabled())
+"""
+
+
+def _run(code: str, ledger: Path) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", code, str(ledger)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_the_first_read_freezes_what_is_alive_once_and_the_collector_stays_on(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(RUNBOOK_LEDGER, encoding="utf-8")
+    before, first, later, enabled = _run(FIRST_AND_LATER, ledger)
+    assert before == "0" and int(first) > 1000  # the interpreter's, the engine's and the ledger's objects
+    # A session re-reads for days: never frozen again (the count only falls, as frozen objects are freed).
+    assert int(later) <= int(first)
+    assert enabled == "True"
+
+
+def test_the_temporal_loop_unfreezes_before_it_collects_the_sdks_clients(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(RUNBOOK_LEDGER, encoding="utf-8")
+    assert _run(TEMPORAL_EXIT, ledger) == ["0", "True"]  # a frozen client would be skipped by the collection
