@@ -4,9 +4,9 @@ Built on textual-serve (the `serve` extra): every viewer's browser tab gets its 
 `handoff-tui LEDGER --read-only` process, so nothing a viewer types can change the
 ledger. In front of it, one aiohttp middleware:
 - **authentication**, required: a token (`--token`, or HANDOFF_SERVE_TOKEN), given once as
-  `?token=` and then kept in an HttpOnly cookie (the page answers with a redirect to its URL
-  without the token, so a link copied from the address bar never carries it), and/or a header set by an authenticating
-  reverse proxy (`--trust-header X-Forwarded-User`; only behind such a proxy);
+  `?token=` and then kept in an HttpOnly cookie (the page redirects to its URL without the
+  token, so a link copied from the address bar never carries it), and/or a header set by an
+  authenticating reverse proxy (`--trust-header X-Forwarded-User`; only behind such a proxy);
 - an **Origin check** on the websocket (a page on another site cannot drive a viewer);
 - a **cap on viewers** (`--max-viewers`, default 8: each viewer is a process of about 70 MB).
 The page is our own copy of textual-serve's template without its Google Fonts link; its
