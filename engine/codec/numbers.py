@@ -94,12 +94,19 @@ def same(a: Any, b: Any) -> bool:
     return a == b
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # leaves that are never a spelled number (exact types)
+
+
 def holds(value: Any) -> bool:
-    """Does `value` hold a number with a spelling anywhere?"""
-    if isinstance(value, (SrcFloat, SrcInt)):
-        return True
+    """Does `value` hold a number with a spelling anywhere? (A write asks it of every target
+    of the file once: plain leaves are passed over without a call each.)"""
     if isinstance(value, dict):
-        return any(holds(v) for v in value.values())
-    if isinstance(value, list):
-        return any(holds(v) for v in value)
+        items: Any = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return isinstance(value, (SrcFloat, SrcInt))
+    for item in items:
+        if type(item) not in _PLAIN and holds(item):
+            return True
     return False
