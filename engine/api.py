@@ -56,6 +56,7 @@ from engine.ledger.render import approval_hash
 from engine.ledger.workdir import WorkingDir
 from engine.settings import seconds as setting_seconds
 from engine.store import Snapshot, open_store
+from engine.store.bulk import started
 from engine.store.sidecar import open_sidecar
 from engine.version import version
 
@@ -495,5 +496,5 @@ __all__ = [
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
-    "parse_time", "redact", "version", "visible",
+    "parse_time", "redact", "started", "version", "visible",
 ]

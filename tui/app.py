@@ -29,7 +29,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 import themes
-from engine.api import HandoffError, LedgerInvalid, UsageError, setting_seconds
+from engine.api import HandoffError, LedgerInvalid, UsageError, setting_seconds, started
 from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
@@ -162,6 +162,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         return self.served is None or self.served.viewer is not None
 
     def _start_workers(self) -> None:
+        started()  # the first frame is up: the collector back on (off since tui.main; engine.store.bulk)
         if self.served is not None and self.main is not None and (self.served.target or self.served.filter):
             # After the screen's own opening moves (the cursor on what needs a person).
             self.main.call_after_refresh(self.main.open_link, self.served.target, self.served.filter)

@@ -18,6 +18,7 @@ looked" (`tui.viewer`).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import sys
@@ -102,6 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     if words[:1] == ["serve"]:
         return serve_main(words[1:])
+    # Start-up without the cyclic collector (imports, the ledger's read, the first frame):
+    # the app calls engine.api.started() after its first frame, which freezes what is alive
+    # and turns it back on (engine.store.bulk); a start that fails turns it back on here.
+    gc.disable()
+    try:
+        return _run(argv)
+    finally:
+        gc.enable()
+
+
+def _run(argv: list[str] | None) -> int:
     args = parse_args(argv)
     from engine.api import HandoffError, redact  # after argument parsing: --help stays fast
     from tui.app import make_app

@@ -13,6 +13,10 @@ Only the first read of a process: a session or a TUI reads its ledger again and 
 days, and what is frozen is never collected if it later becomes part of a reference cycle;
 one freeze bounds that at what was alive once, early. How it is used: `with first_read():`
 around a store's parse and validation (engine.store.file, engine.store.postgres).
+
+A program whose whole start-up is felt (the TUI until its first frame: imports, the read,
+10,000 rows) turns the collector off as its first act and calls `started()` (through
+engine.api) once it is up: one freeze then, and the reads after it leave the collector alone.
 """
 
 from __future__ import annotations
@@ -36,5 +40,15 @@ def first_read() -> Iterator[None]:
     try:
         yield
     finally:
+        gc.freeze()
+        gc.enable()
+
+
+def started() -> None:
+    """A program's start-up is over: if it turned the collector off for it (tui.main), what
+    is alive is frozen and the collector is on again; from now on `first_read` does nothing."""
+    global _done
+    _done = True
+    if not gc.isenabled():
         gc.freeze()
         gc.enable()
