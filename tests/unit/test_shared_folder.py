@@ -111,13 +111,14 @@ def _link_distributions(dists, dest: Path) -> None:
                 if folder == dest or dest in folder.parents:
                     folder.mkdir(exist_ok=True)
                     folder.chmod(0o755)
-            try:
-                if not os.stat(src).st_mode & stat.S_IROTH:
-                    raise OSError("private")
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
-                dst.chmod(0o755 if os.access(src, os.X_OK) else 0o644)
+            if os.stat(src).st_mode & stat.S_IROTH:
+                try:
+                    os.link(src, dst)
+                    continue
+                except OSError:
+                    pass  # another file system: copy it
+            shutil.copy2(src, dst)  # or a private file: a copy opened up, the original untouched
+            dst.chmod(0o755 if os.access(src, os.X_OK) else 0o644)
 
 
 @pytest.fixture(scope="module")
