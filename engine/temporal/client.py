@@ -32,6 +32,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from engine.errors import HandoffError
+from engine.store import bulk
 from engine.temporal.names import HANDED_OFF, WORKFLOW, poll_seconds
 
 CONNECT_TIMEOUT = 5.0
@@ -99,12 +100,16 @@ async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: boo
 def in_loop(coro):
     """`asyncio.run(coro)`, then the SDK's clients collected at once: one the interpreter
     finalizes at exit can crash the process (seen here: SIGSEGV in about 5% of exits).
-    Unfrozen first: a client alive at the process's first ledger read was frozen with it
-    (engine.store.bulk), and a collection skips what is frozen."""
+    When the process's first ledger read came inside this loop (a worker's first activity),
+    its clients were frozen with it (engine.store.bulk) and a collection would skip them:
+    unfrozen first then. A loop after that read (status or the TUI asking the server) made
+    its clients after the freeze, and the freeze stays."""
+    frozen_before = bulk.frozen()
     try:
         return asyncio.run(coro)
     finally:
-        gc.unfreeze()
+        if not frozen_before and bulk.frozen():
+            gc.unfreeze()
         gc.collect()
 
 

@@ -1,6 +1,6 @@
 """A process's first ledger read runs without the cyclic collector and then freezes what is
 alive (engine.store.bulk); later reads leave the collector alone, and it is on throughout
-after. Each case in a fresh process: the collector's state is the whole process's."""
+after. The Temporal loop undoes that freeze only when the read came inside it. Each case in a fresh process: the collector's state is the whole process's."""
 
 from __future__ import annotations
 
@@ -35,6 +35,21 @@ print(gc.get_freeze_count(), gc.isenabled())
 """
 
 
+READ_THEN_LOOP = """
+import asyncio, gc, sys
+from engine.store.file import FileStore
+from engine.temporal.client import in_loop
+
+FileStore(sys.argv[1], read_only=True).read()  # status's own read, before it asks the server
+frozen = gc.get_freeze_count()
+
+async def ask():
+    return None
+in_loop(ask())
+print(int(frozen > 1000), int(gc.get_freeze_count() > 1000), gc.isenabled())
+"""
+
+
 def _run(code: str, ledger: Path) -> list[str]:
     done = subprocess.run([sys.executable, "-c", code, str(ledger)], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -55,3 +70,11 @@ def test_the_temporal_loop_unfreezes_before_it_collects_the_sdks_clients(tmp_pat
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(RUNBOOK_LEDGER, encoding="utf-8")
     assert _run(TEMPORAL_EXIT, ledger) == ["0", "True"]  # a frozen client would be skipped by the collection
+
+
+def test_a_loop_after_the_first_read_keeps_the_freeze(tmp_path: Path) -> None:
+    """status and the TUI ask the server in a loop of their own after their read: their clients
+    are young, and the freeze (the TUI's whole start-up) must not be undone every ten seconds."""
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(RUNBOOK_LEDGER, encoding="utf-8")
+    assert _run(READ_THEN_LOOP, ledger) == ["1", "1", "True"]
