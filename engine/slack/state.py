@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 from typing import Any
 
 from engine.codec.timefmt import now_iso
@@ -102,7 +103,7 @@ class State:
             limit = limit if wait is None else min(limit, wait)
             if not take_within(fd, fcntl.LOCK_EX, limit):
                 # Slack sends the event again when it is not acknowledged; nothing was acted on.
-                raise SidecarRefused(f"{self.path}: its lock has been held for more than {limit:g}s by "
+                raise SidecarRefused(f"{self.path}: its lock has been held for more than {limit:.3g}s by "
                                      f"{flock_holder(fd)}; nothing was recorded")
             if unique and self._file_has(fd, record):
                 return False
@@ -140,6 +141,7 @@ class State:
         Raises SidecarRefused when that cannot be done within CLAIM_WAIT seconds (this
         process's own writer, or another process, holds the record): nothing is recorded,
         and Slack, unacknowledged, sends the request again."""
+        deadline = time.monotonic() + CLAIM_WAIT  # both waits together: Slack's 3 s are for the whole answer
         if not self._lock.acquire(timeout=CLAIM_WAIT):
             raise SidecarRefused(f"{self.path if not self.is_url else self.name}: this process has been writing its "
                                  f"Slack record for more than {CLAIM_WAIT:g}s; nothing was recorded")
@@ -147,7 +149,7 @@ class State:
             if key in self.deliveries:
                 return False
             record = {"delivery": key, "status": "received", "at": now_iso(), "payload": stored_payload(payload)}
-            if not self._write(record, unique=True, wait=CLAIM_WAIT):
+            if not self._write(record, unique=True, wait=max(0.0, deadline - time.monotonic())):
                 return False
             self._absorb(record)
             return True

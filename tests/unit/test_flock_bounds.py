@@ -83,3 +83,26 @@ def test_a_slack_claim_waits_no_longer_than_slack_waits_for_its_ack(tmp_path: Pa
     finally:
         state._lock.release()
     assert state.claim("k", {"type": "view_submission"}) and "k" in State(str(ledger)).deliveries
+
+
+def test_a_slack_claims_two_waits_share_one_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's writer lets go after a second, the record's flock is held by a stopped
+    process: the flock gets only what is left of CLAIM_WAIT, not CLAIM_WAIT again (the answer
+    must reach Slack within its 3 s)."""
+    import re
+    import threading
+
+    from engine.slack import state as slack_state
+
+    monkeypatch.delenv("HANDOFF_LOCK_TIMEOUT", raising=False)
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\n", encoding="utf-8")
+    state = State(str(ledger))
+    record = Path(str(ledger) + ".slack.jsonl")
+    with stopped_holder(record) as holder:
+        state._lock.acquire()
+        threading.Timer(1.0, state._lock.release).start()
+        with pytest.raises(SidecarRefused) as caught:
+            state.claim("k", {"type": "view_submission"})
+        waited = float(re.search(r"held for more than ([0-9.]+)s by pid (\d+)", str(caught.value)).group(1))
+        assert waited <= slack_state.CLAIM_WAIT - 0.5 and f"pid {holder.pid}" in str(caught.value)
