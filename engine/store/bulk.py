@@ -44,11 +44,6 @@ def first_read() -> Iterator[None]:
         gc.enable()
 
 
-def frozen() -> bool:
-    """Has this process had its one freeze (or said it is started)?"""
-    return _done
-
-
 def started() -> None:
     """A program's start-up is over: if it turned the collector off for it (tui.main), what
     is alive is frozen and the collector is on again; from now on `first_read` does nothing."""

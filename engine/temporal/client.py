@@ -32,7 +32,6 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from engine.errors import HandoffError
-from engine.store import bulk
 from engine.temporal.names import HANDED_OFF, WORKFLOW, poll_seconds
 
 CONNECT_TIMEOUT = 5.0
@@ -99,18 +98,19 @@ async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: boo
 
 def in_loop(coro):
     """`asyncio.run(coro)`, then the SDK's clients collected at once: one the interpreter
-    finalizes at exit can crash the process (seen here: SIGSEGV in about 5% of exits).
-    When the process's first ledger read came inside this loop (a worker's first activity),
-    its clients were frozen with it (engine.store.bulk) and a collection would skip them:
-    unfrozen first then. A loop after that read (status or the TUI asking the server) made
-    its clients after the freeze, and the freeze stays."""
-    frozen_before = bulk.frozen()
+    finalizes at exit can crash the process (seen here: SIGSEGV, and SIGABRT in
+    PyGILState_Release, in about 5% of exits). The collection reaches everything: what the
+    process's first ledger read froze (engine.store.bulk) is unfrozen for it, a worker's or a
+    `resume`'s SDK objects among it, and what is still alive is frozen again afterwards, so
+    a TUI asking the server keeps its start-up out of later collections."""
     try:
         return asyncio.run(coro)
     finally:
-        if not frozen_before and bulk.frozen():
-            gc.unfreeze()
+        frozen = gc.get_freeze_count() > 0
+        gc.unfreeze()
         gc.collect()
+        if frozen:
+            gc.freeze()
 
 
 ENDED = {WorkflowExecutionStatus.TERMINATED: "terminated", WorkflowExecutionStatus.CANCELED: "cancelled",

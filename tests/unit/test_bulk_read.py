@@ -1,6 +1,7 @@
 """A process's first ledger read runs without the cyclic collector and then freezes what is
 alive (engine.store.bulk); later reads leave the collector alone, and it is on throughout
-after. The Temporal loop undoes that freeze only when the read came inside it. Each case in a fresh process: the collector's state is the whole process's."""
+after. The Temporal loop collects everything once it ends (the SDK's clients must not be left to
+the interpreter's exit) and freezes again what was frozen. Each case in a fresh process: the collector's state is the whole process's."""
 
 from __future__ import annotations
 
@@ -24,14 +25,24 @@ print(before, first, gc.get_freeze_count(), gc.isenabled())
 """
 
 TEMPORAL_EXIT = """
-import asyncio, gc, sys
+import asyncio, gc, sys, weakref
 from engine.store.file import FileStore
 from engine.temporal.client import in_loop
 
+class Cycle:
+    pass
+
+def garbage():
+    a, b = Cycle(), Cycle()
+    a.other, b.other = b, a  # a cycle only the collector frees
+    return weakref.ref(a)
+
 async def work():
     FileStore(sys.argv[1], read_only=True).read()  # a worker's first read, inside the SDK's loop
+gc.set_threshold(10**9)  # on, but no collection of its own before the read
+held = garbage()  # garbage before the read: frozen with it, unless unfrozen before the collection
 in_loop(work())
-print(gc.get_freeze_count(), gc.isenabled())
+print(held() is not None, gc.isenabled())
 """
 
 
@@ -66,15 +77,16 @@ def test_the_first_read_freezes_what_is_alive_once_and_the_collector_stays_on(tm
     assert enabled == "True"
 
 
-def test_the_temporal_loop_unfreezes_before_it_collects_the_sdks_clients(tmp_path: Path) -> None:
+def test_the_temporal_loop_collects_what_the_first_read_froze(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(RUNBOOK_LEDGER, encoding="utf-8")
-    assert _run(TEMPORAL_EXIT, ledger) == ["0", "True"]  # a frozen client would be skipped by the collection
+    assert _run(TEMPORAL_EXIT, ledger) == ["False", "True"]  # frozen, the cycle would outlive the loop
 
 
 def test_a_loop_after_the_first_read_keeps_the_freeze(tmp_path: Path) -> None:
-    """status and the TUI ask the server in a loop of their own after their read: their clients
-    are young, and the freeze (the TUI's whole start-up) must not be undone every ten seconds."""
+    """status and the TUI ask the server in a loop of their own after their read: what is alive
+    is frozen again after the loop's collection, so the TUI's start-up stays out of the
+    collections that follow."""
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(RUNBOOK_LEDGER, encoding="utf-8")
     assert _run(READ_THEN_LOOP, ledger) == ["1", "1", "True"]
