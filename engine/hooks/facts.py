@@ -25,6 +25,8 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.host.files import read_capped
+
 VERSION = 1
 MAX_BYTES = 64 * 1024 * 1024  # the store's own limit is lower; a bigger file is the full path's to refuse
 
@@ -86,7 +88,7 @@ def read_key(ledger_path: str) -> tuple[str, str] | None:
     real = os.path.realpath(ledger_path)
     try:
         with open(real, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            raw = read_capped(fh, MAX_BYTES)
     except OSError:
         return None
     return (real, digest(raw)) if len(raw) <= MAX_BYTES else None

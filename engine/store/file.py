@@ -32,6 +32,7 @@ from engine.codec.document import Parsed, parse_document
 from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
 from engine.host import failpoints
+from engine.host.files import read_capped
 from engine.lease.rules import Heartbeat
 from engine.ledger.model import Ledger, Target
 from engine.ledger.touched import seal
@@ -156,7 +157,7 @@ class FileStore:
     def _raw(self) -> bytes:
         # Only a regular file, opened without blocking (a FIFO would hang every command).
         with os.fdopen(open_ledger_file(self.path), "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            raw = read_capped(fh, MAX_BYTES)
             if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
                 raise too_big(os.fstat(fh.fileno()).st_size, self.path)
             return raw
