@@ -27,7 +27,9 @@ WITNESS_FIELDS = frozenset({
 
 def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int | None, target: str | None, fields: dict[str, Any]) -> dict[str, Any]:
     """One journal record, redacted except for its witness fields: the same shape in every
-    journal backend."""
+    journal backend. A field holding a whole ledger (the history's `full` record: 10,000
+    targets, 41,000 strings) is scanned once, joined (`Redactor.document`), not string by
+    string: a clean one is kept as it is, one with a secret is masked as `value` masks."""
     record: dict[str, Any] = {"ts": now_iso(), "kind": kind, "actor": actor}
     if rev is not None:
         record["rev"] = rev
@@ -35,7 +37,8 @@ def make_record(redactor: Redactor, kind: str, msg: str, *, actor: str, rev: int
         record["target"] = target
     record["msg"] = msg
     record.update({k: v for k, v in fields.items() if v is not None})
-    return {k: v if k in WITNESS_FIELDS else redactor.value(v) for k, v in record.items()}
+    return {k: v if k in WITNESS_FIELDS else redactor.document(v) if isinstance(v, (dict, list)) else redactor.value(v)
+            for k, v in record.items()}
 
 
 def gap_of(record: dict[str, Any], error: str) -> dict[str, Any]:
