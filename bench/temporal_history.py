@@ -71,6 +71,7 @@ async def one_side(side: str, client, address: str, folder: Path, days: float, t
 
     from engine.temporal import activities
     from engine.temporal.workflow import LedgerWorkflow
+    from tests.integration.temporal_kit import decisions  # local decides are markers, older runs' activities
 
     cycles = int(round(days * 86_400 / SIMULATED[side]))
     decided = asyncio.Event()
@@ -114,8 +115,7 @@ async def one_side(side: str, client, address: str, folder: Path, days: float, t
     chain = [(w.status.name if w.status else "?", w.history_length or 0)
              async for w in client.list_workflows(f"WorkflowId = '{wid}'")]
     latest = (await client.get_workflow_handle(wid, run_id=None).fetch_history()).events
-    decides = [i for i, e in enumerate(latest) if e.HasField("activity_task_scheduled_event_attributes")
-               and e.activity_task_scheduled_event_attributes.activity_type.name == "decide"]
+    decides = decisions(latest)
     per_cycle = (decides[-1] - decides[1]) / (len(decides) - 2) if len(decides) > 3 else float("nan")
     return {"cycles": cycles, "per_cycle": per_cycle, "runs": len(chain), "total": sum(n for _, n in chain),
             "largest": max(n for _, n in chain), "statuses": sorted({s for s, _ in chain}), "seconds": took}

@@ -20,13 +20,16 @@ _every = core.beat_every
 
 
 async def _in_thread(job: core.Job, fn: Callable[..., Any], *args: Any) -> Any:
-    """`fn(*args)` in a worker thread, heartbeating until it returns."""
+    """`fn(*args)` in a worker thread, heartbeating until it returns (a local activity, the
+    decision, has no heartbeat: its workflow task is what the server watches)."""
     task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    local = activity.info().is_local
     while True:
         done, _ = await asyncio.wait({task}, timeout=_every(job))
         if done:
             return task.result()
-        activity.heartbeat()
+        if not local:
+            activity.heartbeat()
 
 
 @activity.defn(name="take_lease")

@@ -248,6 +248,8 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
     orphans = [n for n, t in fresh.targets.items()
                if t.in_flight is not None and t.in_flight.session == actor.sid and n not in running and n not in mine]
     payloads = _payloads(actor)
+    if payloads:
+        failpoints.reached("decided")  # tests: the worker dies holding a decision whose intents are written
     if gated:
         return {"started": payloads, "orphans": orphans, "again": True, "memo": memo}
     if started or running or orphans:

@@ -187,6 +187,23 @@ def history(address: str, workflow_id: str, run_id: str | None = None):
     return in_loop(read())
 
 
+def decisions(events) -> list[int]:
+    """Where a history's decisions are (indexes into `events`): the marker a local `decide`
+    activity records, or, in a run started before that patch, a `decide` activity scheduled."""
+    import json
+
+    found = []
+    for i, e in enumerate(events):
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            if e.activity_task_scheduled_event_attributes.activity_type.name == "decide":
+                found.append(i)
+        elif e.HasField("marker_recorded_event_attributes") and e.marker_recorded_event_attributes.marker_name == "core_local_activity":
+            data = e.marker_recorded_event_attributes.details.get("data")
+            if data is not None and data.payloads and json.loads(data.payloads[0].data).get("activity_type") == "decide":
+                found.append(i)
+    return found
+
+
 def shown(address: str, workflow_id: str) -> tuple[dict, str]:
     """(memo, current details) of the workflow, as `temporal workflow describe` and the UI show them."""
     from temporalio.api.sdk.v1 import WorkflowMetadata

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from session_kit import journal, load, tool, tool_ledger  # noqa: E402
-from temporal_kit import Server, Workers, handoff_run, history, queue, runs, shown, temporal_binary  # noqa: E402
+from temporal_kit import Server, Workers, decisions, handoff_run, history, queue, runs, shown, temporal_binary  # noqa: E402
 
 TARGETS = ("t-1", "t-2", "t-3")
 RECORD = Path(__file__).resolve().parents[1] / "fixtures" / "temporal"
@@ -98,16 +98,15 @@ def test_a_long_wait_continues_as_new_and_finishes(tmp_path: Path, server: Serve
     starts = Counter(r["target"] for r in journal(ledger) if r.get("kind") == "step_start" and r.get("step") == "cut")
     assert starts == Counter(TARGETS), starts
     assert "nothing left to do" in data["handoff_note"] or data["handoff_note_by"] == f"agent:{wid}"
-    _record(history(server.address, wid), "completed-after-approvals")  # the last run: approvals, steps, the handoff
+    _record(history(server.address, wid), "completed-local-decide")  # the last run: approvals, steps, the handoff
     print(f"temporal history: {len(chain)} runs, events per run {[n for _, n, _ in chain]}")
     # What one idle cycle of waiting costs: in a run that only waited, events from its first
     # decision to its last, over the cycles between them.
     events = history(server.address, wid, run_id=chain[1][2]).events
-    decides = [i for i, e in enumerate(events) if e.HasField("activity_task_scheduled_event_attributes")
-               and e.activity_task_scheduled_event_attributes.activity_type.name == "decide"]
+    decides = decisions(events)
     assert len(decides) >= 4, decides
     per_cycle = (decides[-1] - decides[0]) / (len(decides) - 1)
-    assert per_cycle <= 12, per_cycle  # a timer, a workflow task and one decide activity, nothing else
+    assert per_cycle <= 8, per_cycle  # a timer, a workflow task and the marker of one local decide, nothing else
     print(f"temporal idle cycle: {per_cycle:.1f} events; per hour of waiting: {per_cycle * 3600 / 30:.0f} with a 30 s poll, "
           f"{per_cycle * 3600 / 600:.0f} with the 10 min idle timer (plus ~{per_cycle:.0f} per outside edit the keeper sees)")
 
@@ -136,7 +135,7 @@ def test_a_terminated_workflow_is_shown_ended(tmp_path: Path, server: Server) ->
         edited.write_text(ledger.read_text().replace("targets:\n", "targets:\n  t-4:\n    state: queued\n", 1))
         edited.replace(ledger)
         _wait_for(lambda: (load(ledger)["targets"].get("t-4") or {}).get("state") == "awaiting_approval", 30, "t-4 to be prepared")
-        _record(history(server.address, wid), "waiting-for-approvals")
+        _record(history(server.address, wid), "waiting-local-decide")
         # What the server shows of the wait: the ledger in the memo, what it waits on in its details.
         memo, details = _wait_for(lambda: (lambda m: m if "t-4 cut awaiting approval since" in m[1] else None)(
             shown(server.address, wid)), 15, "the current details")

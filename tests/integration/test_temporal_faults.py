@@ -11,6 +11,8 @@ separate processes).
 - a worker frozen (SIGSTOP) while it holds an irreversible step activity, resumed (SIGCONT)
   once another worker has taken the step over: the step started once, never twice, and the
   run finishes;
+- a worker killed -9 right after its decision wrote an intent, before the workflow heard
+  of it: the next worker settles that intent and each step runs once;
 - `handoff stop` while the server is down (killed -9): exit 0, the stop recorded in the
   ledger, and the command says the workflow has not been told (no promise of a hand-off);
   once the server is back the workflow hands off with the stop in its note.
@@ -147,6 +149,43 @@ def test_a_frozen_worker_never_starts_a_step_twice(tmp_path: Path, server: Serve
     starts = Counter(r["target"] for r in journal(ledger) if r.get("kind") == "step_start")
     assert starts == Counter(TARGETS), starts
     assert not [n for n, t in data["targets"].items() if t.get("in_flight")]
+
+
+def test_a_worker_killed_holding_a_decision_leaves_no_intent_behind(tmp_path: Path, server: Server) -> None:
+    """kill -9 the worker at the instant its decision has written a step's intent, before the
+    workflow has heard of it (the decision is a local activity: its result dies with the
+    worker's workflow task). Another worker decides again, settles the intent no activity
+    runs (an orphan), and every step's process starts exactly once."""
+    steps = [{"name": "sync", "from": "queued", "to": "done", "reversible": True, "timeout": 20,
+              "run": tool("say", "synced", "{target}")}]
+    ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    paused = tmp_path / "decided.pause"  # only the deciding thread waits there; the keeper beats on
+    victim = workers.start(HANDOFF_FAILPOINTS="decided", HANDOFF_FAILPOINT_PAUSE=str(paused))
+    try:
+        started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, world=world)
+        assert started.returncode == 0, started.stdout + started.stderr
+        _wait_for(paused.exists, 60, "a decision to write an intent")
+        held = [n for n, t in load(ledger)["targets"].items() if t.get("in_flight")]
+        assert held, load(ledger)["targets"]
+        time.sleep(2.5)  # past the heartbeat interval: a local activity must not heartbeat (the SDK logs a failure)
+        victim.kill()
+        victim.wait(10)
+        assert "Activity heartbeat failed" not in (tmp_path / "worker-0.log").read_text()
+        assert not (ledger.parent / "argv.log").exists()  # nothing ran: the decision only wrote its intents
+        workers.start()
+        _wait_for(lambda: load(ledger).get("session") is None, 120, "the workflow to hand off")
+    finally:
+        workers.stop()
+    data = load(ledger)
+    assert {n: t["state"] for n, t in data["targets"].items()} == {n: "done" for n in TARGETS}, data["targets"]
+    assert not [n for n, t in data["targets"].items() if t.get("in_flight")]
+    runs_of = Counter(json.loads(line)[-1] for line in (ledger.parent / "argv.log").read_text().splitlines())
+    assert runs_of == Counter(TARGETS), runs_of  # each step's process started once
+    settled = {r["target"] for r in journal(ledger) if r.get("kind") == "reconcile"}
+    assert set(held) <= settled, (held, settled)  # the lost decision's intents were settled, not left in flight
 
 
 def test_stop_while_the_server_is_down(tmp_path: Path, server: Server) -> None:

@@ -5,9 +5,12 @@ workflows fails here before it ships.
 tests/fixtures/temporal/ (see its README):
 - `before-bounded-history.json`: a run of the workflow as it was before continue-as-new
   (a 1 s poll, two approvals, the handoff), recorded by a worker of that version;
-- `waiting-for-approvals.json`, `completed-after-approvals.json`: runs of this version
-  (tests/integration/test_temporal_days.py with HANDOFF_RECORD_TEMPORAL=1): a wait, and the
-  last run of a continue-as-new chain through its approvals, steps and handoff.
+- `waiting-for-approvals.json`, `completed-after-approvals.json`: runs from before the
+  `local-decide` patch (their decisions are `decide` activities), recorded by
+  tests/integration/test_temporal_days.py with HANDOFF_RECORD_TEMPORAL=1: a wait, and the
+  last run of a continue-as-new chain through its approvals, steps and handoff;
+- `waiting-local-decide.json`, `completed-local-decide.json`: the same two of this version,
+  whose decisions are local activities (markers in the history).
 
 The old run takes the old loop because it carries no `bounded-history` marker
 (`workflow.patched`): replayed with a history limit far below its length, it must still
@@ -49,9 +52,11 @@ def _patches(path: Path) -> list[str]:
 
 def test_the_recordings_are_there() -> None:
     assert {p.name for p in RECORDED} >= {"before-bounded-history.json", "waiting-for-approvals.json",
-                                          "completed-after-approvals.json"}, RECORDED
+                                          "completed-after-approvals.json", "waiting-local-decide.json",
+                                          "completed-local-decide.json"}, RECORDED
     assert _patches(FIXTURES / "before-bounded-history.json") == []
-    assert _patches(FIXTURES / "waiting-for-approvals.json") == [wf.BOUNDED]
+    assert _patches(FIXTURES / "waiting-for-approvals.json") == [wf.BOUNDED]  # its decisions are activities
+    assert _patches(FIXTURES / "waiting-local-decide.json") == [wf.BOUNDED, wf.LOCAL_DECIDE]
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
