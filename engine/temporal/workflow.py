@@ -156,11 +156,11 @@ class LedgerWorkflow:
         whose workflow task is lost (its worker killed) is made again; an intent the lost one
         wrote is then no activity's, and the new decision hands it back as an orphan to settle,
         as it does for a `decide` activity whose worker died."""
-        args = [job, sorted(self.running), memo]
+        args, opts = [job, sorted(self.running), memo], self._opts(job)
         if workflow.patched(LOCAL_DECIDE):
-            return await workflow.execute_local_activity(
-                "decide", args=args, start_to_close_timeout=QUICK, retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)))
-        return await workflow.execute_activity("decide", args=args, **self._opts(job))  # a run started before the patch
+            return await workflow.execute_local_activity("decide", args=args, start_to_close_timeout=opts["start_to_close_timeout"],
+                                                         retry_policy=opts["retry_policy"])  # no heartbeat: see _in_thread
+        return await workflow.execute_activity("decide", args=args, **opts)  # a run started before the patch
 
     def _keeper(self, job: dict) -> asyncio.Task:
         return workflow.start_activity(
