@@ -76,9 +76,11 @@ class Autopilot:
         states = touched_states(ledger)
         if limit is None or is_touched(ledger, action.target, states):
             return True  # no limit, or it already holds its slot
+        taken = touched(ledger)
+        mid_change = set(taken)
         pending = sum(
             1
             for name, t in ledger.targets.items()
-            if t.state == "awaiting_approval" and name != action.target and not is_touched(ledger, name, states)
+            if t.state == "awaiting_approval" and name != action.target and name not in mid_change
         )
-        return len(touched(ledger)) + pending < limit
+        return len(taken) + pending < limit

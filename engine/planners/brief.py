@@ -21,7 +21,7 @@ from engine.ledger.invariants import InvariantStatus, evaluate
 from engine.ledger.model import Ledger, Step
 from engine.ledger.runbook import WAITING, touch_limit
 from engine.ledger.stall import hold
-from engine.ledger.touched import is_touched, quiet, touched, touched_states
+from engine.ledger.touched import quiet, touched
 
 MOVABLE_MAX = 20  # "can move now" entries shown
 WAITING_MAX = 10  # targets waiting on people shown
@@ -70,17 +70,17 @@ def movable(ledger: Ledger, limit: int = MOVABLE_MAX) -> tuple[list[str], int, i
     by_from: dict[str, list[Step]] = {}
     for step in ledger.steps():
         by_from.setdefault(step.from_, []).append(step)
-    states = touched_states(ledger)
     cap = touch_limit(ledger)
-    held_now = len(touched(ledger))
-    asked = sum(1 for n, t in ledger.targets.items() if t.state == "awaiting_approval" and not is_touched(ledger, n, states))
+    taken = set(touched(ledger))
+    held_now = len(taken)
+    asked = sum(1 for n, t in ledger.targets.items() if t.state == "awaiting_approval" and n not in taken)
     ranked: list[tuple[int, str]] = []
     total = 0
     for name, t in ledger.targets.items():
         if t.in_flight is not None or t.state in WAITING:
             continue
         position = ledger.position(name)
-        mid_change = is_touched(ledger, name, states)
+        mid_change = name in taken
         for step in by_from.get(position, ()):
             total += 1
             line = f"- {name} ({position}): {step.name} -> {step.to}, "

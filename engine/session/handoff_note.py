@@ -14,7 +14,7 @@ from engine.audit.note_rules import rules_in
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import WAITING, next_step
 from engine.ledger.stall import hold
-from engine.ledger.touched import is_touched, touched_states
+from engine.ledger.touched import touched
 
 LIST_MAX = 5
 def _more(items: list[str], limit: int = LIST_MAX) -> list[str]:
@@ -103,9 +103,9 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
         lines.extend(_section("Waiting on people:", _more(waits)))
 
     dont = []
-    states = touched_states(ledger)
+    mid_change = set(touched(ledger))
     for name, t in ledger.targets.items():
-        if not is_touched(ledger, name, states):
+        if name not in mid_change:
             continue
         done = irreversible_done(ledger, name)
         if t.state in ("blocked", "failed") and done:
