@@ -102,6 +102,27 @@ def test_a_running_step_that_does_not_touch_takes_no_place() -> None:
         assert (hold(ledger) is not None) is expected  # c3's preflight: held only if it would touch
 
 
+def test_a_target_holding_a_place_is_never_held_back_by_it() -> None:
+    """c0 and c1 are cordoned (mid-change: they take the two places) and can drain on their
+    own: hold names c2 and c3 as waiting, never c0 or c1; with no one else waiting, nothing
+    is held (the session drains them, so "holds the fleet" would be false)."""
+    text = STALLED.replace(
+        '  - {name: roll, from: cordoned, to: done, run: [echo, roll, "{target}"]}\n',
+        '  - {name: drain, from: cordoned, to: drained, reversible: true, run: [echo, drain, "{target}"]}\n'
+        '  - {name: roll, from: drained, to: done, run: [echo, roll, "{target}"]}\n')
+    text = text.replace("c0: {state: awaiting_approval, awaiting: roll, awaiting_by: agent, awaiting_since: \"2026-09-10T02:11Z\"}",
+                        "c0: {state: cordoned}")
+    text = text.replace("c1: {state: awaiting_approval, awaiting: roll, awaiting_by: agent, awaiting_since: \"2026-09-10T02:12Z\"}",
+                        "c1: {state: cordoned}")
+    ledger = Ledger.model_validate(yaml.safe_load(text))
+    assert touched(ledger) == ["c0", "c1"]
+    held = hold(ledger)
+    assert held is not None and held.waiting == ["c2", "c3"]
+    assert held.holders == [("c0", "cordoned, mid-change"), ("c1", "cordoned, mid-change")]
+    del ledger.targets["c2"], ledger.targets["c3"]
+    assert hold(ledger) is None
+
+
 def test_touches_false_on_an_irreversible_step_is_refused_with_its_line(tmp_path: Path) -> None:
     """check names file:line:col and what to do; the session refuses to start (exit 2); the file is unchanged."""
     bad = STALLED.replace('{{name: cordon, from: checked, to: cordoned, run'.replace("{{", "{"),
@@ -136,3 +157,31 @@ def test_the_planners_brief_names_the_hold_too() -> None:
     assert f'HELD: invariant "{INVARIANT}" holds the fleet: 2 of 2 places taken by c0' in brief
     assert "HELD:" not in build(Ledger.model_validate(yaml.safe_load(STALLED.replace("never touch more than 2", "never touch more than 9"))),
                                 BriefContext("fleet.yaml"))
+
+
+def test_an_approval_asked_for_a_target_already_mid_change_is_not_counted_twice() -> None:
+    """c0 awaits roll while cordoned: it holds one of the two places once. c2's cordon can
+    still run once approved, so asking for it pages a person (counting c0 again would say
+    the limit is full and leave c2 unasked)."""
+    from engine.planners.autopilot import Action, Autopilot
+
+    text = STALLED.replace("  c1: {state: awaiting_approval, awaiting: roll, awaiting_by: agent, "
+                           'awaiting_since: "2026-09-10T02:12Z"}\n', "")
+    ledger = Ledger.model_validate(yaml.safe_load(text))
+    assert touched(ledger) == ["c0"]
+    assert Autopilot().should_ask(ledger, Action("c2", ledger.step("cordon")))
+
+
+def test_the_note_warns_only_about_targets_mid_change() -> None:
+    """A blocked target mid-change (touched) is not to be restarted from scratch; one blocked
+    before anything touched it (c5) is not mid-change, and a done one is finished business:
+    no "Do NOT" line for either."""
+    from engine.session.handoff_note import generate
+
+    text = STALLED.replace("  c3: {state: queued}\n", "  c3: {state: done}\n  c4: {state: blocked, reason: cordon hung, "
+                           'touched_at: "2026-09-10T02:00Z"}\n  c5: {state: blocked, reason: waiting on the vendor}\n')
+    ledger = Ledger.model_validate(yaml.safe_load(text))
+    note = generate(ledger, ledger_path="fleet.yaml", ending="test", session="s1")
+    assert "- Do NOT retry cordon on c0: irreversible, already done." in note
+    assert "- Do NOT restart c4 from scratch: it is mid-change (touched since 2026-09-10T02:00Z)." in note
+    assert "c3" not in note and "Do NOT restart c5" not in note
