@@ -77,6 +77,7 @@ OPS = {
     "copy another": lambda ts, n, w: ts.__setitem__(n, _own(ts, ts[_other(ts, n)])),
     "stale view": lambda ts, n, w: _stale(ts, n, w),
     "delete": lambda ts, n, w: len(ts) > 1 and ts.__delitem__(n),
+    "delete and put back": lambda ts, n, w: ts.__setitem__(n, ts.pop(n)),  # it now stands last
     "pop": lambda ts, n, w: len(ts) > 1 and ts.pop(n).approvals.append(approval(w)),
     "setdefault new": lambda ts, n, w: ts.setdefault(f"new-{w}", Target(state="queued")),
     "update": lambda ts, n, w: ts.update({n: Target(state=w)}),
@@ -128,8 +129,11 @@ def test_changes_never_reach_the_shared_snapshot_and_match_plain_objects(shared,
             names = list(ts)
             OPS[op](ts, names[i % len(names)], word)
     assert dumps(shared) == before, "a change leaked into the readers' snapshot"
-    after = dumps(cow.plain())
+    plain = cow.plain()
+    after = dumps(plain)
     assert after == dumps(reference)
+    assert list(plain) == list(reference), "the targets' order differs from the same changes on plain objects"
+    assert type(plain) is dict and not any(isinstance(t, CowTargets) for t in plain.values())
     differ = {n for n in set(before) | set(after) if before.get(n) != after.get(n)}
     assert differ <= cow.changed | cow.removed, "a changed target would not be written"
 
@@ -174,3 +178,18 @@ def test_cow_ledger_top_level_is_private(fleet):
     ledger.runbook.steps[0].run.append("--now")
     ledger.invariants.append("never touch more than 1 dbs concurrently")
     assert "--now" not in snap.runbook.steps[0].run and len(snap.invariants) == 2
+
+
+def test_plain_keeps_the_order_targets_were_added_in() -> None:
+    """New targets stand after the old ones in the order they were added (a set of changed
+    names has no order of its own: twenty of them would come out shuffled)."""
+    shared = {f"db-{i}": Target(state="done") for i in range(3)}
+    cow = CowTargets(shared)
+    cow["db-1"].state = "queued"
+    added = [f"new-{i:02d}" for i in range(20)]
+    for name in added:
+        cow[name] = Target(state="queued")
+    plain = cow.plain()
+    assert list(plain) == [*shared, *added]
+    assert plain["db-1"].state == "queued" and shared["db-1"].state == "done"
+    assert plain["db-0"] is shared["db-0"]  # untouched targets are the readers' own objects, not copies
