@@ -42,7 +42,18 @@ if [ "$(.cache/claude-code/node_modules/.bin/claude --version 2>/dev/null | cut 
 fi
 .cache/claude-code/node_modules/.bin/claude --version >/dev/null || { echo "Claude Code could not be installed; the hook tests need it" >&2; exit 1; }
 
-python3 -m venv .venv
+# The system's Python when it is 3.11 or later and can make a venv: Debian's is an
+# optimised static build, and the suite (mostly Python processes starting and running)
+# takes about a quarter less time on it than on pyenv's shared-library build, the first
+# python3 on this machine's PATH. Any python3 of 3.11 or later works the same, only slower.
+py=python3
+for candidate in /usr/bin/python3 /usr/local/bin/python3; do
+  if [ -x "$candidate" ] && "$candidate" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    py=$candidate
+    break
+  fi
+done
+"$py" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 

@@ -37,7 +37,9 @@ def _backup(ops: Path, tar: Path) -> None:
 def _restore(ops: Path, tar: Path) -> None:
     shutil.rmtree(ops)
     with tarfile.open(tar) as src:
-        src.extractall(ops.parent, filter="tar")
+        # `tar` restores modes and times as `tar -x` does; the filter argument came in 3.11.4
+        # (before it, extractall always did that).
+        src.extractall(ops.parent, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
 
 
 def _runs(runs: Path) -> int:
