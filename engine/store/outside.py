@@ -38,8 +38,8 @@ def _fields(t: Target) -> dict[str, Any]:
     }
 
 
-# One encoder for every entry: json.dumps with any option builds a new one per call (10,000
-# per whole write: 41 -> 34 ms at 10k).
+# One encoder for every entry: json.dumps with any option builds a new one per call, 10,000
+# per whole write (the entries of 10,000 targets: 62 -> 51 ms here).
 _COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 
 

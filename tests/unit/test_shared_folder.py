@@ -45,13 +45,14 @@ def _reachable(path: str) -> bool:
 
 
 def _python_for_others() -> str:
-    """This interpreter if other users can run it, else the system's of the same version
-    (a pyenv build under /root is not reachable by Alice and Bob); the packages come from
-    this environment's site-packages on PYTHONPATH."""
+    """This interpreter's real file if other users can run it, else the system's of the same
+    version (a pyenv build under /root is not reachable by Alice and Bob); the packages come
+    from the payload on PYTHONPATH. The real file, not the venv's link to it: the link lies in
+    the clone, which may sit in a folder only root can enter."""
     minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for candidate in (sys.executable, f"/usr/bin/{minor}", f"/usr/local/bin/{minor}"):
         if os.path.exists(candidate) and _reachable(candidate):
-            return candidate
+            return os.path.realpath(candidate)
     pytest.fail(f"no {minor} that other users can run (this one is {sys.executable})")
 
 
