@@ -43,9 +43,9 @@ fi
 .cache/claude-code/node_modules/.bin/claude --version >/dev/null || { echo "Claude Code could not be installed; the hook tests need it" >&2; exit 1; }
 
 # The system's Python when it is 3.11 or later and can make a venv: Debian's is an
-# optimised static build, and the suite (mostly Python processes starting and running)
-# takes about a quarter less time on it than on pyenv's shared-library build, the first
-# python3 on this machine's PATH. Any python3 of 3.11 or later works the same, only slower.
+# optimised static build: Python-bound tests run about a quarter faster on it than on
+# pyenv's shared-library build, the first python3 on this machine's PATH (the whole suite
+# 6%: it also waits on servers and timers). Any python3 of 3.11 or later works the same.
 py=python3
 for candidate in /usr/bin/python3 /usr/local/bin/python3; do
   if [ -x "$candidate" ] && "$candidate" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
