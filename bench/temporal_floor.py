@@ -1,6 +1,6 @@
 """The floor under a Temporal step: a bare workflow that runs N no-op activities one after
-another, on the same dev server, with the same SDK and the same worker options as
-`handoff worker` (eager activity execution off: a step goes to whichever worker polls).
+another, on the same dev server and SDK, dispatched as `handoff worker`'s steps are (eager
+activity execution off: a step goes to whichever worker polls).
 No engine, no ledger: what one activity's round trip through this server costs.
 
     python3 bench/temporal_floor.py worker ADDRESS QUEUE   # runs until SIGTERM

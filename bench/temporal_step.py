@@ -134,16 +134,12 @@ def main(runs: int) -> list[str]:
         t = interleaved({"builtin": (run_builtin, builtin_setup), "temporal": (run_temporal, temporal_setup),
                          "plain": (plain_loop, None), "floor": (floor, None)}, runs)
     finally:
-        floor_worker.send_signal(signal.SIGTERM)
-        try:
-            floor_worker.wait(20)
-        except subprocess.TimeoutExpired:
-            floor_worker.kill()
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        for proc in (floor_worker, worker):
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
     steps = TARGETS * len(STEPS)
