@@ -46,9 +46,16 @@ def sorted_by_state(tmux) -> str:
     """Sort the table by state (needs-a-human first) and return the screen."""
     tmux.send("o")
     tmux.wait_for("State ▼", what="the state sort")
-    tmux.send("Home")  # the cursor stayed on db-01, now near the end
-    return tmux.wait_for(lambda s: "awaiting_approval" in row_of(s, "db-18") and "failed" in row_of(s, "db-27"),
-                         what="db-18 and db-27 at the top after sorting by state")
+    tmux.send("Home")  # wherever the cursor was, the first row
+
+    def at_top(s: str) -> bool:
+        # A capture can fall between the writes of one repaint (the old cursor row not yet
+        # redrawn), so wait for the cursor to have settled on a row at the top as well.
+        selected = [line for line in s.splitlines() if line.startswith("▶")]
+        return ("awaiting_approval" in row_of(s, "db-18") and "failed" in row_of(s, "db-27")
+                and len(selected) == 1 and ("db-18" in selected[0] or "db-27" in selected[0]))
+
+    return tmux.wait_for(at_top, what="db-18 and db-27 at the top after sorting by state, the cursor on one of them")
 
 
 def assert_meaning_without_colour(screen: str) -> None:
