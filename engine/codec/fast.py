@@ -22,12 +22,10 @@ from engine.codec.fast_block import block_json
 from engine.codec.numbers import make_float
 from engine.codec.strict import MAX_DEPTH, TEXT_KEYS
 
-_TOKEN = re.compile(
-    r"(?P<punct>[{}\[\],])|(?P<colon>: )|(?P<space> )"
-    # `-0` alone is left to the loader: JSON reads it as 0 and would lose its spelling.
-    r"|(?P<num>(?!-0(?![.eE0-9]))-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?(?![A-Za-z0-9_.+/-]))"
-    r"|(?P<word>[A-Za-z_][A-Za-z0-9_.+/-]*)"
-)
+# `-0` alone is left to the loader: JSON reads it as 0 and would lose its spelling.
+_NUMBER = r"(?!-0(?![.eE0-9]))-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?(?![A-Za-z0-9_.+/-])"
+_PLAIN_WORD = r"[A-Za-z_][A-Za-z0-9_.+/-]*"
+_TOKEN = re.compile(rf"(?P<punct>[{{}}\[\],])|(?P<colon>: )|(?P<space> )|(?P<num>{_NUMBER})|(?P<word>{_PLAIN_WORD})")
 # Raw characters JSON takes as they are but YAML folds or refuses.
 _YAML_SPECIAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 _LITERALS = {"true": "true", "false": "false", "null": "null"}
@@ -39,6 +37,59 @@ _TRAILING_COMMENT = re.compile(r"\}[ \t]+#[^\"]*\Z")
 # A target's own braces sit at depth 3 of the document (root, targets, target), so
 # this many levels of brackets in its line reach the strict loader's MAX_DEPTH.
 _DEPTH_ROOM = MAX_DEPTH - 2
+
+
+# A word or a number is a run of these characters, and every such run is one of them:
+# a number's last character may not be followed by one (see `_TOKEN`), a word takes them
+# all. So a segment is its runs and what lies between them (its shape).
+_RUN = re.compile(r"([A-Za-z0-9_.+/-]+)")  # captured: `split` keeps the runs
+_SHAPE = re.compile(r"(?:[{}\[\],]| |: |\x00)*")
+_NUM = re.compile(_NUMBER)
+_WORD = re.compile(_PLAIN_WORD)
+
+
+def _run_json(run: str) -> str | None:
+    """One word or number as JSON text (outside a text key's value), or None."""
+    if _WORD.fullmatch(run):
+        lit = _LITERALS.get(run)
+        if lit is not None:
+            return lit
+        return '"' + run + '"' if plain_ok(run, True) else None
+    return run if _NUM.fullmatch(run) else None
+
+
+class _Segments:
+    """`_translate` at C speed for the common segment: split at its runs, the text
+    between them (its shape) and each distinct run are judged once; a segment with a
+    text key in it, or a NUL (the shape's separator), takes `_translate` itself."""
+
+    def __init__(self) -> None:
+        self._shapes: dict[str, bool] = {}
+        self._runs: dict[str, str] = {}  # canonical runs only: another ends its segment's reading
+
+    def translate(self, segment: str) -> str | None:
+        if "\x00" in segment:
+            return _translate(segment)
+        parts = _RUN.split(segment)  # between, run, between, ..., between
+        shape = "\x00".join(parts[0::2])
+        ok = self._shapes.get(shape)
+        if ok is None:
+            ok = self._shapes[shape] = _SHAPE.fullmatch(shape) is not None
+        if not ok:
+            return None
+        runs = parts[1::2]
+        if not TEXT_KEYS.isdisjoint(runs):
+            return _translate(segment)
+        tokens = list(map(self._runs.get, runs))
+        if None in tokens:
+            for i, run in enumerate(runs):
+                if tokens[i] is None:
+                    token = _run_json(run)
+                    if token is None:
+                        return None
+                    tokens[i] = self._runs[run] = token
+        parts[1::2] = tokens
+        return "".join(parts)
 
 
 def _translate(segment: str) -> str | None:
@@ -115,6 +166,7 @@ class FastReader:
 
     def __init__(self) -> None:
         self._segments: dict[str, str | None] = {}
+        self._translate = _Segments().translate
 
     def value_json(self, rest: str) -> str | None:
         """`{...}` flow text as JSON text, or None when it needs the YAML loader."""
@@ -132,7 +184,7 @@ class FastReader:
             seg = parts[i]
             out = cache.get(seg, False)
             if out is False:
-                out = cache[seg] = _translate(seg)
+                out = cache[seg] = self._translate(seg)
             if not isinstance(out, str):  # None: not canonical
                 return None
             parts[i] = out

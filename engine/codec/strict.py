@@ -238,11 +238,20 @@ def node_at(root, keys: tuple) -> Any:
     return node
 
 
+_core_resolver = CoreResolver()
 _default_resolver = yaml.resolver.Resolver()
+# PyYAML's `resolve` tries only the implicit resolvers registered for a plain scalar's
+# first character (and wildcard ones, and path resolvers, which neither schema has): a
+# text starting with any other character (`db-18`, a checkpoint's `C/...`) stays a string.
+_RESOLVERS = (_core_resolver, _default_resolver)
+_TYPED_FIRST = frozenset().union(*(r.yaml_implicit_resolvers for r in _RESOLVERS))
+_FIRST_DECIDES = None not in _TYPED_FIRST and not any(r.yaml_path_resolvers for r in _RESOLVERS)
 
 
 def is_plain_string(text: str) -> bool:
     """True when `text` written plain reads back as the same string, for us and for YAML 1.1 tools."""
-    ours = CoreResolver().resolve(ScalarNode, text, (True, False))
+    if _FIRST_DECIDES and text and text[0] not in _TYPED_FIRST:
+        return True
+    ours = _core_resolver.resolve(ScalarNode, text, (True, False))
     theirs = _default_resolver.resolve(ScalarNode, text, (True, False))
     return ours == STR_TAG and theirs == STR_TAG

@@ -204,3 +204,39 @@ def test_the_fast_reader_takes_a_pyyaml_written_fleet():
     block = text.split("targets:\n", 1)[1].rstrip("\n").split("\n")
     read, _, slow, _ = FastReader().read_lines(block)
     assert slow == [] and read == targets
+
+
+# The pieces an outside-string segment is made of, the awkward ones included.
+_SEGMENT_PART = st.one_of(
+    st.sampled_from(["{", "}", "[", "]", ",", ": ", " ", ":", "\t", "#", "'", "\x00", "\\", "é"]),
+    st.sampled_from(["state", "done", "true", "false", "null", "True", "yes", "no", "on", "~", "hash", "token",
+                     "approval_hash", "0", "-0", "-0.5", "1", "12", "012", "1.5", "1.5.3", "1e3", "1E+3", "-",
+                     "0x1F", "D/24EDE6A4", "0/9A3F2C10", "a-1.5", "_x", "1abc", "+1", ".5", "x/y+z", "a.b",
+                     "hash: 12", "token: 1e3", "approval_hash: -1.5", "hashes: 12"]),
+    st.text(st.sampled_from("aZ_09.+/-eE{}[],: "), max_size=8),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.lists(_SEGMENT_PART, max_size=14).map("".join), min_size=1, max_size=6))
+def test_segment_translation_by_shape_agrees_with_the_token_walk(segments):
+    """The C-speed translation (shape and runs, each judged once) gives what the token-by-token
+    walk gives, for one segment and for segments sharing its caches."""
+    from engine.codec.fast import _Segments, _translate
+
+    shared = _Segments()
+    for segment in segments:
+        assert _Segments().translate(segment) == _translate(segment), segment
+        assert shared.translate(segment) == _translate(segment), segment
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(TRICKY, st.text(st.sampled_from("yYoOnNtTfF~<=!&*.+-019dC/_ :e"), max_size=8), st.text(_CHARS, max_size=12)))
+def test_the_first_character_shortcut_gives_what_both_resolvers_give(text):
+    """`is_plain_string` skips the resolvers for a first character none of them is registered
+    for; on any text it answers what PyYAML 1.1's and the core schema's resolvers answer."""
+    from yaml.nodes import ScalarNode
+
+    both = (strict.CoreResolver(), yaml.resolver.Resolver())
+    expected = all(r.resolve(ScalarNode, text, (True, False)) == "tag:yaml.org,2002:str" for r in both)
+    assert strict.is_plain_string(text) == expected
