@@ -37,6 +37,9 @@ _TRAILING_COMMENT = re.compile(r"\}[ \t]+#[^\"]*\Z")
 # A target's own braces sit at depth 3 of the document (root, targets, target), so
 # this many levels of brackets in its line reach the strict loader's MAX_DEPTH.
 _DEPTH_ROOM = MAX_DEPTH - 2
+# The reader lives as long as its process (a TUI watches a ledger for days, and each
+# change brings new checkpoints and numbers): a cache this big starts again empty.
+CACHE_LIMIT = 1 << 17
 
 
 # A word or a number is a run of these characters, and every such run is one of them:
@@ -82,6 +85,9 @@ class _Segments:
             return _translate(segment)
         tokens = list(map(self._runs.get, runs))
         if None in tokens:
+            if len(self._runs) > CACHE_LIMIT or len(self._shapes) > CACHE_LIMIT:
+                self._runs.clear()
+                self._shapes.clear()
             for i, run in enumerate(runs):
                 if tokens[i] is None:
                     token = _run_json(run)
@@ -180,6 +186,8 @@ class FastReader:
         if rest.count("{") + rest.count("[") > _DEPTH_ROOM and _depth(parts[0::2]) > _DEPTH_ROOM:
             return None  # the strict loader refuses it with its line and column
         cache = self._segments
+        if len(cache) > CACHE_LIMIT:
+            cache.clear()
         for i in range(0, len(parts), 2):
             seg = parts[i]
             out = cache.get(seg, False)

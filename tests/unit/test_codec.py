@@ -201,3 +201,20 @@ def test_a_quoted_value_whose_next_line_starts_with_a_hash_is_read():
             '            #second part"}\n')
     assert parse_document(text, "l.yaml").data == strict.load(text, "l.yaml")
     assert strict.load(text, "l.yaml")["targets"]["db-1"]["x"] == {"note": "first part#second part"}
+
+
+def test_the_fast_readers_caches_stay_bounded_and_right(monkeypatch):
+    """A long-lived reader (a TUI watching for days) sees new checkpoints and numbers with
+    every change: its caches start again past their limit, and reading stays right."""
+    from engine.codec import fast
+
+    monkeypatch.setattr(fast, "CACHE_LIMIT", 8)
+    reader = FastReader()
+    # New runs (checkpoints, durations) on every line, and new shapes (one more field each line).
+    lines = [f"  db-{i:03d}: {{state: done, checkpoint: C/{i:08X}, evidence: {{exit_code: 0, duration: {i}.5}}"
+             + "".join(f", f{k}: {k}" for k in range(i % 30)) + "}" for i in range(60)]
+    targets, _, slow, _ = reader.read_lines(lines)
+    assert not slow
+    assert targets == strict.load("targets:\n" + "\n".join(lines) + "\n", "l.yaml")["targets"]
+    segments = reader._translate.__self__
+    assert len(reader._segments) <= 9 and len(segments._runs) <= 9 + 8 and len(segments._shapes) <= 9
