@@ -79,7 +79,7 @@ class Journal(Sealed, JournalBase):
         record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:
             return record
-        encode(record)  # a record JSON cannot hold fails here, before the file is opened or locked
+        encoded = encode(record)  # a record JSON cannot hold fails here, before the file is opened or locked
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
         try:
             busy = self._lock(fd)  # one writer at a time: `seq` is the true offset
@@ -91,7 +91,7 @@ class Journal(Sealed, JournalBase):
                 self.index.refresh()
                 self._note_break(fd, actor)
                 self._write_gaps(fd, actor)
-                record = self._put(fd, record)
+                record = self._put(fd, record, encoded)
                 self.index.save()
             except OSError as err:
                 reason = os_error_text(err)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from engine.audit.chain import GENESIS, chain_hash, link_of, seal
 from engine.audit.index import JournalIndex
 from engine.audit.journal_base import make_record
-from engine.audit.journal_io import encode, write_whole
+from engine.audit.journal_io import encode_placed, write_whole
 from engine.audit.tail import last_record, link_before, record_at
 from engine.store.sidecar import read_record
 
@@ -43,14 +43,16 @@ class Sealed:
             self._tail: tuple[int, str] | None = None  # (journal end, link of its last record) under the lock
         return self._index
 
-    def _put(self, fd: int, record: dict[str, Any]) -> dict[str, Any]:
+    def _put(self, fd: int, record: dict[str, Any], encoded: bytes | None = None) -> dict[str, Any]:
         """Under the lock: write `record` sealed after the journal's last record, with its
-        offset as `seq`; note it in the index (saved by the caller)."""
+        offset as `seq`; note it in the index (saved by the caller). `encoded`: the
+        record's line as it was before it had a place, when the caller has made it."""
 
         end = os.lseek(fd, 0, os.SEEK_END)
         prev = self._tail[1] if self._tail and self._tail[0] == end else link_before(fd, end)
+        keys_before = len(record)
         record["seq"] = end + (1 if end and os.pread(fd, 1, end - 1) != b"\n" else 0)  # as write_whole places it
-        line = encode(seal(record, prev))
+        line = encode_placed(encoded, seal(record, prev), keys_before)
         if write_whole(fd, line) != record["seq"]:
             raise OSError("the journal moved under its lock")
         self._tail = (record["seq"] + len(line), record["chain"])  # the next _put under this lock needs no read

@@ -121,3 +121,39 @@ def test_sed_editing_a_record_is_found_at_its_line(tmp_path: Path) -> None:
     verify = handoff("journal", str(ledger), "--verify", world=world)
     assert verify.returncode == 1, verify.stdout
     assert f"line {line} (seq " in verify.stdout and "changed after it was written" in verify.stdout
+
+
+def test_a_placed_record_is_the_same_bytes_as_encoding_it_whole():
+    """The line after a record gets its place reuses the bytes made before (a full ledger's
+    record is megabytes): they equal `encode` of the sealed record, whatever its keys,
+    including records that already held a `seq`, `prev` or `chain`, or nothing at all."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from engine.audit.chain import seal
+    from engine.audit.journal_io import encode, encode_placed
+
+    keys = st.sampled_from(["kind", "msg", "seq", "prev", "chain", "rev", "é", "full"])
+    values = st.recursive(st.none() | st.integers() | st.text(max_size=5), lambda v: st.lists(v, max_size=3)
+                          | st.dictionaries(st.text(max_size=3), v, max_size=3), max_leaves=6)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.dictionaries(keys, values, max_size=6), st.integers(0, 10**9), st.text(max_size=8))
+    def check(record, seq, prev):
+        before, keys_before = encode(record), len(record)
+        record["seq"] = seq
+        sealed = seal(record, prev)
+        assert encode_placed(before, sealed, keys_before) == encode(sealed)
+        assert json.loads(encode_placed(before, sealed, keys_before)) == sealed
+
+    check()
+
+
+def test_the_journal_line_of_a_whole_ledger_is_what_it_holds(tmp_path: Path):
+    """Through `Journal.append`: each line reads back as its record, and the chain holds."""
+    path, head = _small(tmp_path, 3)
+    j = Journal(str(path))
+    record = j.append("ledger_write", "revision 4", actor="engine", rev=4, full={"targets": {"db-1": {"state": "done"}}})
+    lines = _lines(path)
+    assert json.loads(lines[-1]) == record and record["full"]["targets"]["db-1"] == {"state": "done"}
+    assert not verify_file(str(path), journal_head(str(path))).breaks
