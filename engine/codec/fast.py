@@ -172,7 +172,7 @@ class FastReader:
 
     def __init__(self) -> None:
         self._segments: dict[str, str | None] = {}
-        self._translate = _Segments().translate
+        self.by_shape = _Segments()
 
     def value_json(self, rest: str) -> str | None:
         """`{...}` flow text as JSON text, or None when it needs the YAML loader."""
@@ -192,7 +192,7 @@ class FastReader:
             seg = parts[i]
             out = cache.get(seg, False)
             if out is False:
-                out = cache[seg] = self._translate(seg)
+                out = cache[seg] = self.by_shape.translate(seg)
             if not isinstance(out, str):  # None: not canonical
                 return None
             parts[i] = out

@@ -216,5 +216,4 @@ def test_the_fast_readers_caches_stay_bounded_and_right(monkeypatch):
     targets, _, slow, _ = reader.read_lines(lines)
     assert not slow
     assert targets == strict.load("targets:\n" + "\n".join(lines) + "\n", "l.yaml")["targets"]
-    segments = reader._translate.__self__
-    assert len(reader._segments) <= 9 and len(segments._runs) <= 9 + 8 and len(segments._shapes) <= 9
+    assert len(reader._segments) <= 9 and len(reader.by_shape._runs) <= 9 + 8 and len(reader.by_shape._shapes) <= 9

@@ -151,7 +151,7 @@ def test_a_placed_record_is_the_same_bytes_as_encoding_it_whole():
 
 def test_the_journal_line_of_a_whole_ledger_is_what_it_holds(tmp_path: Path):
     """Through `Journal.append`: each line reads back as its record, and the chain holds."""
-    path, head = _small(tmp_path, 3)
+    path, _ = _small(tmp_path, 3)
     j = Journal(str(path))
     record = j.append("ledger_write", "revision 4", actor="engine", rev=4, full={"targets": {"db-1": {"state": "done"}}})
     lines = _lines(path)
