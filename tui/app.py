@@ -44,6 +44,7 @@ from tui.screens.detail import DetailScreen, HistoryLoaded
 from tui.screens.error import ErrorScreen
 from tui.screens.main import MainScreen
 from tui.since import changes, remember
+from tui.terminal import CHECK_EVERY, hang_up, hung_up, terminal_fd
 from tui.timefmt import Clock, utcnow
 from tui.viewer import ServedView
 
@@ -169,12 +170,25 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         self.open_snapshot(self.initial, next(self._reads))
         self.tail_journal(follow=self.watching)
         self.start_chain_checks()
+        self.watch_terminal()
         if self.watching:
             self.watch_ledger()
             # The watch compares against the file as it finds it when it starts; a write
             # between make_app's load and that moment would go unseen. Re-read once it is armed.
             self.set_timer(WATCH_SETTLE, self.reload)
             self.set_interval(LEASE_POLL, self.reload)
+
+    def watch_terminal(self) -> None:
+        """Once a second: has the terminal hung up without sending SIGHUP? Then end as a
+        hang-up does (tui.terminal). Not for a browser's session or a headless test app."""
+        fd = None if self.is_headless or self.is_web else terminal_fd()
+        if fd is None:
+            return
+
+        def look() -> None:
+            if hung_up(fd):
+                hang_up(self.exit)
+        self.set_interval(CHECK_EVERY, look)
 
     async def action_quit(self) -> None:
         """Quit; leaving the demo ends it, and asks first while one of its steps runs."""

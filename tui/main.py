@@ -142,12 +142,21 @@ def _run(argv: list[str] | None) -> int:
         app.run()
     finally:
         if demo is not None and demo.alive():
-            print("handoff-tui: ending the demo (a running step finishes first) ...", flush=True)
+            _say("handoff-tui: ending the demo (a running step finishes first) ...")
             if not demo.stop():
-                print("handoff-tui: the demo's session did not stop in time and was killed", file=sys.stderr)
+                _say("handoff-tui: the demo's session did not stop in time and was killed", sys.stderr)
     if demo is not None:
-        print(f"handoff-tui: the demo ledger is at {demo.ledger}")
+        _say(f"handoff-tui: the demo ledger is at {demo.ledger}")
     return 0
+
+
+def _say(text: str, stream=None) -> None:
+    """One line on stdout (or `stream`); nothing when the terminal has gone (a hung-up
+    terminal refuses writes: the demo must still be ended after it, tui.terminal)."""
+    try:
+        print(text, file=stream or sys.stdout, flush=True)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -1,0 +1,158 @@
+"""The screen's terminal goes away and no SIGHUP comes (tui.terminal).
+
+The TUI runs on a pseudo-terminal it was never given as its controlling terminal (a new
+session, as `setsid` or a supervisor starts it): when the terminal's other side closes,
+the kernel sends nobody a hang-up. Without the app's own look at the terminal, Textual's
+input thread reads end-of-file for ever at a full core and the process never ends. With
+it, the screen ends as a hang-up ends it: by SIGHUP (the demo's script ended first), or,
+where SIGHUP is ignored (`nohup`), by quitting. The ledger is never touched.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RUNBOOK_LEDGER
+from tests.e2e.conftest import ROOT, tui_argv
+from tests.e2e.test_tui_demo import GONE_WITHIN, group_alive, wait_gone
+
+pytestmark = pytest.mark.e2e
+
+ENDS_WITHIN = 20.0  # seconds after the terminal closes (the app looks once a second; a loaded machine is slow)
+
+
+class Orphaned:
+    """A process on a pseudo-terminal that is not its controlling terminal."""
+
+    def __init__(self, argv: list[str], tmp_path: Path, ignore_hangup: bool = False) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TEXTUAL", "NO_COLOR", "COLORTERM"))}
+        env.update(TERM="xterm-256color", LANG="C.UTF-8", LC_ALL="C.UTF-8", PYTHONPATH=str(ROOT),
+                   XDG_STATE_HOME=str(tmp_path / "state"))
+
+        def setup() -> None:
+            if ignore_hangup:
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
+
+        # start_new_session: setsid() and no TIOCSCTTY, so the pty is nobody's controlling terminal.
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=str(ROOT),
+                                     start_new_session=True, close_fds=True, preexec_fn=setup)
+        os.close(slave)
+        self.output = bytearray()
+
+    def read_until(self, marker: bytes, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while marker not in self.output:
+            left = deadline - time.monotonic()
+            assert left > 0 and self.proc.poll() is None, (
+                f"{marker!r} never drawn (exit {self.proc.poll()}): {bytes(self.output[-400:])!r}")
+            if select.select([self.master], [], [], min(left, 0.5))[0]:
+                try:
+                    self.output += os.read(self.master, 1 << 16)
+                except OSError:
+                    pass
+
+    def close_terminal(self) -> None:
+        os.close(self.master)
+        self.master = -1
+
+    def wait(self, timeout: float = ENDS_WITHIN) -> int | None:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.master >= 0:
+            os.close(self.master)
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def _ledger(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """The small fleet in its own folder; its folder's files as bytes."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    path = folder / "ledger.yaml"
+    path.write_text(RUNBOOK_LEDGER, encoding="utf-8")
+    return path, _files(folder)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of `pid` so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_terminal_that_goes_away_ends_the_screen_as_a_hang_up(tmp_path: Path) -> None:
+    ledger, before = _ledger(tmp_path)
+    app = Orphaned(tui_argv(ledger, "--as", "night-shift"), tmp_path)
+    try:
+        app.read_until(b"db-1")
+        time.sleep(1.5)  # the first frame is up and its workers have started (the watch, the journal)
+        before = _files(ledger.parent)  # as the screen leaves the folder when nobody touches anything
+        app.close_terminal()
+        code = app.wait()
+        assert code is not None, (
+            f"the screen still runs {ENDS_WITHIN:.0f} s after its terminal went away "
+            f"({_cpu_seconds(app.proc.pid):.1f} s of CPU so far)")
+        assert code == -signal.SIGHUP, f"exit {code}: the screen must end as a hang-up ends it"
+    finally:
+        app.kill()
+    assert _files(ledger.parent) == before, "the screen changed the ledger's folder on its way out"
+
+
+def test_with_hang_ups_ignored_it_quits(tmp_path: Path) -> None:
+    """Under `nohup` SIGHUP is ignored: the screen quits on its own (exit 0)."""
+    ledger, _ = _ledger(tmp_path)
+    app = Orphaned(tui_argv(ledger, "--as", "night-shift"), tmp_path, ignore_hangup=True)
+    try:
+        app.read_until(b"db-1")
+        time.sleep(1.5)
+        before = _files(ledger.parent)
+        app.close_terminal()
+        code = app.wait()
+        assert code is not None, f"the screen still runs {ENDS_WITHIN:.0f} s after its terminal went away"
+        assert code == 0, f"exit {code}"
+    finally:
+        app.kill()
+    assert _files(ledger.parent) == before
+
+
+@pytest.mark.parametrize("nohup", [False, True], ids=["hang-up", "nohup"])
+def test_the_demo_ends_with_its_terminal(tmp_path: Path, nohup: bool) -> None:
+    """The demo's script and its agent session do not run on with nobody watching (under
+    `nohup` too: the screen quits, and ends the demo on its way out though it can no longer say so)."""
+    folder = tmp_path / "demo"
+    app = Orphaned([sys.executable, "-m", "tui.main", "--demo", str(folder), "--as", "newcomer"], tmp_path,
+                   ignore_hangup=nohup)
+    pgid = None
+    try:
+        app.read_until(b"session running", timeout=60)
+        pgid = int((folder / "director.pid").read_text())
+        assert group_alive(pgid)
+        app.close_terminal()
+        code = app.wait(ENDS_WITHIN + GONE_WITHIN)  # under nohup, quitting waits for a running demo step
+        assert code == (0 if nohup else -signal.SIGHUP), f"the demo's screen did not end with its terminal (exit {code})"
+        assert wait_gone(pgid), "the demo's script or its session still runs after its terminal went away"
+    finally:
+        app.kill()
+        if pgid is not None and group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)

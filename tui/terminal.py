@@ -1,0 +1,50 @@
+"""A terminal that went away without a hang-up signal.
+
+When an SSH connection ends, the kernel hangs up the session's terminal and the screen
+gets SIGHUP: it dies of it (the demo ends its script first, `tui.demo`). Where nothing
+sends one (the process was started without a controlling terminal, under `setsid` or by a
+supervisor; a connection whose sshd was killed; `nohup`), the terminal's input reads
+end-of-file for ever, and Textual 8.2's input thread loops on it at a full core
+(Textualize/textual#6690, open): an operator's dropped screen would burn a CPU of the
+bastion host until someone finds it.
+
+So the app looks at its terminal once a second (one `poll` call) and, once it has hung
+up, ends as a hang-up would: it raises SIGHUP on itself, so the same handlers and the same
+default run as for a real one; where SIGHUP is ignored (`nohup`), it quits.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+
+CHECK_EVERY = 1.0  # seconds between two looks at the terminal
+_GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
+
+
+def terminal_fd() -> int | None:
+    """The terminal Textual reads keys from (its Linux driver reads stdin), or None when
+    stdin is not a terminal (a pipe, a browser's session, a test's headless app)."""
+    stream = sys.__stdin__
+    try:
+        fd = stream.fileno() if stream is not None else -1
+    except (OSError, ValueError):
+        return None
+    return fd if fd >= 0 and os.isatty(fd) else None
+
+
+def hung_up(fd: int) -> bool:
+    """Has the terminal on `fd` hung up (its other side closed, or the fd is gone)? Reads nothing."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)  # hang-up, error and invalid fd are reported whatever was asked
+    return any(events & _GONE for _, events in poller.poll(0))
+
+
+def hang_up(quit_app) -> None:
+    """End this process as a hang-up would: SIGHUP to itself, or `quit_app()` when SIGHUP is ignored."""
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        quit_app()
+        return
+    os.kill(os.getpid(), signal.SIGHUP)
