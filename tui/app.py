@@ -14,7 +14,9 @@ too: what it shows is always what the file says now.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import signal
 import threading
 import time
 import traceback
@@ -34,6 +36,7 @@ from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
+from tui.endings import CHECK_EVERY, hang_up, hung_up, terminal_fd
 from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
 from tui.screens.action_table import ACTIONS
@@ -44,7 +47,6 @@ from tui.screens.detail import DetailScreen, HistoryLoaded
 from tui.screens.error import ErrorScreen
 from tui.screens.main import MainScreen
 from tui.since import changes, remember
-from tui.terminal import CHECK_EVERY, hang_up, hung_up, terminal_fd
 from tui.timefmt import Clock, utcnow
 from tui.viewer import ServedView
 
@@ -97,6 +99,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         self._looked = False  # a served tab has shown its "since" for seen_after seconds
         self._since_at: float | None = None  # when it was shown (the look is counted from then)
         self.note_draft: str | None = None  # the operator's note text a conflict left unsaved (escape)
+        self.ended_by: int | None = None  # the signal that ended the screen (tui.endings), if one did
 
     # -- mode and look ------------------------------------------------------------
 
@@ -151,6 +154,13 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         # After the first frame: these workers (invariants over every target, the
         # journal, the watch) would otherwise compete with the first paint for the GIL.
         self.call_after_refresh(self._start_workers)
+        if not (self.is_headless or self.is_web):  # a browser's session has its own (textual-serve)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._terminated)
+
+    def _terminated(self) -> None:
+        """SIGTERM: quit without questions (tui.endings); tui.main then dies of the signal."""
+        self.ended_by = signal.SIGTERM
+        self.exit()
 
     def _looked_long_enough(self) -> None:
         self._looked = True
@@ -180,7 +190,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
 
     def watch_terminal(self) -> None:
         """Once a second: has the terminal hung up without sending SIGHUP? Then end as a
-        hang-up does (tui.terminal). Not for a browser's session or a headless test app."""
+        hang-up does (tui.endings). Not for a browser's session or a headless test app."""
         fd = None if self.is_headless or self.is_web else terminal_fd()
         if fd is None:
             return

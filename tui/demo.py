@@ -96,7 +96,7 @@ class DemoRun:
     def end_on_hangup(self) -> None:
         """On SIGHUP (the SSH connection dropped), end the demo, then die of the hang-up as usual.
         Under `nohup` (SIGHUP ignored) a hang-up ends nothing; a terminal that is gone still
-        ends the screen (tui.terminal), and the screen's exit ends the demo (tui.main)."""
+        ends the screen (tui.endings), and the screen's exit ends the demo (tui.main)."""
         if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
             return
 

@@ -147,12 +147,16 @@ def _run(argv: list[str] | None) -> int:
                 _say("handoff-tui: the demo's session did not stop in time and was killed", sys.stderr)
     if demo is not None:
         _say(f"handoff-tui: the demo ledger is at {demo.ledger}")
+    if app.ended_by is not None:
+        from tui.endings import die_of
+
+        die_of(app.ended_by)  # ended cleanly; whoever sent the signal sees it end by that signal
     return 0
 
 
 def _say(text: str, stream=None) -> None:
     """One line on stdout (or `stream`); nothing when the terminal has gone (a hung-up
-    terminal refuses writes: the demo must still be ended after it, tui.terminal)."""
+    terminal refuses writes: the demo must still be ended after it, tui.endings)."""
     try:
         print(text, file=stream or sys.stdout, flush=True)
     except OSError:

@@ -1,4 +1,4 @@
-"""A terminal that went away without a hang-up signal.
+"""How the screen ends other than by a key: its terminal gone, or SIGTERM.
 
 When an SSH connection ends, the kernel hangs up the session's terminal and the screen
 gets SIGHUP: it dies of it (the demo ends its script first, `tui.demo`). Where nothing
@@ -6,11 +6,16 @@ sends one (the process was started without a controlling terminal, under `setsid
 supervisor; a connection whose sshd was killed; `nohup`), the terminal's input reads
 end-of-file for ever, and Textual 8.2's input thread loops on it at a full core
 (Textualize/textual#6690, open): an operator's dropped screen would burn a CPU of the
-bastion host until someone finds it.
+bastion host until someone finds it. So the app looks at its terminal once a second (one
+`poll` call) and, once it has hung up, ends as a hang-up would: it raises SIGHUP on
+itself, so the same handlers and the same default run as for a real one; where SIGHUP is
+ignored (`nohup`), it quits.
 
-So the app looks at its terminal once a second (one `poll` call) and, once it has hung
-up, ends as a hang-up would: it raises SIGHUP on itself, so the same handlers and the same
-default run as for a real one; where SIGHUP is ignored (`nohup`), it quits.
+SIGTERM (`kill`, a supervisor, a shutdown) would kill Python at once: the terminal left in
+the alternate screen with raw keys and mouse reports on, the demo's script and its agent
+session running on with nobody watching. The app takes it as a quit without questions
+(the terminal restored, the demo ended, the "since you last looked" mark saved) and then
+dies of the signal after all (`die_of`), so whoever sent it sees what it expects.
 """
 
 from __future__ import annotations
@@ -48,3 +53,9 @@ def hang_up(quit_app) -> None:
         quit_app()
         return
     os.kill(os.getpid(), signal.SIGHUP)
+
+
+def die_of(signum: int) -> None:
+    """After the screen has ended cleanly: end the process by `signum` after all, its default action."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

@@ -1,4 +1,5 @@
-"""The screen's terminal goes away and no SIGHUP comes (tui.terminal).
+"""How the screen ends other than by a key (tui.endings): its terminal goes away with no
+SIGHUP, or it gets SIGTERM.
 
 The TUI runs on a pseudo-terminal it was never given as its controlling terminal (a new
 session, as `setsid` or a supervisor starts it): when the terminal's other side closes,
@@ -6,6 +7,9 @@ the kernel sends nobody a hang-up. Without the app's own look at the terminal, T
 input thread reads end-of-file for ever at a full core and the process never ends. With
 it, the screen ends as a hang-up ends it: by SIGHUP (the demo's script ended first), or,
 where SIGHUP is ignored (`nohup`), by quitting. The ledger is never touched.
+
+SIGTERM (in tmux, a real terminal): the screen restores the terminal (no alternate screen,
+no mouse reports left on), ends the demo's script and session, and then ends by SIGTERM.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import pytest
 
 from tests.conftest import RUNBOOK_LEDGER
 from tests.e2e.conftest import ROOT, tui_argv
-from tests.e2e.test_tui_demo import GONE_WITHIN, group_alive, wait_gone
+from tests.e2e.test_tui_demo import GONE_WITHIN, group_alive, start_demo, wait_gone
 
 pytestmark = pytest.mark.e2e
 
@@ -155,4 +159,42 @@ def test_the_demo_ends_with_its_terminal(tmp_path: Path, nohup: bool) -> None:
     finally:
         app.kill()
         if pgid is not None and group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def _program_pid(tmux) -> int:
+    """The program in the pane (the pane's shell runs it as its one child, tests.e2e.conftest.Tmux)."""
+    shell = int(tmux.display("#{pane_pid}"))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError("the pane's shell started no program")
+
+
+def test_sigterm_restores_the_terminal_then_ends_by_the_signal(tmux, tmp_path: Path) -> None:
+    ledger, _ = _ledger(tmp_path)
+    tmux.start(tui_argv(ledger, "--as", "night-shift"), env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    tmux.wait_for("db-1", timeout=30)
+    assert tmux.display("#{alternate_on}") == "1"  # the screen is up, in the alternate screen
+    before = _files(ledger.parent)
+    os.kill(_program_pid(tmux), signal.SIGTERM)
+    assert tmux.wait_exit(timeout=30) == 128 + signal.SIGTERM
+    modes = tmux.display("#{alternate_on} #{mouse_any_flag} #{mouse_sgr_flag} #{keypad_flag}")
+    assert modes == "0 0 0 0", f"the terminal was left as the screen had it (alternate, mouse, keypad): {modes}"
+    assert "night-shift" not in tmux.screen(), tmux.screen()
+    assert _files(ledger.parent) == before
+
+
+def test_sigterm_ends_the_demo(tmux, tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    pgid = start_demo(tmux, folder, tmp_path)
+    try:
+        os.kill(_program_pid(tmux), signal.SIGTERM)
+        assert tmux.wait_exit(timeout=GONE_WITHIN + 10) == 128 + signal.SIGTERM, tmux.screen()
+        assert wait_gone(pgid), "the demo's script or its session still runs after SIGTERM"
+    finally:
+        if group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
