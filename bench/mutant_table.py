@@ -257,4 +257,15 @@ MUTANTS: tuple[Mutant, ...] = (
            "        pass",
            ("tests/e2e/test_tui_endings.py::test_sigterm_restores_the_terminal_then_ends_by_the_signal",),
            "a screen ended by SIGTERM still ends by it (exit 143 to whoever sent it), not with 0"),
+    # -- a session's printed copy of the journal never stops a step (engine.session.out) ----
+    Mutant("session-print-eio", "engine/session/out.py",
+           "            except (OSError, ValueError):\n",
+           "            except (BrokenPipeError, ValueError):\n",
+           ("tests/unit/test_session_terminal_gone.py::test_a_session_goes_on_when_its_terminal_goes_away",),
+           "a terminal gone without SIGHUP (EIO) stops no step and fails no target"),
+    Mutant("runner-own-spawn-error", "engine/session/runner.py",
+           "        if not cannot or error is not cannot[0]:\n            raise",
+           "        if False:\n            raise",
+           ("tests/unit/test_runner.py::test_an_error_of_the_launch_itself_is_never_the_programs",),
+           "only the program's own spawn error is \"cannot run\" (126/127), never the launch's"),
 )

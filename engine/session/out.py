@@ -89,6 +89,8 @@ class Out:
         with self._lock:
             try:
                 print(line, file=self.stream, flush=True)
-            except (BrokenPipeError, ValueError):
-                # Whoever read our output went away (a closed pipe); the journal still has it.
+            except (OSError, ValueError):
+                # Whoever read our output went away: a closed pipe, or a terminal gone without
+                # a SIGHUP (EIO: a `disown`ed job after logout). The journal has the line; a
+                # print must never stop a step half-way (tests/unit/test_session_terminal_gone.py).
                 pass

@@ -105,20 +105,28 @@ def run_step(
     started_at = now_iso()
     t0 = time.monotonic()
 
+    cannot: list[OSError] = []  # the program's own spawn error, told apart from the launch's
+
     def start() -> subprocess.Popen:
-        return subprocess.Popen(
-            argv,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=env,
-        )
+        try:
+            return subprocess.Popen(
+                argv,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=env,
+            )
+        except OSError as error:
+            cannot.append(error)
+            raise
 
     try:
         proc = launch(start) if launch is not None else start()
     except OSError as error:
+        if not cannot or error is not cannot[0]:
+            raise  # the launch's own (the session's), not "cannot run" the step's program
         return _spawn_failure(argv, error, started_at, t0)
     pgid = proc.pid  # start_new_session: the child leads its own group
     assert proc.stdout is not None  # start() asks for stdout=PIPE

@@ -69,6 +69,27 @@ def test_a_launch_that_refuses_starts_nothing(tmp_path):
     assert not marker.exists()
 
 
+def test_an_error_of_the_launch_itself_is_never_the_programs(tmp_path):
+    """An OSError raised by the launch hook before or after the spawn (the session's own:
+    its journal, its terminal) propagates; only the program's own is "cannot run" (126/127)."""
+    marker = tmp_path / "ran"
+
+    def broken_before(start):
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(OSError):
+        run_step(py(f"open({str(marker)!r}, 'w').close()"), timeout=30, launch=broken_before)
+    assert not marker.exists()
+
+    def passes_through(start):
+        return start()
+
+    r = run_step(["/nonexistent/handoff-no-such-program"], timeout=5, launch=passes_through)
+    assert r.exit_code == 127 and "not found" in r.stdout
+    r = run_step([str(tmp_path)], timeout=5, launch=passes_through)  # a folder: it cannot be executed
+    assert r.exit_code == 126 and "cannot run" in r.stdout
+
+
 def test_missing_program_is_127():
     """A program that does not exist is exit 127 with a message, not an exception."""
     r = run_step(["/nonexistent/handoff-no-such-program", "x"], timeout=5)

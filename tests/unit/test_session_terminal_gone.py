@@ -1,0 +1,68 @@
+"""A session whose terminal goes away mid-run, with no SIGHUP (a job left running with
+`disown`, or started under `setsid`): every write to the terminal then fails with EIO.
+
+What it prints is only a copy of the journal, so the session goes on and ends as it
+would have: every step run, recorded as what it did, the handoff note written. Before,
+the first line it could not print stopped a step half-way and turned every later spawn
+into "cannot run 'sleep': Input/output error": targets marked failed whose commands never
+ran (a lie in the ledger).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import ROOT, cli_env
+
+TARGETS = 6
+LEDGER = """\
+task: terminal-gone
+invariants:
+- never touch more than 2 dbs concurrently
+runbook:
+  steps:
+  - {name: check, from: queued, to: checked, reversible: true, run: [sleep, "0.3"]}
+  - {name: sync, from: checked, to: done, reversible: true, run: [sleep, "0.3"]}
+targets:
+""" + "".join(f"  db-{i}: {{state: queued}}\n" for i in range(1, TARGETS + 1))
+
+
+def test_a_session_goes_on_when_its_terminal_goes_away(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(LEDGER, encoding="utf-8")
+    master, slave = os.openpty()
+    # A new session without TIOCSCTTY: the pty is nobody's controlling terminal, so closing
+    # its other side sends no SIGHUP; writes to it fail with EIO from then on.
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger), "--as", "agent"],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd=str(tmp_path),
+                            env=cli_env(XDG_STATE_HOME=str(tmp_path / "state")), start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"db-1: starting check" not in seen:  # the session is running its first step
+            assert time.monotonic() < deadline and proc.poll() is None, f"exit {proc.poll()}: {seen!r}"
+            if select.select([master], [], [], 0.5)[0]:
+                seen += os.read(master, 1 << 16)
+    finally:
+        os.close(master)
+    code = proc.wait(timeout=120)
+
+    data = yaml.safe_load(ledger.read_text(encoding="utf-8"))
+    states = {name: t["state"] for name, t in data["targets"].items()}
+    records = [json.loads(line) for line in (tmp_path / "ledger.yaml.journal.jsonl").read_text().splitlines() if line.strip()]
+    errors = [r["msg"] for r in records if "session error" in r.get("msg", "") or "cannot run" in r.get("msg", "")]
+    assert errors == [], errors
+    assert states == {f"db-{i}": "done" for i in range(1, TARGETS + 1)}, states
+    assert code == 0
+    assert data.get("handoff_note") and data.get("session") is None  # handed off on purpose, the lease given back
+    ends = [r for r in records if r.get("kind") == "session_end"]
+    assert len(ends) == 1 and "exit 0" in ends[0]["msg"], ends
