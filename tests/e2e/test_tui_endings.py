@@ -111,7 +111,6 @@ def test_a_terminal_that_goes_away_ends_the_screen_as_a_hang_up(tmp_path: Path) 
     try:
         app.read_until(b"db-1")
         time.sleep(1.5)  # the first frame is up and its workers have started (the watch, the journal)
-        before = _files(ledger.parent)  # as the screen leaves the folder when nobody touches anything
         app.close_terminal()
         code = app.wait()
         assert code is not None, (
@@ -120,17 +119,16 @@ def test_a_terminal_that_goes_away_ends_the_screen_as_a_hang_up(tmp_path: Path) 
         assert code == -signal.SIGHUP, f"exit {code}: the screen must end as a hang-up ends it"
     finally:
         app.kill()
-    assert _files(ledger.parent) == before, "the screen changed the ledger's folder on its way out"
+    assert _files(ledger.parent) == before, "the screen changed the ledger's folder"
 
 
 def test_with_hang_ups_ignored_it_quits(tmp_path: Path) -> None:
     """Under `nohup` SIGHUP is ignored: the screen quits on its own (exit 0)."""
-    ledger, _ = _ledger(tmp_path)
+    ledger, before = _ledger(tmp_path)
     app = Orphaned(tui_argv(ledger, "--as", "night-shift"), tmp_path, ignore_hangup=True)
     try:
         app.read_until(b"db-1")
         time.sleep(1.5)
-        before = _files(ledger.parent)
         app.close_terminal()
         code = app.wait()
         assert code is not None, f"the screen still runs {ENDS_WITHIN:.0f} s after its terminal went away"
@@ -175,11 +173,10 @@ def _program_pid(tmux) -> int:
 
 
 def test_sigterm_restores_the_terminal_then_ends_by_the_signal(tmux, tmp_path: Path) -> None:
-    ledger, _ = _ledger(tmp_path)
+    ledger, before = _ledger(tmp_path)
     tmux.start(tui_argv(ledger, "--as", "night-shift"), env={"XDG_STATE_HOME": str(tmp_path / "state")})
     tmux.wait_for("db-1", timeout=30)
     assert tmux.display("#{alternate_on}") == "1"  # the screen is up, in the alternate screen
-    before = _files(ledger.parent)
     os.kill(_program_pid(tmux), signal.SIGTERM)
     assert tmux.wait_exit(timeout=30) == 128 + signal.SIGTERM
     modes = tmux.display("#{alternate_on} #{mouse_any_flag} #{mouse_sgr_flag} #{keypad_flag}")
