@@ -255,7 +255,10 @@ class Session(Actor):
             self.ending = self.ending or f"{signal.Signals(signum).name} received"
             self.wake.set()
 
-        old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+        # SIGHUP: the terminal hung up (an SSH connection dropped): ended on purpose as for
+        # SIGTERM, not killed mid-step. Under nohup (SIGHUP ignored) it stays ignored.
+        catch = [signal.SIGTERM, signal.SIGINT] + ([] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP])
+        old = {sig: signal.signal(sig, handler) for sig in catch}
         return lambda: [signal.signal(sig, h) for sig, h in old.items()]
 
     # -- the loop ----------------------------------------------------------------------

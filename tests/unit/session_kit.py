@@ -91,10 +91,11 @@ def handoff(*args: str, world: Path, timeout: float = 60) -> subprocess.Complete
                           text=True, timeout=timeout, cwd=str(ROOT))
 
 
-def start(*args: str, world: Path) -> subprocess.Popen:
+def start(*args: str, world: Path, preexec_fn=None) -> subprocess.Popen:
     """`handoff ARGS` in its own process group (so a test can kill the whole group)."""
     return subprocess.Popen([sys.executable, "-m", "engine.cli.main", *args], env=env(world), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=str(ROOT), start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, cwd=str(ROOT), start_new_session=True,
+                            preexec_fn=preexec_fn)
 
 
 def resume(ledger: Path, *extra: str, world: Path, timeout: float = 60) -> subprocess.CompletedProcess:

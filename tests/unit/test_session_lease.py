@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from session_kit import handoff, journal, load, resume, start, tool, tool_ledger, wait_for
 
 from engine.codec.timefmt import now_iso
@@ -121,21 +123,36 @@ def test_a_stop_landing_between_the_decision_and_its_intent_starts_nothing(tmp_p
     assert "stop requested by bob" in load(ledger)["handoff_note"]
 
 
-def test_sigterm_finishes_the_running_step_and_hands_off(tmp_path: Path) -> None:
-    """SIGTERM ends the session like the budget does: the running step is recorded, nothing new starts."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_finishes_the_running_step_and_hands_off(tmp_path: Path, sig: signal.Signals) -> None:
+    """SIGTERM ends the session like the budget does: the running step is recorded, nothing new
+    starts. So does SIGHUP (the terminal hung up: an SSH connection dropped)."""
     ledger = tool_ledger(tmp_path, SLEEPY, _targets(5))
     proc = start("resume", "--ledger", str(ledger), world=tmp_path)
     wait_for(lambda: any(r["kind"] == "step_start" for r in journal(ledger)), what="a step to start")
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, out + err
-    assert "SIGTERM received" in out
+    assert f"{sig.name} received" in out
     data = load(ledger)
     assert data.get("session") is None
     assert not any(t.get("in_flight") for t in data["targets"].values())
     started = [r["target"] for r in journal(ledger) if r["kind"] == "step_start"]
     assert all(data["targets"][t]["state"] == "checked" for t in started)
     assert any(t["state"] == "queued" for t in data["targets"].values())
+
+
+def test_under_nohup_a_hang_up_ends_nothing(tmp_path: Path) -> None:
+    """SIGHUP ignored (nohup): the session is not ended by one; it runs every target to its end."""
+    ledger = tool_ledger(tmp_path, SLEEPY, _targets(3))
+    proc = start("resume", "--ledger", str(ledger), world=tmp_path,
+                 preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    wait_for(lambda: any(r["kind"] == "step_start" for r in journal(ledger)), what="a step to start")
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    assert "SIGHUP received" not in out
+    assert [t["state"] for t in load(ledger)["targets"].values()] == ["checked"] * 3
 
 
 def test_step_budget_ends_at_the_handoff_fraction(tmp_path: Path) -> None:
