@@ -36,7 +36,7 @@ from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
-from tui.endings import CHECK_EVERY, hang_up, hung_up, terminal_fd
+from tui.endings import CHECK_EVERY, hangups_ignored, hung_up, terminal_fd
 from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
 from tui.screens.action_table import ACTIONS
@@ -155,11 +155,11 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         # journal, the watch) would otherwise compete with the first paint for the GIL.
         self.call_after_refresh(self._start_workers)
         if not (self.is_headless or self.is_web):  # a browser's session has its own (textual-serve)
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._terminated)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._ended, signal.SIGTERM)
 
-    def _terminated(self) -> None:
-        """SIGTERM: quit without questions (tui.endings); tui.main then dies of the signal."""
-        self.ended_by = signal.SIGTERM
+    def _ended(self, signum: int | None) -> None:
+        """Quit without questions (tui.endings); tui.main then dies of `signum`, if one is given."""
+        self.ended_by = signum
         self.exit()
 
     def _looked_long_enough(self) -> None:
@@ -189,15 +189,15 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
             self.set_interval(LEASE_POLL, self.reload)
 
     def watch_terminal(self) -> None:
-        """Once a second: has the terminal hung up without sending SIGHUP? Then end as a
-        hang-up does (tui.endings). Not for a browser's session or a headless test app."""
+        """Once a second: has the terminal hung up without sending SIGHUP? Then end as by a
+        hang-up (tui.endings). Not for a browser's session or a headless test app."""
         fd = None if self.is_headless or self.is_web else terminal_fd()
         if fd is None:
             return
 
         def look() -> None:
             if hung_up(fd):
-                hang_up(self.exit)
+                self._ended(None if hangups_ignored() else signal.SIGHUP)
         self.set_interval(CHECK_EVERY, look)
 
     async def action_quit(self) -> None:

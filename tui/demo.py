@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tui.endings import hangups_ignored
+
 POLL = 0.1
 
 
@@ -97,7 +99,7 @@ class DemoRun:
         """On SIGHUP (the SSH connection dropped), end the demo, then die of the hang-up as usual.
         Under `nohup` (SIGHUP ignored) a hang-up ends nothing; a terminal that is gone still
         ends the screen (tui.endings), and the screen's exit ends the demo (tui.main)."""
-        if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        if hangups_ignored():
             return
 
         def hangup(signum: int, _frame: Any) -> None:

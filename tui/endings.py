@@ -7,15 +7,16 @@ supervisor; a connection whose sshd was killed; `nohup`), the terminal's input r
 end-of-file for ever, and Textual 8.2's input thread loops on it at a full core
 (Textualize/textual#6690, open): an operator's dropped screen would burn a CPU of the
 bastion host until someone finds it. So the app looks at its terminal once a second (one
-`poll` call) and, once it has hung up, ends as a hang-up would: it raises SIGHUP on
-itself, so the same handlers and the same default run as for a real one; where SIGHUP is
-ignored (`nohup`), it quits.
+`poll` call).
 
 SIGTERM (`kill`, a supervisor, a shutdown) would kill Python at once: the terminal left in
 the alternate screen with raw keys and mouse reports on, the demo's script and its agent
-session running on with nobody watching. The app takes it as a quit without questions
-(the terminal restored, the demo ended, the "since you last looked" mark saved) and then
-dies of the signal after all (`die_of`), so whoever sent it sees what it expects.
+session running on with nobody watching.
+
+Both end the same way: a quit without questions (the terminal restored, the demo ended,
+the "since you last looked" mark saved), and then the process dies of the signal after
+all (`die_of`: SIGTERM, or SIGHUP for the terminal that went away), so whoever watches it
+sees what they expect; under `nohup` (hang-ups ignored) a lost terminal is a plain quit.
 """
 
 from __future__ import annotations
@@ -47,12 +48,9 @@ def hung_up(fd: int) -> bool:
     return any(events & _GONE for _, events in poller.poll(0))
 
 
-def hang_up(quit_app) -> None:
-    """End this process as a hang-up would: SIGHUP to itself, or `quit_app()` when SIGHUP is ignored."""
-    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
-        quit_app()
-        return
-    os.kill(os.getpid(), signal.SIGHUP)
+def hangups_ignored() -> bool:
+    """Is SIGHUP ignored in this process (started under `nohup`)?"""
+    return signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
 
 
 def die_of(signum: int) -> None:

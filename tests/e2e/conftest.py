@@ -17,8 +17,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -293,3 +293,35 @@ def check_db18_approved_with_note(ledger: Path, actor: str) -> None:
     assert [(r["target"], r["actor"], r["user"], r["step"]) for r in approvals] == [("db-18", actor, getpass.getuser(), "cutover")]
     notes = [r for r in records if r.get("kind") == "note"]
     assert len(notes) == 1 and notes[0]["actor"] == actor
+
+
+# -- the demo's processes (tests/e2e/test_tui_demo.py, test_tui_endings.py) --
+
+GONE_WITHIN = 45.0  # seconds: a running demo step (at most a few seconds) finishes, the session hands off
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pgid: int) -> bool:
+    deadline = time.monotonic() + GONE_WITHIN
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def start_demo(tmux, folder: Path, tmp_path: Path) -> int:
+    """Start the demo at 120x40, wait for its session, return the script's process group."""
+    tmux.width, tmux.height = 120, 40
+    tmux.start([sys.executable, "-m", "tui.main", "--demo", str(folder), "--as", "newcomer"],
+               env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    tmux.wait_for("OPERATOR: newcomer", timeout=20)
+    tmux.wait_for("session running", timeout=30, what="the demo session's heartbeat in the header")
+    return int((folder / "director.pid").read_text())

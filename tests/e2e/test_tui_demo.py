@@ -9,42 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import GONE_WITHIN, group_alive, start_demo, wait_gone
+
 pytestmark = pytest.mark.e2e
-
-GONE_WITHIN = 45.0  # seconds: a running demo step (at most a few seconds) finishes, the session hands off
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def wait_gone(pgid: int) -> bool:
-    deadline = time.monotonic() + GONE_WITHIN
-    while time.monotonic() < deadline:
-        if not group_alive(pgid):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def start_demo(tmux, folder: Path, tmp_path: Path) -> int:
-    """Start the demo at 120x40, wait for its session, return the script's process group."""
-    tmux.width, tmux.height = 120, 40
-    tmux.start([sys.executable, "-m", "tui.main", "--demo", str(folder), "--as", "newcomer"],
-               env={"XDG_STATE_HOME": str(tmp_path / "state")})
-    tmux.wait_for("OPERATOR: newcomer", timeout=20)
-    tmux.wait_for("session running", timeout=30, what="the demo session's heartbeat in the header")
-    return int((folder / "director.pid").read_text())
 
 
 def test_quitting_the_demo_ends_its_script_and_session(tmux, tmp_path: Path) -> None:

@@ -28,8 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RUNBOOK_LEDGER
-from tests.e2e.conftest import ROOT, tui_argv
-from tests.e2e.test_tui_demo import GONE_WITHIN, group_alive, start_demo, wait_gone
+from tests.e2e.conftest import GONE_WITHIN, ROOT, group_alive, start_demo, tui_argv, wait_gone
 
 pytestmark = pytest.mark.e2e
 
