@@ -5,7 +5,9 @@ its own host, `<queue>@<host>`, where the workflow settles a step whose process 
 still run here. A file ledger needs all its workers on one host (file locks over a
 network filesystem are not trustworthy); workers on several hosts use a PostgreSQL
 ledger. SIGTERM or Ctrl-C stops it after its running activities are given up; a step
-it was running is settled by the workflow like one whose worker died.
+it was running is settled by the workflow like one whose worker died. So does SIGHUP
+(the terminal it was started in hung up: an SSH connection dropped), unless it is
+ignored (nohup); what it says on a terminal that has gone is dropped, never an error.
 """
 
 from __future__ import annotations
@@ -26,13 +28,33 @@ from engine.temporal.names import host_queue
 from engine.temporal.workflow import LedgerWorkflow
 
 
-async def serve(address: str, namespace: str, queue: str, max_concurrent: int, *, say=print) -> int:
+def _print(text: str) -> None:
+    """One line on stdout; nothing when the terminal has gone (a hung-up terminal refuses writes)."""
+    try:
+        print(text, flush=True)
+    except OSError:
+        pass
+
+
+def stop_signals() -> list[signal.Signals]:
+    """The signals that stop a worker: SIGHUP too, unless it is ignored (nohup)."""
+    hup = [] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP]
+    return [signal.SIGTERM, signal.SIGINT, *hup]
+
+
+async def serve(address: str, namespace: str, queue: str, max_concurrent: int, *, say=_print) -> int:
     client = await connect(address, namespace)
     host = hostname()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stopped_by: list[str] = []
+
+    def stop_on(sig: signal.Signals) -> None:
+        stopped_by.append(sig.name)
+        stop.set()
+
+    for sig in stop_signals():
+        loop.add_signal_handler(sig, stop_on, sig)
     # The activities run the engine in threads (asyncio.to_thread): enough of them for
     # every step at once, the lease keepers and the settles.
     loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=max_concurrent + 8))
@@ -51,5 +73,5 @@ async def serve(address: str, namespace: str, queue: str, max_concurrent: int, *
         say(f"handoff worker on {host}: task queues {queue} and {host_queue(queue, host)} at {address} "
             f"(namespace {namespace}), at most {max_concurrent} activities at once (steps, lease keepers, decisions)")
         await stop.wait()
-    say("handoff worker stopped")
+    say(f"handoff worker stopped ({stopped_by[0]} received)")
     return 0

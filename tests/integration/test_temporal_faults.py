@@ -16,13 +16,17 @@ separate processes).
 - `handoff stop` while the server is down (killed -9): exit 0, the stop recorded in the
   ledger, and the command says the workflow has not been told (no promise of a hand-off);
   once the server is back the workflow hands off with the stop in its note.
+- a worker's terminal hangs up (SIGHUP, its stdout a terminal that has gone): it stops as
+  for SIGTERM, exit 0; under nohup a hang-up leaves it running.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -33,8 +37,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
-from session_kit import journal, load, tool, tool_ledger  # noqa: E402
-from temporal_kit import Server, Workers, handoff_run, queue, step_processes  # noqa: E402
+from session_kit import ROOT, journal, load, tool, tool_ledger  # noqa: E402
+from temporal_kit import Server, Workers, handoff_run, queue, step_processes, temporal_env  # noqa: E402
 
 from tests.conftest import freeze_holding_no_lock  # noqa: E402
 
@@ -230,3 +234,59 @@ def test_stop_while_the_server_is_down(tmp_path: Path, server: Server) -> None:
     assert "stop requested by" in data["handoff_note"], data["handoff_note"]
     assert {n: t["state"] for n, t in data["targets"].items()} == {n: "awaiting_approval" for n in TARGETS}
     assert not (ledger.parent / "argv.log").exists()  # nothing ran: the cuts still wait for a person
+
+
+def _worker(server: Server, world: Path, stdout, stderr, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "engine.cli.main", "worker", "--temporal", server.address, "--task-queue", queue()],
+                            env=temporal_env(world), stdout=stdout, stderr=stderr, cwd=str(ROOT), start_new_session=True, **popen)
+
+
+def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        assert time.monotonic() < deadline, f"timed out waiting for {marker!r}; read {seen!r}"
+        if select.select([fd], [], [], 0.2)[0]:
+            seen += os.read(fd, 4096)
+    return seen
+
+
+def test_a_hang_up_stops_a_worker_on_a_terminal_that_has_gone(tmp_path: Path, server: Server) -> None:
+    """SIGHUP (the SSH connection of the terminal it was started in dropped) stops `handoff
+    worker` as SIGTERM does, and its goodbye line on the dead terminal is no error: exit 0."""
+    master, slave = os.openpty()
+    errors = (tmp_path / "worker.err").open("wb")
+    proc = _worker(server, tmp_path / "world", slave, errors)
+    os.close(slave)
+    try:
+        _read_until(master, b"handoff worker on", 60)
+        os.close(master)  # the terminal is gone: every write to it now fails (EIO)
+        master = -1
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(30) == 0, (tmp_path / "worker.err").read_text()
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert "Traceback" not in (tmp_path / "worker.err").read_text()
+
+
+def test_under_nohup_a_hang_up_leaves_the_worker_running(tmp_path: Path, server: Server) -> None:
+    """SIGHUP ignored (nohup): the worker goes on; SIGTERM still stops it, and it says by what."""
+    log = tmp_path / "worker.log"
+    proc = _worker(server, tmp_path / "world", log.open("wb"), subprocess.STDOUT,
+                   preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        _wait_for(lambda: "handoff worker on" in log.read_text(), 60, "the worker to start")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(3)
+        assert proc.poll() is None, log.read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert "handoff worker stopped (SIGTERM received)" in log.read_text()
