@@ -293,4 +293,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "        print(text, flush=True)\n    except ValueError:",
            ("tests/integration/test_temporal_faults.py::test_a_hang_up_stops_a_worker_on_a_terminal_that_has_gone",),
            "the worker's goodbye line on a terminal that has gone is dropped, not a crash (exit 1)"),
+    Mutant("demo-screen-killed", "ledgers/demo/director.py",
+           "        os.killpg(os.getpgrp(), signal.SIGTERM)",
+           "        pass",
+           ("tests/e2e/test_tui_demo.py::test_a_screen_killed_by_sigkill_still_ends_the_demo",),
+           "a demo whose screen was killed -9 ends itself (its session hands off); it never runs on unwatched"),
 )

@@ -5,7 +5,9 @@ process group of their own (so a step is never killed by a Ctrl-C meant for the
 screen). Ending the demo sends that group SIGTERM: a session finishes the step it
 is running (steps run in their own groups), hands off and exits; the script
 exits at once. Whatever is left after `grace` seconds gets SIGKILL. A hang-up
-(SSH logout) ends the demo the same way, without waiting.
+(SSH logout) ends the demo the same way, without waiting. A screen that dies without
+a word (kill -9, a crash) cannot end it: the script watches for that itself (it is told
+the screen's pid) and then ends its group the same way.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class DemoRun:
             start_new_session=True,
             close_fds=True,
             cwd=str(self.ledger.parent),
+            env={**os.environ, "HANDOFF_DEMO_SCREEN": str(os.getpid())},  # director.py ends the demo if we die
         )
         return self.proc.pid
 

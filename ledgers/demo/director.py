@@ -14,19 +14,35 @@
 
 Every session is planned by Claude (`--planner claude`) when ANTHROPIC_API_KEY is set,
 and by the deterministic autopilot otherwise. Run by `handoff-tui --demo` as its own
-detached process; stdlib only.
+detached process; stdlib only. If that screen dies without ending the demo (kill -9, a
+crash, the OOM killer), the script ends the demo as leaving it does: SIGTERM to its own
+process group (a session finishes its step and hands off), so nothing runs on unwatched.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+
+SCREEN = "HANDOFF_DEMO_SCREEN"  # the pid of the handoff-tui that started us (tui/demo.py)
 
 
 def _run(args: list[str], **kw) -> int:
     return subprocess.run(args, stdin=subprocess.DEVNULL, **kw).returncode
+
+
+def end_with_the_screen(screen: int) -> None:
+    """Once the screen that started us is gone (we are someone else's child), end the demo."""
+    def watch() -> None:
+        while os.getppid() == screen:
+            time.sleep(0.5)
+        os.killpg(os.getpgrp(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="screen-watch", daemon=True).start()
 
 
 def main(argv: list[str]) -> int:
@@ -35,6 +51,8 @@ def main(argv: list[str]) -> int:
         return 2
     ledger = os.path.abspath(argv[0])
     here = os.path.dirname(ledger)
+    if os.environ.get(SCREEN, "").isdigit():
+        end_with_the_screen(int(os.environ.pop(SCREEN)))  # popped: the sessions need not know it
     # So that whoever started us (a test, a curious operator) can end the script:
     # `kill -- -$(cat director.pid)` stops it and the session it is running.
     with open(os.path.join(here, "director.pid"), "w", encoding="utf-8") as fh:

@@ -2,7 +2,8 @@
 
 Quitting ends the demo's script and the session it runs (asking first while a
 step runs); a hang-up (the terminal or SSH connection gone) ends them too. Both
-are checked on the real processes: the script's process group must be empty.
+are checked on the real processes: the script's process group must be empty. A screen
+killed by SIGKILL ends them too (the script watches for its screen itself).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import GONE_WITHIN, group_alive, start_demo, wait_gone
 
@@ -53,3 +55,21 @@ def test_a_hang_up_ends_the_demo(tmux, tmp_path: Path) -> None:
     finally:
         if group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
+
+
+def test_a_screen_killed_by_sigkill_still_ends_the_demo(tmux, tmp_path: Path) -> None:
+    """kill -9 of the screen (nothing of it can run): the script sees its screen gone and ends
+    the demo as leaving does: the session hands off (the lease given back), the group empties."""
+    folder = tmp_path / "demo"
+    pgid = start_demo(tmux, folder, tmp_path)
+    try:
+        screen_pid = int((Path("/proc") / str(pgid) / "stat").read_text().rpartition(")")[2].split()[1])  # the script's parent
+        assert "tui.main" in (Path("/proc") / str(screen_pid) / "cmdline").read_bytes().decode()
+        os.kill(screen_pid, signal.SIGKILL)
+        assert wait_gone(pgid), "the demo's script or its session is still running after its screen was killed"
+    finally:
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+    ledger = yaml.safe_load((folder / "ledger.yaml").read_text())
+    assert ledger.get("session") is None, ledger.get("session")  # ended on purpose: not killed mid-step
+    assert not any(t.get("in_flight") for t in ledger["targets"].values())
