@@ -31,7 +31,7 @@ from engine.approvals.identity import os_user
 from engine.audit.note_rules import rules_in
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError, Refused, ServiceUnavailable, UsageError
-from engine.host import failpoints
+from engine.host import console, failpoints
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread, new_session_id
 from engine.ledger.access import is_url, open_writer
@@ -257,8 +257,7 @@ class Session(Actor):
 
         # SIGHUP: the terminal hung up (an SSH connection dropped): ended on purpose as for
         # SIGTERM, not killed mid-step. Under nohup (SIGHUP ignored) it stays ignored.
-        catch = [signal.SIGTERM, signal.SIGINT] + ([] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP])
-        old = {sig: signal.signal(sig, handler) for sig in catch}
+        old = {sig: signal.signal(sig, handler) for sig in console.stop_signals()}
         return lambda: [signal.signal(sig, h) for sig, h in old.items()]
 
     # -- the loop ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from engine.audit.journal import Journal, JournalWriteError, make_record
 from engine.codec.textsafe import visible
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError
+from engine.host import console
 
 # How much a session prints, set once by the CLI (`-q`, `-v`): -1 only what a person must
 # see (warnings, errors, refusals, drift, pauses, how it ended), 0 every line, 1 also the
@@ -87,10 +88,6 @@ class Out:
             text = visible(record.get("msg", ""))
             line = f"[{clock}] " + text.replace("\n", "\n" + " " * 11)
         with self._lock:
-            try:
-                print(line, file=self.stream, flush=True)
-            except (OSError, ValueError):
-                # Whoever read our output went away: a closed pipe, or a terminal gone without
-                # a SIGHUP (EIO: a `disown`ed job after logout). The journal has the line; a
-                # print must never stop a step half-way (tests/unit/test_session_terminal_gone.py).
-                pass
+            # Whoever read our output may have gone (engine.host.console): the journal has the
+            # line; a print must never stop a step half-way (tests/unit/test_session_terminal_gone.py).
+            console.say(line, self.stream)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import HandoffError
-from engine.host import failpoints
+from engine.host import console, failpoints
 from engine.slack import blocks
 from engine.slack.decide import Decider
 from engine.slack.ledgers import Watched
@@ -65,7 +65,7 @@ class Hub:
                 self.queue.put(("submission", key, payload))
 
     def say(self, text: str) -> None:
-        print(f"handoff slack: {self.secrets.mask(text)}", file=self.err, flush=True)
+        console.say(f"handoff slack: {self.secrets.mask(text)}", self.err)  # dropped if its terminal has gone
 
     def _sync(self, w: Watched) -> None:
         sync(w, self.web, now=self.now(), err=self.err)
@@ -153,9 +153,10 @@ class Hub:
 
 
 def run(locations: list[str], secrets: Secrets, *, http: str | None) -> int:
-    """Serve until SIGTERM or Ctrl-C."""
+    """Serve until SIGTERM, Ctrl-C or a hang-up (unless ignored: nohup; engine.host.console)."""
     hub = Hub(secrets, locations)
-    signal.signal(signal.SIGTERM, lambda *_: hub.stopping.set())
+    for sig in console.stop_signals():
+        signal.signal(sig, lambda *_: hub.stopping.set())
     if http:
         from engine.slack.http_mode import serve
 
@@ -168,8 +169,6 @@ def run(locations: list[str], secrets: Secrets, *, http: str | None) -> int:
     hub.say(f"watching {names} for workspace {hub.team_id}")
     try:
         hub.work()
-    except KeyboardInterrupt:
-        pass
     finally:
         stop()
     return 0

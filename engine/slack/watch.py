@@ -16,6 +16,7 @@ from typing import TextIO
 from engine.api import Ledger
 from engine.approvals.policy import policy_for, span
 from engine.codec.timefmt import parse_iso
+from engine.host import console
 from engine.slack import blocks
 from engine.slack.blocks import Request
 from engine.slack.ledgers import Watched, message_key, outcome, request
@@ -49,8 +50,8 @@ def sync(w: Watched, web: Web, *, now: float | None = None, err: TextIO = sys.st
         try:
             _refresh(w, web, ledger, key, msg, now)
         except SlackFailed as error:
-            print(f"handoff slack: {w.handle.display_location}: cannot update the message for {msg.get('target')}: "
-                  f"{error}", file=err, flush=True)
+            console.say(f"handoff slack: {w.handle.display_location}: cannot update the message for {msg.get('target')}: "
+                        f"{error}", err)
 
 
 def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Ledger, err: TextIO) -> None:
@@ -59,8 +60,7 @@ def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Le
         sent = web.call("chat.postMessage", channel=channel, text=blocks.fallback(r, gone),
                         blocks=blocks.request_blocks(r, outcome=gone))
     except SlackFailed as error:
-        print(f"handoff slack: {w.handle.display_location}: cannot post the request for {r.target}: {error}", file=err,
-              flush=True)
+        console.say(f"handoff slack: {w.handle.display_location}: cannot post the request for {r.target}: {error}", err)
         return
     w.state.note_message(message_key(r.target, r.step, r.since), channel=sent.get("channel") or channel, ts=sent["ts"],
                          target=r.target, step=r.step, since=r.since, request=asdict(r),

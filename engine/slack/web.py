@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from engine.host import console
 from engine.slack.secrets import Secrets
 
 BACKOFF = 0.5  # seconds before the second try; doubled each time, up to MAX_PAUSE
@@ -54,7 +55,6 @@ class Web:
                 why = self.secrets.mask(f"{type(err).__name__}: {err}")[:200]
             if self.attempts and attempt >= self.attempts:
                 raise SlackFailed(f"{method}: Slack unreachable after {attempt} tries ({why})")
-            print(f"handoff slack: {method}: Slack unreachable ({why}); trying again in {pause:g}s", file=self.err,
-                  flush=True)
+            console.say(f"handoff slack: {method}: Slack unreachable ({why}); trying again in {pause:g}s", self.err)
             time.sleep(pause)
             pause = min(pause * 2, MAX_PAUSE)

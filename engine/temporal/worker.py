@@ -22,27 +22,14 @@ from temporalio.worker import Worker
 
 from engine.approvals.identity import hostname
 from engine.approvals.people import AGENT_VAR
+from engine.host import console
 from engine.temporal import activities
 from engine.temporal.client import connect
 from engine.temporal.names import host_queue
 from engine.temporal.workflow import LedgerWorkflow
 
 
-def _print(text: str) -> None:
-    """One line on stdout; nothing when the terminal has gone (a hung-up terminal refuses writes)."""
-    try:
-        print(text, flush=True)
-    except OSError:
-        pass
-
-
-def stop_signals() -> list[signal.Signals]:
-    """The signals that stop a worker: SIGHUP too, unless it is ignored (nohup)."""
-    hup = [] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP]
-    return [signal.SIGTERM, signal.SIGINT, *hup]
-
-
-async def serve(address: str, namespace: str, queue: str, max_concurrent: int, *, say=_print) -> int:
+async def serve(address: str, namespace: str, queue: str, max_concurrent: int, *, say=console.say) -> int:
     client = await connect(address, namespace)
     host = hostname()
     stop = asyncio.Event()
@@ -53,7 +40,7 @@ async def serve(address: str, namespace: str, queue: str, max_concurrent: int, *
         stopped_by.append(sig.name)
         stop.set()
 
-    for sig in stop_signals():
+    for sig in console.stop_signals():
         loop.add_signal_handler(sig, stop_on, sig)
     # The activities run the engine in threads (asyncio.to_thread): enough of them for
     # every step at once, the lease keepers and the settles.
