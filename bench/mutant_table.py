@@ -276,7 +276,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/slack/test_terminal.py::test_with_its_terminal_gone_it_still_approves_and_a_hang_up_stops_it"),
            "a terminal gone without SIGHUP (EIO) stops no step, no worker and no Slack approval"),
     Mutant("console-sighup-stops", "engine/host/console.py",
-           "hup = [] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP]",
+           "hup = [] if hangups_ignored() else [signal.SIGHUP]",
            "hup = []",
            ("tests/unit/test_session_lease.py::test_sigterm_finishes_the_running_step_and_hands_off[SIGHUP]",
             "tests/integration/test_temporal_faults.py::test_a_hang_up_stops_a_worker_on_a_terminal_that_has_gone",
@@ -284,7 +284,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "a hang-up stops a session (the running step recorded, the note written), a worker and the Slack watcher "
            "on purpose, not by a kill"),
     Mutant("console-nohup-kept", "engine/host/console.py",
-           "hup = [] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP]",
+           "hup = [] if hangups_ignored() else [signal.SIGHUP]",
            "hup = [signal.SIGHUP]",
            ("tests/unit/test_session_lease.py::test_under_nohup_a_hang_up_ends_nothing",
             "tests/integration/test_temporal_faults.py::test_under_nohup_a_hang_up_leaves_the_worker_running",

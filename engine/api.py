@@ -45,6 +45,7 @@ from engine.errors import (
     UsageError,
 )
 from engine.host import failpoints
+from engine.host.console import hangups_ignored
 from engine.host.userstate import advance_user_state, load_user_state, save_user_state
 from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
@@ -495,6 +496,6 @@ __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
-    "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
+    "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
     "parse_time", "redact", "started", "version", "visible",
 ]

@@ -31,12 +31,12 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 import themes
-from engine.api import HandoffError, LedgerInvalid, UsageError, setting_seconds, started
+from engine.api import HandoffError, LedgerInvalid, UsageError, hangups_ignored, setting_seconds, started
 from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
-from tui.endings import CHECK_EVERY, hangups_ignored, hung_up, terminal_fd
+from tui.endings import CHECK_EVERY, hung_up, terminal_fd
 from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
 from tui.screens.action_table import ACTIONS

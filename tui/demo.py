@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tui.endings import hangups_ignored
+from engine.api import hangups_ignored
 
 POLL = 0.1
 

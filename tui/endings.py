@@ -48,11 +48,6 @@ def hung_up(fd: int) -> bool:
     return any(events & _GONE for _, events in poller.poll(0))
 
 
-def hangups_ignored() -> bool:
-    """Is SIGHUP ignored in this process (started under `nohup`)?"""
-    return signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
-
-
 def die_of(signum: int) -> None:
     """After the screen has ended cleanly: end the process by `signum` after all, its default action."""
     signal.signal(signum, signal.SIG_DFL)

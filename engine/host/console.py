@@ -23,7 +23,12 @@ def say(text: str, stream: TextIO | None = None) -> None:
         pass
 
 
+def hangups_ignored() -> bool:
+    """Is SIGHUP ignored in this process (started under `nohup`)?"""
+    return signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+
+
 def stop_signals() -> list[signal.Signals]:
     """The signals that stop such a process on purpose: SIGTERM, Ctrl-C, and SIGHUP unless ignored."""
-    hup = [] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP]
+    hup = [] if hangups_ignored() else [signal.SIGHUP]
     return [signal.SIGTERM, signal.SIGINT, *hup]
