@@ -91,6 +91,7 @@ def _plan(job: nodes.Job, beat):
                 return Command(goto="plan", update={"visits": 1, "planner": memo})
         else:
             memo = state.get("planner")
+            failpoints.reached("langgraph-plan")  # tests: a signal lands between two steps
             run, wait, ending = nodes.fan_out(job, state.get("idle") or {}, beat)
         update = {"visits": 1, **({"planner": memo} if memo is not None else {})}
         if ending is not None:

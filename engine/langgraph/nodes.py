@@ -68,12 +68,25 @@ class GraphActor(Actor):
         except Fenced as why:  # run_intent journals the refusal; the node sees the run end
             self.ending = self.ending or str(why)
 
+    @property
+    def ending(self) -> str | None:
+        """This node's own ending (a fence refused it), else the run's: its process was asked
+        to end (SIGTERM, Ctrl-C, a hang-up), so, as in a built-in session, nothing new starts
+        (engine.session.attempt), a running step's retries and polls stop, and the node ends
+        the run (`fenced`)."""
+        return self._ending or (self.beat.asked_to_end if self.beat is not None else None)
+
+    @ending.setter
+    def ending(self, why: str | None) -> None:
+        self._ending = why
+
     def holds(self, ledger) -> bool:
         return ledger.session is not None and ledger.session.id == self.sid
 
 
 def stopping(actor: GraphActor, ledger) -> Ending | None:
-    """The run ends now: the lease is gone, a stop was asked, the ledger is paused."""
+    """The run ends now: the lease is gone, a stop was asked, the ledger is paused. (A run
+    whose process was asked to end starts nothing either: its actors' `ending` says so.)"""
     if not actor.holds(ledger):
         return Ending(f"the lease is {ledger.session.id if ledger.session else 'nobody'}'s now", 5)
     if ledger.session.stop_requested:
@@ -151,7 +164,8 @@ def step(job: Job, name: str, beat=None) -> tuple[bool, Ending | None, str]:
 
 
 def fenced(actor: GraphActor) -> Ending | None:
-    """The ending a node's actor came to (a fence refused it, the planner ended it), if any."""
+    """The ending a node's actor came to (a fence refused it, the planner ended it, its
+    process was asked to end), if any."""
     if not actor.ending:
         return None
     return Ending(actor.ending, 5 if "lease" in actor.ending or "taken over" in actor.ending else 0)

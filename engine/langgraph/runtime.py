@@ -19,10 +19,13 @@ replayed node decides again from the ledger.
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 
 from langgraph.types import Command
 
+from engine.host import console
 from engine.langgraph import checkpoints, graph, nodes, outage
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
@@ -60,6 +63,7 @@ class Run:
         self.beat = HeartbeatThread(store.heartbeat(), self.thread, state_fn=self._state)
         self.beat.start()
         self.actor = actor = nodes.GraphActor(self.job, self.beat)
+        restore = self._on_signals()
         try:
             actor.out.say(f"langgraph thread {self.thread} holds the ledger (checkpointer {_shown(self.url)}, "
                           f"keeping {self.keep} checkpoints; planner {self._state()['planner']})", kind="session_start",
@@ -72,7 +76,22 @@ class Run:
             code, ending = outage.ride(self, self._run_on)
             return self.finish(code, ending)
         finally:
+            restore()
             self.beat.stop()
+
+    def _on_signals(self):
+        """SIGTERM, Ctrl-C and a hang-up (unless ignored: nohup) end the run on purpose, as they
+        end a built-in session: the running steps finish and are recorded, nothing new starts,
+        the note is written and the lease given back. Returns what puts the old handlers back."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        beat = self.live[1]
+
+        def asked(signum, _frame) -> None:
+            beat.asked_to_end = beat.asked_to_end or f"{signal.Signals(signum).name} received"
+
+        old = {sig: signal.signal(sig, asked) for sig in console.stop_signals()}
+        return lambda: [signal.signal(sig, handler) for sig, handler in old.items()]
 
     def _run_on(self, saver) -> tuple[int, str]:
         """The thread run on one checkpointer connection; its figures said at the end."""
@@ -95,9 +114,9 @@ class Run:
             self.memo = snap.values.get("planner") if snap.values else None
             pending = list(snap.interrupts)
             if pending:
-                why = self._wait(pending)
-                if why is not None:
-                    return (0 if why.startswith("stop") else 5), why
+                ends = self._wait(pending)
+                if ends is not None:
+                    return ends.code, ends.why
                 value = {"woken_at": _now(), "note": "the ledger decides; this value is never read"}
                 self._stream(app, Command(resume={i.id: value for i in pending}), cfg, saver)
             elif snap.next:
@@ -116,9 +135,9 @@ class Run:
         for _update in app.stream(given, cfg, stream_mode="updates"):
             self.pruned += checkpoints.prune(saver, self.thread, self.keep)  # after each completed super-step
 
-    def _wait(self, pending) -> str | None:
+    def _wait(self, pending) -> nodes.Ending | None:
         """Watch the ledger until an interrupt's request no longer matches it (None: resume
-        now), or why the run ends instead (a stop request, the lease lost)."""
+        now), or why the run ends instead (a signal, a stop request, the lease lost)."""
         targets = [i.value["target"] for i in pending]
         self.phase = f"waiting for approvals: {', '.join(targets)}"
         self.live[0].out.say(f"langgraph thread {self.thread} interrupted on the irreversible edge of "
@@ -126,12 +145,14 @@ class Run:
         while True:
             ledger = self.live[0].store.read()
             if not self.live[0].holds(ledger):
-                return f"the lease is {ledger.session.id if ledger.session else 'nobody'}'s now"
+                return nodes.Ending(f"the lease is {ledger.session.id if ledger.session else 'nobody'}'s now", 5)
+            if self.live[1].asked_to_end:
+                return nodes.Ending(self.live[1].asked_to_end, 0)
             if ledger.session.stop_requested:
-                return f"stop requested by {ledger.session.stop_requested_by or 'someone'}"
+                return nodes.Ending(f"stop requested by {ledger.session.stop_requested_by or 'someone'}", 0)
             lost = self.live[1].can_act()
             if lost:
-                return f"stopped acting: {lost}"
+                return nodes.Ending(f"stopped acting: {lost}", 5)
             if any(nodes.approval_request(self.job, i.value["target"]) != i.value for i in pending):
                 return None
             time.sleep(WATCH_EVERY)

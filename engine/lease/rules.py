@@ -134,6 +134,9 @@ class HeartbeatThread(threading.Thread):
         self.state_fn = state_fn
         self.last_error: BaseException | None = None
         self.lost = False  # another holder's heartbeat replaced ours: we were taken over
+        # Why the holder's process was asked to end (a signal: engine.langgraph.runtime), for
+        # every part of it that shares this beat: it finishes what runs, starts nothing, hands off.
+        self.asked_to_end: str | None = None
         self.beats = 0
         self._last_ok = time.monotonic()
         self._stop_event = threading.Event()
