@@ -308,4 +308,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "        old = {sig: signal.signal(sig, asked) for sig in console.stop_signals() if sig != signal.SIGHUP}",
            ("tests/integration/test_langgraph_signals.py::test_a_signal_ends_the_run_on_purpose[SIGHUP]",),
            "a hang-up ends a LangGraph run on purpose (the note, the lease given back), not by a kill"),
+    Mutant("langgraph-wait-lost-exit", "engine/langgraph/runtime.py",
+           'return nodes.Ending(f"stopped acting: {lost}", 5)',
+           'return nodes.Ending(f"stopped acting: {lost}", 0)',
+           ("tests/integration/test_langgraph_signals.py::test_a_heartbeat_lost_while_waiting_ends_the_run_with_exit_5",),
+           "a wait that stops acting (its heartbeat lost) exits 5, never 0 (which says the run ended on purpose)"),
 )

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -107,3 +108,24 @@ def test_under_nohup_a_hang_up_ends_nothing(tmp_path: Path, checkpointer) -> Non
     assert proc.returncode == 0, out + err
     assert "SIGHUP received" not in out
     assert [t["state"] for t in load(ledger)["targets"].values()] == ["checked"] * 3
+
+
+def test_a_heartbeat_lost_while_waiting_ends_the_run_with_exit_5(tmp_path: Path, checkpointer, monkeypatch) -> None:
+    """The wait on approvals stops acting when its heartbeat cannot be written (as between two
+    steps): exit 5, like a lease lost, never 0, which says the run ended on purpose."""
+    from langgraph_kit import Thread
+
+    from engine.langgraph import nodes
+    from engine.langgraph.runtime import Run
+
+    url, _schema = checkpointer
+    cut = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 20, "run": tool("say", "cut")}]
+    ledger = tool_ledger(tmp_path, cut, {"t1": {"state": "awaiting_approval", "awaiting": "cut"}})
+    thread = Thread(ledger, url, monkeypatch)
+    beat = SimpleNamespace(asked_to_end=None, can_act=lambda: "could not write its heartbeat for 31 s")
+    run = Run(thread.job, url, 20)
+    run.actor, run.beat = nodes.GraphActor(thread.job, beat), beat
+    waiting = SimpleNamespace(value=nodes.approval_request(thread.job, "t1"))
+    assert waiting.value is not None
+    ends = run._wait([waiting])
+    assert ends is not None and ends.code == 5 and "could not write its heartbeat" in ends.why, ends
