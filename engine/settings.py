@@ -57,6 +57,8 @@ SETTINGS: tuple[Setting, ...] = (
             unit="text", internal=True),
     Setting("HANDOFF_SERVE_VIEW", None, "set by `handoff-tui serve` for a viewer's process: the target and filter the page's URL asked for",
             unit="text", internal=True),
+    Setting("HANDOFF_DEMO_SCREEN", None, "set by `handoff-tui --demo` for the demo's script: the screen's pid (the script ends the "
+            "demo once that screen is gone)", unit="text", internal=True),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

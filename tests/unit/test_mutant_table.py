@@ -28,7 +28,7 @@ def test_every_snippet_and_test_in_the_table_is_in_the_current_source() -> None:
 def test_a_snippet_gone_from_the_source_is_reported_stale_with_what_to_do(tmp_path) -> None:
     """A copy of the tree where one snippet was edited away: that mutant, and only it, is stale; a moved file is found."""
     mutants = _mutants()
-    for folder in ("engine", "tui", "tests", "bench"):
+    for folder in ("engine", "tui", "tests", "bench", "ledgers"):
         subprocess.run(["cp", "-r", str(ROOT / folder), str(tmp_path / folder)], check=True)
     first = mutants.MUTANTS[0]
     path = tmp_path / first.path
