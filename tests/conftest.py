@@ -184,6 +184,21 @@ def stopped_holder(path) -> Iterator[subprocess.Popen]:
         holder.communicate(timeout=10)
 
 
+def read_pty(fd: int, done, timeout: float = 60.0) -> bytes:
+    """What a process writes to the pseudo-terminal `fd` (its master side) until
+    `done(bytes so far)`; fails, showing what came, after `timeout` s."""
+    import select
+    import time
+
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while not done(seen):
+        assert time.monotonic() < deadline, f"timed out reading the terminal; it showed {seen!r}"
+        if select.select([fd], [], [], 0.2)[0]:
+            seen += os.read(fd, 4096)
+    return seen
+
+
 def wait_stopped(pid: int, limit: float = 30) -> None:
     """Block until `pid` stopped itself at its failpoint (engine.host.failpoints: its /proc state is T)."""
     import time

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from typing import TextIO
 
 
@@ -32,3 +34,22 @@ def stop_signals() -> list[signal.Signals]:
     """The signals that stop such a process on purpose: SIGTERM, Ctrl-C, and SIGHUP unless ignored."""
     hup = [] if hangups_ignored() else [signal.SIGHUP]
     return [signal.SIGTERM, signal.SIGINT, *hup]
+
+
+def catch_stop_signals(asked: Callable[[signal.Signals], None]) -> Callable[[], None]:
+    """From now on a stop signal calls `asked(sig)` (it should only note the wish: it runs
+    between two bytecodes of the main thread) instead of ending the process. Returns what
+    puts the old handlers back. Only the main thread can set handlers: elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, _frame) -> None:
+        asked(signal.Signals(signum))
+
+    old = {sig: signal.signal(sig, handler) for sig in stop_signals()}
+
+    def restore() -> None:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+
+    return restore

@@ -20,7 +20,6 @@ replayed node decides again from the ledger.
 from __future__ import annotations
 
 import signal
-import threading
 import time
 
 from langgraph.types import Command
@@ -83,15 +82,12 @@ class Run:
         """SIGTERM, Ctrl-C and a hang-up (unless ignored: nohup) end the run on purpose, as they
         end a built-in session: the running steps finish and are recorded, nothing new starts,
         the note is written and the lease given back. Returns what puts the old handlers back."""
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
         beat = self.live[1]
 
-        def asked(signum, _frame) -> None:
-            beat.asked_to_end = beat.asked_to_end or f"{signal.Signals(signum).name} received"
+        def asked(sig: signal.Signals) -> None:
+            beat.asked_to_end = beat.asked_to_end or f"{sig.name} received"
 
-        old = {sig: signal.signal(sig, asked) for sig in console.stop_signals()}
-        return lambda: [signal.signal(sig, handler) for sig, handler in old.items()]
+        return console.catch_stop_signals(asked)
 
     def _run_on(self, saver) -> tuple[int, str]:
         """The thread run on one checkpointer connection; its figures said at the end."""

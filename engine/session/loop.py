@@ -248,17 +248,13 @@ class Session(Actor):
         return True
 
     def _signals(self):
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-
-        def handler(signum, _frame):
-            self.ending = self.ending or f"{signal.Signals(signum).name} received"
+        # SIGTERM, Ctrl-C and a hang-up (an SSH connection dropped) end the session on purpose,
+        # not mid-step; under nohup a hang-up stays ignored (engine.host.console).
+        def asked(sig: signal.Signals) -> None:
+            self.ending = self.ending or f"{sig.name} received"
             self.wake.set()
 
-        # SIGHUP: the terminal hung up (an SSH connection dropped): ended on purpose as for
-        # SIGTERM, not killed mid-step. Under nohup (SIGHUP ignored) it stays ignored.
-        old = {sig: signal.signal(sig, handler) for sig in console.stop_signals()}
-        return lambda: [signal.signal(sig, h) for sig, h in old.items()]
+        return console.catch_stop_signals(asked)
 
     # -- the loop ----------------------------------------------------------------------
 

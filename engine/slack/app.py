@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
-import signal
 import sys
 import threading
 import time
@@ -155,8 +154,7 @@ class Hub:
 def run(locations: list[str], secrets: Secrets, *, http: str | None) -> int:
     """Serve until SIGTERM, Ctrl-C or a hang-up (unless ignored: nohup; engine.host.console)."""
     hub = Hub(secrets, locations)
-    for sig in console.stop_signals():
-        signal.signal(sig, lambda *_: hub.stopping.set())
+    console.catch_stop_signals(lambda _sig: hub.stopping.set())  # for the life of the process
     if http:
         from engine.slack.http_mode import serve
 

@@ -2,8 +2,7 @@
 SIGTERM, Ctrl-C, or a hang-up when the SSH connection of its terminal drops), while a step
 runs, between two steps or while it waits on an approval: a running step finishes and is
 recorded, nothing new starts, the note says why, the lease is given back, exit 0. Under
-`nohup` a hang-up ends nothing. A real process, the real
-PostgreSQL checkpointer."""
+`nohup` a hang-up ends nothing. A real process, the real PostgreSQL checkpointer."""
 
 from __future__ import annotations
 
@@ -21,8 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from langgraph_kit import checkpointer  # noqa: E402,F401
 from session_kit import ROOT, env, journal, load, start, tool, tool_ledger, wait_for  # noqa: E402
 
+from tests.conftest import wait_stopped  # noqa: E402
+
 SLEEPY = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "timeout": 20, "run": tool("sleep", "0.6")}]
 ONE_AT_A_TIME = ["never touch more than 1 target concurrently"]
+CUT = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 20, "run": tool("say", "cut")}]
 
 
 def _run(tmp_path: Path, url: str, n: int, **popen):
@@ -60,7 +62,7 @@ def test_a_signal_between_two_steps_starts_no_other(tmp_path: Path, checkpointer
                              "langgraph", "--checkpointer", url], env={**env(tmp_path), "HANDOFF_FAILPOINTS": "langgraph-plan"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT), start_new_session=True)
     try:
-        wait_for(lambda: _stopped(proc.pid), timeout=60, what="the runtime to stop in its plan node")
+        wait_stopped(proc.pid, 60)  # frozen in its plan node
         proc.send_signal(signal.SIGTERM)  # pending until it runs again
         proc.send_signal(signal.SIGCONT)
         out, err = proc.communicate(timeout=60)
@@ -78,8 +80,7 @@ def test_a_hang_up_while_it_waits_on_an_approval_ends_the_run(tmp_path: Path, ch
     """Interrupted on an irreversible edge, waiting for `handoff approve`: a hang-up ends the
     wait and the run on purpose; the target still waits for a person."""
     url, _schema = checkpointer
-    cut = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 20, "run": tool("say", "cut")}]
-    ledger = tool_ledger(tmp_path, cut, {"t1": {"state": "queued"}})
+    ledger = tool_ledger(tmp_path, CUT, {"t1": {"state": "queued"}})
     proc = start("resume", "--ledger", str(ledger), "--runtime", "langgraph", "--checkpointer", url, world=tmp_path)
     try:
         wait_for(lambda: any(r["kind"] == "waiting" for r in journal(ledger)), timeout=60, what="the run to wait on t1")
@@ -93,11 +94,6 @@ def test_a_hang_up_while_it_waits_on_an_approval_ends_the_run(tmp_path: Path, ch
     data = load(ledger)
     assert data["targets"]["t1"]["state"] == "awaiting_approval" and data.get("session") is None
     assert not [r for r in journal(ledger) if r["kind"] == "step_start"]
-
-
-def _stopped(pid: int) -> bool:
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().rpartition(")")[2].split()[0] == "T"
 
 
 def test_under_nohup_a_hang_up_ends_nothing(tmp_path: Path, checkpointer) -> None:
@@ -119,8 +115,7 @@ def test_a_heartbeat_lost_while_waiting_ends_the_run_with_exit_5(tmp_path: Path,
     from engine.langgraph.runtime import Run
 
     url, _schema = checkpointer
-    cut = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 20, "run": tool("say", "cut")}]
-    ledger = tool_ledger(tmp_path, cut, {"t1": {"state": "awaiting_approval", "awaiting": "cut"}})
+    ledger = tool_ledger(tmp_path, CUT, {"t1": {"state": "awaiting_approval", "awaiting": "cut"}})
     thread = Thread(ledger, url, monkeypatch)
     beat = SimpleNamespace(asked_to_end=None, can_act=lambda: "could not write its heartbeat for 31 s")
     run = Run(thread.job, url, 20)

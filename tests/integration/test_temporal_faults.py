@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -40,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from session_kit import ROOT, journal, load, tool, tool_ledger  # noqa: E402
 from temporal_kit import Server, Workers, handoff_run, queue, step_processes, temporal_env  # noqa: E402
 
-from tests.conftest import freeze_holding_no_lock  # noqa: E402
+from tests.conftest import freeze_holding_no_lock, read_pty  # noqa: E402
 
 TARGETS = ("t-1", "t-2")
 FREEZE = 8.0
@@ -241,25 +240,15 @@ def _worker(server: Server, world: Path, stdout, stderr, **popen) -> subprocess.
                             env=temporal_env(world), stdout=stdout, stderr=stderr, cwd=str(ROOT), start_new_session=True, **popen)
 
 
-def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        assert time.monotonic() < deadline, f"timed out waiting for {marker!r}; read {seen!r}"
-        if select.select([fd], [], [], 0.2)[0]:
-            seen += os.read(fd, 4096)
-    return seen
-
-
 def test_a_hang_up_stops_a_worker_on_a_terminal_that_has_gone(tmp_path: Path, server: Server) -> None:
     """SIGHUP (the SSH connection of the terminal it was started in dropped) stops `handoff
     worker` as SIGTERM does, and its goodbye line on the dead terminal is no error: exit 0."""
     master, slave = os.openpty()
-    errors = (tmp_path / "worker.err").open("wb")
-    proc = _worker(server, tmp_path / "world", slave, errors)
+    with (tmp_path / "worker.err").open("wb") as errors:
+        proc = _worker(server, tmp_path / "world", slave, errors)
     os.close(slave)
     try:
-        _read_until(master, b"handoff worker on", 60)
+        read_pty(master, lambda seen: b"handoff worker on" in seen)
         os.close(master)  # the terminal is gone: every write to it now fails (EIO)
         master = -1
         proc.send_signal(signal.SIGHUP)

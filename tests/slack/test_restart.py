@@ -8,16 +8,9 @@ import signal
 import threading
 import time
 
+from tests.conftest import wait_stopped
 from tests.slack.kit import ALICE, APPROVERS, approved, ledger, load, posted, review, wait_for
 from tests.unit.session_kit import counts, demo_copy, resume
-
-
-def _stopped(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "T"
-    except OSError:
-        return False
 
 
 def test_killed_between_decision_and_chat_update_the_message_is_corrected_on_restart(tmp_path, fake, signer, started):
@@ -27,7 +20,7 @@ def test_killed_between_decision_and_chat_update_the_message_is_corrected_on_res
     app = started(fake, [str(path)], env={"HANDOFF_FAILPOINTS": "slack-after-decision"})
     view = review(app, fake, signer, ALICE)
     assert signer.post(app.url, signer.submit(view, ALICE, "db-1"))[0] == 200
-    wait_for(lambda: _stopped(app.proc.pid), what="the process to stop after its decision")
+    wait_stopped(app.proc.pid, 20)  # stopped after its decision
     app.kill9()
     assert len(approved(path)) == 1 and load(path)["targets"]["db-1"]["state"] == "verified"
     assert "handoff_review" in str(fake.message(0)["blocks"]), "the message was never edited before the kill"
@@ -47,7 +40,7 @@ def test_killed_after_the_delivery_is_stored_before_the_ack_the_restart_approves
     body = signer.body(signer.submit(view, ALICE, "db-1"))
     headers = signer.headers(body)
     threading.Thread(target=lambda: _quietly(signer.post, app.url, body=body, headers=headers), daemon=True).start()
-    wait_for(lambda: _stopped(app.proc.pid), what="the process to stop after storing the delivery")
+    wait_stopped(app.proc.pid, 20)  # stopped after storing the delivery
     app.kill9()
     assert not approved(path)
     again = started(fake, [str(path)])
@@ -115,7 +108,7 @@ def test_a_change_after_the_checks_is_caught_under_the_lock(tmp_path, fake, sign
 
     with ThreadPoolExecutor(1) as pool:
         answer = pool.submit(signer.post, app.url, signer.submit(view, ALICE, "db-1"), timeout=90)
-        wait_for(lambda: _stopped(app.proc.pid), what="the process frozen before approving")
+        wait_stopped(app.proc.pid, 20)  # frozen before approving
         path.write_text(path.read_text().replace("0/9A3F2C10", "0/9A3F2C99"))
         os.kill(app.proc.pid, signal.SIGCONT)
         assert answer.result(timeout=90)[0] == 200

@@ -6,7 +6,6 @@ Slack, its lines dropped; a hang-up (SIGHUP) stops it as SIGTERM does (exit 0); 
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.conftest import ROOT, cli_env
+from tests.conftest import ROOT, cli_env, read_pty
 from tests.slack.kit import ALICE, APP_ID, SECRET, approved, ledger, review, wait_for
 
 SERVING = b"serving Slack's requests at "
@@ -28,15 +27,10 @@ def _start(fake, path: Path, stderr, **popen) -> subprocess.Popen:
                             start_new_session=True, **popen)
 
 
-def _url(fd: int, timeout: float = 30.0) -> str:
+def _url(fd: int) -> str:
     """Read the process's terminal until it says where it serves; that address."""
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while SERVING not in seen or not seen.split(SERVING, 1)[1].count(b"\n"):
-        assert time.monotonic() < deadline, f"no {SERVING!r} in {seen!r}"
-        if select.select([fd], [], [], 0.2)[0]:
-            seen += os.read(fd, 4096)
-    return seen.split(SERVING, 1)[1].split(b"\n", 1)[0].strip().decode()
+    seen = read_pty(fd, lambda seen: b"\n" in seen.partition(SERVING)[2], timeout=30)
+    return seen.partition(SERVING)[2].split(b"\n", 1)[0].strip().decode()
 
 
 def _ended(proc: subprocess.Popen) -> None:

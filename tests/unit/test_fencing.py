@@ -15,19 +15,13 @@ from pathlib import Path
 
 from session_kit import counts, demo_copy, env, handoff, journal, load, resume, start, wait_for
 
+from tests.conftest import wait_stopped
+
 STALE = "2"
 
 
 def _env(world: Path, **extra: str) -> dict[str, str]:
     return {**env(world), "HANDOFF_LEASE_STALE_AFTER": STALE, **extra}
-
-
-def _stopped(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "T"
-    except OSError:
-        return False
 
 
 def _run(*args: str, world: Path, **extra: str):
@@ -56,7 +50,7 @@ def _frozen_after_intent(tmp_path: Path):
     a = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger)],
                          env=_env(world, HANDOFF_FAILPOINTS="after-intent"), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=str(ROOT), start_new_session=True)
-    wait_for(lambda: _stopped(a.pid), timeout=30, what="session A to freeze after its intent")
+    wait_stopped(a.pid, 30)  # session A frozen after its intent
     target = load(ledger)["targets"]["db-50"]
     assert target["in_flight"]["step"] == "link"
     time.sleep(float(STALE) + 1)  # A's heartbeat goes stale
