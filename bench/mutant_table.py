@@ -316,4 +316,14 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/slack/test_terminal.py::test_under_nohup_a_hang_up_leaves_it_running"),
            "a stop signal only notes the wish (the session, a LangGraph run and the Slack watcher end on purpose), "
            "it never ends the process where it stands"),
+    Mutant("timeline-fits-width", "tui/screens/timeline.py",
+           '        row[-1].truncate(room, overflow="ellipsis")',
+           "        pass",
+           ("tests/tui/test_timeline.py::test_at_80x24_every_row_fits_and_the_cursor_stays_in_view",),
+           "the timeline never scrolls sideways at 80 columns (a late horizontal scrollbar hid the newest row)"),
+    Mutant("timeline-keeps-cursor", "tui/screens/timeline.py",
+           "        self.call_after_refresh(self._keep_cursor)",
+           "        pass",
+           ("tests/tui/test_timeline.py::test_at_80x24_every_row_fits_and_the_cursor_stays_in_view",),
+           "the timeline's selected row stays in view when the table gets shorter (the state then shown) or resized"),
 )

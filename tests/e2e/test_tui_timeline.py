@@ -40,7 +40,10 @@ def test_timeline_in_tmux(tmux, tmp_path: Path) -> None:
     tmux.send("T")
     screen = tmux.wait_for(lambda s: "records 21–120 of 120" in s, what="the timeline's newest page")
     assert "Journal timeline (read-only)" in screen
-    tmux.wait_for(lambda s: "  120  transition  bob" in s, what="the newest record in view (the cursor on it)")
+    screen = tmux.wait_for(lambda s: "  120  transition  bob" in s, what="the newest record in view (the cursor on it)")
+    # 80 columns cut "What" with …; the selected record is shown whole below the table.
+    assert "web-02: blocked -…" in screen
+    assert "transition by bob: web-02: blocked -> queued (unblocked by bob (root): go" in screen
     tmux.send("Enter")
     screen = tmux.wait_for("At revision 120", what="the state at the newest revision")
     assert "web-02: queued" in screen

@@ -95,3 +95,44 @@ async def test_one_targets_timeline_from_detail_and_command(ledger_path: Path) -
         assert isinstance(app.screen, TimelineScreen)
         assert {r.get("target") for r in app.screen.page.records} == {"web-06"}
         assert "Journal timeline of web-06 (read-only)" in screen_text(app)
+
+
+def in_view(table: DataTable) -> range:
+    """The rows the table shows now (its scroll position and height, less the header)."""
+    first = round(table.scroll_y)
+    return range(first, first + table.scrollable_content_region.height - (1 if table.show_header else 0))
+
+
+async def test_at_80x24_every_row_fits_and_the_cursor_stays_in_view(ledger_path: Path) -> None:
+    """At 80x24 the timeline never scrolls sideways (a horizontal scrollbar that came after the
+    cursor was scrolled into view hid the newest row): "What" is cut with `…` and the selected
+    record is shown whole below the table. The cursor's row stays in view when the state then
+    is shown and when the terminal grows, and a wider terminal shows more of "What"."""
+    busy(ledger_path)
+    app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("T")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen)
+        table = screen.query_one(DataTable)
+        newest = screen.page.records[-1]
+        assert table.cursor_row == len(screen.page.records) - 1
+        assert table.max_scroll_x == 0 and not table.show_horizontal_scrollbar
+        assert table.cursor_row in in_view(table)
+        cut = table.get_row_at(table.cursor_row)[-1]
+        assert cut.plain.endswith("…") and newest["msg"].startswith(cut.plain[:-1])
+        record = str(screen.query_one("#timeline-record", Static).render())
+        assert newest["msg"] in record.replace("\n", "")  # the whole message, wrapped below the table
+        await pilot.press("up", "up", "enter")
+        await settle(pilot)
+        assert "At revision" in str(screen.query_one("#timeline-state", Static).render())
+        chosen = table.cursor_row
+        assert chosen == len(screen.page.records) - 3 and chosen in in_view(table)
+        assert screen.page.records[chosen]["msg"] in str(screen.query_one("#timeline-record", Static).render()).replace("\n", "")
+        await pilot.resize_terminal(160, 30)
+        await settle(pilot)
+        assert table.cursor_row == chosen and chosen in in_view(table)
+        assert table.get_row_at(chosen)[-1].plain == screen.page.records[chosen]["msg"]  # room for all of it now
+        assert table.max_scroll_x == 0

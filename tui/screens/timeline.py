@@ -2,7 +2,10 @@
 
 Each row is one journal record (sequence, time, revision, kind, actor, target, message);
 `[` and `]` page to older and newer records (a page holds `PAGE`; a long rollout's journal
-is never put on screen whole). Enter shows every target as the journal says it was at the
+is never put on screen whole). The table always fits the screen's width (at 80x24 too): the
+"What" column takes what the others leave and ends in `…` where it is longer, and the
+selected record's message is shown whole below the table, so no line needs scrolling
+sideways (a scrollbar that came and went took the newest row out of view). Enter shows every target as the journal says it was at the
 selected record's revision, rebuilt by the engine (`handoff show --at`'s rebuild). Journal
 text is data: every cell is a `rich.text.Text` with control characters made visible, never
 markup. Nothing here writes; the reads run in this screen's worker and come back as
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -28,6 +32,7 @@ from tui.widgets.keybar import KeyBar
 
 PAGE = 100  # records per page
 COLUMNS = ("Seq", "Time", "Rev", "Kind", "Actor", "Target", "What")
+WHAT_MIN = 12  # on a screen narrower than the other columns need, "What" keeps this much (and the table scrolls)
 
 
 class TimelineLoaded(Message):
@@ -55,6 +60,24 @@ def record_row(record: dict[str, Any]) -> tuple[Text, ...]:
             one_line(record.get("actor", "")), one_line(record.get("target") or ""), one_line(record.get("msg", "")))
 
 
+def fitted_rows(records: list[dict[str, Any]], width: int, padding: int = 1) -> list[tuple[Text, ...]]:
+    """The records' rows for a table `width` cells wide: every column but the last as wide as
+    its widest cell (or its heading), the last ("What") cut to the room they leave, ending in
+    `…`. `padding`: the table's cell padding on each side of every column."""
+    rows = [record_row(record) for record in records]
+    widths = [max([cell_len(heading)] + [row[i].cell_len for row in rows]) for i, heading in enumerate(COLUMNS[:-1])]
+    room = max(WHAT_MIN, width - sum(widths) - 2 * padding * len(COLUMNS))
+    for row in rows:
+        row[-1].truncate(room, overflow="ellipsis")
+    return rows
+
+
+def record_text(record: dict[str, Any]) -> Text:
+    """The selected record's message, whole (data, never markup): `#41978 transition by bob: ...`."""
+    who = f" by {record['actor']}" if record.get("actor") else ""
+    return Text(clean_line(f"#{record.get('seq', '')} {record.get('kind', '')}{who}: {record.get('msg', '')}"), end="")
+
+
 def state_text(rev: int, states: dict[str, dict[str, Any]], target: str | None) -> Text:
     """`At revision 12: db-01 done · db-02 awaiting_approval (cutover) ...`, one target per line."""
     text = Text(f"At revision {rev} ({REBUILT_FROM}):\n", style="bold", end="")
@@ -70,6 +93,17 @@ def state_text(rev: int, states: dict[str, dict[str, Any]], target: str | None) 
     return text
 
 
+class RecordTable(DataTable[Text]):
+    """The timeline's table: when it gets shorter or narrower (the state then shown below it,
+    a resize), the cursor's row is scrolled back into view."""
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._keep_cursor)
+
+    def _keep_cursor(self) -> None:
+        self.move_cursor(row=self.cursor_row, animate=False)  # the row it is on when this runs
+
+
 class TimelineScreen(Screen[None]):
     """The journal, page by page; the targets at any record's revision.
 
@@ -83,6 +117,7 @@ class TimelineScreen(Screen[None]):
 
     DEFAULT_CSS = """
     TimelineScreen #timeline-table { height: 1fr; }
+    TimelineScreen #timeline-record { height: 2; }
     TimelineScreen #timeline-state { height: auto; max-height: 12; }
     """
 
@@ -101,12 +136,15 @@ class TimelineScreen(Screen[None]):
         self.controller = controller  # the engine's port (tui.controller.Controller): reads only
         self.target = target
         self.page: TimelinePage | None = None
+        self._fitted = -1  # the width the rows were cut for
+        self._pending: int | None = None  # the row the cursor is being put on (see _fill)
 
     def compose(self) -> ComposeResult:
         yield Label("Journal timeline (read-only): loading…", id="timeline-title")
-        table: DataTable[Text] = DataTable(id="timeline-table", cursor_type="row", zebra_stripes=True)
+        table = RecordTable(id="timeline-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
+        yield Static("", id="timeline-record", markup=False)
         yield Static("", id="timeline-state", markup=False)
         yield KeyBar()
 
@@ -128,19 +166,52 @@ class TimelineScreen(Screen[None]):
 
     def on_timeline_loaded(self, message: TimelineLoaded) -> None:
         page = self.page = message.page
-        table = self.query_one(DataTable)
-        table.clear()
-        for record in page.records:
-            table.add_row(*record_row(record))
         whose = f" of {clean_line(page.target)}" if page.target is not None else ""
         shown = f"records {page.start + 1}–{page.start + len(page.records)} of {page.total}" if page.records else "no records"
         self.query_one("#timeline-title", Label).update(Text(
             f"Journal timeline{whose} (read-only): {shown} · newest revision {page.head_rev}", end=""))
-        if page.records:
-            # The newest page opens on its newest record; an older one on its first. After the
-            # refresh: the rows must be laid out before the table can scroll to the cursor.
-            row = len(page.records) - 1 if page.start + len(page.records) == page.total else 0
-            self.call_after_refresh(table.move_cursor, row=row, animate=False)
+        # The newest page opens on its newest record; an older one on its first.
+        self._fill(len(page.records) - 1 if page.start + len(page.records) == page.total else 0)
+
+    def _fill(self, row: int) -> None:
+        """The page's rows, fitted to the table's width less a vertical scrollbar's (a page is
+        longer than a screen is high), with the cursor on `row` once they are laid out (the
+        table must know its rows' places before it can scroll to one)."""
+        table = self.query_one(DataTable)
+        page = self.page
+        self._fitted = (table.size.width or self.app.size.width) - table.styles.scrollbar_size_vertical
+        table.clear()
+        if page is None or not page.records:
+            self._pending = None
+            self.query_one("#timeline-record", Static).update("")
+            return
+        for cells in fitted_rows(page.records, self._fitted, table.cell_padding):
+            table.add_row(*cells)
+        self._pending = row  # where the cursor goes: until it is there, a resize keeps this row, not clear()'s 0
+        self.call_after_refresh(self._show_row, row)
+
+    def _show_row(self, row: int) -> None:
+        """Put the cursor on `row` and scroll it into view."""
+        self.query_one(DataTable).move_cursor(row=row, animate=False)
+        if row == self._pending:
+            self._pending = None
+        self._show_record()
+
+    def _show_record(self) -> None:
+        """The record under the cursor, whole, below the table."""
+        table = self.query_one(DataTable)
+        records = self.page.records if self.page is not None else []
+        if 0 <= table.cursor_row < len(records):
+            self.query_one("#timeline-record", Static).update(record_text(records[table.cursor_row]))
+
+    def on_resize(self) -> None:
+        table = self.query_one(DataTable)
+        width = (table.size.width or self.app.size.width) - table.styles.scrollbar_size_vertical
+        if self.page is not None and width != self._fitted:
+            self._fill(self._pending if self._pending is not None else table.cursor_row)
+
+    def on_data_table_row_highlighted(self) -> None:
+        self._show_record()
 
     def on_state_loaded(self, message: StateLoaded) -> None:
         self.query_one("#timeline-state", Static).update(state_text(message.rev, message.states, self.target))
