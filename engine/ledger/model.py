@@ -3,9 +3,11 @@
 Field names follow the source article. Only `task` and `targets` are required;
 unknown keys at every level are kept (`extra="allow"`) and written back. The
 engine never drops what a human wrote.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: with it every annotation is a string that
+pydantic parses and evaluates when it builds the classes, a few milliseconds of every
+`handoff` process (the hook, status, approve, the screen); the one forward reference is quoted.
+"""
 
 import re
 import shlex
@@ -460,7 +462,7 @@ class Ledger(Node):
         return value
 
     @model_validator(mode="after")
-    def _states_known(self) -> Ledger:
+    def _states_known(self) -> "Ledger":
         self.check_states()
         return self
 
