@@ -57,7 +57,8 @@ def next_shown(name: str, target: Any) -> str:
         return (f"reconcile first: sessions refuse {name} until `handoff reconcile LEDGER {name} "
                 "--accept-checkpoint` or `--to STATE` (with --reason)")
     recorded = target.next_action or ""
-    if target.state in ("blocked", "failed") and any(p in recorded for p in _APPROVE_PROMISES):
-        verb = "unblocks (u)" if target.state == "blocked" else "retries (r) or unblocks (u)"
-        return f"{target.state}: nothing runs until a person {verb} it"
+    if target.state in ("blocked", "failed") and (not recorded or any(p in recorded for p in _APPROVE_PROMISES)):
+        # Nothing recorded (a block by hand, a failed step) says nothing at all; the screen still says what moves it.
+        verb = "unblocks it (u)" if target.state == "blocked" else "retries (r) or unblocks it (u)"
+        return f"a person {verb}; nothing runs until then"  # the action first: an 80-column table cuts the rest
     return recorded

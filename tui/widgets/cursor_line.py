@@ -1,8 +1,9 @@
 """The row under the cursor, in full, under the table when the screen is narrow (80x24).
 
-At 80 columns the table cuts "next action" to a few words; this line gives the
-target's name, its state and what happens next (as `tui.attention` words it) in full,
-wrapped to at most three lines. All text is cleaned: ledger text is data.
+At 80 columns the table cuts "next action" to a few words and has no room for the
+reason; this line gives the target's name, its state, why a blocked or failed target
+stopped, and what happens next (as `tui.attention` words it) in full, wrapped to at
+most three lines. All text is cleaned: ledger text is data.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class CursorLine(Static):
         text.append(f"  {label(target.state)}")
         if drift(target):
             text.append("  ≠ DRIFT", style="bold reverse")
+        elif target.state in ("blocked", "failed") and getattr(target, "reason", None):
+            text.append("  why: ", style="bold")  # the reason column is not on an 80-column screen
+            text.append(clean_line(target.reason))
         shown = next_shown(name, target)
         if shown:
             text.append("  next: ", style="bold")
