@@ -47,6 +47,7 @@ from engine.session.dryrun import make_shadow
 from engine.session.preflight import preflight, refusal_text
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
 from engine.session.steps import Intent, run_intent
+from engine.session.until_progress import span
 from engine.session.untrusted import stop_for_outside_edits
 from engine.store.filelock import lock_timeout
 
@@ -94,6 +95,8 @@ class Session(Actor):
         self.started_iso = now_iso()
         self.note_at_start: str | None = None
         self._pages: dict[tuple[str, str], str] = {}  # (event, target) -> the words last paged
+        self.stop_asks = 0  # stop signals received (a second Ctrl-C is answered, see _join_workers)
+        self.started_at: dict[str, tuple[str, float]] = {}  # running target -> (its step, when it started)
 
     def page(self, event: str, message: str) -> bool | None:
         """One page per target and reason until it changes: a pager that rings on every turn
@@ -252,6 +255,7 @@ class Session(Actor):
         # not mid-step; under nohup a hang-up stays ignored (engine.host.console).
         def asked(sig: signal.Signals) -> None:
             self.ending = self.ending or f"{sig.name} received"
+            self.stop_asks += 1
             self.wake.set()
 
         return console.catch_stop_signals(asked)
@@ -422,6 +426,7 @@ class Session(Actor):
         """Run the intent's step in a worker thread (it announces itself under the fence)."""
         self.steps_used += 1
         thread = threading.Thread(target=self._worker, args=(intent,), name=f"step-{intent.target}", daemon=True)
+        self.started_at[intent.target] = (intent.step.name, time.monotonic())
         self.workers[intent.target] = thread
         thread.start()
 
@@ -443,10 +448,24 @@ class Session(Actor):
     # -- ending ------------------------------------------------------------------------
 
     def _join_workers(self) -> None:
+        answered = self.stop_asks
         while self.workers:
+            if self.stop_asks > answered:  # Ctrl-C again while a step runs on: say what it waits for
+                answered = self.stop_asks
+                self.out.say(self._still_running(), kind="waiting")
             for thread in list(self.workers.values()):
                 if thread is not None:  # a session's workers are its own threads
                     thread.join(0.2)
+
+    def _still_running(self) -> str:
+        """`still finishing db-02 slow (running 25s), ...`: what a repeated stop signal waits for."""
+        now = time.monotonic()
+        steps = []
+        for target in list(self.workers):
+            step, since = self.started_at.get(target, ("a step", now))
+            steps.append(f"{target} {step} (running {span(now - since)})")
+        return (f"still finishing {', '.join(steps)}. A session never stops a step halfway: it waits for each "
+                "to end, records it, writes the handoff note and exits.")
 
     def _finish(self, why: str) -> None:
         running = len(self.workers)

@@ -142,6 +142,36 @@ def test_sigterm_finishes_the_running_step_and_hands_off(tmp_path: Path, sig: si
     assert any(t["state"] == "queued" for t in data["targets"].values())
 
 
+def test_a_second_ctrl_c_says_what_the_session_still_waits_for(tmp_path: Path) -> None:
+    """Ctrl-C, then Ctrl-C again while the step runs on: the second is answered (it was met with
+    silence) with the step it waits for and how long that has run. The step is still not stopped
+    halfway: once it ends it is recorded, the note written, exit 0."""
+    gate = "import os, time\nwhile not os.path.exists(os.path.join('{ledger_dir}', 'go')): time.sleep(0.05)"
+    steps = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "timeout": 60,
+              "run": ["{python}", "-c", gate]}]
+    ledger = tool_ledger(tmp_path, steps, _targets(1))
+    proc = start("resume", "--ledger", str(ledger), world=tmp_path)
+    try:
+        wait_for(lambda: any(r["kind"] == "step_start" for r in journal(ledger)), what="the step to start")
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: any(r["kind"] == "handoff_start" for r in journal(ledger)), what="the first Ctrl-C answered")
+        assert not [r for r in journal(ledger) if "still finishing" in r.get("msg", "")]
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: any("still finishing t1 check (running " in r.get("msg", "") for r in journal(ledger)),
+                 what="the second Ctrl-C answered")
+        (ledger.parent / "go").touch()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, out + err
+    assert "A session never stops a step halfway" in out
+    data = load(ledger)
+    assert data["targets"]["t1"]["state"] == "checked" and data.get("session") is None
+    assert "SIGINT received" in data["handoff_note"]
+
+
 def test_under_nohup_a_hang_up_ends_nothing(tmp_path: Path) -> None:
     """SIGHUP ignored (nohup): the session is not ended by one; it runs every target to its end."""
     ledger = tool_ledger(tmp_path, SLEEPY, _targets(3))
