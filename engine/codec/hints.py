@@ -3,6 +3,8 @@
 The common one: a command in a `[...]` flow list with an unquoted `{target}` in an
 argument (`[eksctl, --name={target}]`). In a flow list `{` starts a mapping, so libyaml
 says only "did not find expected ',' or ']'". The fix is to quote the argument.
+The other: a tab where YAML wants an indent (an editor that inserts tabs); libyaml says
+"found character that cannot start any token".
 """
 
 from __future__ import annotations
@@ -49,3 +51,16 @@ def brace_hint(text: str, err) -> str | None:
         return None
     return ('quote arguments that contain `{...}`, for example "--name={target}": inside a [...] list an '
             "unquoted { starts a mapping")
+
+
+def tab_hint(text: str, err) -> str | None:
+    """The advice for a MarkedYAMLError `err` found at a tab, or None."""
+    mark = err.problem_mark
+    if mark is None:
+        return None
+    lines = text.split("\n")
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    if line[mark.column : mark.column + 1] != "\t":
+        return None
+    said = "tab" in (err.problem or "")  # libyaml names the tab in some of its messages, not in others
+    return ("" if said else "the character there is a tab: ") + "YAML indents with spaces only, so replace the tab with spaces"

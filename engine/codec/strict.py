@@ -18,7 +18,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import BaseResolver
 
-from engine.codec.hints import brace_hint
+from engine.codec.hints import brace_hint, tab_hint
 from engine.codec.numbers import make_float, make_int
 from engine.errors import LedgerInvalid
 
@@ -179,7 +179,7 @@ def compose(text: str, path: str, line_offset: int = 0, depth_offset: int = 0):
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "YAML syntax error"
         opened = _OPENERS.get(err.context or "")
-        hint = brace_hint(text, err)
+        hint = brace_hint(text, err) or tab_hint(text, err)
         if opened and not hint and err.context_mark is not None and err.problem_mark is not None:
             # An unclosed bracket is found only where the parser gives up, maybe the end
             # of the file: the line to fix is where it opens.

@@ -30,6 +30,11 @@ REFUSED = {
     "infinite": (HEAD + "budget: {minutes: 1e999}\n", ":4:19:", ["too big to be a number", "write a finite number"]),
     "infinite_in_a_target": ("task: t\ntargets:\n  a: {state: queued, size: -1e999}\n", ":3:", ["infinite"]),
     "unclosed_bracket": ("task: t\ntargets: [\n  a\nowner_shift: x\nfoo: bar\n", ":2:10:", ["`[` is never closed", "close it"]),
+    # An editor that indents with a tab: libyaml says only "cannot start any token" (or names the tab).
+    "tab_indent": ("task: t\ntargets:\n\ta: {state: queued}\n", ":3:1:",
+                   ["the character there is a tab: YAML indents with spaces only, so replace the tab with spaces"]),
+    "tab_indent_named": ("task: t\n\ttargets:\n  a: {state: queued}\n", ":2:1:",
+                         ["tab character", "; YAML indents with spaces only, so replace the tab with spaces"]),
 }
 
 
