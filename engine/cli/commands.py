@@ -497,9 +497,12 @@ def cmd_journal(args) -> int:
         print(emit(record))
     print_warnings(journal)
     if args.follow:
+        from engine.host import console
+
         sys.stdout.flush()
         for record in journal.follow(offset):
-            print(emit(record), flush=True)
+            if not console.say(emit(record)):
+                return 0  # its terminal is gone (no SIGHUP came): nobody is left to follow for
     return 0
 
 

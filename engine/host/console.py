@@ -1,9 +1,9 @@
 """A long-running process and the terminal it was started from, which can go away first.
 
-Started from an SSH session, `handoff resume` (built-in or LangGraph), `handoff worker` or
-`handoff slack` outlives its terminal in two ways: a hang-up (SIGHUP) when the connection drops, and a terminal gone
-without one (a `disown`ed or `setsid` job after logout), where every write fails (EIO; a
-closed pipe: EPIPE). What such a process prints is a courtesy copy of what its journal or
+Started from an SSH session, `handoff resume` (built-in or LangGraph), `handoff worker`,
+`handoff slack` or `handoff journal --follow` outlives its terminal in two ways: a hang-up
+(SIGHUP) when the connection drops, and a terminal gone without one (a `disown`ed or
+`setsid` job after logout), where every write fails (EIO; a closed pipe: EPIPE). What such a process prints is a courtesy copy of what its journal or
 its effects already hold, so a line that cannot be written is dropped, never an error; and
 a hang-up stops it on purpose as SIGTERM does, unless hang-ups are ignored (`nohup`).
 """
@@ -17,12 +17,14 @@ from collections.abc import Callable
 from typing import TextIO
 
 
-def say(text: str, stream: TextIO | None = None) -> None:
-    """Print one line (to stdout, or `stream`), flushed; nothing when nobody can read it."""
+def say(text: str, stream: TextIO | None = None) -> bool:
+    """Print one line (to stdout, or `stream`), flushed; nothing when nobody can read it.
+    False then: a process that only prints (a follower) has nothing left to do."""
     try:
         print(text, file=stream or sys.stdout, flush=True)
     except (OSError, ValueError):  # a terminal gone, a closed pipe; ValueError: a stream already closed
-        pass
+        return False
+    return True
 
 
 def hangups_ignored() -> bool:

@@ -66,3 +66,41 @@ def test_a_session_goes_on_when_its_terminal_goes_away(tmp_path: Path) -> None:
     assert data.get("handoff_note") and data.get("session") is None  # handed off on purpose, the lease given back
     ends = [r for r in records if r.get("kind") == "session_end"]
     assert len(ends) == 1 and "exit 0" in ends[0]["msg"], ends
+
+
+def test_journal_follow_ends_quietly_when_its_terminal_goes_away(tmp_path: Path) -> None:
+    """`handoff journal -f` left running after logout (no SIGHUP): the next record it cannot
+    print ends it, exit 0 and no traceback, as a closed pipe (`| head`) does; it printed
+    until then and changed nothing."""
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\ntargets:\n  a: {state: queued}\n", encoding="utf-8")
+    world = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
+
+    def handoff(*args: str) -> None:
+        done = subprocess.run([sys.executable, "-m", "engine.cli.main", *args], cwd=str(tmp_path), env=world,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+
+    handoff("block", str(ledger), "a", "--reason", "first")
+    master, slave = os.openpty()  # nobody's controlling terminal (see above)
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "journal", str(ledger), "--follow"],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, cwd=str(tmp_path),
+                            env=world, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"blocked by" not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, f"exit {proc.poll()}: {seen!r}"
+            if select.select([master], [], [], 0.5)[0]:
+                seen += os.read(master, 1 << 16)
+    finally:
+        os.close(master)
+    handoff("unblock", str(ledger), "a", "--to", "queued", "--reason", "second")  # a record it cannot print
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    assert code == 0 and "Traceback" not in err, err
