@@ -443,6 +443,7 @@ class Session(Actor):
                          target=intent.target, kind="error")
         finally:
             self.workers.pop(intent.target, None)
+            self.started_at.pop(intent.target, None)
             self.wake.set()
 
     # -- ending ------------------------------------------------------------------------

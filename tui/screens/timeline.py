@@ -5,11 +5,11 @@ Each row is one journal record (sequence, time, revision, kind, actor, target, m
 is never put on screen whole). The table always fits the screen's width (at 80x24 too): the
 "What" column takes what the others leave and ends in `…` where it is longer, and the
 selected record's message is shown whole below the table, so no line needs scrolling
-sideways (a scrollbar that came and went took the newest row out of view). Enter shows every target as the journal says it was at the
-selected record's revision, rebuilt by the engine (`handoff show --at`'s rebuild). Journal
-text is data: every cell is a `rich.text.Text` with control characters made visible, never
-markup. Nothing here writes; the reads run in this screen's worker and come back as
-Messages.
+sideways (a scrollbar that came and went took the newest row out of view). Enter shows
+every target as the journal says it was at the selected record's revision, rebuilt by
+the engine (`handoff show --at`'s rebuild). Journal text is data: every cell is a
+`rich.text.Text` with control characters made visible, never markup. Nothing here writes;
+the reads run in this screen's worker and come back as Messages.
 """
 
 from __future__ import annotations
