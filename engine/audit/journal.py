@@ -274,6 +274,8 @@ class Journal(Sealed, JournalBase):
 
 def print_warnings(journal: Journal) -> None:
     """Say on stderr what reading skipped (CLI only)."""
+    from engine.host.console import say
+
     for warning in journal.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}", sys.stderr)  # a terminal gone: nobody to warn, no traceback either
     journal.warnings.clear()

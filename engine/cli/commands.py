@@ -493,16 +493,22 @@ def cmd_journal(args) -> int:
         return print_verdict(handle, args.json)
     records, offset = journal.read(0)
     emit = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_record
-    for record in records:
-        print(emit(record))
-    print_warnings(journal)
-    if args.follow:
-        from engine.host import console
+    if not args.follow:
+        for record in records:
+            print(emit(record))
+        print_warnings(journal)
+        return 0
+    from engine.host import console
 
-        sys.stdout.flush()
-        for record in journal.follow(offset):
-            if not console.say(emit(record)):
-                return 0  # its terminal is gone (no SIGHUP came): nobody is left to follow for
+    # Following: a terminal gone without a hang-up (every write failing) leaves nobody to
+    # follow for, whether it goes during what is there already or later; the follower ends.
+    for record in records:
+        if not console.say(emit(record)):
+            return 0
+    print_warnings(journal)
+    for record in journal.follow(offset):
+        if not console.say(emit(record)):
+            return 0
     return 0
 
 

@@ -449,11 +449,11 @@ class Session(Actor):
     # -- ending ------------------------------------------------------------------------
 
     def _join_workers(self) -> None:
-        answered = self.stop_asks
+        answered = min(self.stop_asks, 1)  # the first stop signal is answered by the ending's own line
         while self.workers:
             if self.stop_asks > answered:  # Ctrl-C again while a step runs on: say what it waits for
                 answered = self.stop_asks
-                self.out.say(self._still_running(), kind="waiting")
+                self.out.say(self._still_running(), kind="still_running")
             for thread in list(self.workers.values()):
                 if thread is not None:  # a session's workers are its own threads
                     thread.join(0.2)
@@ -461,12 +461,9 @@ class Session(Actor):
     def _still_running(self) -> str:
         """`still finishing db-02 slow (running 25s), ...`: what a repeated stop signal waits for."""
         now = time.monotonic()
-        steps = []
-        for target in list(self.workers):
-            step, since = self.started_at.get(target, ("a step", now))
-            steps.append(f"{target} {step} (running {span(now - since)})")
-        return (f"still finishing {', '.join(steps)}. A session never stops a step halfway: it waits for each "
-                "to end, records it, writes the handoff note and exits.")
+        running = [(target, *self.started_at[target]) for target in list(self.workers) if target in self.started_at]
+        steps = ", ".join(f"{target} {step} (running {span(now - since)})" for target, step, since in running)
+        return f"still finishing {steps or 'its running steps'}: a session never stops a step halfway"
 
     def _finish(self, why: str) -> None:
         running = len(self.workers)

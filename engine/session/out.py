@@ -25,7 +25,8 @@ from engine.host import console
 # records it only journals (metric readings, step output). The journal gets all of them.
 VERBOSITY = 0
 LOUD = frozenset({"warning", "error", "refusal", "discrepancy", "paused", "planner_unavailable", "drift", "lease_lost",
-                  "lease_takeover", "page_failed", "fenced", "handoff", "session_end"})
+                  "lease_takeover", "page_failed", "fenced", "handoff", "session_end",
+                  "still_running"})  # the answer to a second Ctrl-C: a person asked, even under -q
 
 
 class Out:

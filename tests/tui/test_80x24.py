@@ -77,8 +77,8 @@ async def test_the_cursor_row_has_its_next_action_in_full(tmp_path: Path) -> Non
 async def test_a_blocked_or_failed_row_says_why_and_what_moves_it(tmp_path: Path) -> None:
     """db-20 (blocked by hand, no next action recorded) opened the screen with only its state:
     at 80 columns the table has no reason column. The row and the line under the table now
-    say what moves it, and the line says why it stopped; a recorded next action (db-27's)
-    is kept, with the reason beside it."""
+    say what moves it, and the line says why it stopped (after the next action, which is never
+    cut); a recorded next action (db-27's) is kept, with the reason after it."""
     app = make_app(str(demo(tmp_path)), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -87,8 +87,8 @@ async def test_a_blocked_or_failed_row_says_why_and_what_moves_it(tmp_path: Path
         table.move_to("db-20")
         await pilot.pause()
         text = " ".join(screen_text(app).split())
-        assert "▶ db-20 ⊘ blocked why: pending app-team ack (ticket PLAT-4412) next: a person unblocks it (u); " \
-               "nothing runs until then" in text
+        assert "▶ db-20 ⊘ blocked next: a person unblocks it (u); nothing runs until then " \
+               "why: pending app-team ack (ticket PLAT-4412)" in text
         assert table.row("db-20").next_action == "a person unblocks it (u); nothing runs until then"
         table.move_to("db-27")
         await pilot.pause()

@@ -106,8 +106,9 @@ def in_view(table: DataTable) -> range:
 async def test_at_80x24_every_row_fits_and_the_cursor_stays_in_view(ledger_path: Path) -> None:
     """At 80x24 the timeline never scrolls sideways (a horizontal scrollbar that came after the
     cursor was scrolled into view hid the newest row): "What" is cut with `…` and the selected
-    record is shown whole below the table. The cursor's row stays in view when the state then
-    is shown and when the terminal grows, and a wider terminal shows more of "What"."""
+    record is shown below the table. The cursor's row stays in view when the state then is
+    shown and when the terminal grows or shrinks; a wider terminal shows more of "What", and
+    a narrower one again less."""
     busy(ledger_path)
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -136,3 +137,14 @@ async def test_at_80x24_every_row_fits_and_the_cursor_stays_in_view(ledger_path:
         assert table.cursor_row == chosen and chosen in in_view(table)
         assert table.get_row_at(chosen)[-1].plain == screen.page.records[chosen]["msg"]  # room for all of it now
         assert table.max_scroll_x == 0
+        await pilot.resize_terminal(80, 24)  # and back: the wide "What" must not stay wide
+        await settle(pilot)
+        assert table.max_scroll_x == 0 and table.get_row_at(chosen)[-1].plain.endswith("…")
+        assert table.cursor_row == chosen and chosen in in_view(table)
+        # A new width met while the rows are being put back (clear() left the cursor on row 0; the
+        # move to its row waits for the refresh) keeps the row that was asked for, not row 0.
+        screen._fill(chosen)
+        screen._fitted = -1  # as if the terminal's width changed in between
+        screen.on_resize()
+        await settle(pilot)
+        assert table.cursor_row == chosen and chosen in in_view(table)

@@ -166,7 +166,7 @@ def test_a_second_ctrl_c_says_what_the_session_still_waits_for(tmp_path: Path) -
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 0, out + err
-    assert "A session never stops a step halfway" in out
+    assert "still finishing t1 check (running " in out and "a session never stops a step halfway" in out
     data = load(ledger)
     assert data["targets"]["t1"]["state"] == "checked" and data.get("session") is None
     assert "SIGINT received" in data["handoff_note"]

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT, cli_env
@@ -68,10 +69,12 @@ def test_a_session_goes_on_when_its_terminal_goes_away(tmp_path: Path) -> None:
     assert len(ends) == 1 and "exit 0" in ends[0]["msg"], ends
 
 
-def test_journal_follow_ends_quietly_when_its_terminal_goes_away(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gone", ["while following", "while printing what was there"])
+def test_journal_follow_ends_quietly_when_its_terminal_goes_away(tmp_path: Path, gone: str, monkeypatch) -> None:
     """`handoff journal -f` left running after logout (no SIGHUP): the next record it cannot
     print ends it, exit 0 and no traceback, as a closed pipe (`| head`) does; it printed
-    until then and changed nothing."""
+    until then and changed nothing. The terminal may go while it follows, or while it is still
+    printing the records already there (a line and its newline are two writes)."""
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text("task: t\ntargets:\n  a: {state: queued}\n", encoding="utf-8")
     world = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
@@ -82,6 +85,14 @@ def test_journal_follow_ends_quietly_when_its_terminal_goes_away(tmp_path: Path)
         assert done.returncode == 0, done.stderr
 
     handoff("block", str(ledger), "a", "--reason", "first")
+    if gone != "while following":  # more than a terminal's buffer holds: the follower is mid-way when it goes
+        from engine.api import open_ledger
+
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+        other = open_ledger(str(ledger), actor="bob")
+        for i in range(60):
+            other.unblock("a", "queued", f"go {i}")
+            other.block("a", f"hold {i}")
     master, slave = os.openpty()  # nobody's controlling terminal (see above)
     proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "journal", str(ledger), "--follow"],
                             stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, cwd=str(tmp_path),
@@ -90,7 +101,8 @@ def test_journal_follow_ends_quietly_when_its_terminal_goes_away(tmp_path: Path)
     seen = b""
     try:
         deadline = time.monotonic() + 60
-        while b"blocked by" not in seen:
+        # The whole line, its newline too (the follower is following), or its first bytes.
+        while (b"first\r\n" if gone == "while following" else b"[") not in seen:
             assert time.monotonic() < deadline and proc.poll() is None, f"exit {proc.poll()}: {seen!r}"
             if select.select([master], [], [], 0.5)[0]:
                 seen += os.read(master, 1 << 16)

@@ -4,8 +4,8 @@ Each row is one journal record (sequence, time, revision, kind, actor, target, m
 `[` and `]` page to older and newer records (a page holds `PAGE`; a long rollout's journal
 is never put on screen whole). The table always fits the screen's width (at 80x24 too): the
 "What" column takes what the others leave and ends in `…` where it is longer, and the
-selected record's message is shown whole below the table, so no line needs scrolling
-sideways (a scrollbar that came and went took the newest row out of view). Enter shows
+selected record's message is shown below the table (three lines of it: `handoff journal`
+has every record whole), so no line needs scrolling sideways (a scrollbar that came and went took the newest row out of view). Enter shows
 every target as the journal says it was at the selected record's revision, rebuilt by
 the engine (`handoff show --at`'s rebuild). Journal text is data: every cell is a
 `rich.text.Text` with control characters made visible, never markup. Nothing here writes;
@@ -73,7 +73,7 @@ def fitted_rows(records: list[dict[str, Any]], width: int, padding: int = 1) -> 
 
 
 def record_text(record: dict[str, Any]) -> Text:
-    """The selected record's message, whole (data, never markup): `#41978 transition by bob: ...`."""
+    """The selected record's message (data, never markup): `#41978 transition by bob: ...`."""
     who = f" by {record['actor']}" if record.get("actor") else ""
     return Text(clean_line(f"#{record.get('seq', '')} {record.get('kind', '')}{who}: {record.get('msg', '')}"), end="")
 
@@ -117,7 +117,7 @@ class TimelineScreen(Screen[None]):
 
     DEFAULT_CSS = """
     TimelineScreen #timeline-table { height: 1fr; }
-    TimelineScreen #timeline-record { height: 2; }
+    TimelineScreen #timeline-record { height: 3; }
     TimelineScreen #timeline-state { height: auto; max-height: 12; }
     """
 
@@ -180,7 +180,8 @@ class TimelineScreen(Screen[None]):
         table = self.query_one(DataTable)
         page = self.page
         self._fitted = (table.size.width or self.app.size.width) - table.styles.scrollbar_size_vertical
-        table.clear()
+        table.clear(columns=True)  # columns too: a kept column only ever widens (a narrower screen would scroll again)
+        table.add_columns(*COLUMNS)
         if page is None or not page.records:
             self._pending = None
             self.query_one("#timeline-record", Static).update("")
@@ -198,7 +199,7 @@ class TimelineScreen(Screen[None]):
         self._show_record()
 
     def _show_record(self) -> None:
-        """The record under the cursor, whole, below the table."""
+        """The record under the cursor, below the table (its first three lines)."""
         table = self.query_one(DataTable)
         records = self.page.records if self.page is not None else []
         if 0 <= table.cursor_row < len(records):

@@ -1,9 +1,9 @@
 """The row under the cursor, in full, under the table when the screen is narrow (80x24).
 
 At 80 columns the table cuts "next action" to a few words and has no room for the
-reason; this line gives the target's name, its state, why a blocked or failed target
-stopped, and what happens next (as `tui.attention` words it) in full, wrapped to at
-most three lines. All text is cleaned: ledger text is data.
+reason; this line gives the target's name, its state and what happens next (as
+`tui.attention` words it) in full, then why a blocked or failed target stopped,
+wrapped to at most three lines. All text is cleaned: ledger text is data.
 """
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ class CursorLine(Static):
         text.append(f"  {label(target.state)}")
         if drift(target):
             text.append("  ≠ DRIFT", style="bold reverse")
-        elif target.state in ("blocked", "failed") and getattr(target, "reason", None):
-            text.append("  why: ", style="bold")  # the reason column is not on an 80-column screen
-            text.append(clean_line(target.reason))
         shown = next_shown(name, target)
         if shown:
             text.append("  next: ", style="bold")
             text.append(clean_line(shown))
+        if target.state in ("blocked", "failed") and getattr(target, "reason", None) and not drift(target):
+            # After the next action, which is never cut: the reason column is not on an 80-column
+            # screen, and a long reason (an engine's, 250 characters) may run past the three lines.
+            text.append("  why: ", style="bold")
+            text.append(clean_line(target.reason))
         self.update(text)
