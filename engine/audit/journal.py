@@ -40,6 +40,7 @@ from engine.audit.journal_io import SUFFIX, encode, journal_path, write_whole
 from engine.audit.sealed import Sealed
 from engine.audit.tail import head_gone, journal_head
 from engine.errors import HandoffError, os_error_text
+from engine.host.console import say
 from engine.host.flock import flock_holder, take_within
 from engine.settings import seconds
 from engine.store.sidecar import open_sidecar
@@ -274,8 +275,6 @@ class Journal(Sealed, JournalBase):
 
 def print_warnings(journal: Journal) -> None:
     """Say on stderr what reading skipped (CLI only)."""
-    from engine.host.console import say
-
     for warning in journal.warnings:
         say(f"warning: {warning}", sys.stderr)  # a terminal gone: nobody to warn, no traceback either
     journal.warnings.clear()

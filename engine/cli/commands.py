@@ -493,7 +493,7 @@ def cmd_journal(args) -> int:
         return print_verdict(handle, args.json)
     records, offset = journal.read(0)
     emit = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_record
-    if not args.follow:
+    if not args.follow:  # one buffered stream (a long journal is not a write per line)
         for record in records:
             print(emit(record))
         print_warnings(journal)

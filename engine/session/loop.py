@@ -461,8 +461,9 @@ class Session(Actor):
     def _still_running(self) -> str:
         """`still finishing db-02 slow (running 25s), ...`: what a repeated stop signal waits for."""
         now = time.monotonic()
-        running = [(target, *self.started_at[target]) for target in list(self.workers) if target in self.started_at]
-        steps = ", ".join(f"{target} {step} (running {span(now - since)})" for target, step, since in running)
+        # One look each: a worker that ends meanwhile takes its entry away (another thread).
+        running = [(target, entry) for target in list(self.workers) if (entry := self.started_at.get(target))]
+        steps = ", ".join(f"{target} {step} (running {span(now - since)})" for target, (step, since) in running)
         return f"still finishing {steps or 'its running steps'}: a session never stops a step halfway"
 
     def _finish(self, why: str) -> None:

@@ -29,6 +29,16 @@ def folder_bytes(path: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in path.parent.iterdir() if p.is_file()}
 
 
+async def open_timeline(app, pilot) -> tuple[TimelineScreen, DataTable]:
+    """T on the main screen, once it has settled: the timeline screen and its table."""
+    await settle(pilot)
+    await pilot.press("T")
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, TimelineScreen)
+    return screen, screen.query_one(DataTable)
+
+
 async def test_pages_hostile_text_and_state_then(ledger_path: Path) -> None:
     """T opens the newest page; [ and ] page; markup and escapes in the journal show as text; enter
     rebuilds the targets at the selected revision; the ledger's folder is byte-identical afterwards."""
@@ -37,12 +47,7 @@ async def test_pages_hostile_text_and_state_then(ledger_path: Path) -> None:
     before = folder_bytes(ledger_path)
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(160, 50)) as pilot:
-        await settle(pilot)
-        await pilot.press("T")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, TimelineScreen)
-        table = screen.query_one(DataTable)
+        screen, table = await open_timeline(app, pilot)
         assert table.row_count == PAGE and screen.page.start == total - PAGE
         text = screen_text(app)
         assert f"records {total - PAGE + 1}–{total} of {total}" in text
@@ -112,12 +117,7 @@ async def test_at_80x24_every_row_fits_and_the_cursor_stays_in_view(ledger_path:
     busy(ledger_path)
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("T")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, TimelineScreen)
-        table = screen.query_one(DataTable)
+        screen, table = await open_timeline(app, pilot)
         newest = screen.page.records[-1]
         assert table.cursor_row == len(screen.page.records) - 1
         assert table.max_scroll_x == 0 and not table.show_horizontal_scrollbar

@@ -5,9 +5,9 @@ Each row is one journal record (sequence, time, revision, kind, actor, target, m
 is never put on screen whole). The table always fits the screen's width (at 80x24 too): the
 "What" column takes what the others leave and ends in `…` where it is longer, and the
 selected record's message is shown below the table (three lines of it: `handoff journal`
-has every record whole), so no line needs scrolling sideways (a scrollbar that came and went took the newest row out of view). Enter shows
-every target as the journal says it was at the selected record's revision, rebuilt by
-the engine (`handoff show --at`'s rebuild). Journal text is data: every cell is a
+has every record whole), so no line needs scrolling sideways (a scrollbar that came and
+went took the newest row out of view). Enter shows every target as the journal says it
+was at the selected record's revision, rebuilt by the engine (`handoff show --at`'s rebuild). Journal text is data: every cell is a
 `rich.text.Text` with control characters made visible, never markup. Nothing here writes;
 the reads run in this screen's worker and come back as Messages.
 """
@@ -174,12 +174,12 @@ class TimelineScreen(Screen[None]):
         self._fill(len(page.records) - 1 if page.start + len(page.records) == page.total else 0)
 
     def _fill(self, row: int) -> None:
-        """The page's rows, fitted to the table's width less a vertical scrollbar's (a page is
-        longer than a screen is high), with the cursor on `row` once they are laid out (the
-        table must know its rows' places before it can scroll to one)."""
+        """The page's rows, fitted to `_width` (a page is longer than a screen is high: it has a
+        vertical scrollbar), with the cursor on `row` once they are laid out (the table must
+        know its rows' places before it can scroll to one)."""
         table = self.query_one(DataTable)
         page = self.page
-        self._fitted = (table.size.width or self.app.size.width) - table.styles.scrollbar_size_vertical
+        self._fitted = self._width(table)
         table.clear(columns=True)  # columns too: a kept column only ever widens (a narrower screen would scroll again)
         table.add_columns(*COLUMNS)
         if page is None or not page.records:
@@ -205,10 +205,13 @@ class TimelineScreen(Screen[None]):
         if 0 <= table.cursor_row < len(records):
             self.query_one("#timeline-record", Static).update(record_text(records[table.cursor_row]))
 
+    def _width(self, table: DataTable[Text]) -> int:
+        """What the rows may take: the table's width (the app's before it is laid out) less a vertical scrollbar's."""
+        return (table.size.width or self.app.size.width) - table.styles.scrollbar_size_vertical
+
     def on_resize(self) -> None:
         table = self.query_one(DataTable)
-        width = (table.size.width or self.app.size.width) - table.styles.scrollbar_size_vertical
-        if self.page is not None and width != self._fitted:
+        if self.page is not None and self._width(table) != self._fitted:
             self._fill(self._pending if self._pending is not None else table.cursor_row)
 
     def on_data_table_row_highlighted(self) -> None:
