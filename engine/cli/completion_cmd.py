@@ -46,9 +46,14 @@ def targets(prefix: str, parsed_args, **_kw) -> list[str]:
     return [n for n in names if n.startswith(prefix)]
 
 
+def asked() -> bool:
+    """Is this call a shell asking for completions (it sets _ARGCOMPLETE)?"""
+    return "_ARGCOMPLETE" in os.environ
+
+
 def complete(parser) -> None:
-    """Answer a completion request (the shell sets _ARGCOMPLETE) and exit; return at once otherwise."""
-    if "_ARGCOMPLETE" not in os.environ:
+    """Answer a completion request and exit; return at once otherwise."""
+    if not asked():
         return
     import argcomplete
 

@@ -59,7 +59,31 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unused:
+    """The parser of a command that was not asked for: whatever it is given is dropped."""
+
+    def __getattr__(self, name: str):
+        return self._drop
+
+    def _drop(self, *args, **kwargs) -> _Unused:
+        return self
+
+
+class _Commands(argparse._SubParsersAction):
+    """The command list; with `only` set, only that command's parser is built (the other
+    thirty, with their hundred arguments, cost every call about 8 ms)."""
+
+    only: str | None = None
+
+    def add_parser(self, name, **kwargs):
+        if self.only is not None and name != self.only:
+            return _Unused()
+        return super().add_parser(name, **kwargs)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """`handoff`'s parser, every command in it; with `only`, that command's alone (what
+    `main` parses an ordinary call with: the help and the usage errors need them all)."""
     from engine.cli import claude_cmds, commands, init_cmd, run_cmd
 
     parser = _Parser(prog="handoff", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
@@ -67,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  "`handoff COMMAND --help` says more about each.")
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     arguments.add_verbosity(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser.register("action", "commands", _Commands)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, action="commands")
+    sub.only = only
     sub.required = True
     commands.register(sub)
     from engine.cli import pg_cmds
@@ -92,7 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.cli import slack_cmd
 
     slack_cmd.register(sub)
-    _group_commands(parser, sub)
+    if only is None:
+        _group_commands(parser, sub)
+    elif only in sub.choices:
+        command = sub.choices[only]
+        if command.description is None:  # as _group_commands says it
+            command.description = next((a.help for a in sub._choices_actions if a.dest == only), None)
     return parser
 
 
@@ -130,9 +161,13 @@ def main(argv: list[str] | None = None) -> int:
             # cannot hold them, so refuse before anything is read or written.
             print(f"handoff: argument {position} is not valid UTF-8 text; nothing was changed", file=sys.stderr)
             return 2
-    parser = build_parser()
-    from engine.cli.completion_cmd import complete
+    from engine.cli.completion_cmd import asked, complete
 
+    # The first word that is no option names the command (`handoff` takes no option with a value).
+    word = None if asked() else next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=word)
+    if word is not None and not any(word in a.choices for a in parser._actions if isinstance(a, _Commands)):
+        parser = build_parser()  # no such command: the error names the ones there are
     complete(parser)  # a shell asking for completions (TAB) is answered here, and nothing else runs
     args = parser.parse_args(argv)
     if getattr(args, "verbosity", 0):

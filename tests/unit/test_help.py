@@ -47,3 +47,24 @@ def test_every_command_and_option_has_help():
 def test_the_groups_name_only_real_commands():
     commands = _subparsers()
     assert [n for _, names in GROUPS for n in names if n not in commands] == []
+
+
+def test_one_command_built_alone_parses_and_helps_as_in_the_whole_parser():
+    """`main` builds only the command it was asked for: that parser's help, and what it
+    makes of a call, are the whole parser's."""
+    whole = build_parser()
+    for name, command in _subparsers().items():
+        alone = build_parser(only=name)
+        action = next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction))
+        assert list(action.choices) == [name]
+        assert action.choices[name].format_help() == command.format_help(), name
+    argv = ["approve", "ledger.yaml", "db-18", "--step", "cutover"]
+    one, every = vars(build_parser(only="approve").parse_args(argv)), vars(whole.parse_args(argv))
+    assert one.pop("handler").__code__ is every.pop("handler").__code__  # a lambda made again per build
+    assert one == every
+
+
+def test_a_mistyped_command_is_named_against_every_command():
+    result = handoff("statsu", "ledger.yaml")
+    assert result.returncode == 2
+    assert "invalid choice: 'statsu'" in result.stderr and "'status'" in result.stderr and "'approve'" in result.stderr
