@@ -5,7 +5,8 @@
                  [--task-queue Q] [--follow] [--planner claude [--model M] [--max-tokens N] [--handoff-at F]]
 
 `resume --runtime temporal` exits 0 when it started or attached to the ledger's workflow
-(with --follow: the workflow's own exit code, as a session's), 2 on usage or without the
+(with --follow: the workflow's own exit code, as a session's; 0 when the terminal it
+prints to goes away, and the workflow goes on), 2 on usage or without the
 `temporal` extra, 5 when another live holder (a session, a Claude Code session) has the
 lease, 6 when the Temporal server does not answer.
 """

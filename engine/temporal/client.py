@@ -66,8 +66,11 @@ async def start_or_attach(client: Client, job: dict[str, Any], memo: dict[str, s
 
 
 async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: bool, stream: TextIO | None = None) -> int:
-    """Print the journal's new records until the workflow ends; its exit code."""
+    """Print the journal's new records until the workflow ends; its exit code. A record
+    nobody can read any more (its terminal gone without a hang-up, a closed pipe) ends the
+    follower with 0, as `handoff journal --follow` ends: the workflow goes on."""
     from engine.audit.lines import format_record
+    from engine.host.console import say
 
     stream = stream or sys.stdout
     result: dict[str, Any] = {}
@@ -88,7 +91,9 @@ async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: boo
         for record in records:
             if not json_mode and record.get("kind") in QUIET:
                 continue
-            print(json.dumps(record, ensure_ascii=False) if json_mode else format_record(record), file=stream, flush=True)
+            if not say(json.dumps(record, ensure_ascii=False) if json_mode else format_record(record), stream):
+                waiter.cancel()
+                return 0
         if ended:
             break
         await asyncio.sleep(0.3)

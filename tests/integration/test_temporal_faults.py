@@ -18,6 +18,8 @@ separate processes).
   once the server is back the workflow hands off with the stop in its note.
 - a worker's terminal hangs up (SIGHUP, its stdout a terminal that has gone): it stops as
   for SIGTERM, exit 0; under nohup a hang-up leaves it running.
+- `resume --runtime temporal --follow` whose terminal goes without a hang-up: the first
+  record it cannot print ends it, exit 0 and no traceback; the workflow goes on to the end.
 """
 
 from __future__ import annotations
@@ -279,3 +281,41 @@ def test_under_nohup_a_hang_up_leaves_the_worker_running(tmp_path: Path, server:
             proc.kill()
             proc.wait(5)
     assert "handoff worker stopped (SIGTERM received)" in log.read_text()
+
+
+def test_a_follower_whose_terminal_goes_ends_quietly_and_the_workflow_goes_on(tmp_path: Path, server: Server) -> None:
+    steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 30, "run": tool("say", "cut", "{target}")}]
+    ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    master, slave = os.openpty()  # nobody's controlling terminal: closing it sends no SIGHUP, writes then fail (EIO)
+    with (tmp_path / "follow.err").open("wb") as errors:
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger), "--runtime", "temporal",
+             "--temporal", server.address, "--task-queue", q, "--follow"],
+            env=temporal_env(world), stdin=subprocess.DEVNULL, stdout=slave, stderr=errors, cwd=str(ROOT),
+            start_new_session=True)
+    os.close(slave)
+    try:
+        read_pty(master, lambda seen: b"waits for approval" in seen or b"awaiting_approval" in seen)
+        os.close(master)
+        master = -1
+        first = handoff_run("approve", str(ledger), TARGETS[0], "--yes", "--as", "human-oncall", world=world)
+        assert first.returncode == 0, first.stderr
+        assert follower.wait(30) == 0, (tmp_path / "follow.err").read_text()  # a record it could not print
+        assert load(ledger).get("session") is not None  # the workflow did not end with it
+        second = handoff_run("approve", str(ledger), TARGETS[1], "--yes", "--as", "human-oncall", world=world)
+        assert second.returncode == 0, second.stderr
+        _wait_for(lambda: load(ledger).get("session") is None, 90, "the workflow to finish and hand off")
+    finally:
+        if master >= 0:
+            os.close(master)
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait(5)
+        workers.stop()
+    assert "Traceback" not in (tmp_path / "follow.err").read_text()
+    assert {n: t["state"] for n, t in load(ledger)["targets"].items()} == {n: "done" for n in TARGETS}
+    starts = Counter(r["target"] for r in journal(ledger) if r.get("kind") == "step_start")
+    assert starts == Counter(TARGETS), starts
