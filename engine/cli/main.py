@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from engine.audit.redact import redact
 from engine.cli import arguments
@@ -92,7 +92,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     arguments.add_verbosity(parser)
     parser.register("action", "commands", _Commands)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, action="commands")
+    sub = cast(_Commands, parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, action="commands"))
     sub.only = only
     sub.required = True
     commands.register(sub)
