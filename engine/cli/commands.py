@@ -248,10 +248,11 @@ def cmd_status(args) -> int:
         from engine.version import version
 
         data = {"version": version(), **data, "needs_person": needs_a_person(ledger)}  # version: which handoff wrote this
+        from engine.codec.jsontext import dumps
+
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
-        text = json.dumps(data, ensure_ascii=False)
         safe = redactor.document(data)  # a secret written in by hand is not shown either
-        sys.stdout.write((text if safe is data else json.dumps(safe, ensure_ascii=False)) + "\n")
+        sys.stdout.write(dumps(safe) + "\n")
         return 0
     from engine.codec.textsafe import visible
     from engine.ledger.render import describe
