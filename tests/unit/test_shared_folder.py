@@ -75,7 +75,7 @@ def _readable_copy(source: Path, dest: Path) -> None:
 # 18,000 files (linking and unlinking those took 8 s and 30 s of a worker under the suite's
 # load). Should the engine come to import another package here, their command fails saying
 # which module is missing.
-ENGINE_NEEDS = ("pydantic", "PyYAML")
+ENGINE_NEEDS = ("pydantic", "PyYAML", "orjson")
 
 
 def _distributions(names) -> list:
