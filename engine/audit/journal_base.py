@@ -5,7 +5,7 @@ own record was lost, bounded read warnings, and following the journal as it grow
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from engine.audit.index import INDEXED
@@ -110,15 +110,18 @@ class JournalBase:
         """Raise (with what to do) if an append would fail for a reason known now, so a
         caller can refuse before it changes the ledger. Backends override it."""
 
-    def follow(self, offset: int | None = None, poll: float = 0.2) -> Iterator[dict[str, Any]]:
+    def follow(self, offset: int | None = None, poll: float = 0.2, until: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
         """Yield records as they are appended (blocking; for `handoff journal --follow`),
-        over the backend's own `read(offset)` and `end_offset()`."""
+        over the backend's own `read(offset)` and `end_offset()`; ends when `until()` says
+        so while nothing new comes (the follower's terminal has gone)."""
         if offset is None:
             offset = self.end_offset()
         while True:
             records, offset = self.read(offset)
             yield from records
             if not records:
+                if until is not None and until():
+                    return
                 time.sleep(poll)
 
 

@@ -501,13 +501,14 @@ def cmd_journal(args) -> int:
         return 0
     from engine.host import console
 
-    # Following: a terminal gone without a hang-up (every write failing) leaves nobody to
-    # follow for, whether it goes during what is there already or later; the follower ends.
+    # Following: a terminal gone without a hang-up leaves nobody to follow for, whether it
+    # goes during what is there already, at the next record or while nothing comes; the
+    # follower ends.
     for record in records:
         if not console.say(emit(record)):
             return 0
     print_warnings(journal)
-    for record in journal.follow(offset):
+    for record in journal.follow(offset, until=console.gone):
         if not console.say(emit(record)):
             return 0
     return 0

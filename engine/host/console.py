@@ -12,6 +12,7 @@ ignored (`nohup`).
 
 from __future__ import annotations
 
+import select
 import signal
 import sys
 import threading
@@ -26,7 +27,21 @@ def say(text: str, stream: TextIO | None = None) -> bool:
         print(text, file=stream or sys.stdout, flush=True)
     except (OSError, ValueError):  # a terminal gone, a closed pipe; ValueError: a stream already closed
         return False
-    return True
+    return not gone(stream)
+
+
+def gone(stream: TextIO | None = None) -> bool:
+    """Has the terminal or pipe `stream` (stdout) prints to gone away? A pseudo-terminal
+    whose other side closed (the SSH connection dropped) can still take a write into its
+    buffer, sometimes, with nobody left to read it: poll says so at once (a hang-up, or
+    an error for a pipe whose reader closed). A file or a live terminal is never gone."""
+    try:
+        fd = (stream or sys.stdout).fileno()
+    except (OSError, ValueError, AttributeError):  # not a file (a test's StringIO), or closed
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _fd, events in poller.poll(0))
 
 
 def hangups_ignored() -> bool:

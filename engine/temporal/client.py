@@ -66,11 +66,11 @@ async def start_or_attach(client: Client, job: dict[str, Any], memo: dict[str, s
 
 
 async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: bool, stream: TextIO | None = None) -> int:
-    """Print the journal's new records until the workflow ends; its exit code. A record
-    nobody can read any more (its terminal gone without a hang-up, a closed pipe) ends the
-    follower with 0, as `handoff journal --follow` ends: the workflow goes on."""
+    """Print the journal's new records until the workflow ends; its exit code. A terminal
+    gone without a hang-up (or a closed pipe) ends the follower with 0, at the next record or
+    while nothing comes, as `handoff journal --follow` ends: the workflow goes on."""
     from engine.audit.lines import format_record
-    from engine.host.console import say
+    from engine.host.console import gone, say
 
     stream = stream or sys.stdout
     result: dict[str, Any] = {}
@@ -96,6 +96,9 @@ async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: boo
                 return 0
         if ended:
             break
+        if gone(stream):  # nobody left to read, and nothing new came
+            waiter.cancel()
+            return 0
         await asyncio.sleep(0.3)
     await waiter
     return int(result.get("code", 1))
