@@ -5,11 +5,10 @@ Started from an SSH session, `handoff resume` (built-in or LangGraph), `handoff 
 outlives its terminal in two ways: a hang-up (SIGHUP) when the connection drops, and a
 terminal gone without one (a `disown`ed or `setsid` job after logout), where writes fail
 (EIO; a closed pipe: EPIPE) or, sometimes, still go into a buffer nobody reads (`gone`
-asks the terminal itself). What such
-a process prints is a courtesy copy of what its journal or its effects already hold, so a
-line that cannot be written is dropped, never an error (a follower, which only prints,
-then stops); and a hang-up stops it on purpose as SIGTERM does, unless hang-ups are
-ignored (`nohup`).
+asks the terminal itself). What such a process prints is a courtesy copy of what its
+journal or its effects already hold, so a line that cannot be written is dropped, never an
+error (a follower, which only prints, then stops); and a hang-up stops it on purpose as
+SIGTERM does, unless hang-ups are ignored (`nohup`).
 """
 
 from __future__ import annotations
