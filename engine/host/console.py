@@ -23,7 +23,8 @@ from typing import TextIO
 
 def say(text: str, stream: TextIO | None = None) -> bool:
     """Print one line (to stdout, or `stream`), flushed; nothing when nobody can read it.
-    False then: a process that only prints (a follower) has nothing left to do."""
+    False then (the write failed, or went into a terminal that has hung up: `gone`): a
+    process that only prints (a follower) has nothing left to do."""
     try:
         print(text, file=stream or sys.stdout, flush=True)
     except (OSError, ValueError):  # a terminal gone, a closed pipe; ValueError: a stream already closed

@@ -18,8 +18,8 @@ separate processes).
   once the server is back the workflow hands off with the stop in its note.
 - a worker's terminal hangs up (SIGHUP, its stdout a terminal that has gone): it stops as
   for SIGTERM, exit 0; under nohup a hang-up leaves it running.
-- `resume --runtime temporal --follow` whose terminal goes without a hang-up: the first
-  record it cannot print ends it, exit 0 and no traceback; the workflow goes on to the end.
+- `resume --runtime temporal --follow` whose terminal goes without a hang-up signal: it
+  ends, exit 0 and no traceback; the workflow goes on to the end.
 """
 
 from __future__ import annotations
@@ -64,13 +64,20 @@ def _wait_for(predicate, timeout: float, what: str):
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("fault", ["sigstop", "kill9"])
-def test_approvals_while_the_server_is_down(tmp_path: Path, server: Server, fault: str) -> None:
+def _cut_fleet(tmp_path: Path, server: Server) -> tuple[Path, Path, str, Workers]:
+    """Both targets queued for one irreversible `cut` (it says its argv), on a queue of their
+    own with one worker started: (ledger, world, task queue, workers)."""
     steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 30, "run": tool("say", "cut", "{target}")}]
     ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
     world, q = tmp_path / "world", queue()
     workers = Workers(server, q, world, tmp_path)
     workers.start()
+    return ledger, world, q, workers
+
+
+@pytest.mark.parametrize("fault", ["sigstop", "kill9"])
+def test_approvals_while_the_server_is_down(tmp_path: Path, server: Server, fault: str) -> None:
+    ledger, world, q, workers = _cut_fleet(tmp_path, server)
     frozen = False
     try:
         started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
@@ -201,11 +208,7 @@ def test_a_worker_killed_holding_a_decision_leaves_no_intent_behind(tmp_path: Pa
 
 
 def test_stop_while_the_server_is_down(tmp_path: Path, server: Server) -> None:
-    steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 30, "run": tool("say", "cut", "{target}")}]
-    ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
-    world, q = tmp_path / "world", queue()
-    workers = Workers(server, q, world, tmp_path)
-    workers.start()
+    ledger, world, q, workers = _cut_fleet(tmp_path, server)
     down = False
     try:
         started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
@@ -284,12 +287,8 @@ def test_under_nohup_a_hang_up_leaves_the_worker_running(tmp_path: Path, server:
 
 
 def test_a_follower_whose_terminal_goes_ends_quietly_and_the_workflow_goes_on(tmp_path: Path, server: Server) -> None:
-    steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 30, "run": tool("say", "cut", "{target}")}]
-    ledger = tool_ledger(tmp_path, steps, {n: {"state": "queued"} for n in TARGETS})
-    world, q = tmp_path / "world", queue()
-    workers = Workers(server, q, world, tmp_path)
-    workers.start()
-    master, slave = os.openpty()  # nobody's controlling terminal: closing it sends no SIGHUP, writes then fail (EIO)
+    ledger, world, q, workers = _cut_fleet(tmp_path, server)
+    master, slave = os.openpty()  # nobody's controlling terminal: closing it sends no SIGHUP, only a hang-up it can see
     with (tmp_path / "follow.err").open("wb") as errors:
         follower = subprocess.Popen(
             [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger), "--runtime", "temporal",
@@ -303,7 +302,7 @@ def test_a_follower_whose_terminal_goes_ends_quietly_and_the_workflow_goes_on(tm
         master = -1
         first = handoff_run("approve", str(ledger), TARGETS[0], "--yes", "--as", "human-oncall", world=world)
         assert first.returncode == 0, first.stderr
-        assert follower.wait(30) == 0, (tmp_path / "follow.err").read_text()  # a record it could not print
+        assert follower.wait(30) == 0, (tmp_path / "follow.err").read_text()
         assert load(ledger).get("session") is not None  # the workflow did not end with it
         second = handoff_run("approve", str(ledger), TARGETS[1], "--yes", "--as", "human-oncall", world=world)
         assert second.returncode == 0, second.stderr

@@ -1,6 +1,6 @@
 """`handoff status --json` is encoded by orjson (engine.codec.jsontext), and says what
-json's own encoder would: a number past 64 bits that YAML holds, keys YAML read as
-numbers, text with escapes and non-ASCII letters."""
+json's own encoder would: keys YAML read as numbers or booleans, text with escapes and
+non-ASCII letters, and (through json) a number past 64 bits that YAML holds."""
 
 from __future__ import annotations
 
@@ -12,13 +12,32 @@ from pathlib import Path
 from engine.codec.jsontext import dumps
 from tests.conftest import cli_env
 
-ODD = {"big": 2**70, "negative": -(2**65), 7: "a key YAML read as a number", "text": "é\u2028\x1b\"\\ \u00a0",
-       "floats": [1.5, 1e16, -0.0], "none": None, "nested": {"list": [True, False, {}]}}
+COMMON = {"negative": -(2**63), 7: "a key YAML read as a number", True: "a key YAML read as a boolean",
+          "text": "é\u2028\x1b\"\\ \u00a0\x7f", "floats": [1.5, 1e16, -0.0, 1e-05], "none": None,
+          "nested": {"list": [True, False, {}]}}
 
 
-def test_the_same_json_as_json_s_encoder():
-    assert json.loads(dumps(ODD)) == json.loads(json.dumps(ODD))
+def test_what_a_ledger_holds_goes_through_orjson_and_reads_back_as_json_s(monkeypatch):
+    """The common shapes never fall back to json (a fallback would hide a lost speed), and
+    say what json's encoder says (1e-05 is spelled 0.00001: the same number)."""
+    import engine.codec.jsontext as jsontext
+
+    expected = json.loads(json.dumps(COMMON))
+
+    class NoFallback:
+        @staticmethod
+        def dumps(*_args, **_kwargs):
+            raise AssertionError("fell back to json")
+
+    monkeypatch.setattr(jsontext, "json", NoFallback)
+    text = dumps(COMMON)
+    assert json.loads(text) == expected
     assert dumps({"a": [1, "b"]}) == '{"a":[1,"b"]}'  # compact, one line
+
+
+def test_a_number_past_64_bits_goes_through_json():
+    value = {"big": 2**70, "negative": -(2**65), "text": "é"}
+    assert dumps(value) == '{"big":1180591620717411303424,"negative":-36893488147419103232,"text":"é"}'
 
 
 def test_status_json_with_a_number_past_64_bits(tmp_path: Path):
