@@ -36,7 +36,7 @@ from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
-from tui.endings import CHECK_EVERY, hung_up, terminal_fd
+from tui.endings import CHECK_EVERY, hung_up, terminal_driver, terminal_fd
 from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
 from tui.screens.action_table import ACTIONS
@@ -149,6 +149,11 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         # and "since you last looked" follow from a worker.
         self.main = MainScreen(self.initial)
         return self.main
+
+    def get_driver_class(self) -> type:
+        """Textual's driver for this terminal, whose writes into a terminal that has gone are
+        dropped rather than hanging the screen (tui.endings)."""
+        return terminal_driver(super().get_driver_class())
 
     def on_mount(self) -> None:
         # After the first frame: these workers (invariants over every target, the

@@ -9,6 +9,12 @@ end-of-file for ever, and Textual 8.2's input thread loops on it at a full core
 bastion host until someone finds it. So the app looks at its terminal once a second (one
 `poll` call).
 
+Until it looks, the screen goes on drawing into the terminal, and writes into a terminal
+that has gone fail. Textual 8.2's writer thread dies of the first failed write, and its
+queue holds 30 writes: the 31st would block the screen's event loop for ever, and the look
+would never come (the process hung, the demo never ended). The screen's driver hands that
+thread a terminal whose writes drop what cannot be written (`terminal_driver`).
+
 SIGTERM (`kill`, a supervisor, a shutdown) would kill Python at once: the terminal left in
 the alternate screen with raw keys and mouse reports on, the demo's script and its agent
 session running on with nobody watching.
@@ -25,6 +31,7 @@ import os
 import select
 import signal
 import sys
+from typing import IO, Any
 
 CHECK_EVERY = 1.0  # seconds between two looks at the terminal
 _GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
@@ -52,3 +59,45 @@ def die_of(signum: int) -> None:
     """After the screen has ended cleanly: end the process by `signum` after all, its default action."""
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
+
+
+class Unwritable:
+    """A terminal stream whose failed write or flush (the terminal gone) is dropped, as is
+    every write after it, instead of raising into Textual's writer thread."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if not self.gone:
+            try:
+                self._stream.write(text)
+            except (OSError, ValueError):  # EIO from a hung-up terminal; ValueError once it is closed
+                self.gone = True
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.gone = True
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding: the terminal's own
+        return getattr(self._stream, name)
+
+
+def terminal_driver(driver_class: type) -> type:
+    """`driver_class` (Textual's choice for this terminal), writing through `Unwritable` when it
+    is Textual's Linux driver; any other driver (headless, a browser's, a test's) as it is."""
+    from textual.drivers.linux_driver import LinuxDriver
+
+    if driver_class is not LinuxDriver:
+        return driver_class
+
+    class TerminalDriver(LinuxDriver):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._file = Unwritable(self._file)
+
+    return TerminalDriver

@@ -6,7 +6,9 @@ session, as `setsid` or a supervisor starts it): when the terminal's other side 
 the kernel sends nobody a hang-up. Without the app's own look at the terminal, Textual's
 input thread reads end-of-file for ever at a full core and the process never ends. With
 it, the screen ends as a hang-up ends it: by SIGHUP (the demo's script ended first), or,
-where SIGHUP is ignored (`nohup`), by quitting. The ledger is never touched.
+where SIGHUP is ignored (`nohup`), by quitting. The ledger is never touched. Until it
+looks, its frames go into a terminal that has gone: the screen's driver drops them
+instead of blocking (Textual's writer thread dies of the first failed write).
 
 SIGTERM (in tmux, a real terminal): the screen restores the terminal (no alternate screen,
 no mouse reports left on), ends the demo's script and session, and then ends by SIGTERM.
@@ -14,6 +16,7 @@ no mouse reports left on), ends the demo's script and session, and then ends by 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -29,6 +32,7 @@ import pytest
 
 from tests.conftest import RUNBOOK_LEDGER
 from tests.e2e.conftest import GONE_WITHIN, ROOT, group_alive, start_demo, tui_argv, wait_gone
+from tui.endings import Unwritable
 
 pytestmark = pytest.mark.e2e
 
@@ -135,6 +139,62 @@ def test_with_hang_ups_ignored_it_quits(tmp_path: Path) -> None:
     finally:
         app.kill()
     assert _files(ledger.parent) == before
+
+
+# The screen's own driver, started and stopped as Textual's app does, writing 100 frames into
+# a terminal that has gone (stdin elsewhere, so the start does not stop at the hung-up tty).
+DRAWS_INTO_A_GONE_TERMINAL = """
+import asyncio, sys
+from tui.app import make_app
+
+async def draw() -> None:
+    app = make_app(sys.argv[1], watch=False)
+    driver = app.driver_class(app)
+    driver.start_application_mode()
+    for _ in range(100):
+        driver.write("\\x1b[H" + "db-1 done " * 50)
+    driver.stop_application_mode()
+    driver.close()
+
+asyncio.run(draw())
+print("ended", flush=True)
+"""
+
+
+def test_frames_drawn_into_a_terminal_that_has_gone_do_not_block_the_screen(tmp_path: Path) -> None:
+    """Textual's writer thread dies of the first write that fails (EIO) and its queue holds 30
+    writes, so the 31st frame would hang the screen before it looks at its terminal (the CI
+    run where the demo never ended). The screen's driver drops them."""
+    ledger, before = _ledger(tmp_path)
+    master, slave = os.openpty()
+    os.close(master)  # the terminal has gone before the first frame: every write fails
+    try:
+        done = subprocess.run([sys.executable, "-c", DRAWS_INTO_A_GONE_TERMINAL, str(ledger)], cwd=str(ROOT),
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "state")},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, timeout=ENDS_WITHIN)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the driver still blocks {ENDS_WITHIN:.0f} s after 100 frames into a terminal that has gone")
+    finally:
+        os.close(slave)
+    assert (done.returncode, done.stdout) == (0, b"ended\n")
+    assert _files(ledger.parent) == before
+
+
+def test_a_frame_that_fails_only_at_its_flush_is_dropped_too() -> None:
+    """A buffered stream takes the write and fails at the flush: that flush is dropped too, and
+    nothing is written after it."""
+    master, slave = os.openpty()
+    os.close(master)
+    buffered = open(slave, "w", buffering=1 << 16, encoding="utf-8")  # noqa: SIM115 (closed below, failing)
+    terminal = Unwritable(buffered)
+    terminal.write("db-1 done")
+    assert not terminal.gone  # the frame is only in the buffer so far
+    terminal.flush()
+    assert terminal.gone
+    terminal.write("db-2 done")
+    terminal.flush()
+    with contextlib.suppress(OSError):
+        buffered.close()
 
 
 @pytest.mark.parametrize("nohup", [False, True], ids=["hang-up", "nohup"])
