@@ -36,7 +36,7 @@ from tui.chain import ChainCheck
 from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
-from tui.endings import CHECK_EVERY, hung_up, terminal_driver, terminal_fd
+from tui.endings import CHECK_EVERY, hung_up, server_fd, terminal_driver, terminal_fd
 from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
 from tui.screens.action_table import ACTIONS
@@ -178,6 +178,11 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         return self.served is None or self.served.viewer is not None
 
     def _start_workers(self) -> None:
+        if not self.is_running:
+            # Stopped before its first frame's callbacks ran (a quit, a SIGTERM, a browser viewer's
+            # server stopping it at once): Textual has already cancelled its workers, and a journal
+            # follower started now would never be, holding the process open after the screen ended.
+            return
         started()  # the first frame is up: the collector back on (off since tui.main; engine.store.bulk)
         if self.served is not None and self.main is not None and (self.served.target or self.served.filter):
             # After the screen's own opening moves (the cursor on what needs a person).
@@ -195,14 +200,15 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
 
     def watch_terminal(self) -> None:
         """Once a second: has the terminal hung up without sending SIGHUP? Then end as by a
-        hang-up (tui.endings). Not for a browser's session or a headless test app."""
-        fd = None if self.is_headless or self.is_web else terminal_fd()
+        hang-up. A browser viewer's: has its server gone? Then quit (tui.endings). Not for
+        a headless test app."""
+        fd = None if self.is_headless else server_fd() if self.is_web else terminal_fd()
         if fd is None:
             return
 
         def look() -> None:
             if hung_up(fd):
-                self._ended(None if hangups_ignored() else signal.SIGHUP)
+                self._ended(None if self.is_web or hangups_ignored() else signal.SIGHUP)
         self.set_interval(CHECK_EVERY, look)
 
     async def action_quit(self) -> None:

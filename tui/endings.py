@@ -15,6 +15,11 @@ queue holds 30 writes: the 31st would block the screen's event loop for ever, an
 would never come (the process hung, the demo never ended). The screen's driver hands that
 thread a terminal whose writes drop what cannot be written (`terminal_driver`).
 
+A browser viewer's process (`handoff-tui serve`) is told to quit by its server; a server
+killed outright (SIGKILL, the OOM killer) tells it nothing, and the viewer would hold its
+70 MB for ever with nobody to serve. So it looks at its server's pipe the same way, and
+quits when that has hung up.
+
 SIGTERM (`kill`, a supervisor, a shutdown) would kill Python at once: the terminal left in
 the alternate screen with raw keys and mouse reports on, the demo's script and its agent
 session running on with nobody watching.
@@ -37,15 +42,26 @@ CHECK_EVERY = 1.0  # seconds between two looks at the terminal
 _GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
-def terminal_fd() -> int | None:
-    """The terminal Textual reads keys from (its Linux driver reads stdin), or None when
-    stdin is not a terminal (a pipe, a browser's session, a test's headless app)."""
+def _stdin_fd() -> int | None:
     stream = sys.__stdin__
     try:
         fd = stream.fileno() if stream is not None else -1
     except (OSError, ValueError):
         return None
-    return fd if fd >= 0 and os.isatty(fd) else None
+    return fd if fd >= 0 else None
+
+
+def terminal_fd() -> int | None:
+    """The terminal Textual reads keys from (its Linux driver reads stdin), or None when
+    stdin is not a terminal (a pipe, a browser's session, a test's headless app)."""
+    fd = _stdin_fd()
+    return fd if fd is not None and os.isatty(fd) else None
+
+
+def server_fd() -> int | None:
+    """A browser viewer's link to `handoff-tui serve`: the pipe on its stdin (textual-serve
+    writes the browser's keys into it), which hangs up when the server is gone."""
+    return _stdin_fd()
 
 
 def hung_up(fd: int) -> bool:

@@ -11,6 +11,9 @@ ledger. In front of it, one aiohttp middleware:
 - a **cap on viewers** (`--max-viewers`, default 8: each viewer is a process of about 70 MB).
 The page is our own copy of textual-serve's template without its Google Fonts link; its
 font, script and styles are served from here. Refusals are plain HTTP errors that say why.
+SIGTERM, Ctrl+C and a hang-up (unless `nohup` ignores it) stop the server within seconds:
+every page's websocket is closed and every viewer's process told to quit. A viewer whose
+server is gone all the same (SIGKILL) quits on its own (tui.endings).
 
 Per viewer (`tui.viewer`): each viewer's process gets, in its environment, *who* the viewer
 is (the trusted header's user, or with a token the random id of an HttpOnly cookie this
@@ -29,6 +32,7 @@ import logging
 import re
 import secrets
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -36,10 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp_jinja2
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
+from engine.api import hangups_ignored
 from tui.viewer import ServedView, link_value, viewer_label
 
 TEMPLATES = Path(__file__).resolve().parent / "web"
@@ -69,6 +74,7 @@ class ObserverServer(Server):
         self.trust_header = trust_header
         self.max_viewers = max_viewers
         self.viewers = 0
+        self.sockets: set[web.WebSocketResponse] = set()  # the open pages, closed when the server stops
         # ticket -> (expires, viewer, target, filter): redeemed once, by the viewer the page was served to
         self.tickets: dict[str, tuple[float, str | None, str | None, str | None]] = {}
 
@@ -172,6 +178,7 @@ class ObserverServer(Server):
         try:
             view = self.view_for(request)
             await websocket.prepare(request)
+            self.sockets.add(websocket)
             service = ViewerService(self.command, view.environ(), write_bytes=websocket.send_bytes,
                                     write_str=websocket.send_str, close=websocket.close,
                                     download_manager=self.download_manager, debug=self.debug)
@@ -187,10 +194,22 @@ class ObserverServer(Server):
         finally:
             if service is not None:
                 await service.stop()
+            self.sockets.discard(websocket)
             self.viewers -= 1
         return websocket
 
+    async def on_shutdown(self, app: web.Application) -> None:
+        """Stopping: close every page's websocket. Each handler then stops its viewer's process
+        (which saves its mark) and returns; an open page would otherwise hold the server up
+        for aiohttp's whole shutdown timeout (60 s) before it is cancelled."""
+        await asyncio.gather(*(socket.close(code=WSCloseCode.GOING_AWAY, message=b"the server is stopping")
+                               for socket in list(self.sockets)), return_exceptions=True)
+
     async def on_startup(self, app: Any) -> None:
+        if not hangups_ignored():  # under nohup a hang-up ends nothing
+            # The SSH session that started the server ended: stop as SIGTERM stops it (every viewer's
+            # process told to quit, its mark saved), never die leaving the viewers running unserved.
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.request_exit)
         print(f"handoff-tui serve: read-only observers on {self.public_url}/ (max {self.max_viewers} viewers)", flush=True)
         print(f"handoff-tui serve: share a view as {self.public_url}/?target=NAME or {self.public_url}/?filter=TEXT "
               "(viewers still need the token or the trusted header)", flush=True)
