@@ -200,7 +200,7 @@ class ObserverServer(Server):
 
     async def on_shutdown(self, app: web.Application) -> None:
         """Stopping: close every page's websocket. Each handler then stops its viewer's process
-        (which saves its mark) and returns; an open page would otherwise hold the server up
+        (as when its tab closes: its mark is saved) and returns; an open page would otherwise hold the server up
         for aiohttp's whole shutdown timeout (60 s) before it is cancelled."""
         await asyncio.gather(*(socket.close(code=WSCloseCode.GOING_AWAY, message=b"the server is stopping")
                                for socket in list(self.sockets)), return_exceptions=True)
@@ -208,7 +208,7 @@ class ObserverServer(Server):
     async def on_startup(self, app: Any) -> None:
         if not hangups_ignored():  # under nohup a hang-up ends nothing
             # The SSH session that started the server ended: stop as SIGTERM stops it (every viewer's
-            # process told to quit, its mark saved), never die leaving the viewers running unserved.
+            # process told to quit), never die leaving the viewers running unserved.
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.request_exit)
         print(f"handoff-tui serve: read-only observers on {self.public_url}/ (max {self.max_viewers} viewers)", flush=True)
         print(f"handoff-tui serve: share a view as {self.public_url}/?target=NAME or {self.public_url}/?filter=TEXT "
