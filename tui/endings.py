@@ -13,7 +13,7 @@ Until it looks, the screen goes on drawing into the terminal, and writes into a 
 that has gone fail. Textual 8.2's writer thread dies of the first failed write, and its
 queue holds 30 writes: the 31st would block the screen's event loop for ever, and the look
 would never come (the process hung, the demo never ended). The screen's driver hands that
-thread a terminal whose writes drop what cannot be written (`terminal_driver`).
+thread a writer that drops what a gone terminal cannot take (`terminal_driver`, `FrameWriter`).
 
 A browser viewer's process (`handoff-tui serve`) is told to quit by its server; a server
 killed outright (SIGKILL, the OOM killer) tells it nothing, and the viewer would hold its
@@ -77,34 +77,40 @@ def die_of(signum: int) -> None:
     os.kill(os.getpid(), signum)
 
 
-class Unwritable:
-    """A terminal stream whose failed write or flush (the terminal gone) is dropped, as is
-    every write after it, instead of raising into Textual's writer thread."""
+class FrameWriter:
+    """The terminal for Textual's writer thread: each frame written whole to the terminal's
+    fd, unbuffered. A terminal that has gone (EIO, a closed fd) takes no more frames: they
+    are dropped instead of raising into the thread. A terminal whose fd is non-blocking (a
+    program sharing it turned that on) and full is slow, not gone: the writer waits until it
+    takes the rest, where a text stream would raise, or drop the part it could not write."""
 
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
+        self._fd = stream.fileno()
         self.gone = False
 
     def write(self, text: str) -> None:
-        if not self.gone:
+        if self.gone:
+            return
+        rest = memoryview(text.encode(self._stream.encoding, self._stream.errors or "strict"))
+        while rest:
             try:
-                self._stream.write(text)
-            except (OSError, ValueError):  # EIO from a hung-up terminal; ValueError once it is closed
+                rest = rest[os.write(self._fd, rest):]
+            except BlockingIOError:
+                select.select([], [self._fd], [], CHECK_EVERY)  # a hang-up wakes it too: the next write fails
+            except OSError:  # EIO from a hung-up terminal, EBADF once it is closed
                 self.gone = True
+                return
 
     def flush(self) -> None:
-        if not self.gone:
-            try:
-                self._stream.flush()
-            except (OSError, ValueError):
-                self.gone = True
+        """Nothing to do: every write went straight to the terminal."""
 
     def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding: the terminal's own
         return getattr(self._stream, name)
 
 
 def terminal_driver(driver_class: type) -> type:
-    """`driver_class` (Textual's choice for this terminal), writing through `Unwritable` when it
+    """`driver_class` (Textual's choice for this terminal), writing through `FrameWriter` when it
     is Textual's Linux driver; any other driver (headless, a browser's, a test's) as it is."""
     from textual.drivers.linux_driver import LinuxDriver
 
@@ -114,6 +120,6 @@ def terminal_driver(driver_class: type) -> type:
     class TerminalDriver(LinuxDriver):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._file = Unwritable(self._file)
+            self._file = FrameWriter(self._file)
 
     return TerminalDriver

@@ -16,7 +16,6 @@ no mouse reports left on), ends the demo's script and session, and then ends by 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import select
@@ -25,6 +24,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 
@@ -32,7 +32,7 @@ import pytest
 
 from tests.conftest import RUNBOOK_LEDGER
 from tests.e2e.conftest import GONE_WITHIN, ROOT, group_alive, start_demo, tui_argv, wait_gone
-from tui.endings import Unwritable
+from tui.endings import FrameWriter
 
 pytestmark = pytest.mark.e2e
 
@@ -180,21 +180,35 @@ def test_frames_drawn_into_a_terminal_that_has_gone_do_not_block_the_screen(tmp_
     assert _files(ledger.parent) == before
 
 
-def test_a_frame_that_fails_only_at_its_flush_is_dropped_too() -> None:
-    """A buffered stream takes the write and fails at the flush: that flush is dropped too, and
-    nothing is written after it."""
+def test_a_full_non_blocking_terminal_gets_every_frame_whole() -> None:
+    """A program sharing the terminal turned O_NONBLOCK on, and the terminal is full (a slow
+    SSH link): the frames wait and arrive whole, in order; the terminal is not taken for gone."""
     master, slave = os.openpty()
-    os.close(master)
-    buffered = open(slave, "w", buffering=1 << 16, encoding="utf-8")  # noqa: SIM115 (closed below, failing)
-    terminal = Unwritable(buffered)
-    terminal.write("db-1 done")
-    assert not terminal.gone  # the frame is only in the buffer so far
-    terminal.flush()
-    assert terminal.gone
-    terminal.write("db-2 done")
-    terminal.flush()
-    with contextlib.suppress(OSError):
-        buffered.close()
+    fcntl.fcntl(slave, fcntl.F_SETFL, fcntl.fcntl(slave, fcntl.F_GETFL) | os.O_NONBLOCK)
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST  # the bytes as written (no newline translation)
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    stream = open(slave, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 (the fd is closed below)
+    terminal = FrameWriter(stream)
+    frames = [f"\x1b[H frame {i} " + "█ db-1 done " * 2000 + "\n" for i in range(20)]  # 480 KB, past any pty buffer
+    writer = threading.Thread(target=lambda: [terminal.write(f) for f in frames])
+    try:
+        writer.start()
+        time.sleep(0.5)  # the terminal fills; nobody reads yet
+        assert writer.is_alive() and not terminal.gone
+        expected = "".join(frames).encode("utf-8")
+        got = bytearray()
+        deadline = time.monotonic() + 30
+        while len(got) < len(expected) and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                got += os.read(master, 1 << 16)
+        writer.join(10)
+        assert not writer.is_alive() and not terminal.gone
+        assert bytes(got) == expected, f"{len(got)} of {len(expected)} bytes arrived, or not in order"
+    finally:
+        stream.close()
+        os.close(slave)
+        os.close(master)
 
 
 @pytest.mark.parametrize("nohup", [False, True], ids=["hang-up", "nohup"])
