@@ -18,7 +18,8 @@ thread a writer that drops what a gone terminal cannot take (`terminal_driver`, 
 A browser viewer's process (`handoff-tui serve`) is told to quit by its server; a server
 killed outright (SIGKILL, the OOM killer) tells it nothing, and the viewer would hold its
 70 MB for ever with nobody to serve. So it looks at its server's pipe the same way, and
-quits when that has hung up.
+quits when that has hung up. Until then its writes to the server are dropped
+(`ServerWriter`): a BrokenPipeError raised into the screen could stall it before it looked.
 
 SIGTERM (`kill`, a supervisor, a shutdown) would kill Python at once: the terminal left in
 the alternate screen with raw keys and mouse reports on, the demo's script and its agent
@@ -36,6 +37,7 @@ import os
 import select
 import signal
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 CHECK_EVERY = 1.0  # seconds between two looks at the terminal
@@ -109,17 +111,44 @@ class FrameWriter:
         return getattr(self._stream, name)
 
 
+class ServerWriter:
+    """A browser viewer's writes to its server (`handoff-tui serve`, over the pipe on its
+    stdout): once the server has gone (EPIPE), every write is dropped instead of raising
+    BrokenPipeError into the screen, which then stalled for good instead of ending. The
+    viewer's look at its server's pipe (`server_fd`) ends it."""
+
+    def __init__(self, write: Callable[[bytes], int]) -> None:
+        self._write = write
+        self.gone = False
+
+    def __call__(self, data: bytes) -> int:
+        if not self.gone:
+            try:
+                return self._write(data)
+            except OSError:  # EPIPE: the server has gone; EBADF once the pipe is closed
+                self.gone = True
+        return len(data)
+
+
 def terminal_driver(driver_class: type) -> type:
-    """`driver_class` (Textual's choice for this terminal), writing through `FrameWriter` when it
-    is Textual's Linux driver; any other driver (headless, a browser's, a test's) as it is."""
+    """`driver_class` (Textual's choice), its writes made safe for an ending: Textual's Linux
+    driver writes through `FrameWriter`, its web driver (a `handoff-tui serve` viewer) through
+    `ServerWriter`; any other driver (headless, a test's) as it is."""
     from textual.drivers.linux_driver import LinuxDriver
+    from textual.drivers.web_driver import WebDriver
 
-    if driver_class is not LinuxDriver:
-        return driver_class
+    if driver_class is LinuxDriver:
+        class TerminalDriver(LinuxDriver):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self._file = FrameWriter(self._file)
 
-    class TerminalDriver(LinuxDriver):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._file = FrameWriter(self._file)
+        return TerminalDriver
+    if driver_class is WebDriver:
+        class ViewerDriver(WebDriver):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self._write = ServerWriter(self._write)
 
-    return TerminalDriver
+        return ViewerDriver
+    return driver_class
