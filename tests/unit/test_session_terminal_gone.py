@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, cli_env
+from tests.conftest import cli_env
 
 TARGETS = 6
 LEDGER = """\
