@@ -21,6 +21,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 from conftest import ROOT
+
+from tests.conftest import RUNBOOK_LEDGER
 from test_tui_serve import folder_state, free_port, wait_listening
 
 pytestmark = pytest.mark.e2e
@@ -178,3 +180,48 @@ async def test_under_nohup_a_hang_up_ends_nothing(tmp_path: Path) -> None:
     finally:
         await viewer.close()
         _end(server, viewers)
+
+
+# A served viewer's own driver (Textual picks its web driver from TEXTUAL_DRIVER, as
+# textual-serve starts it), writing frames to a server that has gone: its stdout is a pipe
+# whose other end is closed before the first frame.
+DRAWS_TO_A_GONE_SERVER = """
+import asyncio, sys
+from tui.app import make_app
+
+async def draw() -> None:
+    app = make_app(sys.argv[1], watch=False, read_only=True)
+    driver = app.driver_class(app)
+    assert driver.is_web, driver
+    for i in range(50):
+        driver.write("\\x1b[H" + "db-1 done " * 50)
+        driver.write_meta({"type": "frame", "n": i})
+
+asyncio.run(draw())
+print("ended", file=sys.stderr, flush=True)
+"""
+
+
+def test_frames_written_to_a_server_that_has_gone_are_dropped(tmp_path: Path) -> None:
+    """The server was killed while the viewer draws: each write to its pipe fails (EPIPE).
+    Raised into the screen, a BrokenPipeError stalled the viewer before its look at the pipe
+    (the fresh-clone run's failure under load); the viewer's driver drops the writes instead."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    ledger = folder / "ledger.yaml"
+    ledger.write_text(RUNBOOK_LEDGER, encoding="utf-8")
+    before = folder_state(folder)
+    keys, to_viewer = os.pipe()  # the viewer's stdin is the server's pipe, as textual-serve gives it
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the server has gone before the first frame
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEXTUAL")}
+    env.update(PYTHONPATH=str(ROOT), XDG_STATE_HOME=str(tmp_path / "state"),
+               TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver")
+    try:
+        done = subprocess.run([sys.executable, "-c", DRAWS_TO_A_GONE_SERVER, str(ledger)], cwd=str(ROOT), env=env,
+                              stdin=keys, stdout=write_end, stderr=subprocess.PIPE, timeout=PAINT)
+    finally:
+        for fd in (keys, to_viewer, write_end):
+            os.close(fd)
+    assert (done.returncode, done.stderr.decode()[-600:]) == (0, "ended\n")
+    assert folder_state(folder) == before
