@@ -21,9 +21,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 from conftest import ROOT
+from test_tui_serve import folder_state, free_port, wait_listening
 
 from tests.conftest import RUNBOOK_LEDGER
-from test_tui_serve import folder_state, free_port, wait_listening
 
 pytestmark = pytest.mark.e2e
 
