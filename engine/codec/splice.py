@@ -171,10 +171,22 @@ def _top_rows(key: str, value: Any, styles) -> list[str]:
     return rows
 
 
+def _spelling(name: str, old: str) -> str | None:
+    """How `old` (a target's text) spells its name when not as the engine would, else None.
+    The engine's own spelling is seen on the first line without composing the text (a
+    write at 10,000 targets does this for every target it changes)."""
+    ours = emit.key(name)
+    head = old.lstrip(" ")
+    if head.startswith(ours + ":") and head[len(ours) + 1 : len(ours) + 2] in ("", " ", "\n", "\r"):
+        return None
+    spelled = layout.key_source(old.replace("\r\n", "\n"))
+    return None if spelled == ours else spelled
+
+
 def _target_rows(name: str, value: Any, indent: int, old: str | None = None) -> list[str]:
     """A target's lines; its name spelled as in `old` (its text before) when that reads the same."""
-    spelled = layout.key_source(old.replace("\r\n", "\n")) if old is not None else None
-    if spelled is not None and spelled != emit.key(name):
+    spelled = _spelling(name, old) if old is not None else None
+    if spelled is not None:
         rows = emit.target_lines(name, value, indent, spelled)
         try:
             read_back("\n".join(rows), {name: value}, depth=1)

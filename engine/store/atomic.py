@@ -24,6 +24,7 @@ import os
 import tempfile
 from collections.abc import Callable
 
+from engine.host import failpoints
 from engine.store.sidecar import SidecarRefused, ledger_mode
 
 _AT_FDCWD = -100
@@ -77,14 +78,16 @@ def _read(path: str) -> bytes:
 
 
 def atomic_write(path: str, data: bytes, *, durable: bool = True, expect: bytes | None = None,
-                 sidecar_of: str | None = None) -> bytes | None:
+                 sidecar_of: str | None = None, before_swap: Callable[[], None] | None = None) -> bytes | None:
     """Replace `path` with `data`, atomically and (unless told it is only a cache) durably.
 
     `expect`: the bytes the caller's change was based on. If the file holds anything
     else at the moment of the swap, nothing is replaced and what it holds is returned
     (the caller re-applies on top of it); None means `data` is in place.
     `sidecar_of`: `path` is a file beside that ledger: a symlink there is refused,
-    never followed, and a new file takes the ledger's group and mode bits."""
+    never followed, and a new file takes the ledger's group and mode bits.
+    `before_swap`: called once `data` is on disk beside `path` (written, fsynced when
+    durable) and before it is swapped in; what it raises stops the write."""
     if sidecar_of is not None:
         target = os.path.abspath(path)
         if os.path.islink(target):
@@ -125,12 +128,16 @@ def atomic_write(path: str, data: bytes, *, durable: bool = True, expect: bytes 
         raise
     os.close(fd)
     try:
+        if before_swap is not None:
+            before_swap()
         theirs = _swap_in(tmp, target, data, expect)
     except BaseException:
         _unlink(tmp)
         raise
-    if theirs is None and durable:
-        fsync_dir(folder)
+    if theirs is None:
+        failpoints.reached(f"swapped {os.path.basename(target)}")  # tests: killed the instant the new file is in
+        if durable:
+            fsync_dir(folder)
     return theirs
 
 

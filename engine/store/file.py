@@ -21,8 +21,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # asyncio costs a CLI call 15 ms; only `watch` needs it, and only for a type
@@ -78,6 +80,27 @@ def sidecar(path: str, suffix: str) -> str:
 
 def digest(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+_HASH_BESIDE = 256 * 1024  # below this a thread costs more than the hash it would overlap
+
+
+def _hash_beside(raw: bytes) -> Callable[[], str]:
+    """`digest(raw)`, started now in a thread of its own for a big file (a 10,000-target
+    ledger takes ~0.8 ms to hash, with the GIL let go): call the result to wait for it."""
+    if len(raw) < _HASH_BESIDE:
+        key = digest(raw)
+        return lambda: key
+    found: list[str] = []
+    worker = threading.Thread(target=lambda: found.append(digest(raw)), name="handoff-hash", daemon=True)
+    worker.start()
+
+    def result() -> str:
+        worker.join()
+        if not found:  # the thread failed (out of memory): hash here, where the error is raised
+            found.append(digest(raw))
+        return found[0]
+    return result
 
 
 def too_big(size: int, path: str) -> LedgerInvalid:
@@ -375,15 +398,15 @@ class FileStore:
                 raise Refused(str(err), title="Cannot write that") from None
             # Compare-and-swap at the swap itself: if someone saved the file since we
             # read it, their file stays and the change is made again on top of it.
-            new_key = self._digest(out)
+            # The new content's hash is worked out while its temp copy is written and fsynced
+            # (hashlib lets the GIL go over a big buffer); the record names it before the swap.
+            hashed = _hash_beside(out)
             try:
-                mark_pending(self.record_path, real_path(self.path), record, new_key)
-            except OSError:
-                pass  # no marker: a crash before the record is written makes the next reader call it a hand edit
-            try:
-                theirs = atomic_write(self.path, out, expect=raw)
+                theirs = atomic_write(self.path, out, expect=raw, before_swap=partial(self._mark_pending, record, hashed))
             except OSError as err:  # disk full, a read-only mount: the old file stands
                 raise WriteFailed(f"cannot write {self.path}: {os_error_text(err)}; nothing was changed") from None
+            new_key = hashed()
+            self._digested = (out, new_key)
             if theirs is not None:
                 raw = self._raw()
                 continue
@@ -422,15 +445,24 @@ class FileStore:
             title="Ledger busy",
         )
 
+    def _mark_pending(self, record: dict[str, Any] | None, hashed: Callable[[], str]) -> None:
+        """Just before the swap: the record names the content going in (engine.store.record.mark_pending)."""
+        try:
+            mark_pending(self.record_path, real_path(self.path), record, hashed())
+        except OSError:
+            pass  # no marker: a crash before the record is written makes the next reader call it a hand edit
+
     def _known_after(self, base: str, parsed: _Parse, doc: Parsed, ledger: Ledger, names: set[str] | None) -> dict[str, Target]:
         """line text -> target for the document just written: what was known of the
         snapshot it was spliced on (content `base`), with only the `names` the change
         touched looked at again; every other target's line and object are that snapshot's.
         A full look when the change's names are not known or `_known` is of other content."""
-        of, before = self._known
+        of, known = self._known
         if names is None or of != base:
             return {line: ledger.targets[name] for name, line in doc.lines.items() if name in ledger.targets}
-        known = dict(before)
+        # Changed in place, not copied (10,000 entries a write): any line text's target is
+        # right for whatever content holds that text, so a reader using this map meanwhile
+        # reuses what it may, and validates the rest.
         for name in names:
             old = parsed.lines.get(name)
             if old is not None:

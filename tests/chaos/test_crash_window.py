@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, cli_env, handoff, wait_stopped
 
 LEDGER = """\
@@ -36,14 +38,16 @@ def _journal(ledger: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_a_kill_between_the_swap_and_the_record_is_not_an_outside_edit(tmp_path: Path) -> None:
+# The instant the new file is in (inside the atomic write), and after the write returns.
+@pytest.mark.parametrize("point", ["swapped ledger.yaml", "after-ledger-swap"])
+def test_a_kill_between_the_swap_and_the_record_is_not_an_outside_edit(tmp_path: Path, point: str) -> None:
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(LEDGER)
     # One engine write first, so there is a last-write record to judge the next file by.
     assert handoff("pause", str(ledger), "--reason", "maintenance", "--as", "alice").returncode == 0
     assert handoff("unpause", str(ledger), "--as", "alice").returncode == 0
     proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "approve", str(ledger), "db-1", "--yes", "--as", "bob"],
-                            env=cli_env(HANDOFF_FAILPOINTS="after-ledger-swap"), cwd=str(ROOT),
+                            env=cli_env(HANDOFF_FAILPOINTS=point), cwd=str(ROOT),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_stopped(proc.pid)

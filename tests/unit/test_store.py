@@ -239,3 +239,22 @@ async def test_watch_ignores_other_files_in_the_folder(article):
 
     got = await _events(FileStore(str(article)), edits, 1)
     assert len(got) == 1 and got[0].ledger.targets["db-19"].state == "checked"
+
+
+def test_a_big_ledger_is_recorded_under_the_hash_of_what_was_written(tmp_path):
+    """Past 256 KiB the new file's hash is worked out in a thread beside its temp write: the
+    record (and its pending mark before the swap) must still name the bytes on disk, or the
+    next reader takes the engine's own write for a hand edit."""
+    from engine.store.file import _HASH_BESIDE, digest
+
+    path = tmp_path / "ledger.yaml"
+    rows = "".join(f"  db-{i:05d}:\n    state: queued\n    checkpoint: 0/{i:08X}\n" for i in range(6000))
+    path.write_text("task: big\ntargets:\n" + rows, encoding="utf-8")
+    assert path.stat().st_size > _HASH_BESIDE
+    store = FileStore(str(path))
+    for rev in (1, 2):
+        store.transact(lambda l, rev=rev: _state(l, "db-00007", ["checked", "done"][rev - 1]))
+        record = json.loads((tmp_path / "ledger.yaml.last-write.json").read_text())
+        assert record["hash"] == digest(path.read_bytes()) and "pending" not in record
+        snap = FileStore(str(path)).snapshot()  # another process's reader
+        assert not snap.external_edit and snap.ledger.revision == rev
