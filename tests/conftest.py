@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -252,3 +253,20 @@ def pytest_collection_modifyitems(config, items) -> None:
             if path.startswith(prefix) and item.get_closest_marker("xdist_group") is None:
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
+
+
+# Servers a test starts in this process (the fakes of the Messages API and of Slack) end with it.
+# One left serving after its socket closed spins on that socket: it took a core and this process's
+# GIL for the rest of a worker's tests (in-process transactions ran 10-20 times slower).
+_SERVER_THREADS = ("fake-messages-api", "fake-slack", "fake-slack-ws")
+
+
+@pytest.fixture(autouse=True)
+def _no_fake_server_left_running() -> Iterator[None]:
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    started = [t for t in threading.enumerate() if t.name in _SERVER_THREADS and t.ident not in before]
+    for thread in started:
+        thread.join(timeout=5)  # a stopped server's loop may be a moment from its end
+    left = [t.name for t in started if t.is_alive()]
+    assert not left, f"a fake server this test started is still serving after it: {left} (stop it, once)"

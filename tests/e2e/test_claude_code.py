@@ -122,7 +122,21 @@ class Project:
         return json.loads(out.stdout or "{}")
 
 
-def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(tmp_path: Path) -> None:
+@pytest.fixture
+def project_of(tmp_path: Path):
+    """`project_of(rules)`: a Project in this test's folder; its fake Messages API stops with the test."""
+    made: list[Project] = []
+
+    def make(rules: list[dict]) -> Project:
+        made.append(Project(tmp_path, rules))
+        return made[-1]
+
+    yield make
+    for project in made:
+        project.api.stop()
+
+
+def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(tmp_path: Path, project_of) -> None:
     """In one real Claude Code session: a cutover on an unverified target through `handoff run` is denied with
     the guard's reason; the same cutover run raw is denied; editing ledger.yaml is denied; a legal reversible
     step through `handoff run` runs and is recorded; stopping without a note is blocked once, the model writes
@@ -147,7 +161,7 @@ def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(tmp_path:
         {"id": "after-note", "times": 1, "match": {"last_user": "handoff note saved"},
          "reply": {"content": [{"type": "text", "text": "The note is written."}]}},
     ]
-    project = Project(tmp_path, rules)
+    project = project_of(rules)
     project.claude("start the shift on the ledger")
 
     results = project.tool_results()
@@ -168,12 +182,12 @@ def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(tmp_path:
     assert not review.get("problems"), review
 
 
-def test_after_a_compaction_the_next_turn_is_grounded_in_the_ledger(tmp_path: Path) -> None:
+def test_after_a_compaction_the_next_turn_is_grounded_in_the_ledger(tmp_path: Path, project_of) -> None:
     """Three turns, `/compact`, then a resumed prompt: the request after compaction carries the ledger brief
     and the reminder to trust the ledger, not the summary."""
     rules = [{"id": f"turn-{i}", "times": 1, "match": {"last_user": f"look {i}"},
               "reply": {"content": [bash("handoff status {L}")]}} for i in range(3)]
-    project = Project(tmp_path, rules)
+    project = project_of(rules)
     session, _ = project.claude("look 0")
     project.claude("look 1", "--resume", session)
     project.claude("look 2", "--resume", session)
@@ -186,7 +200,7 @@ def test_after_a_compaction_the_next_turn_is_grounded_in_the_ledger(tmp_path: Pa
     assert any(f"LEDGER {project.ledger}: task pg14-to-pg16-fleet-upgrade" in body for body in after)
 
 
-def test_people_only_commands_ledger_writes_and_subagents_are_denied_then_stop_failure_hands_off(tmp_path: Path) -> None:
+def test_people_only_commands_ledger_writes_and_subagents_are_denied_then_stop_failure_hands_off(tmp_path: Path, project_of) -> None:
     """One real Claude Code session whose model tries people-only commands in several spellings, an in-place
     edit, clearing the note and a subagent, all in one turn: every one is denied by the hook (its reason in the
     tool result), the Agent tool is never offered (init's permissions.deny) and no subagent request is made, and
@@ -217,7 +231,7 @@ def test_people_only_commands_ledger_writes_and_subagents_are_denied_then_stop_f
         {"id": "api-error", "match": {"tool": "Bash"},
          "reply": {"status": 400, "error": {"type": "invalid_request_error", "message": "scripted API failure"}}},
     ]
-    project = Project(tmp_path, rules)
+    project = project_of(rules)
     original = project.ledger.read_text()
     project.claude("start the shift on the ledger", ok=False)
 

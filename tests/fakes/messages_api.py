@@ -51,13 +51,19 @@ class FakeMessagesAPI:
         self.released = threading.Event()  # set on stop: hung requests end (unanswered)
 
     def start(self) -> "FakeMessagesAPI":
-        self.thread = threading.Thread(target=self.server.serve_forever, name="fake-messages-api", daemon=True)
-        self.thread.start()
+        """Serve in one thread. Started already (`with api(...)` on what `api` started): nothing
+        more. A second `serve_forever` on one server outlives `stop`, which ends only one of
+        them, and then spins on the closed socket, taking a core and the test process's GIL."""
+        if self.thread is None:
+            self.thread = threading.Thread(target=self.server.serve_forever, name="fake-messages-api", daemon=True)
+            self.thread.start()
         return self
 
     def stop(self) -> None:
         self.released.set()
-        self.server.shutdown()
+        if self.thread is not None and self.thread.is_alive():
+            self.server.shutdown()
+            self.thread.join()
         self.server.server_close()
 
     def __enter__(self) -> "FakeMessagesAPI":

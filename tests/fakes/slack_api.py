@@ -53,6 +53,7 @@ class FakeSlack:
 
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
+        self.server.server_close()
         self.ws.shutdown()
 
     # -- what the app did ------------------------------------------------------------
