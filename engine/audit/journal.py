@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from engine.audit.chain import draft
 from engine.audit.index import INDEXED
 from engine.audit.journal_base import (
     MAX_WARNINGS,
@@ -80,7 +81,7 @@ class Journal(Sealed, JournalBase):
         record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:
             return record
-        encoded = encode(record)  # a record JSON cannot hold fails here, before the file is opened or locked
+        drafted = draft(record)  # a record JSON cannot hold fails here, before the file is opened or locked
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
         try:
             busy = self._lock(fd)  # one writer at a time: `seq` is the true offset
@@ -92,7 +93,7 @@ class Journal(Sealed, JournalBase):
                 self.index.refresh()
                 self._note_break(fd, actor)
                 self._write_gaps(fd, actor)
-                record = self._put(fd, record, encoded)
+                record = self._put(fd, record, drafted)
                 self.index.save()
             except OSError as err:
                 reason = os_error_text(err)

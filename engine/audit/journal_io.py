@@ -22,21 +22,6 @@ def encode(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-_PLACE = ("seq", "prev", "chain")
-
-
-def encode_placed(encoded: bytes | None, record: dict[str, Any], keys_before: int) -> bytes:
-    """`encode(record)` for a record just given its place (`seq`, `prev`, `chain`), when
-    `encoded` is `encode` of it as it was before, with `keys_before` keys: if it had none
-    of those three, they went in last, and they go after the bytes already made (a full
-    ledger's record is megabytes of JSON, encoded once, not twice). Else, or without
-    earlier bytes, the record is encoded whole."""
-    if encoded is None or len(record) != keys_before + 3 or tuple(record)[-3:] != _PLACE:
-        return encode(record)
-    tail = encode({k: record[k] for k in _PLACE})
-    return tail if keys_before == 0 else encoded[:-2] + b"," + tail[1:]
-
-
 def write_whole(fd: int, data: bytes, *, torn_check: bool = True) -> int:
     """Append `data` at the end of the (locked) file `fd` on a line boundary, fsynced;
     returns the offset it starts at. On any error the file is cut back to where it

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from engine.audit.chain import GENESIS, chain_hash, link_of, seal
+from engine.audit.chain import GENESIS, chain_hash, link_of, sealed_line
 from engine.audit.index import JournalIndex
 from engine.audit.journal_base import make_record
-from engine.audit.journal_io import encode_placed, write_whole
-from engine.audit.tail import last_record, link_before, record_at
+from engine.audit.journal_io import write_whole
+from engine.audit.tail import last_record, link_before, record_at, sealed_tail
 from engine.store.sidecar import read_record
 
 if TYPE_CHECKING:
@@ -43,16 +43,15 @@ class Sealed:
             self._tail: tuple[int, str] | None = None  # (journal end, link of its last record) under the lock
         return self._index
 
-    def _put(self, fd: int, record: dict[str, Any], encoded: bytes | None = None) -> dict[str, Any]:
+    def _put(self, fd: int, record: dict[str, Any], drafted: bytes | None = None) -> dict[str, Any]:
         """Under the lock: write `record` sealed after the journal's last record, with its
-        offset as `seq`; note it in the index (saved by the caller). `encoded`: the
-        record's line as it was before it had a place, when the caller has made it."""
+        offset as `seq`; note it in the index (saved by the caller). `drafted`: the
+        record's `chain.draft`, when the caller has made it."""
 
         end = os.lseek(fd, 0, os.SEEK_END)
         prev = self._tail[1] if self._tail and self._tail[0] == end else link_before(fd, end)
-        keys_before = len(record)
-        record["seq"] = end + (1 if end and os.pread(fd, 1, end - 1) != b"\n" else 0)  # as write_whole places it
-        line = encode_placed(encoded, seal(record, prev), keys_before)
+        seq = end + (1 if end and os.pread(fd, 1, end - 1) != b"\n" else 0)  # as write_whole places it
+        line = sealed_line(record, prev, seq, drafted)
         if write_whole(fd, line) != record["seq"]:
             raise OSError("the journal moved under its lock")
         self._tail = (record["seq"] + len(line), record["chain"])  # the next _put under this lock needs no read
@@ -63,12 +62,17 @@ class Sealed:
         """Under the lock: if the journal's end shows a break (cut short, its last record
         changed or moved), write a `chain_break` record saying so before anything else."""
         end = os.lseek(fd, 0, os.SEEK_END)
-        last = last_record(fd, end)
-        self._tail = (end, link_of(last[0]) if last else GENESIS)
+        sealed = sealed_tail(fd, end)  # a last line whose bytes hash to its chain: it was not changed
+        last = None if sealed else last_record(fd, end)
+        self._tail = (end, sealed[2] if sealed else link_of(last[0]) if last else GENESIS)
         why = None
         if self.index.shrunk is not None:
             size, covered = self.index.shrunk
             why = f"the journal is {size} bytes but its index says it reached byte {covered}: records were erased or cut off"
+        elif sealed is not None:
+            at, seq, _ = sealed
+            if seq != at:
+                why = f"its last record says it was written at byte {seq} but is at byte {at}: records before it were removed or added"
         elif last is not None and "chain" in last[0]:
             record, at = last
             if record["chain"] != chain_hash(record):

@@ -8,11 +8,16 @@ windows: a record may be megabytes (a step's output tail).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from typing import Any
 
 from engine.audit.chain import GENESIS, link_of
+
+# The end of a line `chain.sealed_line` wrote: its place, after its canonical bytes.
+_PLACE = re.compile(rb',"seq":(0|[1-9][0-9]{0,18}),"chain":"([0-9a-f]{64})"\}\n\Z')
 
 
 def head_gone(path: str, head: dict[str, Any] | None) -> bool:
@@ -38,12 +43,52 @@ def journal_head(path: str) -> dict[str, Any] | None:
     except OSError:
         return None
     try:
-        last = last_record(fd, os.fstat(fd).st_size)
+        end = os.fstat(fd).st_size
+        sealed = sealed_tail(fd, end)
+        last = None if sealed else last_record(fd, end)
     finally:
         os.close(fd)
+    if sealed is not None:
+        return {"seq": sealed[0], "chain": sealed[2]}
     if last is None:
         return None
     return {"seq": last[1], "chain": link_of(last[0])}
+
+
+def sealed_tail(fd: int, end: int) -> tuple[int, int, str] | None:
+    """(offset, seq, chain) of the journal's last line when it is a sealed line
+    (`chain.sealed_line`) whose bytes hash to its `chain`: the last record checked without
+    decoding it (a whole ledger's record is megabytes). None for anything else (an older
+    layout, a torn, changed or damaged end): the caller reads the end as JSON
+    (`last_record`) and judges that."""
+    found = _last_line(fd, end)
+    if found is None:
+        return None
+    start, line = found
+    place = _PLACE.search(line, max(0, len(line) - 128))
+    if place is None:
+        return None
+    body = hashlib.sha256(memoryview(line)[: place.start()])
+    body.update(b"}")
+    chain = place.group(2).decode("ascii")
+    if body.hexdigest() != chain:
+        return None
+    return start, int(place.group(1)), chain
+
+
+def _last_line(fd: int, end: int) -> tuple[int, bytes] | None:
+    """(offset, bytes) of the whole line that ends the file at `end`, or None when the
+    file does not end with a newline, reading backwards in growing windows."""
+    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+        return None
+    window = 64 * 1024
+    while True:
+        start = max(0, end - window)
+        data = os.pread(fd, end - start, start)
+        begin = data.rfind(b"\n", 0, len(data) - 1) + 1
+        if begin > 0 or start == 0:
+            return start + begin, data[begin:]
+        window *= 4
 
 
 def record_at(fd: int, seq: int, end: int) -> dict[str, Any] | None:

@@ -123,30 +123,87 @@ def test_sed_editing_a_record_is_found_at_its_line(tmp_path: Path) -> None:
     assert f"line {line} (seq " in verify.stdout and "changed after it was written" in verify.stdout
 
 
-def test_a_placed_record_is_the_same_bytes_as_encoding_it_whole():
-    """The line after a record gets its place reuses the bytes made before (a full ledger's
-    record is megabytes): they equal `encode` of the sealed record, whatever its keys,
-    including records that already held a `seq`, `prev` or `chain`, or nothing at all."""
+def test_a_sealed_line_is_its_records_canonical_bytes_then_its_place():
+    """Whatever the record's keys and values (including a `seq`, `prev` or `chain` it held
+    already): the line drafted before the lock and finished under it is the line made
+    whole; it reads back as the sealed record, whose chain is the hash a decoding reader
+    computes; `sealed_tail` finds its offset, seq and chain without decoding it, and finds
+    nothing once any byte of the record's part of the line is changed."""
+    import copy
+    import tempfile
+
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from engine.audit.chain import seal
-    from engine.audit.journal_io import encode, encode_placed
+    from engine.audit.chain import chain_hash, draft, sealed_line
+    from engine.audit.tail import sealed_tail
 
-    keys = st.sampled_from(["kind", "msg", "seq", "prev", "chain", "rev", "é", "full"])
-    values = st.recursive(st.none() | st.integers() | st.text(max_size=5), lambda v: st.lists(v, max_size=3)
-                          | st.dictionaries(st.text(max_size=3), v, max_size=3), max_leaves=6)
+    keys = st.sampled_from(["kind", "msg", "seq", "prev", "chain", "rev", "é", "full", "ts"])
+    values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                          lambda v: st.lists(v, max_size=3) | st.dictionaries(st.text(max_size=3), v, max_size=3),
+                          max_leaves=6)
 
-    @settings(max_examples=400, deadline=None)
-    @given(st.dictionaries(keys, values, max_size=6), st.integers(0, 10**9), st.text(max_size=8))
-    def check(record, seq, prev):
-        before, keys_before = encode(record), len(record)
-        record["seq"] = seq
-        sealed = seal(record, prev)
-        assert encode_placed(before, sealed, keys_before) == encode(sealed)
-        assert json.loads(encode_placed(before, sealed, keys_before)) == sealed
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(keys, values, max_size=6), st.integers(0, 10**12), st.sampled_from(["genesis", "a" * 64, "é\"x"]),
+           st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"") + b"\n"), st.data())
+    def check(record, seq, prev, before, data):
+        whole = copy.deepcopy(record)
+        line = sealed_line(record, prev, seq, draft(record))
+        assert line == sealed_line(whole, prev, seq) and record == whole
+        assert json.loads(line) == record and record["prev"] == prev and record["seq"] == seq
+        assert record["chain"] == chain_hash(json.loads(line))
+        with tempfile.TemporaryFile() as fh:
+            fh.write(before + line)
+            fh.flush()
+            assert sealed_tail(fh.fileno(), len(before + line)) == (len(before), seq, record["chain"])
+            at = data.draw(st.integers(0, line.rindex(b',"seq":') - 1))
+            changed = line[:at] + bytes([line[at] ^ 0x01]) + line[at + 1:]
+            fh.seek(0)
+            fh.truncate()
+            fh.write(before + changed)
+            fh.flush()
+            assert sealed_tail(fh.fileno(), len(before + changed)) is None
+            assert sealed_tail(fh.fileno(), len(before + changed) - 1) is None  # no whole line at the end
 
     check()
+
+
+def _last_line_edited(path: Path, edit) -> None:
+    lines = _lines(path)
+    path.write_bytes(b"".join(lines[:-1]) + edit(lines[-1]))
+
+
+def test_a_last_record_changed_by_hand_is_noted_at_the_next_append(tmp_path: Path) -> None:
+    """The next writer checks the journal's last record by hashing its line: a word changed in it
+    is a `chain_break` record before the new one, saying the last record was changed."""
+    path, _ = _small(tmp_path)
+    _last_line_edited(path, lambda line: line.replace(b"record 5", b"record 9"))
+    Journal(str(path)).append("log", "after the edit", actor="tester")
+    records = [json.loads(line) for line in _lines(path)]
+    assert [r["kind"] for r in records[-2:]] == ["chain_break", "log"], records[-2:]
+    assert "its last record (seq " in records[-2]["msg"] and "was changed after it was written" in records[-2]["msg"]
+
+
+def test_a_last_record_moved_by_hand_is_noted_at_the_next_append(tmp_path: Path) -> None:
+    """Its line intact but earlier bytes gone: the `seq` it carries is not where it is."""
+    path, _ = _small(tmp_path)
+    lines = _lines(path)
+    path.write_bytes(b"".join(lines[:-2]) + lines[-1])  # the record before it removed
+    Journal(str(path)).append("log", "after the edit", actor="tester")
+    records = [json.loads(line) for line in _lines(path)]
+    assert records[-2]["kind"] == "chain_break" and "is at byte" in records[-2]["msg"], records[-2:]
+
+
+def test_a_last_record_in_another_layout_is_read_as_json(tmp_path: Path) -> None:
+    """The same record written in another key order (an older engine's lines, a script that
+    re-encoded the journal): not a break, and the next record follows it."""
+    path, _ = _small(tmp_path)
+    _last_line_edited(path, lambda line: (json.dumps(dict(reversed(list(json.loads(line).items())))) + "\n").encode())
+    Journal(str(path)).append("log", "after the re-encoding", actor="tester")
+    records = [json.loads(line) for line in _lines(path)]
+    assert [r["kind"] for r in records[-2:]] == ["log", "log"], records[-2:]
+    assert records[-1]["prev"] == records[-2]["chain"]
+    assert verify_file(str(path), journal_head(str(path))).ok
 
 
 def test_the_journal_line_of_a_whole_ledger_is_what_it_holds(tmp_path: Path):
