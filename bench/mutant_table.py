@@ -244,11 +244,11 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/unit/test_flock_bounds.py", "tests/tui/test_quit_held_mark.py"),
            "a lock (the journal's, the Slack record's, the user's mark) held by a stuck process is named, "
            "never waited on for ever"),
-    Mutant("journal-line-reuse", "engine/audit/journal_io.py",
-           "if encoded is None or len(record) != keys_before + 3 or tuple(record)[-3:] != _PLACE:",
-           "if encoded is None or tuple(record)[-3:] != _PLACE:",
-           ("tests/unit/test_journal_chain.py::test_a_placed_record_is_the_same_bytes_as_encoding_it_whole",),
-           "a record's line reuses its earlier bytes only when seq, prev and chain were all new to it"),
+    Mutant("journal-line-draft", "engine/audit/chain.py",
+           "body = drafted.replace(_STAND_IN, real) if",
+           "body = drafted if",
+           ("tests/unit/test_journal_chain.py::test_a_sealed_line_is_its_records_canonical_bytes_then_its_place",),
+           "a line drafted before the lock gets the real prev before it is hashed and written"),
     # -- an approval's hash is text wherever it is read (a hex hash can look like a number) -------
     Mutant("fast-reader-text-keys", "engine/codec/fast.py",
            "        if not TEXT_KEYS.isdisjoint(runs):\n            return _translate(segment)\n",
