@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
+import os
 from typing import Any
 
 GENESIS = "genesis"
 _UNHASHED = ("chain", "seq")
 # The `prev` of a record drafted before the journal's lock is held (per process: no record holds it).
-_STAND_IN_PREV = "prev-" + secrets.token_hex(16)
+_STAND_IN_PREV = "prev-" + os.urandom(16).hex()
 _STAND_IN = b'"prev":"' + _STAND_IN_PREV.encode("ascii") + b'"'
 
 
