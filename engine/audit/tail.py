@@ -109,6 +109,10 @@ def record_at(fd: int, seq: int, end: int) -> dict[str, Any] | None:
 
 
 def link_before(fd: int, end: int) -> str:
+    """What a record appended at `end` names as its `prev`: the last record's link."""
+    sealed = sealed_tail(fd, end)
+    if sealed is not None:
+        return sealed[2]
     last = last_record(fd, end)
     return link_of(last[0]) if last else GENESIS
 

@@ -93,7 +93,11 @@ def _hash_beside(raw: bytes) -> Callable[[], str]:
         return lambda: key
     found: list[str] = []
     worker = threading.Thread(target=lambda: found.append(digest(raw)), name="handoff-hash", daemon=True)
-    worker.start()
+    try:
+        worker.start()
+    except RuntimeError:  # no thread to be had (a container's process limit): hash here
+        key = digest(raw)
+        return lambda: key
 
     def result() -> str:
         worker.join()

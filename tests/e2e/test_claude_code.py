@@ -136,7 +136,7 @@ def project_of(tmp_path: Path):
         project.api.stop()
 
 
-def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(tmp_path: Path, project_of) -> None:
+def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(project_of) -> None:
     """In one real Claude Code session: a cutover on an unverified target through `handoff run` is denied with
     the guard's reason; the same cutover run raw is denied; editing ledger.yaml is denied; a legal reversible
     step through `handoff run` runs and is recorded; stopping without a note is blocked once, the model writes
@@ -182,7 +182,7 @@ def test_claude_code_is_guarded_by_the_hooks_and_ends_with_a_true_note(tmp_path:
     assert not review.get("problems"), review
 
 
-def test_after_a_compaction_the_next_turn_is_grounded_in_the_ledger(tmp_path: Path, project_of) -> None:
+def test_after_a_compaction_the_next_turn_is_grounded_in_the_ledger(project_of) -> None:
     """Three turns, `/compact`, then a resumed prompt: the request after compaction carries the ledger brief
     and the reminder to trust the ledger, not the summary."""
     rules = [{"id": f"turn-{i}", "times": 1, "match": {"last_user": f"look {i}"},

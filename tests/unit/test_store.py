@@ -258,3 +258,25 @@ def test_a_big_ledger_is_recorded_under_the_hash_of_what_was_written(tmp_path):
         assert record["hash"] == digest(path.read_bytes()) and "pending" not in record
         snap = FileStore(str(path)).snapshot()  # another process's reader
         assert not snap.external_edit and snap.ledger.revision == rev
+
+
+def test_a_big_ledger_is_written_when_no_thread_can_be_started(tmp_path, monkeypatch):
+    """A container at its process limit refuses a new thread: the write hashes the file
+    itself and goes on, recorded under the hash of the bytes on disk."""
+    import threading
+
+    from engine.store.file import digest
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    path = tmp_path / "ledger.yaml"
+    rows = "".join(f"  db-{i:05d}:\n    state: queued\n    checkpoint: 0/{i:08X}\n" for i in range(6000))
+    path.write_text("task: big\ntargets:\n" + rows, encoding="utf-8")
+    store = FileStore(str(path))
+    store.read()
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    store.transact(lambda l: _state(l, "db-00007", "checked"))
+    record = json.loads((tmp_path / "ledger.yaml.last-write.json").read_text())
+    assert record["hash"] == digest(path.read_bytes())
+    assert FileStore(str(path)).read().targets["db-00007"].state == "checked"
