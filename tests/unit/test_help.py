@@ -4,9 +4,11 @@ command and every option says what it is for."""
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 
-from engine.cli.main import GROUPS, build_parser
-from tests.conftest import handoff
+from engine.cli.main import COMMAND_MODULES, GROUPS, build_parser
+from tests.conftest import ROOT, handoff
 
 
 def test_help_groups_every_command():
@@ -62,6 +64,22 @@ def test_one_command_built_alone_parses_and_helps_as_in_the_whole_parser():
     one, every = vars(build_parser(only="approve").parse_args(argv)), vars(whole.parse_args(argv))
     assert one.pop("handler").__code__ is every.pop("handler").__code__  # a lambda made again per build
     assert one == every
+
+
+def test_each_command_is_built_from_its_own_module_alone():
+    """The table `main` imports one command's module by names every command, in the whole
+    parser's order, and building a command alone imports no command module that its own
+    module's registration does not import itself."""
+    assert [n for _, names in COMMAND_MODULES for n in names] == list(_subparsers())
+    loaded = "print(' '.join(m for m, _ in COMMAND_MODULES if 'engine.cli.' + m in sys.modules))"
+    for module, names in COMMAND_MODULES:
+        alone = f"build_parser(only={names[0]!r})"
+        registered = f"import argparse, engine.cli.{module} as m; m.register(argparse.ArgumentParser().add_subparsers())"
+        built, imported = (subprocess.run([sys.executable, "-c", f"import sys; from engine.cli.main import COMMAND_MODULES, "
+                                           f"build_parser; {step}; {loaded}"], capture_output=True, text=True, cwd=ROOT)
+                           for step in (alone, registered))
+        assert built.returncode == 0 and imported.returncode == 0, built.stderr + imported.stderr
+        assert module in built.stdout.split() and built.stdout == imported.stdout, names[0]
 
 
 def test_a_mistyped_command_is_named_against_every_command():
