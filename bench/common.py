@@ -208,6 +208,19 @@ def run_process(argv: list[str], **kw: Any) -> None:
         raise RuntimeError(f"{argv[:4]}... exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
 
 
+def baseline_warning() -> list[str]:
+    """A line to print when this interpreter loads an editable install's import finder into
+    every process (setuptools' default editable mode): `python -c pass` then pays for it
+    too (11 of 21 ms here), and every ratio against it reads kinder than for an installed
+    handoff-tui. tests/run.sh makes its venv in compat mode, which has no finder."""
+    probe = "import sys; print(' '.join(m for m in sys.modules if m.startswith('__editable__')))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.split()
+    if not loaded:
+        return []
+    return [f"WARNING: {sys.executable} loads {', '.join(loaded)} into every process: ratios against `python -c pass` "
+            "are too kind; run from the venv tests/run.sh makes (editable_mode=compat), or a non-editable install"]
+
+
 def row(name: str, ours: float, theirs: float, goal: float | None = None) -> str:
     """One line of the side-by-side table: both times, then ours/theirs (below 1 means we
     are faster), and against `goal` (the highest ratio that meets it) when there is one."""

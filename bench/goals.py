@@ -29,7 +29,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resume_cost  # noqa: E402
 import step_cost  # noqa: E402
-from common import ROOT, first_awaiting, forget_marks, interleaved, row, run_process, without_cache, write_engine_ledger  # noqa: E402
+from common import ROOT, baseline_warning, first_awaiting, forget_marks, interleaved, row, run_process, without_cache, write_engine_ledger  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "claude_code", "PreToolUse.json")
 
@@ -100,6 +100,7 @@ def hook_call(folder: str, env: dict[str, str]):
 def main(runs: int = 5) -> list[str]:
     out = [f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1, 5, 15 min), "
            f"{os.cpu_count()} CPUs, PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"]
+    out += baseline_warning()
     out += step_cost.main(runs)
     folder = tempfile.mkdtemp(prefix="bench-goals-")
     os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")

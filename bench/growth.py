@@ -23,7 +23,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import step_cost  # noqa: E402
-from common import ROOT, first_awaiting, interleaved, run_process, write_engine_ledger  # noqa: E402
+from common import ROOT, baseline_warning, first_awaiting, interleaved, run_process, write_engine_ledger  # noqa: E402
 from goals import cli, hook_call, written  # noqa: E402
 from tui_common import PtyApp, env_for_app, make_fleet, tui_argv  # noqa: E402
 
@@ -79,7 +79,7 @@ def main(runs: int, sizes: list[int]) -> list[str]:
         for n in sizes:
             t[("step", n)] = (t[("step", n, step_cost.MANY)] - t[("step", n, step_cost.FEW)]) / (step_cost.MANY - step_cost.FEW)
         out = [f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} (1, 5 min); medians of {runs}, in one rotation",
-               f"{'':<34}" + "".join(f"{n:>12,}  x prev" for n in sizes)]
+               *baseline_warning(), f"{'':<34}" + "".join(f"{n:>12,}  x prev" for n in sizes)]
         for what in ("status", "approve", "hook", "step", "first paint"):
             line, prev, worst = f"{what:<34}", None, 0.0
             for n in sizes:

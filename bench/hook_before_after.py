@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, interleaved, row, run_process, write_engine_ledger  # noqa: E402
+from common import ROOT, baseline_warning, interleaved, row, run_process, write_engine_ledger  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "claude_code", "PreToolUse.json")
 
@@ -53,7 +53,7 @@ def main(revision: str = "HEAD~3", runs: int = 9) -> list[str]:
         t = interleaved(cases, runs)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    out = []
+    out = baseline_warning()
     for name in ("40", "10k"):
         out += [row(f"hook {name}: {revision} vs python -c pass", t[f"before {name}"], t["pass"], 5),
                 row(f"hook {name}: this checkout vs python -c pass", t[f"after {name}"], t["pass"], 5),
