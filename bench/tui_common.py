@@ -125,11 +125,14 @@ class PtyApp:
         return fields["VmRSS"], fields["VmHWM"]
 
     def close(self) -> None:
+        """SIGTERM, reading the terminal meanwhile as a terminal does: the app's last frames and
+        the terminal's restore would otherwise fill the pty and block its exit; SIGKILL after 5 s."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
+            end = time.perf_counter() + 5
+            while self.proc.poll() is None and time.perf_counter() < end:
+                self.drain(0.05)
+            if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         os.close(self.master)
