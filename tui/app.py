@@ -397,6 +397,8 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
                 self.main.add_journal(message.records)
             except NoMatches:
                 self.log.warning("journal lines arrived after the screen was gone")
+        if not self.screen_stack:
+            return  # the app is stopping, its screens already gone: the follower's last post is dropped
         if isinstance(self.screen, DetailScreen) and message.records:
             self.screen.add_records(message.records)  # an `until` step's readings, as they come
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.tui.helpers import fixed_clock, wait_until
 from tui.app import make_app
+from tui.messages import JournalRecords
 
 
 async def test_an_app_that_has_stopped_starts_no_worker(ledger_path: Path) -> None:
@@ -28,3 +29,14 @@ async def test_an_app_that_has_stopped_starts_no_worker(ledger_path: Path) -> No
         for worker in list(app.workers):
             worker.cancel()
         await asyncio.sleep(0.5)  # a cancelled follower sees it within one poll
+
+
+async def test_journal_records_that_arrive_after_the_screens_are_gone_are_dropped(ledger_path: Path) -> None:
+    """The journal's follower posts records from its thread; one that lands while the app
+    stops, its screens already gone, is dropped, not raised into the app's exit (it made
+    a quit end with "ScreenStackError: No screens on stack" once in a busy full run)."""
+    app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=True)
+    async with app.run_test(size=(100, 30)):
+        pass
+    assert not app.is_running and not app.screen_stack
+    app.on_journal_records(JournalRecords([{"seq": 99, "kind": "note", "msg": "late"}]))
