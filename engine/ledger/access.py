@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.approvals.identity import os_user
-from engine.audit.journal import SUFFIX as JOURNAL_SUFFIX
+from engine.audit.journal_io import SUFFIX as JOURNAL_SUFFIX
 from engine.ledger.workdir import WorkingDir
 from engine.store.sidecar import cannot_write
 
