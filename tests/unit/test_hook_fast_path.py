@@ -18,11 +18,14 @@ from tests.conftest import ROOT, RUNBOOK_LEDGER
 
 FIXTURE = ROOT / "tests" / "fixtures" / "claude_code" / "PreToolUse.json"
 WATCHED = ("pydantic", "yaml", "engine.ledger.model", "engine.ledger.guard", "engine.ledger.invariants", "engine.store.file", "engine.ledger.ops")
-# One hook process, as Claude Code starts it, that says on its last stderr line which heavy modules it loaded.
-RUNNER = ("import json, runpy, sys\n"
-          "try:\n    runpy.run_module('engine.cli.main', run_name='__main__')\n"
-          "except SystemExit:\n    pass\n"
-          f"print(json.dumps([m for m in {WATCHED!r} if m in sys.modules]), file=sys.stderr)\n")
+
+
+def runner(watched: tuple[str, ...]) -> str:
+    """One hook process, as Claude Code starts it, that says on its last stderr line which of `watched` it loaded."""
+    return ("import json, runpy, sys\n"
+            "try:\n    runpy.run_module('engine.cli.main', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            f"print(json.dumps([m for m in {watched!r} if m in sys.modules]), file=sys.stderr)\n")
 
 
 @pytest.fixture
@@ -34,11 +37,11 @@ def ledger(tmp_path, monkeypatch) -> Path:
     return path
 
 
-def hook(ledger: Path, command: str) -> tuple[str, str, list[str]]:
-    """(decision, reason, heavy modules loaded) of one pre-tool-use call on a Bash `command`."""
+def hook(ledger: Path, command: str, watched: tuple[str, ...] = WATCHED) -> tuple[str, str, list[str]]:
+    """(decision, reason, `watched` modules loaded) of one pre-tool-use call on a Bash `command`."""
     data = json.loads(FIXTURE.read_text())
     data.update(session_id="fast-test", cwd=str(ledger.parent), tool_input={"command": command})
-    out = subprocess.run([sys.executable, "-c", RUNNER, "hook", "pre-tool-use", "--ledger", str(ledger)],
+    out = subprocess.run([sys.executable, "-c", runner(watched), "hook", "pre-tool-use", "--ledger", str(ledger)],
                          input=json.dumps(data), capture_output=True, text=True, timeout=60, cwd=str(ledger.parent),
                          env={**os.environ, "CLAUDE_CODE_SESSION_ID": "fast-test", "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
@@ -69,6 +72,14 @@ def test_raw_steps_and_ledger_writes_are_judged_from_the_facts(ledger):
     decision, reason, loaded = hook(ledger, f"sed -i s/queued/done/ {ledger}")
     assert (decision, loaded) == ("deny", []) and "written only by the engine" in reason
     decision, _, loaded = hook(ledger, f"handoff status {ledger}")
+    assert (decision, loaded) == ("allow", [])
+
+
+def test_an_allowed_call_loads_no_journal(ledger):
+    """A call the hook allows writes no journal record, so it does not load the journal
+    (engine.ledger.access takes the journal's file name from engine.audit.journal_io)."""
+    hook(ledger, "true")  # the first call: the lease taken and journaled, the facts kept
+    decision, _, loaded = hook(ledger, f"handoff status {ledger}", watched=("engine.audit.journal",))
     assert (decision, loaded) == ("allow", [])
 
 
