@@ -30,18 +30,16 @@ from tui_common import PtyApp, env_for_app, make_fleet, tui_argv  # noqa: E402
 FIRST_ROW = b"db-00000"
 
 
-def first_paint(ledger: str, env: dict[str, str], opened: list[PtyApp]):
-    """(run, setup): one handoff-tui process on a real pseudo-terminal, timed until its first
-    row is drawn; it is closed untimed, by the next run's setup (or at the end, from `opened`)."""
-    def run() -> None:
+def first_paint(ledger: str, env: dict[str, str]):
+    """One handoff-tui process on a real pseudo-terminal: seconds until its first row is
+    drawn (its close after that is not counted)."""
+    def run() -> float:
         app = PtyApp(tui_argv(ledger), env)
-        opened.append(app)
-        app.read_until(FIRST_ROW)
-
-    def setup() -> None:
-        while opened:
-            opened.pop().close()
-    return run, setup
+        try:
+            return app.read_until(FIRST_ROW) - app.started
+        finally:
+            app.close()
+    return run
 
 
 def main(runs: int, sizes: list[int]) -> list[str]:
@@ -51,7 +49,6 @@ def main(runs: int, sizes: list[int]) -> list[str]:
     env = dict(os.environ, PYTHONPATH=ROOT)
     tui_env = env_for_app(os.path.join(folder, "tui-state"))
     hook = hook_call(folder, env)
-    opened: list[PtyApp] = []  # the last screen the first-paint runs left open
     try:
         cases = {"pass": (lambda: run_process([sys.executable, "-c", "pass"]), None)}
         for n in sizes:
@@ -75,13 +72,11 @@ def main(runs: int, sizes: list[int]) -> list[str]:
                 ("status", n): (cli(env, "status", status, "--json"), None),
                 ("approve", n): (cli(env, "approve", ledger, target, "--as", "bench"), written(ledger, raw, env)),
                 ("hook", n): (hook(hooked), None),
-                ("first paint", n): first_paint(screen, tui_env, opened),
+                ("first paint", n): (first_paint(screen, tui_env), None),
             })
             for count in (step_cost.FEW, step_cost.MANY):
                 cases[("step", n, count)] = step_cost.session(steps, os.path.join(base, f"steps-{count}"), count)
         t = interleaved(cases, runs)
-        while opened:
-            opened.pop().close()
         for n in sizes:
             t[("step", n)] = (t[("step", n, step_cost.MANY)] - t[("step", n, step_cost.FEW)]) / (step_cost.MANY - step_cost.FEW)
         out = [f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} (1, 5 min); medians of {runs}, in one rotation",
