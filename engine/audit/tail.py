@@ -43,16 +43,20 @@ def journal_head(path: str) -> dict[str, Any] | None:
     except OSError:
         return None
     try:
-        end = os.fstat(fd).st_size
-        sealed = sealed_tail(fd, end)
-        last = None if sealed else last_record(fd, end)
+        last = last_link(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
+    return {"seq": last[0], "chain": last[1]} if last else None
+
+
+def last_link(fd: int, end: int) -> tuple[int, str] | None:
+    """(offset, link) of the journal's last record before byte `end`: a sealed line checked
+    by its bytes (`sealed_tail`), else the last whole record decoded; None when there is none."""
+    sealed = sealed_tail(fd, end)
     if sealed is not None:
-        return {"seq": sealed[0], "chain": sealed[2]}
-    if last is None:
-        return None
-    return {"seq": last[1], "chain": link_of(last[0])}
+        return sealed[0], sealed[2]
+    last = last_record(fd, end)
+    return (last[1], link_of(last[0])) if last else None
 
 
 def sealed_tail(fd: int, end: int) -> tuple[int, int, str] | None:
@@ -110,11 +114,8 @@ def record_at(fd: int, seq: int, end: int) -> dict[str, Any] | None:
 
 def link_before(fd: int, end: int) -> str:
     """What a record appended at `end` names as its `prev`: the last record's link."""
-    sealed = sealed_tail(fd, end)
-    if sealed is not None:
-        return sealed[2]
-    last = last_record(fd, end)
-    return link_of(last[0]) if last else GENESIS
+    last = last_link(fd, end)
+    return last[1] if last else GENESIS
 
 
 def last_record(fd: int, end: int) -> tuple[dict[str, Any], int] | None:
