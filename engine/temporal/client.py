@@ -163,9 +163,10 @@ def _in_thread(coro_fn, wait: float):
     return box[0] if box else (False, TimeoutError(f"no answer within {wait:g} s"))
 
 
-def ended_text(ref, wait: float = ASK_TIMEOUT, ttl: float = 10.0) -> tuple[bool, str | None]:
+def ended_text(ref, wait: float | None = None, ttl: float = 10.0) -> tuple[bool, str | None]:
     """(answered, ended text or None) for a lease's `temporal` reference; a late beat makes
-    status and the TUI ask, at most once per `ttl` seconds per workflow."""
+    status and the TUI ask, at most once per `ttl` seconds per workflow, waiting `wait`
+    seconds at most (default ASK_TIMEOUT, read at each call)."""
     now = time.monotonic()
     cached = _asked.get(ref.workflow_id)
     if cached is not None and now - cached[0] < (ttl if cached[1] else SILENT_TTL):
@@ -178,7 +179,7 @@ def ended_text(ref, wait: float = ASK_TIMEOUT, ttl: float = 10.0) -> tuple[bool,
         finally:
             del client
 
-    ok, result = _in_thread(ask, wait)
+    ok, result = _in_thread(ask, ASK_TIMEOUT if wait is None else wait)
     _asked[ref.workflow_id] = (now, ok, result if ok else None)
     return (True, result) if ok else (False, None)
 

@@ -28,7 +28,7 @@ async def test_header_shows_the_workflow_and_its_workers(ledger_path: Path) -> N
     assert "on 2 workers" in line, line
 
 
-async def test_header_says_a_terminated_workflow_ended(ledger_path: Path, tmp_path: Path) -> None:
+async def test_header_says_a_terminated_workflow_ended(ledger_path: Path, tmp_path: Path, monkeypatch) -> None:
     """A real dev server holds a workflow of this id, terminated; the keeper's beat is a
     minute old. The header asks the server and says the workflow ended, never `running`."""
     import os
@@ -39,7 +39,12 @@ async def test_header_says_a_terminated_workflow_ended(ledger_path: Path, tmp_pa
     from temporal_kit import Server, temporal_binary
     from temporalio.client import Client
 
+    from engine.temporal import client as temporal_client
     from engine.temporal.names import WORKFLOW
+
+    # The header waits 2 s for the server; on a loaded machine the dev server's answer took
+    # longer, and an unanswered server rightly leaves the state as it was. Here it must answer.
+    monkeypatch.setattr(temporal_client, "ASK_TIMEOUT", 30.0)
 
     server = Server(tmp_path)
     try:
