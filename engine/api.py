@@ -56,7 +56,8 @@ from engine.ledger.ops import PendingCommand
 from engine.ledger.render import approval_hash
 from engine.ledger.workdir import WorkingDir
 from engine.settings import seconds as setting_seconds
-from engine.store import Snapshot, open_store
+from engine.store import open_store
+from engine.store.base import Snapshot
 from engine.store.bulk import started
 from engine.store.sidecar import open_sidecar
 from engine.version import version

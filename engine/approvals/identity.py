@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import socket
 
 
 def os_user() -> str:
@@ -16,4 +15,6 @@ def os_user() -> str:
 
 
 def hostname() -> str:
-    return socket.gethostname()
+    """This host's name: what gethostname(2) gives, without importing socket (a Claude Code
+    hook writes it in a heartbeat on every tool call)."""
+    return os.uname().nodename

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 AGENT_VAR = "HANDOFF_AGENT"
 CLAUDE_VARS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_SSE_PORT")
 
 
-@dataclass(frozen=True)
-class PeopleOnly:
+class PeopleOnly(NamedTuple):
     """One people-only operation: the `handoff` command, and the flag that makes it one
     (None: the command itself), with what a person runs instead."""
 

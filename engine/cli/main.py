@@ -12,7 +12,6 @@ import argparse
 import sys
 from typing import NoReturn, cast
 
-from engine.audit.redact import redact
 from engine.cli import arguments
 from engine.codec.textsafe import visible
 from engine.errors import HandoffError
@@ -180,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             if handle.woke:
                 print(visible(handle.woke), file=sys.stderr)
     except HandoffError as err:
+        from engine.audit.redact import redact  # only a failing call pays for the rules
+
         print(f"handoff: {redact(str(err))}", file=sys.stderr)
         code = err.exit_code
     except KeyboardInterrupt:

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from engine.hooks.shell import Command
 from engine.hooks.unwrap import parse
@@ -69,8 +68,7 @@ def python_module(command: Command) -> str | None:
     return None
 
 
-@dataclass
-class Run:
+class Run(NamedTuple):
     """A `handoff run` found in a command line."""
 
     ledger: str

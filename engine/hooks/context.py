@@ -121,7 +121,7 @@ class HookContext:
     def _heartbeat(self) -> Any:
         if self._writer is not None or not self._is_file():
             return self.store.heartbeat()
-        from engine.lease.rules import Heartbeat
+        from engine.lease.heartbeat import Heartbeat
 
         # What FileStore.heartbeat opens (the `<ledger>.heartbeat` sidecar), without the store.
         real = os.path.realpath(self.ledger_path)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.approvals.people import people_only_words
 from engine.hooks import unwrap, writes
@@ -37,8 +37,7 @@ ENGINE_IMPORT = re.compile(r"\b(?:import|from)\s+engine\b|(?:__import__|import_m
                            r"\s*\(\s*['\"]engine\b")
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """One answer: deny, ask, none (no objection: Claude Code's permissions apply) or allow."""
 
     kind: str
@@ -46,8 +45,7 @@ class Verdict:
     by_policy: bool = False  # only agent.unknown_commands said so: a specific reason of the same rank goes first
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     """What the judge needs to know about the ledger and the call."""
 
     ledger_path: str  # as the hook was given it (shown in reasons)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from engine.audit.redact import redact
 from engine.errors import HandoffError
 
 
@@ -59,10 +57,16 @@ def run(event: str, ledger: str, stdin: TextIO, stdout: TextIO) -> int:
 
         answer = _handler(event)(HookContext(event, ledger, data))
     except HandoffError as err:
+        from engine.audit.redact import redact  # a failing call only: an answer's reason never shows a secret
+
         answer = failed(event, redact(str(err)), data)
         _journal_failure(event, ledger, str(err))
     except Exception as err:  # noqa: BLE001 - fail closed: a hook must answer, never crash Claude Code's call
+        from engine.audit.redact import redact
+
         answer = failed(event, f"internal error {type(err).__name__}: {redact(str(err))}", data)
+        import traceback
+
         _journal_failure(event, ledger, "".join(traceback.format_exception_only(err)).strip())
     stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
     stdout.flush()
@@ -70,6 +74,8 @@ def run(event: str, ledger: str, stdin: TextIO, stdout: TextIO) -> int:
 
 
 def _journal_failure(event: str, ledger: str, why: str) -> None:
+    from engine.audit.redact import redact
+
     try:
         from engine.approvals.identity import os_user
         from engine.ledger.access import open_writer

@@ -15,7 +15,6 @@ inside `handoff run` and the engine's own refusal of people-only operations are 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 # Words that are shell syntax, not a program, at the start of a command.
 KEYWORDS = {"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time"}
@@ -23,20 +22,26 @@ _REDIRECT = re.compile(r"(\d*)(>>|>\||>&|>|<<<|<<-|<<|<>|<&|<|&>>|&>)")
 _BREAK = set(" \t\n;&|()<>")
 
 
-@dataclass
 class Command:
     """One simple command: its words, the paths it redirects output into, its stdin
     text (a here-doc or here-string), the scripts nested in it, and the command piped
-    into it (the text `echo ... | bash` runs is in there)."""
+    into it (the text `echo ... | bash` runs is in there). A plain class, not a
+    dataclass: see engine.hooks.facts."""
 
-    words: list[str] = field(default_factory=list)
-    writes_to: list[str] = field(default_factory=list)
-    stdin_text: str | None = None
-    scripts: list[str] = field(default_factory=list)
-    piped_from: Command | None = None
-    depth: int = 0
-    container: bool = False  # its real work is nested commands, judged on their own
-    cwd: str | None = None  # where it runs, after the line's own `cd`s (engine.hooks.unwrap)
+    __slots__ = ("words", "writes_to", "stdin_text", "scripts", "piped_from", "depth", "container", "cwd")
+
+    def __init__(self, words: list[str] | None = None, *, depth: int = 0) -> None:
+        self.words: list[str] = [] if words is None else words
+        self.writes_to: list[str] = []
+        self.stdin_text: str | None = None
+        self.scripts: list[str] = []
+        self.piped_from: Command | None = None
+        self.depth = depth
+        self.container = False  # its real work is nested commands, judged on their own
+        self.cwd: str | None = None  # where it runs, after the line's own `cd`s (engine.hooks.unwrap)
+
+    def __repr__(self) -> str:
+        return f"Command(words={self.words!r}, depth={self.depth})"
 
     def program(self) -> tuple[str, list[str]]:
         """(program's file name, its arguments), past wrappers such as `env`, `sudo`, `timeout`."""

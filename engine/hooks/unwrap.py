@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 from engine.hooks.shell import Command, split
 from engine.hooks.wrappers import assignment as _assignment
@@ -32,14 +31,16 @@ _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 
 
-@dataclass
 class Parsed:
     """Every simple command of a line at every depth, the code given to interpreters
     ((interpreter, text) pairs), and whether nesting went deeper than MAX_DEPTH."""
 
-    commands: list[Command] = field(default_factory=list)
-    code: list[tuple[str, str]] = field(default_factory=list)
-    too_deep: bool = False
+    __slots__ = ("commands", "code", "too_deep")
+
+    def __init__(self) -> None:
+        self.commands: list[Command] = []
+        self.code: list[tuple[str, str]] = []
+        self.too_deep = False
 
 
 def parse(line: str, cwd: str = ".") -> Parsed:

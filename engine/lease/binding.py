@@ -14,30 +14,33 @@ the id does not carry.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import secrets
-from pathlib import Path
+
+from engine.host.digests import sha256_hex
 
 
-def _sessions_dir() -> Path:
+def _sessions_dir() -> str:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "handoff" / "sessions"
+    return os.path.join(base, "handoff", "sessions")
 
 
-def _nonce_path(session_id: str) -> Path:
-    return _sessions_dir() / (hashlib.sha256(session_id.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".nonce")
+def _nonce_path(session_id: str) -> str:
+    name = sha256_hex(session_id.encode("utf-8", "surrogateescape"))[:32] + ".nonce"
+    return os.path.join(_sessions_dir(), name)
 
 
 def session_bind(session_id: str, *, create: bool) -> str | None:
     """The hash of this user's nonce for `session_id` (made 0600 if `create` and missing), or None."""
     path = _nonce_path(session_id)
     try:
-        nonce = path.read_text("ascii").strip()
+        with open(path, encoding="ascii") as fh:
+            nonce = fh.read().strip()
     except (OSError, ValueError):
         nonce = ""
     if not nonce and create:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        import secrets  # only a session's first call makes a nonce
+
+        os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
         nonce = secrets.token_hex(16)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -47,7 +50,7 @@ def session_bind(session_id: str, *, create: bool) -> str | None:
             fh.write(nonce)
     if not nonce:
         return None
-    return hashlib.sha256(nonce.encode("ascii")).hexdigest()[:32]
+    return sha256_hex(nonce.encode("ascii"))[:32]
 
 
 def not_the_holder(held, presented) -> str | None:

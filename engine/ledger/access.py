@@ -10,8 +10,7 @@ the store, the journal redacting with the ledger's own patterns, and who is acti
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from engine.approvals.identity import os_user
 from engine.audit.journal_io import SUFFIX as JOURNAL_SUFFIX
@@ -55,9 +54,9 @@ def ledger_dir(location: str) -> str:
     return WorkingDir(os.getcwd()) if is_url(location) else ops.ledger_dir(location)
 
 
-@dataclass
-class Writer:
-    """What a session needs to drive a ledger."""
+class Writer(NamedTuple):
+    """What a session needs to drive a ledger (a NamedTuple: this module is on the Claude Code
+    hook's path, which never imports dataclasses; see engine.hooks.facts)."""
 
     location: str
     store: Store

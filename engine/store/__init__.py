@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from engine.store.base import Snapshot, Store, WatchEvent
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # engine.store.base is imported by the stores themselves: a sidecar or an atomic
+    # write (the Claude Code hook's heartbeat, on every tool call) needs none of it
+    from engine.store.base import Store
 
 
 def open_store(location: str, *, read_only: bool = False) -> Store:
@@ -15,5 +19,3 @@ def open_store(location: str, *, read_only: bool = False) -> Store:
 
     return FileStore(location, read_only=read_only)
 
-
-__all__ = ["Snapshot", "Store", "WatchEvent", "open_store"]

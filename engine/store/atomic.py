@@ -18,8 +18,8 @@ takes the ledger's group and read/write bits (see engine.store.sidecar).
 
 from __future__ import annotations
 
-import ctypes
 import errno
+import functools
 import os
 import tempfile
 from collections.abc import Callable
@@ -29,11 +29,19 @@ from engine.store.sidecar import SidecarRefused, ledger_mode
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-_renameat2: Callable[..., int] | None
-try:
-    _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-except (AttributeError, OSError):  # not glibc, or too old: compare-then-rename
-    _renameat2 = None
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    """glibc's renameat2, or None (not glibc, or too old: compare-then-rename). Looked up at
+    the first exchange: ctypes costs every process that imports this module 2 ms, and a
+    Claude Code hook, on every tool call, writes only a heartbeat."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
 
 
 def real_path(path: str) -> str:
@@ -62,10 +70,13 @@ def fsync_dir(folder: str) -> None:
 
 def _exchange(a: str, b: str) -> bool:
     """Atomically swap two paths; False when this system or filesystem cannot."""
-    if _renameat2 is None:
+    renameat2 = _renameat2()
+    if renameat2 is None:
         return False
-    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
+    import ctypes
+
     err = ctypes.get_errno()
     if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
         return False

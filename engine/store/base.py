@@ -77,7 +77,7 @@ class Journal(Protocol):
 
 
 class Heartbeat(Protocol):
-    """Where the lease holder's proof of life is kept (engine.lease.rules.Heartbeat beside a
+    """Where the lease holder's proof of life is kept (engine.lease.heartbeat.Heartbeat beside a
     file ledger, engine.store.postgres.PgHeartbeat in the database)."""
 
     def write(self, holder: str, **state: Any) -> None: ...

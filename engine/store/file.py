@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import threading
@@ -34,8 +33,9 @@ from engine.codec.document import Parsed, parse_document
 from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused, WriteFailed, os_error_text
 from engine.host import failpoints
+from engine.host.digests import content_digest as digest
 from engine.host.files import read_capped
-from engine.lease.rules import Heartbeat
+from engine.lease.heartbeat import Heartbeat
 from engine.ledger.model import Ledger, Target
 from engine.ledger.touched import seal
 from engine.store import highwater, history, outside, parse_cache
@@ -76,10 +76,6 @@ class _Parse:
 def sidecar(path: str, suffix: str) -> str:
     """`ledger.yaml` -> `ledger.yaml<suffix>` beside the real file."""
     return real_path(path) + suffix
-
-
-def digest(raw: bytes) -> str:
-    return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
 _HASH_BESIDE = 256 * 1024  # below this a thread costs more than the hash it would overlap
@@ -403,7 +399,7 @@ class FileStore:
             # Compare-and-swap at the swap itself: if someone saved the file since we
             # read it, their file stays and the change is made again on top of it.
             # The new content's hash is worked out while its temp copy is written and fsynced
-            # (hashlib lets the GIL go over a big buffer); the record names it before the swap.
+            # (BLAKE2b lets the GIL go over a big buffer); the record names it before the swap.
             hashed = _hash_beside(out)
             try:
                 theirs = atomic_write(self.path, out, expect=raw, before_swap=partial(self._mark_pending, record, hashed))

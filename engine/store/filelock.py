@@ -13,12 +13,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from engine.approvals.identity import hostname
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError
 from engine.host.flock import take_within
@@ -117,7 +117,7 @@ class FileLock:
 
     def _write_holder(self, fd: int) -> None:
         command = " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]])[:200]
-        body = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+        body = json.dumps({"pid": os.getpid(), "host": hostname(), "command": command,
                            "since": now_iso()}).encode("utf-8")
         try:
             os.pwrite(fd, body, 0)

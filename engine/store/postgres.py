@@ -25,15 +25,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
+from engine.approvals.identity import hostname
 from engine.codec.document import parse_document
 from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
-from engine.lease.rules import beat_record
+from engine.lease.heartbeat import beat_record
 from engine.ledger.model import Ledger
 from engine.store import highwater, history
 from engine.store.base import Snapshot, WatchEvent
@@ -67,7 +67,7 @@ _LOCK_CLASS = 0x68616E64  # "hand": the first key of every ledger's advisory loc
 def _app_name() -> str:
     """Who we are, for a writer that waits on our lock (pg_stat_activity.application_name)."""
     command = " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]])
-    return f"handoff pid {os.getpid()} on {socket.gethostname()} ({command})"[:63]
+    return f"handoff pid {os.getpid()} on {hostname()} ({command})"[:63]
 
 
 class PostgresStore:

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from engine.host.procs import process_start_time
-from engine.lease.rules import Heartbeat, HeartbeatThread, LeaseState, lease_state, new_session_id, where_pids_count
+from engine.lease.heartbeat import Heartbeat
+from engine.lease.rules import HeartbeatThread, LeaseState, lease_state, new_session_id, where_pids_count
 from engine.ledger.model import SessionLease
 
 HOST = socket.gethostname()
