@@ -12,11 +12,10 @@ default: a typo never turns a safety timeout into zero.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):  # not a dataclass: the Claude Code hook's journal record reads settings (engine.hooks.facts)
     name: str
     default: float | str | None
     doc: str

@@ -16,10 +16,11 @@ ledger of JSON. A line in any other layout (an older journal, a hand edit) is re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any
+
+from engine.host.digests import sha256
 
 GENESIS = "genesis"
 _UNHASHED = ("chain", "seq")
@@ -36,7 +37,7 @@ def canonical(record: dict[str, Any]) -> bytes:
 
 def chain_hash(record: dict[str, Any]) -> str:
     """sha256 of the record's canonical form, hex."""
-    return hashlib.sha256(canonical(record)).hexdigest()
+    return sha256(canonical(record)).hexdigest()
 
 
 def link_of(record: dict[str, Any]) -> str:
@@ -63,7 +64,7 @@ def sealed_line(record: dict[str, Any], prev: str, seq: int, drafted: bytes | No
     record["prev"] = prev
     if body is None:
         body = canonical(record)
-    record["chain"] = hashlib.sha256(body).hexdigest()
+    record["chain"] = sha256(body).hexdigest()
     record["seq"] = seq
     return body[:-1] + b',"seq":%d,"chain":"%s"}\n' % (seq, record["chain"].encode("ascii"))
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 MASK = "[REDACTED]"
 
@@ -37,8 +36,7 @@ _VALUE = r"(?:\\\"(?P<secret4>[^\"\\\n]+)|\"(?P<secret>[^\"\n]+)|'(?P<secret2>[^
 _SEP = r"\\?[\"']?\s{0,5}(?:=>|[=:])[ \t]{0,5}(?:\r?\n[ \t]{0,40})?"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One secret shape: a name people can read, its pattern (groups named secret* are
     masked), and lowercase pieces one of which any match contains: a text with none of
     them skips the pattern (most text has no secret). Few and short, because each is a

@@ -8,13 +8,13 @@ windows: a record may be megabytes (a step's output tail).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from typing import Any
 
 from engine.audit.chain import GENESIS, link_of
+from engine.host.digests import sha256
 
 # The end of a line `chain.sealed_line` wrote: its place, after its canonical bytes.
 _PLACE = re.compile(rb',"seq":(0|[1-9][0-9]{0,18}),"chain":"([0-9a-f]{64})"\}\n\Z')
@@ -72,7 +72,7 @@ def sealed_tail(fd: int, end: int) -> tuple[int, int, str] | None:
     place = _PLACE.search(line, max(0, len(line) - 128))
     if place is None:
         return None
-    body = hashlib.sha256(memoryview(line)[: place.start()])
+    body = sha256(memoryview(line)[: place.start()])
     body.update(b"}")
     chain = place.group(2).decode("ascii")
     if body.hexdigest() != chain:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from engine.lease.rules import LeaseState
     from engine.ledger.access import Writer
     from engine.ledger.model import Ledger
+    from engine.store.base import Journal
 
 SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
 
@@ -42,6 +43,7 @@ class HookContext:
         self.data = data
         self.session_id = str(data.get("session_id") or os.environ.get(SESSION_VAR) or "")
         self._writer: Writer | None = None
+        self._journal: Journal | None = None  # opened without the writer (`journal`)
         self._ledger: Ledger | None = None
         self._facts: HookFacts | None = facts.load(ledger_path) if self._is_file() else None
         self._read_digest = ""
@@ -112,11 +114,26 @@ class HookContext:
     def _is_file(self) -> bool:
         return not self.ledger_path.startswith(("postgresql://", "postgres://"))
 
+    @property
+    def journal(self) -> Journal:
+        """The ledger's journal, redacting with the ledger's `redact:` patterns: the writer's,
+        or for a file with facts of its bytes, the same journal opened beside it with the
+        patterns of those facts, without the store or the model (post-tool-use, on every
+        tool call, writes one record)."""
+        if self._writer is not None or not self._is_file():
+            return self.writer.journal
+        if self._journal is None:
+            from engine.audit.journal import Journal, journal_path
+
+            self._journal = Journal(journal_path(self.ledger_path), read_only=self.read_only)
+            self._journal.set_redact(list(self.facts.redact))
+        return self._journal
+
     def say(self, kind: str, msg: str, **fields: Any) -> None:
         """One journal record (redacted by the journal), from this Claude Code session."""
-        if self.writer.read_only:
+        if self.read_only:
             return
-        self.writer.journal.append(kind, msg, actor=self.identity, session=self.session_id or None, user=os_user(), **fields)
+        self.journal.append(kind, msg, actor=self.identity, session=self.session_id or None, user=os_user(), **fields)
 
     def _heartbeat(self) -> Any:
         if self._writer is not None or not self._is_file():

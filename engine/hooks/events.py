@@ -1,4 +1,4 @@
-"""session-start, post-tool-use, pre-compact and session-end (pre-tool-use and stop have
+"""session-start, pre-compact and session-end (pre-tool-use, post-tool-use and stop have
 modules of their own)."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.codec.textsafe import visible
 from engine.hooks.context import HookContext
 from engine.lease import leasing
 from engine.ledger.invariants import evaluate, journal_readings
@@ -56,25 +55,6 @@ def session_start(ctx: HookContext) -> dict[str, Any]:
 def _note_is_stale(ctx: HookContext) -> bool:
     note = ctx.writer.journal.last_of("note")
     return note is None or (note.get("rev") or 0) < ctx.ledger.revision - 1
-
-
-def post_tool_use(ctx: HookContext) -> dict[str, Any]:
-    tool = str(ctx.data.get("tool_name") or "?")
-    given = ctx.data.get("tool_input")
-    given = given if isinstance(given, dict) else {}
-    what = given.get("command") or given.get("file_path") or given.get("pattern") or given.get("url") or ""
-    response = ctx.data.get("tool_response")
-    outcome = "done"
-    if isinstance(response, dict):
-        if response.get("interrupted"):
-            outcome = "interrupted"
-        elif response.get("is_error") or response.get("error"):
-            outcome = "error"
-    shown = visible(" ".join(str(what).split()))
-    shown = shown if len(shown) <= 160 else shown[:159] + "…"
-    ctx.touch_lease()
-    ctx.say("tool_use", f"claude code: {tool} {shown} -> {outcome}".strip(), tool=tool, outcome=outcome)
-    return {}
 
 
 def pre_compact(ctx: HookContext) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """What a Claude Code hook call needs of the ledger, without reading the whole ledger.
 
-`handoff hook pre-tool-use` runs on every tool call. Most calls need only: the target
-names and states, the runbook's steps (name, run, from, to, reversible), whether the
-ledger is paused and by whom, the agent's `unknown_commands` policy and the session
-lease. Those facts are taken from a Ledger the engine has validated, and kept in the
+`handoff hook pre-tool-use` and `post-tool-use` run on every tool call. Most calls need
+only: the target names and states, the runbook's steps (name, run, from, to,
+reversible), whether the ledger is paused and by whom, the agent's `unknown_commands`
+policy, the session lease and the `redact:` patterns a journal record is redacted
+with. Those facts are taken from a Ledger the engine has validated, and kept in the
 per-user cache folder (`$XDG_CACHE_HOME/handoff/`, private to the user, like the parse
 cache) keyed by the hash of the ledger file's exact bytes. A hook call reads the file,
 hashes it, and uses the facts only if they were made from those very bytes; anything
@@ -26,7 +27,7 @@ from typing import Any, NamedTuple
 from engine.host.digests import content_digest, sha256_hex
 from engine.host.files import read_capped
 
-VERSION = 1
+VERSION = 2  # 2: the ledger's `redact:` patterns, for post-tool-use's journal record
 MAX_BYTES = 64 * 1024 * 1024  # the store's own limit is lower; a bigger file is the full path's to refuse
 
 
@@ -51,6 +52,7 @@ class HookFacts(NamedTuple):
     paused: dict[str, Any] | None = None  # {"by": ..., "why": ...} when paused
     unknown_commands: str = "allow"
     session: dict[str, Any] | None = None  # the lease as the ledger holds it
+    redact: tuple[str, ...] = ()  # the ledger's own `redact:` patterns, for the journal
 
     @property
     def targets(self) -> dict[str, str]:
@@ -110,7 +112,8 @@ def build(key: str, f: dict[str, Any]) -> HookFacts:
     """HookFacts from their stored form (`of_ledger`)."""
     steps = tuple(StepFacts(s["name"], tuple(s["run"]) if s["run"] is not None else None, s["from"], s["to"],
                             bool(s["reversible"])) for s in f["steps"])
-    return HookFacts(key, dict(f["states"]), steps, f["paused"], f["unknown_commands"], f["session"])
+    return HookFacts(key, dict(f["states"]), steps, f["paused"], f["unknown_commands"], f["session"],
+                     tuple(str(p) for p in f["redact"]))
 
 
 def of_ledger(ledger: Any) -> dict[str, Any]:
@@ -123,6 +126,7 @@ def of_ledger(ledger: Any) -> dict[str, Any]:
         "paused": None if paused is None else {"by": paused.by, "why": paused.why},
         "unknown_commands": ledger.agent.unknown_commands if ledger.agent else "allow",
         "session": ledger.session.model_dump(mode="json") if ledger.session is not None else None,
+        "redact": list(ledger.redact),
     }
 
 

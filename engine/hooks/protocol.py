@@ -22,14 +22,17 @@ def _handler(event: str) -> Callable:
         from engine.hooks.pre_tool import pre_tool_use
 
         return pre_tool_use
+    if event == "post-tool-use":
+        from engine.hooks.post_tool import post_tool_use
+
+        return post_tool_use
     if event in ("stop", "stop-failure"):
         from engine.hooks import stop
 
         return stop.stop if event == "stop" else stop.stop_failure
     from engine.hooks import events
 
-    return {"session-start": events.session_start, "post-tool-use": events.post_tool_use,
-            "pre-compact": events.pre_compact, "session-end": events.session_end}[event]
+    return {"session-start": events.session_start, "pre-compact": events.pre_compact, "session-end": events.session_end}[event]
 
 
 def failed(event: str, why: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import select
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import TextIO
 
@@ -61,6 +60,8 @@ def catch_stop_signals(asked: Callable[[signal.Signals], None]) -> Callable[[], 
     """From now on a stop signal calls `asked(sig)` (it should only note the wish: it runs
     between two bytecodes of the main thread) instead of ending the process. Returns what
     puts the old handlers back. Only the main thread can set handlers: elsewhere nothing changes."""
+    import threading  # here: console is on the Claude Code hook's path, which never starts a thread
+
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 

@@ -37,11 +37,14 @@ def ledger(tmp_path, monkeypatch) -> Path:
     return path
 
 
-def hook(ledger: Path, command: str, watched: tuple[str, ...] = WATCHED) -> tuple[str, str, list[str]]:
-    """(decision, reason, `watched` modules loaded) of one pre-tool-use call on a Bash `command`."""
+def hook(ledger: Path, command: str, watched: tuple[str, ...] = WATCHED,
+         event: str = "pre-tool-use") -> tuple[str, str, list[str]]:
+    """(decision, reason, `watched` modules loaded) of one `event` call on a Bash `command`."""
     data = json.loads(FIXTURE.read_text())
     data.update(session_id="fast-test", cwd=str(ledger.parent), tool_input={"command": command})
-    out = subprocess.run([sys.executable, "-c", runner(watched), "hook", "pre-tool-use", "--ledger", str(ledger)],
+    if event == "post-tool-use":
+        data.update(hook_event_name="PostToolUse", tool_response={"stdout": "", "stderr": "", "interrupted": False})
+    out = subprocess.run([sys.executable, "-c", runner(watched), "hook", event, "--ledger", str(ledger)],
                          input=json.dumps(data), capture_output=True, text=True, timeout=60, cwd=str(ledger.parent),
                          env={**os.environ, "CLAUDE_CODE_SESSION_ID": "fast-test", "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
@@ -94,6 +97,24 @@ def test_an_allowed_call_loads_none_of_the_heavy_modules(ledger):
     decision, _, loaded = hook(ledger, f"handoff status {ledger}", watched=HEAVY)
     assert (decision, loaded) == ("allow", [])
     assert json.loads(Path(str(ledger) + ".heartbeat").read_text())["host"] == os.uname().nodename
+
+
+def test_post_tool_use_journals_with_the_ledgers_own_patterns_from_the_facts(ledger):
+    """post-tool-use, after every tool call, writes its journal record from the facts: the
+    heartbeat, the record, masked by the ledger's own `redact:` pattern, and no model."""
+    ledger.write_text(ledger.read_text().replace("handoff_note: first note", "redact: ['tok-[0-9]{6}']\nhandoff_note: first note"))
+    hook(ledger, "true")  # the first call: the lease taken, the facts kept
+    Path(str(ledger) + ".heartbeat").unlink()
+    before = ledger.read_bytes()
+    _, _, loaded = hook(ledger, "curl -H 'X-Key: tok-123456' https://status", event="post-tool-use")
+    assert loaded == []
+    journal = [json.loads(line) for line in Path(str(ledger) + ".journal.jsonl").read_text().splitlines()]
+    (record,) = [r for r in journal if r["kind"] == "tool_use"]
+    assert record["msg"].startswith("claude code: Bash curl") and "tok-123456" not in json.dumps(record)
+    assert json.loads(Path(str(ledger) + ".heartbeat").read_text())["session"] == "fast-test"
+    assert ledger.read_bytes() == before
+    _, _, heavy = hook(ledger, "ls", watched=HEAVY, event="post-tool-use")
+    assert heavy == ["engine.audit.redact", "engine.settings"]  # the journal's own, and none of the others
 
 
 def test_a_pause_denies_handoff_run_before_the_guard_loads(ledger):
