@@ -6,7 +6,7 @@ in this one run (whole processes, in rotation), with met / NOT MET. Asserts noth
 - `status --json` 10k, engine layout and PyYAML-written, cold and warm, vs the
   bare load process                                                            <= 0.5 each
 - `approve` 10k vs a naive load + change + dump process                        <= 0.3
-- `hook pre-tool-use` at 40 and 10k vs `python -c pass`                        <= 5
+- `hook pre-tool-use` and `post-tool-use` at 40 and 10k vs `python -c pass`    <= 5
 
     python3 bench/goals.py [--runs 5]
 """
@@ -79,19 +79,24 @@ def cli(env: dict[str, str], *args: str):
 
 
 def hook_call(folder: str, env: dict[str, str]):
-    """(hook(path) -> one `hook pre-tool-use` process on ledger `path`, fed a recorded Bash call,
-    in one Claude Code session; the session's first call takes the lease and keeps the facts)."""
-    stdin = os.path.join(folder, "call.json")
-    with open(FIXTURE) as src, open(stdin, "w") as fh:
-        call = json.load(src)
-        call.update(session_id="bench-session", cwd=folder, tool_input={"command": "grep -c lag /var/log/app.log"})
-        json.dump(call, fh)
+    """(hook(path, event) -> one `hook EVENT` process on ledger `path` (pre-tool-use or
+    post-tool-use), fed a recorded Bash call (and its result), in one Claude Code session;
+    the session's first call takes the lease and keeps the facts)."""
+    stdins = {}
+    for event, extra in (("pre-tool-use", {}), ("post-tool-use", {"hook_event_name": "PostToolUse", "tool_response": {
+            "stdout": "3\n", "stderr": "", "interrupted": False}})):
+        stdins[event] = os.path.join(folder, f"{event}.json")
+        with open(FIXTURE) as src, open(stdins[event], "w") as fh:
+            call = json.load(src)
+            call.update(session_id="bench-session", cwd=folder, tool_input={"command": "grep -c lag /var/log/app.log"},
+                        **extra)
+            json.dump(call, fh)
     hook_env = dict(env, CLAUDE_CODE_SESSION_ID="bench-session")
 
-    def hook(path: str):
+    def hook(path: str, event: str = "pre-tool-use"):
         def run() -> None:
-            with open(stdin, "rb") as fh:
-                run_process([sys.executable, "-m", "engine.cli.main", "hook", "pre-tool-use", "--ledger", path],
+            with open(stdins[event], "rb") as fh:
+                run_process([sys.executable, "-m", "engine.cli.main", "hook", event, "--ledger", path],
                             env=hook_env, cwd=folder, stdin=fh)
         return run
     return hook
@@ -144,6 +149,8 @@ def main(runs: int = 5) -> list[str]:
                                 written(engine_10k, pristine[engine_10k], env)),
             "hook 40": (hook(small), None),
             "hook 10k": (hook(hook_10k), None),
+            "post 40": (hook(small, "post-tool-use"), None),
+            "post 10k": (hook(hook_10k, "post-tool-use"), None),
         }, runs)
         src = resume_cost.make_ledger(Path(folder), 10_000)
         ours, base = _resume_first_decision(str(src), folder, runs, bare)
@@ -157,6 +164,8 @@ def main(runs: int = 5) -> list[str]:
             row("approve 10k, after earlier writes, vs naive load + change + dump", t["approve written"], t["naive"], 0.3),
             row("hook pre-tool-use, 40 targets vs python -c pass", t["hook 40"], t["pass"], 5),
             row("hook pre-tool-use, 10k targets vs python -c pass", t["hook 10k"], t["pass"], 5),
+            row("hook post-tool-use, 40 targets vs python -c pass", t["post 40"], t["pass"], 5),
+            row("hook post-tool-use, 10k targets vs python -c pass", t["post 10k"], t["pass"], 5),
         ]
     finally:
         shutil.rmtree(folder, ignore_errors=True)

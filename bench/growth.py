@@ -1,9 +1,9 @@
 """How the costs grow with the fleet (issue 27): `status --json` (warm), `approve` (after
-earlier writes), `hook pre-tool-use`, one session step and TUI first paint, at 1,000,
-10,000 and 100,000 targets, all in one rotation (whole processes), medians.
+earlier writes), `hook pre-tool-use` and `post-tool-use`, one session step and TUI first
+paint, at 1,000, 10,000 and 100,000 targets, all in one rotation (whole processes), medians.
 
 Goals: each grows at most linearly (10x the targets: at most 10x the time; the column
-"x prev" is that factor), and the hook at 100,000 targets within 10x `python -c pass`.
+"x prev" is that factor), and both hooks at 100,000 targets within 10x `python -c pass`.
 The ledgers are bench/common.py's fleet (engine-written); the step is bench/step_cost.py's
 (`resume --max-steps 13` minus `--max-steps 1`, divided by 12, on its own two-step fleet).
 Asserts nothing.
@@ -72,6 +72,7 @@ def main(runs: int, sizes: list[int]) -> list[str]:
                 ("status", n): (cli(env, "status", status, "--json"), None),
                 ("approve", n): (cli(env, "approve", ledger, target, "--as", "bench"), written(ledger, raw, env)),
                 ("hook", n): (hook(hooked), None),
+                ("post-tool-use", n): (hook(hooked, "post-tool-use"), None),
                 ("first paint", n): (first_paint(screen, tui_env), None),
             })
             for count in (step_cost.FEW, step_cost.MANY):
@@ -81,7 +82,7 @@ def main(runs: int, sizes: list[int]) -> list[str]:
             t[("step", n)] = (t[("step", n, step_cost.MANY)] - t[("step", n, step_cost.FEW)]) / (step_cost.MANY - step_cost.FEW)
         out = [f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} (1, 5 min); medians of {runs}, in one rotation",
                *baseline_warning(), f"{'':<34}" + "".join(f"{n:>12,}  x prev" for n in sizes)]
-        for what in ("status", "approve", "hook", "step", "first paint"):
+        for what in ("status", "approve", "hook", "post-tool-use", "step", "first paint"):
             line, prev, worst = f"{what:<34}", None, 0.0
             for n in sizes:
                 here = t[(what, n)]
@@ -92,9 +93,10 @@ def main(runs: int, sizes: list[int]) -> list[str]:
                 prev = here
             out.append(line + f"   {'linear or better' if worst <= 1 else 'WORSE THAN LINEAR'}")
         if 100_000 in sizes:
-            ratio = t[("hook", 100_000)] / t["pass"]
-            out.append(f"hook pre-tool-use at 100,000 targets vs python -c pass: {ratio:.2f}  "
-                       f"goal <= 10 {'met' if ratio <= 10 else 'NOT MET'}")
+            for what, name in (("hook", "pre-tool-use"), ("post-tool-use", "post-tool-use")):
+                ratio = t[(what, 100_000)] / t["pass"]
+                out.append(f"hook {name} at 100,000 targets vs python -c pass: {ratio:.2f}  "
+                           f"goal <= 10 {'met' if ratio <= 10 else 'NOT MET'}")
         return out
     finally:
         shutil.rmtree(folder, ignore_errors=True)
