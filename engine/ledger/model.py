@@ -9,6 +9,7 @@ pydantic parses and evaluates when it builds the classes, a few milliseconds of 
 `handoff` process (the hook, status, approve, the screen); the one forward reference is quoted.
 """
 
+import os
 import re
 import shlex
 from collections.abc import Iterable
@@ -18,6 +19,16 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from pydantic.json_schema import JsonDict, JsonValue
 
 from engine.audit.redact import BadPattern, check_patterns
+
+# pydantic looks for plugins (its `pydantic` entry-point group) when it builds its first class,
+# reading the metadata of every installed distribution: 9 ms of every process that reads a
+# ledger (101 distributions in the test venv), more with a bigger one. The ledger's classes are
+# built with that search off, by pydantic's documented switch, set only while this module builds
+# them and put back at its end: a child process never sees it, and nothing instruments the
+# validation of a ledger. tests/unit/test_lazy_imports.py checks both.
+_PLUGINS_SWITCH = "PYDANTIC_DISABLE_PLUGINS"
+_plugins_before = os.environ.get(_PLUGINS_SWITCH)
+os.environ[_PLUGINS_SWITCH] = "__all__"
 
 # The article's state machine; always known, so a ledger without a runbook is valid.
 BASE_STATES: tuple[str, ...] = (
@@ -524,3 +535,8 @@ class Ledger(Node):
         order = {s: i for i, s in enumerate(SUMMARY_ORDER)}
         return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
 
+
+if _plugins_before is None:  # the switch as it was (see the top of this module)
+    del os.environ[_PLUGINS_SWITCH]
+else:
+    os.environ[_PLUGINS_SWITCH] = _plugins_before

@@ -40,10 +40,12 @@ def test_timeline_in_tmux(tmux, tmp_path: Path) -> None:
     tmux.send("T")
     screen = tmux.wait_for(lambda s: "records 21–120 of 120" in s, what="the timeline's newest page")
     assert "Journal timeline (read-only)" in screen
-    screen = tmux.wait_for(lambda s: "  120  transition  bob" in s, what="the newest record in view (the cursor on it)")
-    # 80 columns cut "What" with …; the selected record is shown whole below the table.
+    # 80 columns cut "What" with …; the selected record is shown whole below the table, once the
+    # cursor is on it (the table scrolls in one frame, the record below may follow in the next).
+    whole = "transition by bob: web-02: blocked -> queued (unblocked by bob (root): go"
+    screen = tmux.wait_for(lambda s: "  120  transition  bob" in s and whole in s,
+                           what="the newest record in view, the cursor on it, and shown whole below")
     assert "web-02: blocked -…" in screen
-    assert "transition by bob: web-02: blocked -> queued (unblocked by bob (root): go" in screen
     tmux.send("Enter")
     screen = tmux.wait_for("At revision 120", what="the state at the newest revision")
     assert "web-02: queued" in screen
