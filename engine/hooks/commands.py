@@ -109,21 +109,23 @@ def _literal(arg: str, values: dict[str, str]) -> str | None:
 
 def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: str, python: str) -> tuple[str, str] | None:
     """(step, target) when a simple command is a runbook step's command for a target,
-    run outside `handoff run`; None otherwise."""
-    names = set(ledger.targets)
+    run outside `handoff run`; None otherwise. The target names are looked at only for a
+    command that has some step's words: most commands have none, and at 100,000 targets
+    the names are most of what a hook call would read (engine.hooks.facts)."""
     values = {"ledger_dir": ledger_dir, "python": python}
+    literals = [(step.name, [x for x in (_literal(a, values) for a in step.run or []) if x]) for step in ledger.steps()]
     for command in commands:
         program, args = command.program()
         words = [program, *args]
         if handoff_args(command) is not None:
             continue
         shown = {os.path.basename(w) if "/" in w else w for w in words}
+        step = next((name for name, words_of in literals if words_of and all(x in shown for x in words_of)), None)
+        if step is None:
+            continue
+        names = ledger.targets
         parts = {p for w in words for p in _PARTS.split(w) if p}
         hit = next((p for p in sorted(parts) if p in names), None)
-        if hit is None:
-            continue
-        for step in ledger.steps():
-            literals = [x for x in (_literal(a, values) for a in step.run or []) if x]
-            if literals and all(x in shown for x in literals):
-                return step.name, hit
+        if hit is not None:
+            return step, hit
     return None

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from engine.host.digests import content_digest, sha256_hex
 from engine.host.files import read_capped
 
-VERSION = 2  # 2: the ledger's `redact:` patterns, for post-tool-use's journal record
+VERSION = 3  # 2: the ledger's `redact:` patterns; 3: the states on a line of their own, read when asked for
 MAX_BYTES = 64 * 1024 * 1024  # the store's own limit is lower; a bigger file is the full path's to refuse
 
 
@@ -43,16 +43,35 @@ class StepFacts(NamedTuple):
     reversible: bool
 
 
-class HookFacts(NamedTuple):
-    """The facts of one exact ledger text (see the module docstring)."""
+class HookFacts:
+    """The facts of one exact ledger text (see the module docstring). The target states are
+    decoded at their first use (`states`): most calls never need them, and at 100,000
+    targets they are most of the stored facts."""
 
-    key: str
-    states: dict[str, str]
-    step_list: tuple[StepFacts, ...]
-    paused: dict[str, Any] | None = None  # {"by": ..., "why": ...} when paused
-    unknown_commands: str = "allow"
-    session: dict[str, Any] | None = None  # the lease as the ledger holds it
-    redact: tuple[str, ...] = ()  # the ledger's own `redact:` patterns, for the journal
+    __slots__ = ("key", "step_list", "paused", "unknown_commands", "session", "redact", "_states", "_stored_states")
+
+    def __init__(self, key: str, step_list: tuple[StepFacts, ...], paused: dict[str, Any] | None,
+                 unknown_commands: str, session: dict[str, Any] | None, redact: tuple[str, ...], *,
+                 states: dict[str, str] | None = None, stored_states: bytes = b"") -> None:
+        self.key = key
+        self.step_list = step_list
+        self.paused = paused  # {"by": ..., "why": ...} when paused
+        self.unknown_commands = unknown_commands
+        self.session = session  # the lease as the ledger holds it
+        self.redact = redact  # the ledger's own `redact:` patterns, for the journal
+        self._states = states
+        self._stored_states = stored_states
+
+    @property
+    def states(self) -> dict[str, str]:
+        """Target name -> state. Stored ones that do not decode (the file is written whole and
+        private: only a broken disk or a forger makes that) raise ValueError: the call fails closed."""
+        if self._states is None:
+            states = json.loads(self._stored_states)
+            if not isinstance(states, dict):
+                raise ValueError("the hook's stored facts hold no target states")
+            self._states = states
+        return self._states
 
     @property
     def targets(self) -> dict[str, str]:
@@ -100,20 +119,23 @@ def load(ledger_path: str) -> HookFacts | None:
         return None
     try:
         with open(path, "rb") as fh:
-            doc = json.loads(fh.read())
+            head, _, states = fh.read().partition(b"\n")
+        doc = json.loads(head)
         if not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("path") != real or doc.get("key") != content:
             return None
-        return build(content, doc["facts"])
+        if not states.startswith(b"{") or not states.endswith(b"}\n"):
+            return None  # cut short
+        return build(content, doc["facts"], stored_states=states)
     except (OSError, ValueError, KeyError, TypeError):
         return None  # only a cache: a bad one costs the full read, never an answer
 
 
-def build(key: str, f: dict[str, Any]) -> HookFacts:
-    """HookFacts from their stored form (`of_ledger`)."""
+def build(key: str, f: dict[str, Any], *, stored_states: bytes = b"") -> HookFacts:
+    """HookFacts from their stored form (`of_ledger`), the states given or still stored."""
     steps = tuple(StepFacts(s["name"], tuple(s["run"]) if s["run"] is not None else None, s["from"], s["to"],
                             bool(s["reversible"])) for s in f["steps"])
-    return HookFacts(key, dict(f["states"]), steps, f["paused"], f["unknown_commands"], f["session"],
-                     tuple(str(p) for p in f["redact"]))
+    return HookFacts(key, steps, f["paused"], f["unknown_commands"], f["session"], tuple(str(p) for p in f["redact"]),
+                     states=f["states"] if "states" in f else None, stored_states=stored_states)
 
 
 def of_ledger(ledger: Any) -> dict[str, Any]:
@@ -152,8 +174,11 @@ def remember(ledger_path: str, content: str, ledger: Any) -> None:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         if not _private(os.path.dirname(path), stat.S_ISDIR) or (os.path.lexists(path) and not _private(path)):
             return  # someone else's folder or file: put nothing there
-        # The key first: `stored_key` reads only the head of the file.
-        body = json.dumps({"v": VERSION, "key": content, "path": real, "facts": of_ledger(ledger)}, ensure_ascii=False)
+        # The key first: `stored_key` reads only the head of the file. The states on the second line.
+        known = of_ledger(ledger)
+        states = known.pop("states")
+        body = (json.dumps({"v": VERSION, "key": content, "path": real, "facts": known}, ensure_ascii=False) + "\n"
+                + json.dumps(states, ensure_ascii=False) + "\n")
         atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
         os.chmod(path, 0o600)
     except (OSError, UnicodeError, ValueError, TypeError):

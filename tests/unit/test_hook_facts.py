@@ -88,12 +88,35 @@ def test_forged_or_foreign_facts_are_ignored(tmp_path, home):
     path.write_text(RUNBOOK_LEDGER)
     pre_tool(path)
     where = facts.facts_path(os.path.realpath(path))
-    good = json.loads(Path(where).read_text())
+    head, states = Path(where).read_text().split("\n", 1)
+    good = json.loads(head)
+    assert json.loads(states) == expected(path)["states"]
     for forged, mode in ((dict(good, path="/elsewhere/ledger.yaml"), 0o600), (dict(good, key="0" * 32), 0o600),
                          (dict(good, v=99), 0o600), (good, 0o666), ("not json", 0o600)):
-        Path(where).write_text(json.dumps(forged) if not isinstance(forged, str) else forged)
+        Path(where).write_text(json.dumps(forged) + "\n" + states if not isinstance(forged, str) else forged)
         os.chmod(where, mode)
         assert facts.load(str(path)) is None, forged if isinstance(forged, str) else mode
+    for cut in (states[:-1], states[:20], ""):  # states cut short (a foreign writer: ours are written whole)
+        Path(where).write_text(head + "\n" + cut)
+        assert facts.load(str(path)) is None, cut
+
+
+def test_target_states_are_decoded_only_for_a_command_with_a_steps_words(tmp_path, home):
+    """The states line is decoded only when a command has all of some step's words (then the
+    target names say whether it is that step's command for a target); if it does not decode
+    then, the call fails closed, never allows."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(RUNBOOK_LEDGER)
+    pre_tool(path)
+    where = facts.facts_path(os.path.realpath(path))
+    head, states = Path(where).read_text().split("\n", 1)
+    assert pre_tool(path, "echo sync db-2")[0] == "deny"  # the step's command, outside `handoff run`
+    Path(where).write_text(head + "\n" + "{" + "x" * len(states) + "}\n")  # braces kept, the rest garbled
+    got = facts.load(str(path))
+    assert got is not None
+    assert pre_tool(path, "grep -c lag /var/log/app.log")[0] == "none"  # no step's words: the states are not read
+    kind, reason = pre_tool(path, "echo sync db-2")
+    assert kind == "deny" and "could not check this against the ledger" in reason
 
 
 def test_loading_facts_imports_no_pydantic(tmp_path, home):
