@@ -478,8 +478,9 @@ def session_log_path(location: str) -> str:
     database ledger (no folder of its own), in the per-user state folder."""
     if not location.startswith(("postgresql://", "postgres://")):
         return os.path.realpath(location) + ".session.log"
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    folder = os.path.join(state, "handoff")
+    from engine.host.folders import state_dir
+
+    folder = state_dir()
     os.makedirs(folder, mode=0o700, exist_ok=True)
     name = urldefrag(location)[1] or "default"
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "ledger"

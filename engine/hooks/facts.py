@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from engine.host.digests import content_digest, sha256_hex
 from engine.host.files import read_capped
+from engine.host.folders import cache_dir
 
 VERSION = 3  # 2: the ledger's `redact:` patterns; 3: the states on a line of their own, read when asked for
 MAX_BYTES = 64 * 1024 * 1024  # the store's own limit is lower; a bigger file is the full path's to refuse
@@ -84,9 +85,8 @@ class HookFacts:
 
 def facts_path(real: str) -> str:
     """Where the facts of the ledger at real path `real` live."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     name = sha256_hex(real.encode("utf-8", "surrogateescape"))[:32] + ".hook.json"
-    return os.path.join(base, "handoff", name)
+    return os.path.join(cache_dir(), name)
 
 
 def _private(path: str, kind=stat.S_ISREG) -> bool:

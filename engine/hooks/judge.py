@@ -118,7 +118,8 @@ def judge_line(line: str, facts: Facts, *, runs: Callable[[list[Command]], Verdi
                                         "the hook cannot read it. Run the parts as plain commands"))
     wrote = writes.writes_ledger(parsed.commands, facts.ledger_real, facts.cwd)
     if wrote:
-        verdicts.append(Verdict("deny", f"{wrote}: the ledger and the files beside it are written only by the engine"))
+        verdicts.append(Verdict("deny", f"{wrote}: the ledger, the files beside it and the engine's per-user files are "
+                                        "written only by the engine"))
     for program, code in parsed.code:
         verdicts += _code(program, code, facts)
     handoff_run_found = runs(parsed.commands)
@@ -172,7 +173,7 @@ def _code(program: str, code: str, facts: Facts) -> list[Verdict]:
             why = people_reason(tokens[i + 1], tokens[i + 2:], facts.ledger_path)
             if why:
                 out.append(Verdict("deny", f"{program} code runs `handoff {tokens[i + 1]}`: {why}"))
-    if writes.code_writes_ledger(code, facts.ledger_real):
-        out.append(Verdict("deny", f"{program} code names {os.path.basename(facts.ledger_real)} and writes a file: "
-                                   "the ledger and the files beside it are written only by the engine"))
+    if writes.code_writes_protected(code, facts.ledger_real):
+        out.append(Verdict("deny", f"{program} code names {os.path.basename(facts.ledger_real)} or the engine's per-user "
+                                   "files and writes a file: they are written only by the engine"))
     return out

@@ -33,7 +33,7 @@ import os
 import sys
 from typing import Any
 
-from engine.hooks import commands, judge
+from engine.hooks import commands, judge, writes
 from engine.hooks.context import HookContext
 
 FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
@@ -65,6 +65,9 @@ def pre_tool_use(ctx: HookContext) -> dict[str, Any]:
     if tool in FILE_TOOLS:
         path = str(given.get(FILE_TOOLS[tool]) or "")
         if commands.protected(ledger_real, path, cwd):
+            if writes.engine_own(os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))):
+                return decision("deny", f"{path} is one of the engine's own files (its per-user cache or state): "
+                                        "only the engine writes them")
             return decision("deny", f"{path} is the ledger (or the engine's file beside it): never edit it directly. "
                                     f"Use the engine, which keeps the journal and the guard: {ENGINE_COMMANDS}")
     if tool == "Bash":

@@ -1,7 +1,9 @@
 """Does a command write the ledger or a file beside it? Every common spelling of it.
 
 Only the engine writes the ledger and its sidecars (`L.*` beside it: the journal, the
-lock, the last-write record, the heartbeat). A command writes one when it redirects
+lock, the last-write record, the heartbeat), and its own per-user files
+(engine.host.folders: the hook's facts, the parse cache, the high-water marks, session
+nonces: forged facts would blind the hook, a removed mark the rollback witness). A command writes one when it redirects
 output onto it, edits it in place (`sed -i`/`-Ei`/`-i.bak`/`--in-place=.bak`/`-ni`,
 `perl -pi`, `awk -i inplace`, `yq -i`, an editor), copies, moves or links onto it (`cp`,
 `mv`, `install`, `rsync`, `ln -sf X L`, a destination folder that holds it), removes,
@@ -12,11 +14,13 @@ is refused). Reading is not writing: `cat L`, `cp L /tmp/copy`, `grep x L` pass 
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
 
 from engine.hooks.shell import Command
+from engine.host.folders import engine_dirs
 
 # Any argument naming the ledger means a change.
 CHANGERS = {"tee", "rm", "unlink", "shred", "truncate", "touch", "chmod", "chown", "chgrp", "chattr", "setfacl",
@@ -40,14 +44,28 @@ CODE_WRITES = re.compile(r"""open\s*\([^,()]*,\s*(?:mode\s*=\s*)?['"][rbtU]*[wax
 
 
 def protected(ledger_real: str, path: str, cwd: str) -> bool:
-    """Is `path` (as a command names it, from `cwd`) the ledger or a file beside it that is the engine's?"""
+    """Is `path` (as a command names it, from `cwd`) the ledger, a file beside it that is the
+    engine's, or in one of the engine's per-user folders?"""
     if not path or path.startswith("-"):
         return False
     full = os.path.join(cwd, os.path.expanduser(path))
     if any(ch in path for ch in "*?["):  # a glob names whatever it matches now
         return any(protected(ledger_real, match, cwd) for match in glob.glob(full))
     real = os.path.realpath(full)
-    return real == ledger_real or real.startswith(ledger_real + ".")
+    return real == ledger_real or real.startswith(ledger_real + ".") or engine_own(real)
+
+
+def engine_own(real: str) -> bool:
+    """Is the real path `real` in one of the engine's per-user folders (engine.host.folders)?"""
+    return any(real == d or real.startswith(d + os.sep)
+               for d in _engine_dirs(os.environ.get("XDG_CACHE_HOME"), os.environ.get("XDG_STATE_HOME"),
+                                     os.environ.get("HOME")))
+
+
+@functools.lru_cache(maxsize=4)
+def _engine_dirs(*environment: str | None) -> tuple[str, ...]:
+    """engine_dirs() for the environment its arguments key (each path is resolved once a call, not once a word)."""
+    return engine_dirs()
 
 
 def writes_ledger(commands: list[Command], ledger_real: str, cwd: str) -> str | None:
@@ -188,7 +206,8 @@ def _git_subcommand(args: list[str]) -> str:
     return ""
 
 
-def code_writes_ledger(code: str, ledger_real: str) -> bool:
-    """Does interpreter code name the ledger (or a sidecar) and write a file?"""
-    name = os.path.basename(ledger_real)
-    return name in code and bool(CODE_WRITES.search(code))
+def code_writes_protected(code: str, ledger_real: str) -> bool:
+    """Does interpreter code name the ledger (or a sidecar), or one of the engine's per-user
+    folders (by its last two parts: `.cache/handoff`, `state/handoff`), and write a file?"""
+    names = [os.path.basename(ledger_real)] + [os.path.join(*d.split(os.sep)[-2:]) for d in engine_dirs()]
+    return any(name in code for name in names) and bool(CODE_WRITES.search(code))

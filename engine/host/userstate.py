@@ -6,21 +6,20 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from engine.errors import HandoffError
 from engine.host.flock import flock_holder, take_within
+from engine.host.folders import tui_state_dir
 from engine.store.atomic import atomic_write
 
 USER_STATE_WAIT = 2.0  # seconds a save waits for another save of the same user (each holds the lock for milliseconds)
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "handoff-tui"
+    return Path(tui_state_dir())
 
 
 def _file(key: str) -> Path:

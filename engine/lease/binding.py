@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 
 from engine.host.digests import sha256_hex
+from engine.host.folders import state_dir
 
 
 def _sessions_dir() -> str:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "handoff", "sessions")
+    return os.path.join(state_dir(), "sessions")
 
 
 def _nonce_path(session_id: str) -> str:

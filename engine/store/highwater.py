@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.host.folders import state_dir
 from engine.store.atomic import atomic_write
 
 if TYPE_CHECKING:  # annotations only: the store loads the model where it needs it
@@ -36,8 +37,7 @@ if TYPE_CHECKING:  # annotations only: the store loads the model where it needs 
 
 def mark_dir() -> Path:
     """The folder of the marks (private to this user)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "handoff" / "highwater"
+    return Path(state_dir()) / "highwater"
 
 
 def identity(ledger, where: str) -> str:

@@ -19,14 +19,10 @@ import os
 import stat
 from collections.abc import Callable
 
+from engine.host.folders import cache_dir
 from engine.store.atomic import atomic_write, file_identity
 
 VERSION = 2
-
-
-def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "handoff")
 
 
 def cache_path(real: str) -> str:

@@ -4,6 +4,9 @@ code; each denied, and the ledger on disk byte-identical afterwards."""
 
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
 from test_hook_spellings import ask, ledgers, unchanged  # noqa: F401 - fixtures shared with the spellings
 
@@ -106,3 +109,30 @@ def test_a_cd_on_the_line_is_followed(ledgers) -> None:  # noqa: F811
     assert ask(ledger, "sed -i s/a/b/ ledger.yaml", cwd=above)[0] == "none"
     kind, reason = ask(ledger, f"cd {ledger.parent.name}; handoff run ledger.yaml db-18 cutover", cwd=above)
     assert kind == "deny" and "the guard refuses cutover on db-18" in reason
+
+
+def test_the_engines_per_user_files_are_written_by_the_engine_alone(ledgers, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """The hook's facts, the parse cache, the high-water marks and session nonces live in the
+    engine's per-user folders (engine.host.folders): forged facts would blind the hook and a
+    removed mark the rollback witness, so writing there is denied in the usual spellings;
+    reading there, and writing beside them, pass."""
+    from engine.hooks.protocol import run
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    facts = tmp_path / "cache" / "handoff" / "0123.hook.json"
+    mark = tmp_path / "state" / "handoff" / "highwater" / "m.json"
+    ledger = ledgers["allow"]
+    for line in (f"echo '{{}}' > {facts}", f"cp /tmp/forged.json {facts}", f"rm -f {mark}", f"sed -i s/9/1/ {mark}",
+                 f"tee {tmp_path}/state/handoff-tui/x.json < /tmp/x",
+                 f"python3 -c \"open('{facts}', 'w').write('{{}}')\""):
+        kind, reason = ask(ledger, line)
+        assert kind == "deny" and ENGINE_ONLY in reason, (line, reason)
+    for line in (f"cat {facts}", f"ls {tmp_path}/state/handoff", f"echo x > {tmp_path}/cache/other.txt"):
+        assert ask(ledger, line)[0] == "none", line
+    data = {"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": str(ledger.parent),
+            "tool_input": {"file_path": str(facts), "content": "{}"}}
+    out = io.StringIO()
+    assert run("pre-tool-use", str(ledger), io.StringIO(json.dumps(data)), out) == 0
+    answer = json.loads(out.getvalue())["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny" and "the engine's own files" in answer["permissionDecisionReason"]
