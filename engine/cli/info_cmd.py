@@ -4,7 +4,8 @@
 
 The version and the Python it runs on; where the package and its bundled ledgers
 (examples, `init` templates, the demo) are installed; the per-user folders it writes
-(the parse cache under XDG_CACHE_HOME, the TUI's state under XDG_STATE_HOME); that there
+(engine.host.folders: the parse cache and the hook's facts under XDG_CACHE_HOME, the marks and the
+TUI's state under XDG_STATE_HOME); that there
 is no config file (settings are flags, the ledger, and HANDOFF_* environment variables,
 of which those set now are listed). Beside a ledger it writes only its own sidecars.
 """
@@ -27,8 +28,7 @@ def facts() -> dict:
     """What `handoff info` prints, as data."""
     import engine
     from engine.bundled import LEDGERS
-    from engine.host.userstate import state_dir
-    from engine.store.parse_cache import cache_dir
+    from engine.host.folders import cache_dir, state_dir, tui_state_dir
     from engine.version import version
 
     return {
@@ -38,7 +38,8 @@ def facts() -> dict:
         "ledgers": str(LEDGERS),
         "templates": str(LEDGERS / "templates"),
         "cache": cache_dir(),
-        "state": str(state_dir()),
+        "state": tui_state_dir(),
+        "engine_state": state_dir(),
         "config": None,
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HANDOFF_")},
     }
@@ -60,6 +61,7 @@ def cmd_info(args) -> int:
         f"templates: {data['templates']} (`handoff init --list`)",
         f"cache:     {data['cache']} (parsed ledgers; safe to delete; $XDG_CACHE_HOME)",
         f"state:     {data['state']} (the TUI's per-user state; $XDG_STATE_HOME)",
+        f"marks:     {data['engine_state']} (rollback witnesses, Claude Code session nonces: keep them; $XDG_STATE_HOME)",
         "config:    none: settings are flags, the ledger, and HANDOFF_* environment variables",
     ]
     lines += [f"  {k}={v}" for k, v in data["environment"].items()]

@@ -55,9 +55,11 @@ def test_info_says_where_everything_lives(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert f"cache:     {tmp_path / 'c' / 'handoff'}" in result.stdout
     assert f"state:     {tmp_path / 's' / 'handoff-tui'}" in result.stdout
+    assert f"marks:     {tmp_path / 's' / 'handoff'} (" in result.stdout
     assert "config:    none" in result.stdout and "HANDOFF_LOCK_TIMEOUT=7" in result.stdout
     data = json.loads(handoff("info", "--json", env=env).stdout)
     assert data["version"] == version() and Path(data["templates"], "k8s-rollout.yaml").is_file()
+    assert data["engine_state"] == str(tmp_path / "s" / "handoff")
 
 
 def test_read_commands_speak_json_and_status_names_its_version(fleet: Path) -> None:
