@@ -237,4 +237,6 @@ def forget_marks() -> None:
     state = os.environ.get("XDG_STATE_HOME", "")
     if not state.startswith(tempfile.gettempdir()):
         raise SystemExit("bench: XDG_STATE_HOME must be the bench's own temp folder before marks are forgotten")
-    shutil.rmtree(os.path.join(state, "handoff", "highwater"), ignore_errors=True)
+    from engine.store.highwater import mark_dir
+
+    shutil.rmtree(mark_dir(), ignore_errors=True)

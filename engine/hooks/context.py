@@ -9,7 +9,9 @@ nobody else took it meanwhile.
 A hook runs on every tool call, so a call pays only for what it uses: for a ledger
 file whose exact bytes have stored facts (engine.hooks.facts), the call reads those
 and never imports pydantic, the store or the model; the whole validated ledger
-(`ledger`), the store and the journal (`writer`) are opened at their first use. With no
+(`ledger`), the store and the journal (`writer`) are opened at their first use, and a
+journal record alone (post-tool-use) goes through `journal`, opened beside the ledger
+with the `redact:` patterns of the facts, without the store. With no
 facts for the current bytes (a hand edit, a first call, a database ledger) the ledger
 is read in full at once, as before: a bad ledger fails the call closed here.
 """
@@ -103,13 +105,19 @@ class HookContext:
 
     @property
     def facts(self) -> HookFacts:
-        """States, steps, pause, agent policy and lease of the ledger as it is now: from the
+        """States, steps, pause, agent policy, lease and `redact:` patterns of the ledger as it is now: from the
         per-user cache when they were made from these very bytes, else from the whole read."""
         if self._facts is None and self._is_file():
             self._facts = facts.load(self.ledger_path)
         if self._facts is None:
             self._facts = facts.build(self._read_digest, facts.of_ledger(self.ledger))
         return self._facts
+
+    def drop_facts(self) -> None:
+        """The stored facts proved bad (their target states do not decode): forget them; the
+        whole read that `facts` then makes stores new ones."""
+        facts.forget(self.ledger_path)
+        self._facts = None
 
     def _is_file(self) -> bool:
         return not self.ledger_path.startswith(("postgresql://", "postgres://"))

@@ -66,7 +66,8 @@ class HookFacts:
     @property
     def states(self) -> dict[str, str]:
         """Target name -> state. Stored ones that do not decode (the file is written whole and
-        private: only a broken disk or a forger makes that) raise ValueError: the call fails closed."""
+        private: only a broken disk or a forger makes that) raise ValueError; the caller then
+        forgets these facts and reads the ledger itself (HookContext.drop_facts)."""
         if self._states is None:
             states = json.loads(self._stored_states)
             if not isinstance(states, dict):
@@ -150,6 +151,14 @@ def of_ledger(ledger: Any) -> dict[str, Any]:
         "session": ledger.session.model_dump(mode="json") if ledger.session is not None else None,
         "redact": list(ledger.redact),
     }
+
+
+def forget(ledger_path: str) -> None:
+    """Remove the stored facts of the ledger at `ledger_path` (they proved bad)."""
+    try:
+        os.unlink(facts_path(os.path.realpath(ledger_path)))
+    except OSError:
+        pass  # gone already, or never there
 
 
 def stored_key(ledger_path: str) -> str | None:

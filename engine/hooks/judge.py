@@ -91,7 +91,7 @@ def note_reason(args: list[str], ledger: str) -> str | None:
 
 def names_ledger(path: str, command: Command, facts: Facts) -> bool:
     """Does `path`, as `command` names it (after the line's `cd`s, or before them), mean this ledger?"""
-    return any(writes.protected(facts.ledger_real, path, place) for place in {facts.cwd, command.cwd or facts.cwd})
+    return any(writes.is_ledger(facts.ledger_real, path, place) for place in {facts.cwd, command.cwd or facts.cwd})
 
 
 def _handoff(args: list[str], facts: Facts) -> Verdict:

@@ -2,7 +2,8 @@
 
 It runs after every tool call, so it pays only for the record: the lease's heartbeat
 and the journal's append, with the redaction patterns of the hook's facts
-(engine.hooks.context), and never the model or the store while those facts stand.
+(engine.hooks.context). While those facts stand and this session holds the lease, it
+never loads the model or the store.
 """
 
 from __future__ import annotations

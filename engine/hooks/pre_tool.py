@@ -87,7 +87,11 @@ def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, 
         return _handoff_run(ctx, found) if found else None
 
     def raw(command: commands.Command) -> str | None:
-        hit = commands.raw_step([command], ctx.facts, ctx.ledger_dir, sys.executable)
+        try:
+            hit = commands.raw_step([command], ctx.facts, ctx.ledger_dir, sys.executable)
+        except ValueError:  # stored target states that do not decode: the ledger itself, which stores them again
+            ctx.drop_facts()
+            hit = commands.raw_step([command], ctx.facts, ctx.ledger_dir, sys.executable)
         if hit is None:
             return None
         step, target = hit

@@ -1,4 +1,4 @@
-"""Does a command write the ledger or a file beside it? Every common spelling of it.
+"""Does a command write the ledger, a file beside it, or the engine's per-user files? Every common spelling of it.
 
 Only the engine writes the ledger and its sidecars (`L.*` beside it: the journal, the
 lock, the last-write record, the heartbeat), and its own per-user files
@@ -46,13 +46,22 @@ CODE_WRITES = re.compile(r"""open\s*\([^,()]*,\s*(?:mode\s*=\s*)?['"][rbtU]*[wax
 def protected(ledger_real: str, path: str, cwd: str) -> bool:
     """Is `path` (as a command names it, from `cwd`) the ledger, a file beside it that is the
     engine's, or in one of the engine's per-user folders?"""
+    return _names(ledger_real, path, cwd, own=True)
+
+
+def is_ledger(ledger_real: str, path: str, cwd: str) -> bool:
+    """Is `path` (from `cwd`) the ledger or one of its sidecars (what `handoff run PATH` drives)?"""
+    return _names(ledger_real, path, cwd, own=False)
+
+
+def _names(ledger_real: str, path: str, cwd: str, *, own: bool) -> bool:
     if not path or path.startswith("-"):
         return False
     full = os.path.join(cwd, os.path.expanduser(path))
     if any(ch in path for ch in "*?["):  # a glob names whatever it matches now
-        return any(protected(ledger_real, match, cwd) for match in glob.glob(full))
+        return any(_names(ledger_real, match, cwd, own=own) for match in glob.glob(full))
     real = os.path.realpath(full)
-    return real == ledger_real or real.startswith(ledger_real + ".") or engine_own(real)
+    return real == ledger_real or real.startswith(ledger_real + ".") or (own and engine_own(real))
 
 
 def engine_own(real: str) -> bool:
@@ -60,6 +69,15 @@ def engine_own(real: str) -> bool:
     return any(real == d or real.startswith(d + os.sep)
                for d in _engine_dirs(os.environ.get("XDG_CACHE_HOME"), os.environ.get("XDG_STATE_HOME"),
                                      os.environ.get("HOME")))
+
+
+def holds_engine_dir(path: str, cwd: str) -> bool:
+    """Is `path` (from `cwd`) a folder that holds one of the engine's per-user folders (`~/.cache`, `~`)?"""
+    if not path or path.startswith("-"):
+        return False
+    real = os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
+    return any(d.startswith(real.rstrip(os.sep) + os.sep) for d in _engine_dirs(
+        os.environ.get("XDG_CACHE_HOME"), os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME")))
 
 
 @functools.lru_cache(maxsize=4)
@@ -97,6 +115,11 @@ def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
         onto = [p for place in places for p in _copy_destinations(program, args, place, ledger_real)]
         if any(hit(p) for p in onto):
             return f"`{program}` would change {next(p for p in onto if hit(p))}"
+    # `rm -rf ~/.local/state`, `mv ~/.cache x`, `rsync --delete src/ ~/.cache/`: the engine's folders go with it.
+    if program in CHANGERS or (program == "rsync" and any(a.startswith("--del") for a in args)):
+        holder = next((a for a in args for place in places if holds_engine_dir(a, place)), None)
+        if holder is not None:
+            return f"`{program}` would change {holder}, which holds the engine's per-user files"
     if not named:
         return None
     if program in CHANGERS:
@@ -208,6 +231,8 @@ def _git_subcommand(args: list[str]) -> str:
 
 def code_writes_protected(code: str, ledger_real: str) -> bool:
     """Does interpreter code name the ledger (or a sidecar), or one of the engine's per-user
-    folders (by its last two parts: `.cache/handoff`, `state/handoff`), and write a file?"""
-    names = [os.path.basename(ledger_real)] + [os.path.join(*d.split(os.sep)[-2:]) for d in engine_dirs()]
-    return any(name in code for name in names) and bool(CODE_WRITES.search(code))
+    folders (by its last two parts: `.cache/handoff`, `state/handoff`, `state/handoff-tui`;
+    the whole path if it has fewer), and write a file? A heuristic, as for the ledger: code
+    that builds the path in pieces is out of its sight (the hook is a net, not the lock)."""
+    tails = [d if d.count(os.sep) < 2 else os.path.join(*d.split(os.sep)[-2:]) for d in engine_dirs()]
+    return any(name in code for name in [os.path.basename(ledger_real), *tails]) and bool(CODE_WRITES.search(code))

@@ -18,13 +18,9 @@ from engine.store.atomic import atomic_write
 USER_STATE_WAIT = 2.0  # seconds a save waits for another save of the same user (each holds the lock for milliseconds)
 
 
-def state_dir() -> Path:
-    return Path(tui_state_dir())
-
-
 def _file(key: str) -> Path:
     name = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
-    return state_dir() / f"{name}.json"
+    return Path(tui_state_dir()) / f"{name}.json"
 
 
 def load_user_state(key: str) -> dict[str, Any]:

@@ -55,8 +55,8 @@ def ledger_dir(location: str) -> str:
 
 
 class Writer(NamedTuple):
-    """What a session needs to drive a ledger (a NamedTuple: this module is on the Claude Code
-    hook's path, which never imports dataclasses; see engine.hooks.facts)."""
+    """What a session needs to drive a ledger (a NamedTuple: this module is on the path of a
+    Claude Code hook call that allows a command, which imports no dataclasses; see engine.hooks.facts)."""
 
     location: str
     store: Store

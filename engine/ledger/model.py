@@ -24,8 +24,9 @@ from engine.audit.redact import BadPattern, check_patterns
 # reading the metadata of every installed distribution: 9 ms of every process that reads a
 # ledger (101 distributions in the test venv), more with a bigger one. The ledger's classes are
 # built with that search off, by pydantic's documented switch, set only while this module builds
-# them and put back at its end: a child process never sees it, and nothing instruments the
-# validation of a ledger. tests/unit/test_lazy_imports.py checks both.
+# them and put back at its end, so the processes the engine starts later never see it (it is
+# imported before any is started; an import that fails part-way ends the program), and nothing
+# instruments the validation of a ledger. tests/unit/test_lazy_imports.py checks both.
 _PLUGINS_SWITCH = "PYDANTIC_DISABLE_PLUGINS"
 _plugins_before = os.environ.get(_PLUGINS_SWITCH)
 os.environ[_PLUGINS_SWITCH] = "__all__"

@@ -128,8 +128,16 @@ def test_the_engines_per_user_files_are_written_by_the_engine_alone(ledgers, tmp
                  f"python3 -c \"open('{facts}', 'w').write('{{}}')\""):
         kind, reason = ask(ledger, line)
         assert kind == "deny" and ENGINE_ONLY in reason, (line, reason)
-    for line in (f"cat {facts}", f"ls {tmp_path}/state/handoff", f"echo x > {tmp_path}/cache/other.txt"):
+    for line in (f"rm -rf {tmp_path}/state", f"mv {tmp_path}/cache /tmp/elsewhere", f"cd {tmp_path} && rm -rf cache",
+                 f"rsync -a --delete /tmp/empty/ {tmp_path}/state/"):  # a folder that holds them
+        kind, reason = ask(ledger, line)
+        assert kind == "deny" and "holds the engine's per-user files" in reason, (line, reason)
+    for line in (f"cat {facts}", f"ls {tmp_path}/state/handoff", f"echo x > {tmp_path}/cache/other.txt",
+                 f"cp /tmp/x {tmp_path}/cache/", f"rm -rf {tmp_path}/cache/other", f"rsync -a /tmp/x/ {tmp_path}/state/"):
         assert ask(ledger, line)[0] == "none", line
+    # `handoff run` of a path there is not a run of this ledger (only the ledger and its sidecars are)
+    assert ask(ledger, f"handoff run {facts} db-18 cutover") == ("none", "")
+    assert "the guard refuses cutover on db-18" in ask(ledger, f"handoff run {ledger} db-18 cutover")[1]
     data = {"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": str(ledger.parent),
             "tool_input": {"file_path": str(facts), "content": "{}"}}
     out = io.StringIO()
