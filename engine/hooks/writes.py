@@ -116,8 +116,10 @@ def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
         if any(hit(p) for p in onto):
             return f"`{program}` would change {next(p for p in onto if hit(p))}"
     # `rm -rf ~/.local/state`, `mv ~/.cache x`, `rsync --delete src/ ~/.cache/`: the engine's folders go with it.
+    # (`mv x ~`, `ln -s x ~/` write into the folder, not over it: their destination is judged above.)
     if program in CHANGERS or (program == "rsync" and any(a.startswith("--del") for a in args)):
-        holder = next((a for a in args for place in places if holds_engine_dir(a, place)), None)
+        moved = args[:-1] if program in ("mv", "ln") else args
+        holder = next((a for a in moved for place in places if holds_engine_dir(a, place)), None)
         if holder is not None:
             return f"`{program}` would change {holder}, which holds the engine's per-user files"
     if not named:

@@ -133,7 +133,8 @@ def test_the_engines_per_user_files_are_written_by_the_engine_alone(ledgers, tmp
         kind, reason = ask(ledger, line)
         assert kind == "deny" and "holds the engine's per-user files" in reason, (line, reason)
     for line in (f"cat {facts}", f"ls {tmp_path}/state/handoff", f"echo x > {tmp_path}/cache/other.txt",
-                 f"cp /tmp/x {tmp_path}/cache/", f"rm -rf {tmp_path}/cache/other", f"rsync -a /tmp/x/ {tmp_path}/state/"):
+                 f"cp /tmp/x {tmp_path}/cache/", f"rm -rf {tmp_path}/cache/other", f"rsync -a /tmp/x/ {tmp_path}/state/",
+                 f"mv /tmp/x {tmp_path}/state", f"mv /tmp/x {tmp_path}/"):
         assert ask(ledger, line)[0] == "none", line
     # `handoff run` of a path there is not a run of this ledger (only the ledger and its sidecars are)
     assert ask(ledger, f"handoff run {facts} db-18 cutover") == ("none", "")
