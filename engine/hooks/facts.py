@@ -24,9 +24,9 @@ import re
 import stat
 from typing import Any, NamedTuple
 
-from engine.host.digests import content_digest, sha256_hex
+from engine.host.digests import content_digest
 from engine.host.files import read_capped
-from engine.host.folders import cache_dir
+from engine.host.folders import cache_file, private
 
 VERSION = 3  # 2: the ledger's `redact:` patterns; 3: the states on a line of their own, read when asked for
 MAX_BYTES = 64 * 1024 * 1024  # the store's own limit is lower; a bigger file is the full path's to refuse
@@ -86,16 +86,7 @@ class HookFacts:
 
 def facts_path(real: str) -> str:
     """Where the facts of the ledger at real path `real` live."""
-    name = sha256_hex(real.encode("utf-8", "surrogateescape"))[:32] + ".hook.json"
-    return os.path.join(cache_dir(), name)
-
-
-def _private(path: str, kind=stat.S_ISREG) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return cache_file(real, ".hook.json")
 
 
 def read_key(ledger_path: str) -> tuple[str, str] | None:
@@ -116,7 +107,7 @@ def load(ledger_path: str) -> HookFacts | None:
         return None
     real, content = key
     path = facts_path(real)
-    if not _private(path) or not _private(os.path.dirname(path), stat.S_ISDIR):
+    if not private(path) or not private(os.path.dirname(path), stat.S_ISDIR):
         return None
     try:
         with open(path, "rb") as fh:
@@ -181,7 +172,7 @@ def remember(ledger_path: str, content: str, ledger: Any) -> None:
     path = facts_path(real)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        if not _private(os.path.dirname(path), stat.S_ISDIR) or (os.path.lexists(path) and not _private(path)):
+        if not private(os.path.dirname(path), stat.S_ISDIR) or (os.path.lexists(path) and not private(path)):
             return  # someone else's folder or file: put nothing there
         # The key first: `stored_key` reads only the head of the file. The states on the second line.
         known = of_ledger(ledger)

@@ -66,9 +66,7 @@ def _names(ledger_real: str, path: str, cwd: str, *, own: bool) -> bool:
 
 def engine_own(real: str) -> bool:
     """Is the real path `real` in one of the engine's per-user folders (engine.host.folders)?"""
-    return any(real == d or real.startswith(d + os.sep)
-               for d in _engine_dirs(os.environ.get("XDG_CACHE_HOME"), os.environ.get("XDG_STATE_HOME"),
-                                     os.environ.get("HOME")))
+    return any(real == d or real.startswith(d + os.sep) for d in _own_dirs())
 
 
 def holds_engine_dir(path: str, cwd: str) -> bool:
@@ -76,13 +74,16 @@ def holds_engine_dir(path: str, cwd: str) -> bool:
     if not path or path.startswith("-"):
         return False
     real = os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
-    return any(d.startswith(real.rstrip(os.sep) + os.sep) for d in _engine_dirs(
-        os.environ.get("XDG_CACHE_HOME"), os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME")))
+    return any(d.startswith(real.rstrip(os.sep) + os.sep) for d in _own_dirs())
+
+
+def _own_dirs() -> tuple[str, ...]:
+    """engine_dirs(), resolved once for each environment that names them, not once a word."""
+    return _resolved(os.environ.get("XDG_CACHE_HOME"), os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
 
 
 @functools.lru_cache(maxsize=4)
-def _engine_dirs(*environment: str | None) -> tuple[str, ...]:
-    """engine_dirs() for the environment its arguments key (each path is resolved once a call, not once a word)."""
+def _resolved(*environment: str | None) -> tuple[str, ...]:
     return engine_dirs()
 
 

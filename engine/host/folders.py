@@ -15,6 +15,9 @@ ledger (engine.hooks.writes), since forged facts or marks would blind a fence.
 from __future__ import annotations
 
 import os
+import stat
+
+from engine.host.digests import sha256_hex
 
 
 def _base(variable: str, *default: str) -> str:
@@ -31,6 +34,22 @@ def state_dir() -> str:
 
 def tui_state_dir() -> str:
     return os.path.join(_base("XDG_STATE_HOME", ".local", "state"), "handoff-tui")
+
+
+def cache_file(real: str, suffix: str) -> str:
+    """The cache file of the ledger at real path `real` (named by the hash of that path):
+    `.json` for the parse cache, `.hook.json` for the hook's facts."""
+    return os.path.join(cache_dir(), sha256_hex(real.encode("utf-8", "surrogateescape"))[:32] + suffix)
+
+
+def private(path: str, kind=stat.S_ISREG) -> bool:
+    """Is `path` (not followed) a file (or with `kind`, a folder) of this user that nobody else
+    may read or write? What a cache must be before it is trusted or written into."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def engine_dirs() -> tuple[str, ...]:

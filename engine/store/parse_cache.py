@@ -13,13 +13,12 @@ It is only a shortcut to what the file itself says:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 from collections.abc import Callable
 
-from engine.host.folders import cache_dir
+from engine.host.folders import cache_dir, cache_file, private
 from engine.store.atomic import atomic_write, file_identity
 
 VERSION = 2
@@ -27,22 +26,13 @@ VERSION = 2
 
 def cache_path(real: str) -> str:
     """Where the cache of the ledger at real path `real` lives."""
-    return os.path.join(cache_dir(), hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
-
-
-def _private(path: str, kind=stat.S_ISREG) -> bool:
-    """Only a file (or, with kind=stat.S_ISDIR, a folder) owned by us and private to us is trusted."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return cache_file(real, ".json")
 
 
 def load(real: str) -> dict[str, tuple[str, dict]]:
     """target text -> (name, data) from the cache of `real`; {} when there is none to trust."""
     path = cache_path(real)
-    if not _private(path) or not _private(os.path.dirname(path), stat.S_ISDIR):
+    if not private(path) or not private(os.path.dirname(path), stat.S_ISDIR):
         return {}
     try:
         with open(path, "rb") as fh:
@@ -140,11 +130,11 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
     folder = cache_dir()
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        if not _private(folder, stat.S_ISDIR):
+        if not private(folder, stat.S_ISDIR):
             return  # someone else's folder, or readable by others: do not put anything there
         entries = {text: [name, targets[name]] for name, text in lines.items() if name in targets and name not in skip}
         body = json.dumps({"v": VERSION, "path": real, "targets": entries}, ensure_ascii=False, separators=(",", ":"))
-        if os.path.lexists(path) and not _private(path):
+        if os.path.lexists(path) and not private(path):
             return
         atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
         os.chmod(path, 0o600)
