@@ -23,12 +23,12 @@ rebuilt ledger is as tamper-evident as the rest of the journal.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
 from engine.audit.journal import Journal
+from engine.codec.jsontext import plain
 from engine.errors import HandoffError
 
 KIND = "ledger_write"
@@ -63,11 +63,11 @@ def fields(before: dict[str, Any], after: dict[str, Any], names: Iterable[str] |
     None (the journal has no copy of where this write started), else what changed (only
     the targets in `names` can have; all when None)."""
     if base is None:
-        return {"full": _plain(after)}
+        return {"full": plain(after)}
     out: dict[str, Any] = {"base": base}
     top = {k: v for k, v in after.items() if k != "targets" and (k not in before or before[k] != v)}
     if top:
-        out["set"] = _plain(top)
+        out["set"] = plain(top)
     gone = [k for k in before if k != "targets" and k not in after]
     if gone:
         out["unset"] = gone
@@ -77,16 +77,11 @@ def fields(before: dict[str, Any], after: dict[str, Any], names: Iterable[str] |
     walk_new, walk_old = (look, look) if len(look) == 1 else (new, old)
     targets = {n: new[n] for n in walk_new if n in look and n in new and (n not in old or old[n] != new[n])}
     if targets:
-        out["targets"] = _plain(targets)
+        out["targets"] = plain(targets)
     removed = [n for n in walk_old if n in look and n in old and n not in new]
     if removed:
         out["removed"] = removed
     return out
-
-
-def _plain(value: Any) -> Any:
-    """JSON's own types: a value YAML gave as something else (a date a person typed) is its text."""
-    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def record(journal, ledger, before: dict[str, Any], after: dict[str, Any], names: Iterable[str] | None,
