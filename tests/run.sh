@@ -87,13 +87,11 @@ export COLUMNS=120 LINES=40 TERM=xterm-256color
 unset NO_COLOR || true
 # In parallel (pytest-xdist): tests that share a server or a file outside their tmp_path
 # carry an xdist group (tests/conftest.py) and run one after another on one worker.
-# Three workers per core (at most 8): much of the tests' time is waiting on servers, timers and
-# the processes they start. With two per core the four workers on this 2-core machine were all
-# busy to the end of the run but used 163% of its 200% CPU; with three, the same suite took
-# 423-427 s where it took 454-459 s (bench/README.md, 2026-12-06). HANDOFF_TEST_WORKERS=N sets
-# the number; 0 runs everything in this process, one test at a time.
+# Two workers per core (at most 8): about half of the tests' time is waiting on servers, timers
+# and the processes they start. HANDOFF_TEST_WORKERS=N sets the number; 0 runs everything in
+# this process, one test at a time.
 cores=$(nproc 2>/dev/null || echo 1)
-workers=${HANDOFF_TEST_WORKERS:-$(( cores * 3 > 8 ? 8 : cores * 3 ))}
+workers=${HANDOFF_TEST_WORKERS:-$(( cores * 2 > 8 ? 8 : cores * 2 ))}
 if [ "$workers" = "0" ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
