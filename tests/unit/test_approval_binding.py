@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import termios
@@ -112,6 +113,12 @@ def _approve_on_a_terminal(ledger: Path, *extra: str, typed: bytes | None) -> tu
     def controlling_terminal() -> None:  # like a login shell: the pty is the child's terminal (Ctrl-C is SIGINT)
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # A shell's foreground command gets Ctrl-C and Ctrl-\ at their defaults, whatever the shell was given. The suite
+        # may itself run with them ignored (a background job of a non-interactive shell: `sh -c 'tests/run.sh &'`),
+        # and an ignored signal stays ignored in every child: Python then never turns Ctrl-C into KeyboardInterrupt,
+        # and the prompt waited for ever on the ^C typed into it.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
     proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "approve", str(ledger), "db-1", "--as", "alice", *extra],
                             stdin=slave, stdout=slave, stderr=slave, env=cli_env(), cwd=str(ROOT), close_fds=True,
@@ -135,9 +142,29 @@ def _approve_on_a_terminal(ledger: Path, *extra: str, typed: bytes | None) -> tu
             sent = True
         if proc.poll() is not None and not ready:
             break
-    proc.wait(60)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:  # say where it hangs: what the terminal showed, and the process's own state
+        state = _proc_state(proc.pid)
+        proc.kill()
+        proc.wait()
+        os.close(master)
+        raise AssertionError(f"`handoff approve` did not end ({'typed ' + repr(typed) if sent else 'nothing typed'}); "
+                             f"{state}; the terminal showed: {out.decode('utf-8', 'replace')!r}") from None
     os.close(master)
     return proc.returncode, out.decode("utf-8", "replace")
+
+
+def _proc_state(pid: int) -> str:
+    """A live process's state, kernel wait channel and signal masks (/proc), for a failure message."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            rows = [line.strip() for line in fh if line.startswith(("State", "SigBlk", "SigIgn", "SigCgt", "Threads"))]
+        with open(f"/proc/{pid}/wchan", encoding="ascii") as fh:
+            rows.append(f"wchan: {fh.read()}")
+    except OSError as err:
+        rows = [f"/proc/{pid}: {err}"]
+    return ", ".join(rows)
 
 
 def test_on_a_terminal_approve_shows_the_command_and_asks_for_the_name(ledger: Path) -> None:
