@@ -214,8 +214,8 @@ def test_a_stale_unused_approval_is_replaced_not_a_dead_end(ledger: Path) -> Non
 def test_an_irreversible_step_with_until_or_retries_never_runs(ledger: Path, tmp_path: Path) -> None:
     """`until` or `retries` on an irreversible step: the guard refuses it and a session refuses to start, changing nothing."""
     _edit(ledger, lambda d: d["runbook"]["steps"][0].update(until="value < 5"))
-    l = open_ledger(str(ledger)).load()
-    decision = guard.check(l, "db-1", l.step("link"), ledger_dir=str(ledger.parent))
+    loaded = open_ledger(str(ledger)).load()
+    decision = guard.check(loaded, "db-1", loaded.step("link"), ledger_dir=str(ledger.parent))
     assert not decision.allowed and "runs exactly once per approval" in decision.reason
     before = ledger.read_bytes()
     names = sorted(p.name for p in tmp_path.iterdir())
