@@ -237,5 +237,5 @@ def code_writes_protected(code: str, ledger_real: str) -> bool:
     folders (by its last two parts: `.cache/handoff`, `state/handoff`, `state/handoff-tui`;
     the whole path if it has fewer), and write a file? A heuristic, as for the ledger: code
     that builds the path in pieces is out of its sight (the hook is a net, not the lock)."""
-    tails = [d if d.count(os.sep) < 2 else os.path.join(*d.split(os.sep)[-2:]) for d in engine_dirs()]
+    tails = [d if d.count(os.sep) < 2 else os.path.join(*d.split(os.sep)[-2:]) for d in _own_dirs()]
     return any(name in code for name in [os.path.basename(ledger_real), *tails]) and bool(CODE_WRITES.search(code))

@@ -4,13 +4,13 @@ XDG state folder, never beside the ledger (observers must not write there)."""
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from engine.errors import HandoffError
+from engine.host.digests import sha256_hex
 from engine.host.flock import flock_holder, take_within
 from engine.host.folders import tui_state_dir
 from engine.store.atomic import atomic_write
@@ -19,7 +19,7 @@ USER_STATE_WAIT = 2.0  # seconds a save waits for another save of the same user 
 
 
 def _file(key: str) -> Path:
-    name = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+    name = sha256_hex(key.encode("utf-8"))[:24]
     return Path(tui_state_dir()) / f"{name}.json"
 
 
