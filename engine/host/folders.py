@@ -38,7 +38,7 @@ def tui_state_dir() -> str:
 
 def cache_file(real: str, suffix: str) -> str:
     """The cache file of the ledger at real path `real` (named by the hash of that path):
-    `.json` for the parse cache, `.hook.json` for the hook's facts."""
+    `.parse` for the parse cache, `.hook.json` for the hook's facts."""
     return os.path.join(cache_dir(), sha256_hex(real.encode("utf-8", "surrogateescape"))[:32] + suffix)
 
 

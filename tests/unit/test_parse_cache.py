@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import stat
 from pathlib import Path
 
 import pytest
 
+from engine.codec import numbers
 from engine.store import parse_cache
 from engine.store.file import FileStore, digest
 from tests.conftest import RUNBOOK_LEDGER, cli_env, handoff
@@ -57,25 +59,40 @@ def test_the_cache_supplies_nothing_but_entries_for_text_the_file_holds(tmp_path
     """Everything that is not a target comes from the file; an entry for text the file does not hold is unused."""
     path = _written(tmp_path)
     cache = Path(parse_cache.cache_path(os.path.realpath(path)))
-    doc = json.loads(cache.read_text())
-    doc["targets"]["  db-9: {state: done}"] = ["db-2", {"state": "done"}]  # text the file does not hold
+    doc = marshal.loads(cache.read_bytes())
+    doc["targets"]["  db-9: {state: done}"] = ("db-2", {"state": "done"})  # text the file does not hold
     doc["runbook"] = {"steps": []}  # ignored: not a field of the cache at all
-    cache.write_text(json.dumps(doc))
+    cache.write_bytes(marshal.dumps(doc))
     os.chmod(cache, 0o600)
     ledger = FileStore(str(path)).read()
     assert ledger.targets["db-2"].state == "verified" and len(ledger.steps()) == 4
 
 
-@pytest.mark.parametrize("body", [b"\x00garbage", b"[]", b'{"v": 2, "path": "x"}', None])
+def _cache_with(path: Path, change) -> bytes:
+    """The cache of `path` as marshal bytes after `change(entries)` (text -> (name, data))."""
+    doc = marshal.loads(Path(parse_cache.cache_path(os.path.realpath(path))).read_bytes())
+    change(doc["targets"])
+    return marshal.dumps(doc)
+
+
+def _with_db5(entries: dict, value) -> None:
+    text = next(t for t, (name, _) in entries.items() if name == "db-5")
+    entries[text] = value
+
+
+@pytest.mark.parametrize("body", [
+    b"\x00garbage", b"[]", marshal.dumps([]), marshal.dumps({"v": 3, "path": "x"}),
+    lambda path: _cache_with(path, lambda e: None)[:-40],  # cut short
+    lambda path: _cache_with(path, lambda e: _with_db5(e, ["db-5", {"state": "done"}])),  # a list, not the tuple written
+    lambda path: _cache_with(path, lambda e: _with_db5(e, ("db-5", {"state": "no-such-state", "approvals": "x"}))),
+], ids=["garbage", "json-list", "marshal-list", "other-path", "truncated", "wrong-shape", "invalid-entry"])
 def test_a_corrupt_or_foreign_cache_is_ignored_never_an_error(tmp_path, cache_home, body):
-    """Garbage, a cache of another path, or an entry whose data does not validate: read as the file says, no error."""
+    """Garbage, a cache cut short, of another path, an entry of the wrong shape, or an entry
+    whose data does not validate: read as the file says, no error."""
     path = _written(tmp_path)
     cache = Path(parse_cache.cache_path(os.path.realpath(path)))
-    if body is None:  # an entry for the file's real text whose data is nonsense
-        doc = json.loads(cache.read_text())
-        text = next(t for t, (name, _) in doc["targets"].items() if name == "db-5")
-        doc["targets"][text] = ["db-5", {"state": "no-such-state", "approvals": "x"}]
-        body = json.dumps(doc).encode()
+    if callable(body):
+        body = body(path)
     cache.write_bytes(body)
     os.chmod(cache, 0o600)
     env = cli_env(XDG_CACHE_HOME=str(cache_home))
@@ -85,6 +102,50 @@ def test_a_corrupt_or_foreign_cache_is_ignored_never_an_error(tmp_path, cache_ho
     if b"no-such-state" in body:  # the next write puts right what the cache says, whatever it covered
         assert handoff("note", str(path), "--set", "cache check", env=env).returncode == 0
         assert b"no-such-state" not in cache.read_bytes()
+
+
+def test_the_cache_gives_back_exactly_what_the_parse_gave(tmp_path, cache_home):
+    """Every entry loads as the parse's own data, types included (1, 1.5, true, null, nested
+    lists and mappings, text beyond the BMP), each in containers of its own; a target
+    with a spelled number (`1.30`) is left out, and parsed from the file each time."""
+    path = tmp_path / "kinds.yaml"
+    path.write_text("task: t\ntargets:\n"
+                    "  db-1: {state: queued, checkpoint: 0/1A, budget: 1, ratio: 1.5, ok: true, gone: null}\n"
+                    "  db-2: {state: queued, 7: seven, tags: [a, [b, {c: 1}]], note: \"caf\\u00e9 \\U0001F680\"}\n"
+                    "  db-3: {state: queued, checkpoint: 1.30}\n")
+    from engine.codec.document import parse_document
+
+    parsed = parse_document(path.read_text(errors="surrogateescape"), str(path)).data["targets"]
+    assert handoff("status", str(path), env=cli_env(XDG_CACHE_HOME=str(cache_home))).returncode == 0
+    known = parse_cache.load(os.path.realpath(path))
+    by_name = {name: data for name, data in known.values()}
+    assert set(by_name) == {"db-1", "db-2"}  # db-3's 1.30 remembers its spelling: not cached
+    for name, data in by_name.items():
+        assert numbers.same(data, parsed[name]), name
+    assert by_name["db-2"]["note"] == "caf\u00e9 \U0001F680"
+
+
+def test_entries_share_no_containers(tmp_path, cache_home):
+    """Data saved with one list in two targets loads as two lists: a change to one target's
+    data can never reach another's, whatever the saver shared."""
+    shared = ["a", "b"]
+    real = os.path.realpath(tmp_path / "l.yaml")
+    parse_cache.save(real, {"db-1": "  db-1: {tags: [a, b]}", "db-2": "  db-2: {tags: [a, b]}"},
+                     {"db-1": {"tags": shared}, "db-2": {"tags": shared}})
+    known = parse_cache.load(real)
+    one, two = (data["tags"] for _, data in known.values())
+    assert one == two == shared and one is not two
+
+
+def test_an_earlier_engines_json_cache_is_removed_when_this_one_is_saved(tmp_path, cache_home):
+    path = tmp_path / "fleet.yaml"
+    path.write_text(RUNBOOK_LEDGER)
+    old = Path(parse_cache.cache_path(os.path.realpath(path))).with_suffix(".json")
+    old.parent.mkdir(mode=0o700, parents=True)
+    old.write_text('{"v": 2}')
+    os.chmod(old, 0o600)
+    FileStore(str(path)).transact(lambda ledger: None)
+    assert not old.exists() and Path(parse_cache.cache_path(os.path.realpath(path))).exists()
 
 
 def test_a_cache_others_can_write_is_not_trusted(tmp_path, cache_home):
