@@ -186,7 +186,7 @@ def test_a_write_of_few_targets_keeps_the_cache_and_readers_still_read_the_file(
         store.transact(lambda ledger, n=n: setattr(ledger.targets["db-0"], "reason", f"try {n}"))
     assert Path(big_cache).read_bytes() == first
     for i in range(parse_cache.STALE_LINES):  # up to the allowance: the cache stands
-        store.transact(lambda ledger: setattr(ledger.targets[f"db-{i}"], "state", "done"))
+        store.transact(lambda ledger, i=i: setattr(ledger.targets[f"db-{i}"], "state", "done"))
     assert Path(big_cache).read_bytes() == first
     store.transact(lambda ledger: setattr(ledger.targets["db-19"], "state", "done"))  # one more: saved again
     assert Path(big_cache).read_bytes() != first and FileStore(str(big)).read().counts() == {"queued": 11, "done": 9}
