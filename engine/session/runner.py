@@ -35,6 +35,9 @@ TERM_GRACE = 2.0
 # After the step's own process exits, a background child may still hold the pipe open;
 # read what it writes for this long, then stop instead of hanging on it.
 PIPE_GRACE = 0.5
+# A step process still running this long after its spawn is one somebody may look for:
+# `run_step`'s `running` hears of it then (a session notes its pid in the ledger).
+RUNNING_AFTER = 0.5
 
 
 @dataclass
@@ -86,14 +89,17 @@ def run_step(
     env: dict | None = None,
     launch: Launch | None = None,
     tail_bytes: int = 4000,
+    running: Callable[[subprocess.Popen], None] | None = None,
 ) -> StepResult:
     """Run `argv` (no shell) in a new process group and return what happened.
 
     stdout and stderr are merged; `stdout` keeps the last ~64 KB of it, `output_tail`
     the last `tail_bytes`, both decoded as UTF-8 with replacement. `env`, when given,
     is the child's whole environment. `launch`, when given, does the spawning (see
-    `Launch`); whatever it raises propagates and nothing was started. On timeout the
-    group gets SIGTERM, then SIGKILL after ~2 s.
+    `Launch`); whatever it raises propagates and nothing was started. `running`, when
+    given, is called once with the process if it still runs RUNNING_AFTER seconds after
+    its spawn (from this thread: it must not block). On timeout the group gets SIGTERM,
+    then SIGKILL after ~2 s.
     A program that does not exist gives exit_code 127, never an exception.
     """
     if isinstance(argv, (str, bytes)):
@@ -131,7 +137,7 @@ def run_step(
     pgid = proc.pid  # start_new_session: the child leads its own group
     assert proc.stdout is not None  # start() asks for stdout=PIPE
     try:
-        buf, timed_out = _collect(proc, pgid, timeout, t0)
+        buf, timed_out = _collect(proc, pgid, timeout, t0, running)
     except BaseException:
         kill_group(pgid, signal.SIGKILL)
         proc.wait()
@@ -166,8 +172,11 @@ def _tail(data: bytes | bytearray, tail_bytes: int) -> str:
     return masked[-tail_bytes:].decode("utf-8", errors="ignore")  # a character cut in two is dropped, not replaced
 
 
-def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float):
-    """Read the merged output until EOF while enforcing the timeout; returns (bytes, timed_out)."""
+def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float,
+             running: Callable[[subprocess.Popen], None] | None = None):
+    """Read the merged output until EOF while enforcing the timeout; returns (bytes, timed_out).
+    `running(proc)` is called once, if the process is still there RUNNING_AFTER seconds from now."""
+    running_at = time.monotonic() + RUNNING_AFTER
     cap = STDOUT_CAP + 64 * 1024  # trimmed to the caller's cap at the end
     buf = bytearray()
     assert proc.stdout is not None  # run_step starts it with stdout=PIPE
@@ -185,6 +194,9 @@ def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float
             now = time.monotonic()
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
+            if running is not None and exited_at is None and now >= running_at:
+                running(proc)
+                running = None
             if deadline is not None and not timed_out and exited_at is None and now >= deadline:
                 timed_out, term_at = True, now
                 kill_group(pgid, signal.SIGTERM)
@@ -200,7 +212,12 @@ def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float
                 if now - exited_at >= PIPE_GRACE:
                     break  # a background child still holds the pipe: do not wait on it
             if not open_pipe:
-                time.sleep(0.02)
+                # The output has ended; the process is leaving (or a group member lingers):
+                # back as soon as it is gone, or in 20 ms to look at the clock again.
+                try:
+                    proc.wait(timeout=0.02)
+                except subprocess.TimeoutExpired:
+                    pass
                 continue
             for _key, _events in sel.select(0.05):
                 try:
@@ -287,6 +304,7 @@ def run_until(
     should_stop: Callable[[], bool] | None = None,
     tail_bytes: int = 4000,
     on_reading: Callable[[float], None] | None = None,
+    running: Callable[[subprocess.Popen], None] | None = None,
 ) -> tuple[StepResult, bool, float | None]:
     """Re-run `argv` every `interval` seconds until the number it prints satisfies
     `condition` (a string for parse_until, or a predicate), or `timeout` passes.
@@ -299,6 +317,7 @@ def run_until(
     prints no number (`parse_reading(result.stdout)` repeats why), or when
     `should_stop()` says so (checked between attempts). `on_reading(value)` hears every
     reading as it is taken (engine.session.until_progress journals them, throttled).
+    `running` is each attempt's, as for `run_step`.
     """
     check = parse_until(condition) if isinstance(condition, str) else condition
     started_at = now_iso()
@@ -323,6 +342,7 @@ def run_until(
             env=env,
             launch=launch,
             tail_bytes=tail_bytes,
+            running=running,
         )
         if not result.ok:
             return finish(result, False, False)

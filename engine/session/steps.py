@@ -9,10 +9,12 @@
 2. `run_intent` (a worker thread): every spawn (each attempt, each poll) is fenced:
    under the ledger's lock the session re-reads the ledger and confirms it still holds
    the lease and the target's intent token and attempt are this one (a runtime that
-   retries on another worker, Temporal, bumps the attempt), spawns, and records the pid
-   before letting go. Otherwise nothing starts and the session ends as for a stop
-   request. Reversible steps retry; `until` steps poll. The output tail goes to the
-   journal.
+   retries on another worker, Temporal, bumps the attempt), and spawns before letting
+   go. Otherwise nothing starts and the session ends as for a stop request. A process
+   still running half a second later gets its pid noted in the intent (`PidNote`); a
+   quick one ends first and costs no write of its own. Nothing depends on the pid being
+   there: a later session finds a step's processes by the token in their environment.
+   Reversible steps retry; `until` steps poll. The output tail goes to the journal.
 3. Record, in one transaction: evidence, new state, the checkpoint from the step's
    `verify`, last/next action, changed_at, and `in_flight` cleared, but only if the
    intent is still ours (a human's `handoff reconcile` in between wins).
@@ -21,6 +23,7 @@
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 
@@ -140,13 +143,21 @@ class Outcome:
 
 
 def _run_once(s: SessionContext, it: Intent, argv: list[str], launch) -> Outcome:
+    note = PidNote(s, it)
+    try:
+        return _run_noted(s, it, argv, launch, note)
+    finally:
+        note.join()  # before anything records the step: its intent is not changed under the record
+
+
+def _run_noted(s: SessionContext, it: Intent, argv: list[str], launch, note: PidNote) -> Outcome:
     step = it.step
     env = step_env(it.token)
     if step.until and not s.dry_run:
         result, reached, value = run_until(
             argv, step.until, interval=step.interval or 1.0, timeout=step.timeout or 600.0,
             cwd=s.ledger_dir, env=env, launch=launch, should_stop=lambda: s.ending is not None,
-            on_reading=Progress(s.out, it.target, step, step.timeout or 600.0),
+            on_reading=Progress(s.out, it.target, step, step.timeout or 600.0), running=note,
         )
         if reached:
             return Outcome(result, True, value=value)
@@ -160,7 +171,7 @@ def _run_once(s: SessionContext, it: Intent, argv: list[str], launch) -> Outcome
                 return Outcome(result, False, why=str(err))
             return Outcome(result, False, stopped=True, value=value)
         return Outcome(result, False, value=value, why=_why(result))
-    result = run_step(argv, timeout=step.timeout, cwd=s.ledger_dir, env=env, launch=launch)
+    result = run_step(argv, timeout=step.timeout, cwd=s.ledger_dir, env=env, launch=launch, running=note)
     return Outcome(result, result.ok, why="" if result.ok else _why(result))
 
 
@@ -211,12 +222,6 @@ def fenced_launch(s: SessionContext, it: Intent):
             if why:
                 raise Fenced(why)
 
-    def record(ledger: Ledger, proc) -> None:
-        t = ledger.targets.get(name)
-        if t is None or t.in_flight is None or t.in_flight.token != it.token:
-            raise NoChange()
-        t.in_flight.pid = t.in_flight.pgid = proc.pid
-
     announced: list[bool] = []
 
     def launch(start):
@@ -227,15 +232,51 @@ def fenced_launch(s: SessionContext, it: Intent):
             return start()
 
         with s.txn_lock:
-            proc, err = s.store.fence(check, spawn, record)
-        if err is not None and not isinstance(err, NoChange):
-            # The intent (with its token) is already on disk, which is how a later
-            # session finds this process; killing a step that has just started (maybe
-            # an irreversible one) because a pid could not be noted would be worse.
-            s.out.say(f"{name}: could not record the pid of {it.step.name} ({err}); the step goes on", target=name, kind="warning")
-        return proc
+            return s.store.fence(check, spawn)
 
     return launch
+
+
+class PidNote:
+    """`running` for the runner: notes the pid of a step process that is still running
+    (engine.session.runner.RUNNING_AFTER after its spawn) in the target's intent, where
+    an operator and the handoff note look for it. The write happens on a thread of its
+    own, so a wait for the ledger's lock never holds up the step's output or timeout;
+    `join` (after the process is done, before the step is recorded) waits for it. A
+    write that fails is said, never fatal: the intent's token is how the process is
+    found again."""
+
+    def __init__(self, s: SessionContext, it: Intent) -> None:
+        self.s, self.it = s, it
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, proc) -> None:
+        thread = threading.Thread(target=self._note, args=(proc.pid,), name="handoff-pid-note", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had (a container's process limit): note it here
+            self._note(proc.pid)
+            return
+        self.threads.append(thread)
+
+    def _note(self, pid: int) -> None:
+        s, it = self.s, self.it
+
+        def fn(ledger: Ledger) -> None:
+            t = ledger.targets.get(it.target)
+            if t is None or t.in_flight is None or t.in_flight.token != it.token or t.in_flight.pid == pid:
+                raise NoChange()  # recorded already, or no longer this intent: their record stands
+            t.in_flight.pid = t.in_flight.pgid = pid  # start_new_session: the step leads its own group
+
+        try:
+            apply(s.store, fn, s.txn_lock)
+        except Exception as err:  # noqa: BLE001 - the process runs; a pid not noted is said, never fatal to it
+            s.out.say(f"{it.target}: could not note the pid of {it.step.name} ({err}); the step goes on",
+                      target=it.target, kind="warning")
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join()
 
 
 def run_intent(s: SessionContext, it: Intent) -> None:

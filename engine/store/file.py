@@ -482,24 +482,17 @@ class FileStore:
             self._history = history.file_journal(self.path)
         return history.record(self._history, ledger, before, after, names, snap.ledger.revision if ours else None)
 
-    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
-        """Spawn only while the caller provably still holds the ledger.
-
-        Under the writers' lock: read the ledger as it is on disk now and let `check`
-        refuse (it raises); then `spawn()`; then `record(ledger, spawned)` in a
-        transaction under the same lock, before the lock is let go. Returns what
-        `spawn` returned and the error of a failed record (the spawned process is
-        never killed for it: its intent token is already on disk)."""
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T]) -> T:
+        """Spawn only while the caller provably still holds the ledger: under the writers'
+        lock, read the ledger as it is on disk now and let `check` refuse (it raises), then
+        `spawn()` before the lock is let go. Returns what `spawn` returned. Nothing is
+        written: the intent the spawn carries out is on disk already (a session notes the
+        pid later, if the step runs long enough to be looked for: engine.session.steps)."""
         with self.lock():
             snap = self._snapshot(self._raw())[0]
             self._refuse_regressions(snap, False, False)
             check(snap.ledger)
-            spawned = spawn()
-            try:
-                self._transact_locked(lambda ledger: record(ledger, spawned))
-            except Exception as err:  # noqa: BLE001 - the process runs; a failed record is reported, never fatal to it
-                return spawned, err
-            return spawned, None
+            return spawn()
 
     def heartbeat(self) -> Heartbeat:
         """The lease holder's heartbeat: the `<ledger>.heartbeat` sidecar."""

@@ -155,38 +155,34 @@ class PostgresStore:
             except OSError:
                 pass  # the witnesses in the database still stand
 
-    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], record: Callable[[Ledger, T], None]) -> tuple[T, Exception | None]:
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T]) -> T:
         """Spawn only while the caller provably still holds the ledger (FileStore.fence):
-        check, spawn and record happen in one database transaction holding the lock, and
-        a row that went back in time (restored from a backup) is refused before `check`.
+        check and spawn happen in one database transaction holding the lock, and a row
+        that went back in time (restored from a backup) is refused before `check`.
 
         `Db.run` retries its work on a new connection after a dropped one; once the
-        process has been spawned, a retry must never check and spawn again (the pid
-        record was rolled back, so the check would pass and the step start twice).
-        A retry after the spawn only records the pid (idempotent: it sets the same
-        value); if that cannot be done, the error is returned and the intent, already
-        on disk, is how a later session finds the process."""
+        process has been spawned, a retry must never check and spawn again: it does
+        nothing, and a transaction that cannot even end (the connection stays down) is
+        no error of the spawn's. The transaction only read: the intent the process
+        carries out is on disk already, and is how a later session finds it."""
         spawned: list[T] = []
-        marks: list = []
 
         def work(conn):
-            if not spawned:
-                _, body = self._row(conn, lock=True)
-                snap = self._parse(body, fresh=True)[0]
-                if snap.rollback:  # a row restored from a backup can hold our lease and intent: refused, as in the file store
-                    raise Refused(snap.warnings[-1], title="Ledger went back in time")
-                check(snap.ledger)
-                spawned.append(spawn())
-            self._apply(conn, lambda ledger: record(ledger, spawned[0]), marks=marks)
+            if spawned:
+                return
+            _, body = self._row(conn, lock=True)
+            snap = self._parse(body, fresh=True)[0]
+            if snap.rollback:  # a row restored from a backup can hold our lease and intent: refused, as in the file store
+                raise Refused(snap.warnings[-1], title="Ledger went back in time")
+            check(snap.ledger)
+            spawned.append(spawn())
 
         try:
             self.db.run(lambda conn: self._locked(conn, lambda: work(conn)))
-        except Exception as err:  # noqa: BLE001 - once spawned, a failed record is reported, never fatal to the process
+        except Exception:  # noqa: BLE001 - once spawned, the process runs whatever became of a read-only transaction
             if not spawned:
                 raise
-            return spawned[0], err
-        self._raise_mark(marks)
-        return spawned[0], None
+        return spawned[0]
 
     def _locked(self, conn, work: Callable[[], T]) -> T:
         """`work()` in a transaction of `conn` holding this ledger's advisory lock. A wait

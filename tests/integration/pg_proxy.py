@@ -3,11 +3,14 @@ at a chosen point of the wire conversation, for the fence's retry tests.
 
 A rule is a sequence of byte patterns seen in what clients send (the SQL text is in
 the Query and Parse messages). When the last pattern arrives on a connection that
-has seen the earlier ones in order (a pattern may be `ANY:` prefixed to be matched on
-any connection, which arms every connection), that message is held back (never
-forwarded), the proxy optionally waits for a marker file (the step's process has
-started), then refuses new connections and cuts all open ones for `outage` seconds,
-as a crashed server does, and listens again. It fires once."""
+has seen the earlier ones in order, that message is held back (never forwarded), the
+proxy optionally waits for a marker file (the step's process has started), then
+refuses new connections and cuts all open ones for `outage` seconds, as a crashed
+server does, and listens again. It fires once. A pattern prefixed `ANY:` is an event
+of the whole conversation: seen on whichever connection sends it (once the `ANY:`
+patterns before it have been seen), it counts as seen on every connection, so
+`(FOR UPDATE, ANY:X, COMMIT)` is a connection that read a row for update and then,
+after X went by on another connection, committed."""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ class CuttingProxy:
         self.rule: list[bytes] = []
         self.marker: Path | None = None
         self.outage = 0.0
-        self.seen_any = 0  # how many ANY: patterns have been seen (on any connection)
+        self.seen_any: set[int] = set()  # the rule's ANY: patterns seen (on any connection), by index
+        self.marker_seen = False  # did the marker exist when the cut happened?
         self.fired = threading.Event()
         self.restored = threading.Event()
         self.up()
@@ -71,21 +75,29 @@ class CuttingProxy:
             threading.Thread(target=self._client_to_server, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
+    def _see_shared(self, data: bytes) -> None:
+        """Note the rule's next ANY: pattern, if `data` (from any connection) holds it."""
+        for index, pattern in enumerate(self.rule):
+            if pattern.startswith(b"ANY:") and index not in self.seen_any:
+                if pattern[4:] in data:
+                    self.seen_any.add(index)
+                return  # only the next unseen one: they are seen in order
+
     def _matches(self, data: bytes, state: list[int]) -> bool:
         """Advance this connection's place in the rule; True when the rule completes here."""
+        with self.lock:
+            self._see_shared(data)
         while not self.fired.is_set() and state[0] < len(self.rule):
             pattern = self.rule[state[0]]
-            shared = pattern.startswith(b"ANY:")
-            needle = pattern[4:] if shared else pattern
-            if shared and self.seen_any > state[0]:
-                state[0] += 1  # another connection saw it: every connection is armed past it
+            if pattern.startswith(b"ANY:"):
+                if state[0] not in self.seen_any:
+                    return False
+                state[0] += 1
                 continue
-            if needle not in data:
+            if pattern not in data:
                 return False
-            if shared:
-                self.seen_any = state[0] + 1
             state[0] += 1
-            data = data[data.index(needle) + len(needle):]
+            data = data[data.index(pattern) + len(pattern):]
             if state[0] == len(self.rule):
                 return True
         return False
@@ -109,6 +121,7 @@ class CuttingProxy:
             deadline = time.monotonic() + 20
             while not self.marker.exists() and time.monotonic() < deadline:
                 time.sleep(0.01)
+            self.marker_seen = self.marker.exists()
         self.down()
         time.sleep(self.outage)
         self.up()

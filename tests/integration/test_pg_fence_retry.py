@@ -1,8 +1,9 @@
 """The PostgreSQL fence never retries a spawn: a connection cut after an irreversible
-step's process has started (at the spawn, between the spawn and the pid record, at the
-record's COMMIT) must not re-run the check and start the process again. Only recording
-the pid is retried; a longer outage ends the session with the intent left for
-reconcile. Real sessions (`handoff resume` processes), the real server, a real proxy."""
+step's process has started (at the fence's own COMMIT, held back until the process
+runs; at the locked read of the step's result; at that result's COMMIT) must not
+re-run the check and start the process again. Only the result's record is retried; a
+longer outage ends the session with the intent left for reconcile. Real sessions
+(`handoff resume` processes), the real server, a real proxy."""
 
 from __future__ import annotations
 
@@ -69,19 +70,23 @@ def _starts(world: Path) -> int:
     return world.read_text().count("started") if world.exists() else 0
 
 
-@pytest.mark.parametrize("where", ["at the spawn", "in between", "at the commit"])
+@pytest.mark.parametrize("where", ["at the spawn", "at the result's read", "at the result's commit"])
 def test_a_cut_after_the_spawn_never_starts_the_step_again(proxy, tmp_path, where):
     """Cut for 1.5 s at the chosen point, ridden out: link started once, and recorded as done."""
     via_proxy, direct, world = _setup(tmp_path, proxy.port)
-    rules = {  # the cut holds back the named message of the fence's connection (it never reaches the server)
-        "at the spawn": ((START, b"UPDATE handoff_ledger"), world),  # and waits until the process has started
-        "in between": ((START, b"FOR UPDATE"), None),  # the record's re-read, after the spawn
-        "at the commit": ((START, b"UPDATE handoff_ledger", b"COMMIT"), None),
+    rules = {  # the cut holds back the last named message (it never reaches the server)
+        # The fence's connection: it read the row for update, the step_start went by (journaled
+        # on another connection), the process was spawned, and its COMMIT is held until it runs.
+        "at the spawn": ((b"FOR UPDATE", START, b"COMMIT"), world),
+        "at the result's read": ((START, b"FOR UPDATE"), None),  # the first locked read after the start
+        "at the result's commit": ((START, b"UPDATE handoff_ledger", b"COMMIT"), None),
     }
     patterns, marker = rules[where]
     proxy.arm(*patterns, marker=marker, outage=1.5)
     done = _resume(via_proxy, tmp_path, outage="30")
     assert proxy.fired.is_set(), "the cut never happened: the rule did not match the conversation"
+    if marker is not None:
+        assert proxy.marker_seen, "the cut came before the process started: it was not the fence's COMMIT"
     assert _starts(world) == 1, done.stdout + done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
