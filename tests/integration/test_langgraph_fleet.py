@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from langgraph_kit import checkpointer, rows  # noqa: E402,F401
 from session_kit import ROOT, counts, demo_copy, env, handoff, journal, load  # noqa: E402
 
+from engine.session.probes import find_step_processes  # noqa: E402
+
 IRREVERSIBLE = ("link", "cutover")
 TARGETS = {"db-18": {"state": "replicating", "checkpoint": "0/9A3F2C10"}, "db-19": {"state": "queued"},
            "db-20": {"state": "blocked", "reason": "pending app-team ack"}, "db-21": {"state": "queued"},
@@ -154,18 +156,19 @@ def test_kill9_mid_node_resumes_where_it_left(tmp_path: Path, checkpointer) -> N
 
 
 def _spawned(ledger: Path) -> bool:
-    """Every intent in flight has its step's process spawned (its pid is in the ledger)."""
-    return all(t["in_flight"].get("pid") for t in load(ledger)["targets"].values() if t.get("in_flight"))
+    """Every intent in flight has its step's process running: one carries the intent's token
+    in its environment (a quick step's pid never reaches the ledger: engine.session.steps)."""
+    return all(find_step_processes(t["in_flight"]["token"]) for t in load(ledger)["targets"].values() if t.get("in_flight"))
 
 
 def _running(ledger: Path) -> dict[str, str]:
-    """target -> step of every intent in flight, when each one's process is spawned (its pid
-    recorded under the fence) and its start journaled (by its token); else nothing. A kill
-    between an intent and its spawn blocks that target by design (nothing proves it ran), and
-    with targets in parallel a sibling may be in that gap: the test kills outside it."""
+    """target -> step of every intent in flight, when each one's start is journaled (by its
+    token) and its process runs (found by that token); else nothing. A kill between an intent
+    and its spawn blocks that target by design (nothing proves it ran), and with targets in
+    parallel a sibling may be in that gap: the test kills outside it."""
     flying = {n: t["in_flight"] for n, t in load(ledger)["targets"].items() if t.get("in_flight")}
     started = {r.get("token") for r in journal(ledger) if r.get("kind") == "step_start"}
-    if all(f.get("pid") and f.get("token") in started for f in flying.values()):
+    if all(f.get("token") in started and find_step_processes(f["token"]) for f in flying.values()):
         return {n: f["step"] for n, f in flying.items()}
     return {}
 
