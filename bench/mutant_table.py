@@ -103,8 +103,8 @@ MUTANTS: tuple[Mutant, ...] = (
            (F + "test_a_ledger_that_went_back_in_time_under_the_fence_starts_nothing[postgres]",),
            "the rollback refusal inside the PostgreSQL fence"),
     Mutant("pg-fence-retry", "engine/store/postgres.py",
-           "            if spawned:\n                return\n",
-           "            if False:\n                return\n",
+           "retry=lambda: not spawned)",
+           "retry=None)",
            ("tests/integration/test_pg_fence_retry.py::test_a_cut_after_the_spawn_never_starts_the_step_again",),
            "a PostgreSQL retry after the spawn never checks and spawns again"),
     # -- the approvals' witnesses ------------------------------------------------------

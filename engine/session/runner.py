@@ -212,12 +212,15 @@ def _collect(proc: subprocess.Popen, pgid: int, timeout: float | None, t0: float
                 if now - exited_at >= PIPE_GRACE:
                     break  # a background child still holds the pipe: do not wait on it
             if not open_pipe:
-                # The output has ended; the process is leaving (or a group member lingers):
-                # back as soon as it is gone, or in 20 ms to look at the clock again.
-                try:
-                    proc.wait(timeout=0.02)
-                except subprocess.TimeoutExpired:
-                    pass
+                # The output has ended. While the step's own process is leaving, be back as
+                # soon as it is gone; once it is (a group member lingers), every 20 ms.
+                if proc.returncode is None:
+                    try:
+                        proc.wait(timeout=0.02)
+                    except subprocess.TimeoutExpired:
+                        pass
+                else:
+                    time.sleep(0.02)
                 continue
             for _key, _events in sel.select(0.05):
                 try:

@@ -249,13 +249,14 @@ class PidNote:
     def __init__(self, s: SessionContext, it: Intent) -> None:
         self.s, self.it = s, it
         self.threads: list[threading.Thread] = []
+        self.latest = 0  # the pid of this intent's newest spawn here (an `until` step spawns many)
 
     def __call__(self, proc) -> None:
+        self.latest = proc.pid
         thread = threading.Thread(target=self._note, args=(proc.pid,), name="handoff-pid-note", daemon=True)
         try:
             thread.start()
-        except RuntimeError:  # no thread to be had (a container's process limit): note it here
-            self._note(proc.pid)
+        except RuntimeError:  # no thread to be had (a container's process limit): the token will do
             return
         self.threads.append(thread)
 
@@ -264,9 +265,13 @@ class PidNote:
 
         def fn(ledger: Ledger) -> None:
             t = ledger.targets.get(it.target)
-            if t is None or t.in_flight is None or t.in_flight.token != it.token or t.in_flight.pid == pid:
-                raise NoChange()  # recorded already, or no longer this intent: their record stands
-            t.in_flight.pid = t.in_flight.pgid = pid  # start_new_session: the step leads its own group
+            f = t.in_flight if t is not None else None
+            if (f is None or f.token != it.token or (f.attempt or 1) != it.attempt or f.host != s.host
+                    or pid != self.latest or f.pid == pid):
+                # No longer this intent, its attempt, or this host's (a runtime that retried it
+                # elsewhere); a newer spawn's pid; or noted already: nothing to note.
+                raise NoChange()
+            f.pid = f.pgid = pid  # start_new_session: the step leads its own group
 
         try:
             apply(s.store, fn, s.txn_lock)

@@ -51,8 +51,8 @@ def describe(holder: dict | None) -> str:
 
 
 class FileLock:
-    """The lock beside one ledger. Re-entrant within a thread (a fenced spawn records
-    its pid with a transaction while it still holds the lock)."""
+    """The lock beside one ledger. Re-entrant within a thread (a transaction inside a
+    held lock takes it again)."""
 
     def __init__(self, path: str, ledger: str) -> None:
         self.path = path

@@ -78,7 +78,7 @@ def forget(real: str) -> None:
 # that file's identity). A write that changed a few targets leaves the cache as it is:
 # the next reader parses only those few lines itself (an entry is only ever used for
 # the very text it was made from), instead of every `approve`, every transaction,
-# dumping 10,000 targets to JSON again.
+# writing 10,000 targets out again.
 _SAVED: dict[str, tuple[frozenset[str], tuple[int, int, int]]] = {}
 _LOADED: dict[str, tuple[int, int, int]] = {}  # cache file -> its identity when `load` read it
 STALE_LINES = 8  # ... or 1% of the targets, whichever is more, before it is written again
@@ -132,7 +132,7 @@ def _covers(path: str, lines: dict[str, str], changed: tuple[dict[str, str], set
 def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[str] | frozenset[str] = frozenset(),
          *, changed: tuple[dict[str, str], set[str]] | None = None) -> None:
     """Remember what each target's text parsed to (best effort: a cache that cannot be
-    written only costs the next reader a parse). `skip`: targets whose data JSON cannot
+    written only costs the next reader a parse). `skip`: targets whose data marshal cannot
     carry (numbers that remember their spelling, `1.30`): they are parsed each time.
     Skipped while the cache this process wrote is still there and lacks only a few lines;
     `changed` (a write's lines before it, and the names it touched) makes that look cost
@@ -152,7 +152,10 @@ def save(real: str, lines: dict[str, str], targets: dict[str, dict], skip: set[s
         atomic_write(path, body, durable=False, sidecar_of=path)
         os.chmod(path, 0o600)
         if private(_json_path(real)):
-            os.unlink(_json_path(real))
+            try:
+                os.unlink(_json_path(real))
+            except OSError:
+                pass  # gone already (another process), or not ours to remove: this one is saved
         identity = file_identity(path)
         if identity is not None:
             _SAVED[path] = (frozenset(entries), identity)

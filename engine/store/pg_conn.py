@@ -96,8 +96,9 @@ class Db:
         self.patience = 0.0
         self.gave_up = False
 
-    def run(self, work: Callable[[Any], T], *, autocommit: bool = False) -> T:
-        """`work(conn)` in one connection (committed when it returns); errors in our words."""
+    def run(self, work: Callable[[Any], T], *, autocommit: bool = False, retry: Callable[[], bool] | None = None) -> T:
+        """`work(conn)` in one connection (committed when it returns); errors in our words.
+        A dropped connection is tried again within the patience, unless `retry()` says no."""
         psycopg = driver()
         deadline: float | None = None
         pause = 0.25
@@ -107,7 +108,7 @@ class Db:
                     self.gave_up = False
                     return work(conn)
             except psycopg.OperationalError as err:  # refused, dropped, the server going away
-                if self.patience <= 0:
+                if self.patience <= 0 or (retry is not None and not retry()):
                     raise LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}", path=self.shown) from None
                 now = time.monotonic()
                 deadline = deadline or now + self.patience

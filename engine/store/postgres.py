@@ -160,16 +160,14 @@ class PostgresStore:
         check and spawn happen in one database transaction holding the lock, and a row
         that went back in time (restored from a backup) is refused before `check`.
 
-        `Db.run` retries its work on a new connection after a dropped one; once the
-        process has been spawned, a retry must never check and spawn again: it does
-        nothing, and a transaction that cannot even end (the connection stays down) is
-        no error of the spawn's. The transaction only read: the intent the process
-        carries out is on disk already, and is how a later session finds it."""
+        `Db.run` retries its work on a new connection after a dropped one, but never once
+        the process has been spawned: a retry would check and spawn again, and there is
+        nothing left to commit (the transaction only read). A connection that drops at
+        the COMMIT is no error of the spawn's: the intent the process carries out is on
+        disk already, and is how a later session finds it."""
         spawned: list[T] = []
 
         def work(conn):
-            if spawned:
-                return
             _, body = self._row(conn, lock=True)
             snap = self._parse(body, fresh=True)[0]
             if snap.rollback:  # a row restored from a backup can hold our lease and intent: refused, as in the file store
@@ -178,7 +176,7 @@ class PostgresStore:
             spawned.append(spawn())
 
         try:
-            self.db.run(lambda conn: self._locked(conn, lambda: work(conn)))
+            self.db.run(lambda conn: self._locked(conn, lambda: work(conn)), retry=lambda: not spawned)
         except Exception:  # noqa: BLE001 - once spawned, the process runs whatever became of a read-only transaction
             if not spawned:
                 raise

@@ -53,6 +53,12 @@ class CuttingProxy:
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
 
     def down(self) -> None:
+        # shutdown first: a close alone leaves the accept() blocked in another thread
+        # listening, and one more connection would get through the "outage".
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected (some kernels): the close below still ends it
         self.listener.close()
         with self.lock:
             for conn in self.conns:

@@ -23,7 +23,7 @@ from tests.integration.pg_proxy import CuttingProxy
 
 PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
 # The step: count its start in the world file, then take a little while.
-LINK = "import sys, time; open(sys.argv[1], 'a').write('started\\n'); time.sleep(0.3)"
+LINK = "import sys, time; open(sys.argv[1], 'a').write('started\\n'); time.sleep(0.1)"
 START = b'ANY:"kind": "step_start"'  # the journal line written just before the spawn
 
 

@@ -77,7 +77,8 @@ def describe_target(name: str, target: Any, location: str = "", policy: str | No
     if target.in_flight is not None:
         f = target.in_flight
         text.append(f"{'in flight':<15}", style="bold")
-        text.append(clean(f"{f.step} (session {f.session}, pid {f.pid}, since {short_time(f.started_at)})") + "\n")
+        pid = f", pid {f.pid}" if f.pid else ""  # noted once the step has run half a second (engine.session.steps)
+        text.append(clean(f"{f.step} (session {f.session}{pid}, since {short_time(f.started_at)})") + "\n")
     extra = getattr(target, "model_extra", None) or {}
     for key, value in extra.items():
         text.append(f"{clean_line(key):<15}", style="bold")
