@@ -144,8 +144,14 @@ class Outcome:
 
 def _run_once(s: SessionContext, it: Intent, argv: list[str], launch) -> Outcome:
     note = PidNote(s, it)
+
+    def launch_noted(start):
+        proc = launch(start)
+        note.latest = proc.pid  # every spawn (a quick `until` probe too): an earlier one's late note is dropped
+        return proc
+
     try:
-        return _run_noted(s, it, argv, launch, note)
+        return _run_noted(s, it, argv, launch_noted, note)
     finally:
         note.join()  # before anything records the step: its intent is not changed under the record
 
@@ -240,7 +246,9 @@ def fenced_launch(s: SessionContext, it: Intent):
 class PidNote:
     """`running` for the runner: notes the pid of a step process that is still running
     (engine.session.runner.RUNNING_AFTER after its spawn) in the target's intent, where
-    an operator and the handoff note look for it. The write happens on a thread of its
+    an operator and the handoff note look for it. It is the pid of the newest of the
+    intent's processes that ran that long (an `until` step's probe, a retry): it may have
+    ended since, and a quicker spawn after it does not replace it. The write happens on a thread of its
     own, so a wait for the ledger's lock never holds up the step's output or timeout;
     `join` (after the process is done, before the step is recorded) waits for it. A
     write that fails is said, never fatal: the intent's token is how the process is
@@ -252,7 +260,6 @@ class PidNote:
         self.latest = 0  # the pid of this intent's newest spawn here (an `until` step spawns many)
 
     def __call__(self, proc) -> None:
-        self.latest = proc.pid
         thread = threading.Thread(target=self._note, args=(proc.pid,), name="handoff-pid-note", daemon=True)
         try:
             thread.start()
@@ -274,7 +281,7 @@ class PidNote:
             f.pid = f.pgid = pid  # start_new_session: the step leads its own group
 
         try:
-            apply(s.store, fn, s.txn_lock)
+            apply(s.store, fn, s.txn_lock, patient=False)  # best effort: never spends a database outage's allowance
         except Exception as err:  # noqa: BLE001 - the process runs; a pid not noted is said, never fatal to it
             s.out.say(f"{it.target}: could not note the pid of {it.step.name} ({err}); the step goes on",
                       target=it.target, kind="warning")

@@ -102,7 +102,8 @@ class Store(Protocol):
 
     def read(self) -> Ledger: ...
 
-    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]: ...
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False,
+                 patient: bool = True) -> tuple[T, int]: ...  # patient=False: a database out of reach is not waited for
 
     def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T]) -> T: ...
 

@@ -341,8 +341,10 @@ class FileStore:
         with self.filelock.hold() as fd:
             yield fd
 
-    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False,
+                 patient: bool = True) -> tuple[T, int]:
         """Apply `fn` to the freshest ledger and write the result; returns (fn's result, revision).
+        (`patient` is the database stores': a file has no outage to wait out.)
 
         `fn` may be called more than once (if the file changes underneath) and must
         only change the ledger it is given. Raising inside `fn` writes nothing.

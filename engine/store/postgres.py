@@ -70,6 +70,11 @@ def _app_name() -> str:
     return f"handoff pid {os.getpid()} on {hostname()} ({command})"[:63]
 
 
+def _never() -> bool:
+    """`Db.run`'s `retry` for work that is not worth waiting out an outage for."""
+    return False
+
+
 class PostgresStore:
     """A ledger in a PostgreSQL row."""
 
@@ -137,12 +142,17 @@ class PostgresStore:
     def read(self) -> Ledger:
         return self.snapshot().ledger
 
-    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
-        """Apply `fn` to the ledger row under the writers' lock; returns (fn's result, revision)."""
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False,
+                 patient: bool = True) -> tuple[T, int]:
+        """Apply `fn` to the ledger row under the writers' lock; returns (fn's result, revision).
+        `patient=False`: one try, no wait for a server out of reach (a write that can be
+        skipped, as a step's pid note, must not spend the outage allowance of the ones that
+        cannot, nor mark the connection given up for them)."""
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
         marks: list = []
-        done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks)))
+        done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks)),
+                           retry=None if patient else _never)
         self._raise_mark(marks)
         return done
 
@@ -164,7 +174,11 @@ class PostgresStore:
         the process has been spawned: a retry would check and spawn again, and there is
         nothing left to commit (the transaction only read). A connection that drops at
         the COMMIT is no error of the spawn's: the intent the process carries out is on
-        disk already, and is how a later session finds it."""
+        disk already, and is how a later session finds it. One window stays open: a
+        connection that dies after `check` and before the spawn (the step_start is
+        journaled in between, on a connection of its own) lets the server release the
+        lock before the process starts; the journaled step_start and the intent's token
+        are then what a later session goes by."""
         spawned: list[T] = []
 
         def work(conn):

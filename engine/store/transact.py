@@ -17,12 +17,13 @@ class NoChange(Exception):
         self.value = value
 
 
-def apply(store, fn: Callable[[Ledger], Any], lock=None) -> tuple[Any, int | None]:
-    """`store.transact(fn)`, where `fn` may raise NoChange to write nothing (revision None)."""
+def apply(store, fn: Callable[[Ledger], Any], lock=None, *, patient: bool = True) -> tuple[Any, int | None]:
+    """`store.transact(fn)`, where `fn` may raise NoChange to write nothing (revision None).
+    `patient=False`: a database that cannot be reached is not waited for (Store.transact)."""
     try:
         if lock is None:
-            return store.transact(fn)
+            return store.transact(fn, patient=patient)
         with lock:
-            return store.transact(fn)
+            return store.transact(fn, patient=patient)
     except NoChange as stop:
         return stop.value, None

@@ -338,6 +338,7 @@ def run_step(job: Job, it: dict[str, Any], attempt: int) -> dict[str, Any]:
                 raise NoChange(f"the approval of {step.name} no longer matches the command and checkpoint")
         before.update(host=t.in_flight.host, inflight=t.in_flight.model_copy())
         t.in_flight.attempt, t.in_flight.host = attempt, actor.host
+        t.in_flight.pid = t.in_flight.pgid = None  # the earlier attempt's process, maybe on another host: noted anew
         argv = rendered_command(ledger, name, step, actor.ledger_dir)
         check = render_for(ledger, name, step.check, actor.ledger_dir, f"check of step {step.name}") if step.check else None
         return step, argv, check, approval

@@ -9,8 +9,8 @@ refuses new connections and cuts all open ones for `outage` seconds, as a crashe
 server does, and listens again. It fires once. A pattern prefixed `ANY:` is an event
 of the whole conversation: seen on whichever connection sends it (once the `ANY:`
 patterns before it have been seen), it counts as seen on every connection, so
-`(FOR UPDATE, ANY:X, COMMIT)` is a connection that read a row for update and then,
-after X went by on another connection, committed."""
+`(FOR UPDATE, ANY:X, COMMIT)` fires on the first connection that has sent FOR UPDATE
+(before or after X) and then, once X has gone by anywhere, COMMIT."""
 
 from __future__ import annotations
 

@@ -23,7 +23,9 @@ from tests.integration.pg_proxy import CuttingProxy
 
 PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
 # The step: count its start in the world file, then take a little while.
-LINK = "import sys, time; open(sys.argv[1], 'a').write('started\\n'); time.sleep(0.1)"
+# In sh, not Python: it must stay well under the 0.5 s after which a step's pid is noted (a
+# transaction of its own, which the cuts below must not mistake for the result's).
+LINK = 'echo started >> "$1"; sleep 0.1'
 START = b'ANY:"kind": "step_start"'  # the journal line written just before the spawn
 
 
@@ -51,7 +53,7 @@ def _setup(tmp_path: Path, port: int) -> tuple[str, str, Path]:
     name = f"t-{uuid.uuid4().hex[:10]}"
     data = {"task": "fence-retry", "runbook": {"steps": [
         {"name": "link", "from": "queued", "to": "linked", "reversible": False,
-         "run": [sys.executable, "-c", LINK, str(world)]}]}, "targets": {"a": {}}}
+         "run": ["sh", "-c", LINK, "link", str(world)]}]}, "targets": {"a": {}}}
     direct = f"{PG}#{name}"
     PostgresStore(direct).import_text(yaml.safe_dump(data, sort_keys=False))
     approved = subprocess.run([sys.executable, "-m", "engine.cli.main", "approve", direct, "a", "--as", "human-1"],
@@ -111,3 +113,25 @@ def test_an_outage_longer_than_patience_leaves_the_intent_for_reconcile(proxy, t
     assert _starts(world) == 1, again.stdout + again.stderr
     target = open_ledger(direct, read_only=True).load().targets["a"]
     assert target.state == "blocked" and target.in_flight is None, (target, again.stdout)
+
+
+def test_a_write_that_can_wait_for_no_outage_neither_waits_nor_gives_up_for_the_others(proxy, tmp_path):
+    """`transact(patient=False)` (a step's pid note) against a server out of reach fails at once and leaves the
+    connection's patience to the writes that need it; a patient write waits it out and then gives up."""
+    from engine.errors import HandoffError
+    from engine.store.postgres import PostgresStore
+
+    via_proxy, _direct, _world = _setup(tmp_path, proxy.port)
+    store = PostgresStore(via_proxy)
+    store.patience = 0.6
+    store.read()
+    proxy.down()
+    try:
+        with pytest.raises(HandoffError) as hasty:
+            store.transact(lambda ledger: setattr(ledger, "owner_shift", "x"), patient=False)
+        assert "cannot reach PostgreSQL" in str(hasty.value) and not store.db.gave_up
+        with pytest.raises(HandoffError) as patient:
+            store.transact(lambda ledger: setattr(ledger, "owner_shift", "x"))
+        assert "stayed unreachable for 0.6s" in str(patient.value) and store.db.gave_up
+    finally:
+        proxy.up()

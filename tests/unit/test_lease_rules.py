@@ -16,6 +16,7 @@ from session_kit import ROOT, env, journal, load, start, tool, tool_ledger, wait
 
 from engine.codec.timefmt import now_iso
 from engine.lease.rules import where_pids_count
+from engine.session.probes import find_step_processes
 
 SLEEPY = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "timeout": 30, "run": tool("sleep", "0.4")}]
 
@@ -115,7 +116,8 @@ def test_a_running_session_keeps_waiting_for_the_lock_and_says_so(tmp_path: Path
     session = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(ledger)],
                                env={**env(tmp_path), "HANDOFF_LOCK_TIMEOUT": "0.5"}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
-    wait_for(lambda: (load(ledger)["targets"]["t1"].get("in_flight") or {}).get("pid"), what="t1's step")
+    wait_for(lambda: find_step_processes((load(ledger)["targets"]["t1"].get("in_flight") or {}).get("token", "-")),
+             what="t1's step running")
     holder = _hold_lock(ledger, 6)
     beat = Path(os.path.realpath(ledger) + ".heartbeat")
 

@@ -37,19 +37,23 @@ def test_a_quick_step_writes_its_intent_and_its_result_and_nothing_between(tmp_p
 def test_a_long_step_has_its_own_pid_noted_while_it_runs(tmp_path: Path) -> None:
     """The pid appears in the intent while the step runs, is that step's process (its
     command, and the intent's token in its environment), and is a write of its own
-    between the intent and the result."""
+    between the intent and the result. The step runs until the test lets it end."""
+    gate = tmp_path / "gate"
+    gate.write_text("")
+    code = "import os, sys, time\nwhile os.path.exists(sys.argv[1]): time.sleep(0.05)"
     steps = [{"name": "slow", "from": "queued", "to": "done", "reversible": True,
-              "run": ["{python}", "-c", "import time; time.sleep(2.5)", "{target}"]}]
+              "run": ["{python}", "-c", code, str(gate), "{target}"]}]
     ledger = tool_ledger(tmp_path, steps, {"a": {}})
     session = start("resume", "--ledger", str(ledger), world=tmp_path)
     try:
         flight = wait_for(lambda: (load(ledger)["targets"]["a"].get("in_flight") or {}).get("pid") and
-                          load(ledger)["targets"]["a"]["in_flight"], timeout=20, what="the step's pid in its intent")
+                          load(ledger)["targets"]["a"]["in_flight"], timeout=30, what="the step's pid in its intent")
         pid = flight["pid"]
         assert flight["pgid"] == pid
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        assert cmdline[1:4] == [b"-c", b"import time; time.sleep(2.5)", b"a"], cmdline
+        assert cmdline[1:5] == [b"-c", code.encode(), str(gate).encode(), b"a"], cmdline
         assert flight["token"].encode() in Path(f"/proc/{pid}/environ").read_bytes()
+        gate.unlink()
         out, err = session.communicate(timeout=60)
     finally:
         if session.poll() is None:
@@ -96,8 +100,8 @@ def _noting(tmp_path: Path, *, host: str = "h", attempt: int = 1):
 
 
 def test_a_note_names_only_the_newest_spawn_of_this_attempt_on_this_host(tmp_path: Path) -> None:
-    """A note that comes late (an `until` step's earlier probe, another attempt, another host's
-    worker) leaves the intent as it is: the ledger never shows a pid that is not the step's now."""
+    """A note that comes late (for an earlier spawn of the intent, another attempt, another
+    host's worker) leaves the intent as it is: it never puts back a pid a newer spawn replaced."""
     note, store, said = _noting(tmp_path)
     note.latest = 222  # a newer probe was spawned before the note for 111 got the lock
     note._note(111)
