@@ -247,12 +247,12 @@ class PidNote:
     """`running` for the runner: notes the pid of a step process that is still running
     (engine.session.runner.RUNNING_AFTER after its spawn) in the target's intent, where
     an operator and the handoff note look for it. It is the pid of the newest of the
-    intent's processes that ran that long (an `until` step's probe, a retry): it may have
-    ended since, and a quicker spawn after it does not replace it. The write happens on a thread of its
-    own, so a wait for the ledger's lock never holds up the step's output or timeout;
-    `join` (after the process is done, before the step is recorded) waits for it. A
-    write that fails is said, never fatal: the intent's token is how the process is
-    found again."""
+    intent's processes that ran that long (an `until` step's probe, a retry): it may
+    have ended since, and a quicker spawn after it does not replace it. The write
+    happens on a thread of its own, so a wait for the ledger's lock never holds up the
+    step's output or timeout; `join` (after the process is done, before the step is
+    recorded) waits for it. A write that fails is said, never fatal: the intent's token
+    is how the process is found again."""
 
     def __init__(self, s: SessionContext, it: Intent) -> None:
         self.s, self.it = s, it
