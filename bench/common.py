@@ -9,14 +9,15 @@ and a three-step runbook. At 10,000 targets the engine writes it as about 1.8 MB
 from __future__ import annotations
 
 import os
-import shutil
 import random
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -187,6 +188,21 @@ def interleaved(cases: dict[str, Case], runs: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def engines_side_by_side(folder: str, revision: str) -> tuple[str, str]:
+    """(this checkout's engine, REVISION's engine), each an `engine/` under its own new
+    folder in `folder`, for PYTHONPATH. This checkout's is copied (working tree, no
+    caches) rather than run in place: the same code timed from the checkout and from a
+    copy under /tmp differed by 3-5% a process here (an `approve` at 10k, 16 pairs), which
+    would read as a regression of ours against REVISION's archive."""
+    ours, theirs = os.path.join(folder, "engine-ours"), os.path.join(folder, "engine-theirs")
+    shutil.copytree(os.path.join(ROOT, "engine"), os.path.join(ours, "engine"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    os.makedirs(theirs)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", revision, "engine"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", theirs], input=archive.stdout, check=True)
+    return ours, theirs
+
+
 def cache_path(ledger: str) -> str:
     """Where the store keeps its parse cache for `ledger` (the per-user cache folder)."""
     from engine.store.parse_cache import cache_path as path_for
@@ -195,11 +211,14 @@ def cache_path(ledger: str) -> str:
 
 
 def without_cache(ledger: str) -> None:
-    """Forget the parse cache, as after a hand edit, on a new host, or in CI."""
-    try:
-        os.unlink(cache_path(ledger))
-    except FileNotFoundError:
-        pass  # already cold
+    """Forget the parse cache, as after a hand edit, on a new host, or in CI (and the `.json`
+    one an engine before cache version 3 keeps, which `--against` an older revision times)."""
+    path = cache_path(ledger)
+    for name in (path, os.path.splitext(path)[0] + ".json"):
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass  # already cold
 
 
 def run_process(argv: list[str], **kw: Any) -> None:

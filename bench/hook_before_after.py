@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, baseline_warning, interleaved, row, run_process, write_engine_ledger  # noqa: E402
+from common import ROOT, baseline_warning, engines_side_by_side, interleaved, row, run_process, write_engine_ledger  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "claude_code", "PreToolUse.json")
 
@@ -25,12 +24,9 @@ def main(revision: str = "HEAD~3", runs: int = 9) -> list[str]:
     folder = tempfile.mkdtemp(prefix="bench-hook-ab-")
     py = sys.executable
     try:
-        before = os.path.join(folder, "before")
-        os.makedirs(before)
-        archive = subprocess.run(["git", "-C", ROOT, "archive", revision, "engine"], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", before], input=archive.stdout, check=True)
+        after, before = engines_side_by_side(folder, revision)
         cases = {"pass": (lambda: run_process([py, "-c", "pass"]), None)}
-        for side, code in (("before", before), ("after", ROOT)):
+        for side, code in (("before", before), ("after", after)):
             home = os.path.join(folder, side)
             os.makedirs(home, exist_ok=True)
             env = dict(os.environ, PYTHONPATH=code, XDG_CACHE_HOME=os.path.join(home, "cache"),

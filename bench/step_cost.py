@@ -9,7 +9,8 @@ taken in rotation. Reversible steps only (no approval is asked), 40% of targets 
 Prints figures and ratios; asserts nothing.
 
     python3 bench/step_cost.py [--runs 5]
-    python3 bench/step_cost.py --against REVISION   # and REVISION's engine/ (git archive), all in one rotation
+    python3 bench/step_cost.py --against REVISION   # and REVISION's engine/ (git archive), all in one rotation,
+                                                    # both engines copied alike (common.engines_side_by_side)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, forget_marks, interleaved  # noqa: E402
+from common import ROOT, engines_side_by_side, forget_marks, interleaved  # noqa: E402
 
 FEW, MANY = 1, 41  # 40 steps between them: the process-to-process noise of a 10k start (~0.1 s) is spread thin
 
@@ -81,10 +82,7 @@ def measure(runs: int, against: str | None = None) -> dict[tuple[str, int], floa
     try:
         sides = {"ours": ROOT}
         if against:
-            sides["theirs"] = os.path.join(folder, "against")
-            os.makedirs(sides["theirs"])
-            archive = subprocess.run(["git", "-C", ROOT, "archive", against, "engine"], capture_output=True, check=True)
-            subprocess.run(["tar", "-x", "-C", sides["theirs"]], input=archive.stdout, check=True)
+            sides["ours"], sides["theirs"] = engines_side_by_side(folder, against)
         cases = {}
         for n in (40, 10_000):
             src = os.path.join(folder, f"src-{n}.yaml")
