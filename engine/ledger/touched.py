@@ -9,44 +9,19 @@ like "never touch more than 2 dbs concurrently".
 The guard asks this for every proposal and inside every step's intent transaction, so
 at 10,000 targets it must not cost a scan each time. A readers' snapshot never changes
 (engine.store.file: readers share it; a transaction works on a copy), so its touched
-list is computed once per snapshot (`seal` marks one); a transaction's copy-on-write
+list is computed once per snapshot (engine.ledger.sealed); a transaction's copy-on-write
 ledger then only looks again at the targets it changed.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Any
+from functools import partial
 
+from engine.ledger import sealed
 from engine.ledger.model import Ledger, Target
-from engine.store.cow import CowTargets
 
 # Without a runbook, the article's own in-between states are the touched ones.
 _DEFAULT_TOUCHED = frozenset({"in_progress", "replicating", "verified", "awaiting_approval"})
-
-# id(targets dict) -> [the dict itself (so the id stays its own), {rules key: touched names}]
-_SEALED: OrderedDict[int, list[Any]] = OrderedDict()
-_SEALED_MAX = 4  # the snapshot now, the one before, a transaction's base: a few suffice
-
-
-def seal(targets: dict[str, Target], derived: dict[str, Target] | None = None) -> None:
-    """Mark a readers' snapshot of targets: it is never changed again, so what is derived
-    from it may be remembered. Only the store calls this, on what it shares. `derived`:
-    the transaction's copy-on-write targets it was written from, whose base's touched
-    lists are carried forward by looking again only at the targets it changed."""
-    key = id(targets)
-    entry = _SEALED.get(key)
-    if entry is None or entry[0] is not targets:
-        entry = _SEALED[key] = [targets, {}]
-        while len(_SEALED) > _SEALED_MAX:
-            _SEALED.popitem(last=False)
-    else:
-        _SEALED.move_to_end(key)
-    base = derived.shared if isinstance(derived, CowTargets) else None
-    known = _SEALED.get(id(base)) if base is not None else None
-    if isinstance(derived, CowTargets) and known is not None and known[0] is base and all(n in base for n in derived.changed):
-        for rules, names in known[1].items():
-            entry[1].setdefault(rules, _carried(base, names, derived, rules[0], dict(rules[1])))
 
 
 def touched_states(ledger: Ledger) -> frozenset[str]:
@@ -110,39 +85,12 @@ def _scan(items, states: frozenset[str], awaiting_from: dict[str, str]) -> list[
     return [name for name, target in items if _target_touched(target, states, awaiting_from)]
 
 
-def _sealed_touched(targets: dict, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str] | None:
-    entry = _SEALED.get(id(targets))
-    if entry is None or entry[0] is not targets:
-        return None
-    rules = (states, tuple(sorted(awaiting_from.items())))
-    names = entry[1].get(rules)
-    if names is None:
-        names = entry[1][rules] = _scan(dict.items(targets), states, awaiting_from)
-    return names
-
-
-def _carried(base: dict, names: list[str], targets: CowTargets, states: frozenset[str], awaiting_from: dict[str, str]) -> list[str]:
-    """The base's touched `names`, with the targets `targets` changed or removed looked at
-    again (none of them new, so the base's order is the order)."""
-    gone = targets.changed | targets.removed
-    mine = {n for n in targets.changed if _target_touched(dict.__getitem__(targets, n), states, awaiting_from)}
-    keep = {n for n in names if n not in gone} | mine
-    return [n for n in base if n in keep] if mine - set(names) else [n for n in names if n in keep]
-
-
 def touched(ledger: Ledger) -> list[str]:
     """Names of the touched targets, in ledger order."""
     states, awaiting_from = touched_states(ledger), _awaiting_from(ledger)
-    targets = ledger.targets
-    if isinstance(targets, CowTargets):  # a transaction's copy-on-write targets over a readers' snapshot
-        base = targets.shared
-        seal(base)  # what a transaction reads from is shared by definition
-        names = _sealed_touched(base, states, awaiting_from)
-        if names is not None and all(n in base for n in targets.changed):  # no new target: the base order holds
-            return _carried(base, names, targets, states, awaiting_from)
-    else:
-        names = _sealed_touched(targets, states, awaiting_from)
-        if names is not None:
-            return list(names)
+    rules = ("touched", states, tuple(sorted(awaiting_from.items())))
+    found = sealed.names(ledger.targets, rules, partial(_target_touched, states=states, awaiting_from=awaiting_from))
+    if found is not None:
+        return found
     # Read without views or copies: this only looks (engine.store.cow.shared_items).
-    return _scan(dict.items(targets), states, awaiting_from)
+    return _scan(dict.items(ledger.targets), states, awaiting_from)

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
+from itertools import islice
 
-from engine.ledger.model import Ledger, Step
+from engine.ledger import sealed
+from engine.ledger.model import Ledger, Step, Target
 from engine.ledger.runbook import WAITING, touch_limit
 from engine.ledger.touched import touched
 
@@ -27,6 +30,12 @@ class Action:
 
     target: str
     step: Step
+
+
+def _movable(states: frozenset[str], target: Target) -> bool:
+    """Whether the autopilot could propose a step for `target`: nothing in flight, not
+    waiting on a person, and a runbook step starts where it stands."""
+    return target.in_flight is None and target.state not in WAITING and target.state in states
 
 
 class Autopilot:
@@ -61,12 +70,25 @@ class Autopilot:
         first: dict[str, Step] = {}
         for step in ledger.steps():
             first.setdefault(step.from_, step)
-        for name, target in ledger.targets.items():
-            if name in busy or target.in_flight is not None or target.state in WAITING:
+        targets = ledger.targets
+        rules = ("movable", frozenset(first))
+        test = partial(_movable, frozenset(first))
+        # A readers' snapshot knows how many targets at its head cannot move (done ones,
+        # mostly): the walk starts after them (engine.ledger.sealed).
+        skip = sealed.start(targets, rules, test)
+        at: int | None = skip  # where the walk is, until the first that can move is found
+        for name, target in islice(dict.items(targets), skip, None) if skip else targets.items():
+            if not test(target):
+                if at is not None:
+                    at += 1
                 continue
-            found = first.get(target.state)
-            if found is not None:
-                yield Action(name, found)
+            if at is not None:
+                sealed.found_at(targets, rules, test, at)
+                at = None
+            if name not in busy:
+                yield Action(name, first[target.state])
+        if at is not None:
+            sealed.found_at(targets, rules, test, at)
 
     def should_ask(self, ledger: Ledger, action: Action) -> bool:
         """Ask a human to approve `action` only if it could run once approved: the

@@ -111,6 +111,10 @@ class CowTargets(dict):
         self.update(other)
         return self
 
+    def reordered(self) -> bool:
+        """Whether a name was ever deleted here: put back, it stands last, out of the shared order."""
+        return self._deleted
+
     def plain(self) -> dict[str, Target]:
         """A plain dict of what is there now (copies and untouched shared targets). When the
         transaction only changed targets in place (a step's usual write), that is the shared

@@ -37,7 +37,7 @@ from engine.host.digests import content_digest as digest
 from engine.host.files import read_capped
 from engine.lease.heartbeat import Heartbeat
 from engine.ledger.model import Ledger, Target
-from engine.ledger.touched import seal
+from engine.ledger.sealed import seal
 from engine.store import highwater, history, outside, parse_cache
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent

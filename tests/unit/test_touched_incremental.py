@@ -91,3 +91,21 @@ def test_a_runbook_changed_in_the_transaction_is_not_answered_from_the_snapshot(
 
     (got, want), _ = store.transact(fn)
     assert got == want == []
+
+
+def test_a_target_removed_and_put_back_stands_last_in_the_touched_list(fleet):
+    """db-1 (awaiting cutover, touched) is taken out and put back in one transaction: it now
+    stands last in the ledger, so it is listed after db-5, inside the transaction and in the
+    snapshot its write makes, as a full look says."""
+    store = FileStore(str(fleet))
+    assert touched(store.read()) == ["db-1", "db-2"]
+
+    def fn(ledger):
+        ledger.targets["db-5"].in_flight = InFlight(step="check")
+        ledger.targets["db-1"] = ledger.targets.pop("db-1")
+        return touched(ledger), full_scan(ledger)
+
+    (got, want), _ = store.transact(fn, accept_shrink=True)
+    assert got == want == ["db-2", "db-5", "db-1"]
+    snap = store.read()
+    assert touched(snap) == full_scan(snap) == ["db-2", "db-5", "db-1"]
