@@ -17,7 +17,6 @@ from textual import work
 from engine.api import HandoffError, ReadOnly
 from tui.messages import NoteConflict, RetryRefused
 from tui.requests import AckNote, ApproveBatch, Request, RequestDone, Retry, SetNote
-from tui.screens.note_editor import NoteConflictScreen, NoteEditor, merged
 from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean
 
@@ -78,14 +77,20 @@ class Mutations:
                 return
             self.submit(SetNote(self._revision(), new_text, base))
 
+        from tui.screens.note_editor import NoteEditor  # a TextArea: loaded when a note is first edited, not at start
+
         self.push_screen(NoteEditor(text), done)
 
     def edit_note_or_draft(self, current: str) -> None:
         """`e`: the note, or the draft a conflict left (merged with the note as it is now)."""
+        from tui.screens.note_editor import merged
+
         draft, self.note_draft = self.note_draft, None
         self.edit_note(merged(draft, current) if draft is not None else current, base=current)
 
     def on_note_conflict(self, message: NoteConflict) -> None:
+        from tui.screens.note_editor import NoteConflictScreen, merged
+
         mine, theirs = message.mine, message.theirs
 
         def chosen(choice: str | None) -> None:

@@ -46,3 +46,14 @@ def test_the_ledger_model_is_built_without_pydantics_plugin_search():
                              env=env)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout) == [[], given]
+
+
+def test_the_screen_loads_the_editor_and_the_timeline_table_only_when_opened():
+    """The note editor's TextArea and the timeline's DataTable are loaded when first opened
+    (tests/tui/test_lost_words.py and test_timeline.py open them), not at every start."""
+    probe = ("import sys, json, tui.app\n"
+             "print(json.dumps([m for m in ('textual.widgets._text_area', 'textual.widgets._data_table',"
+             " 'tui.screens.note_editor', 'tui.screens.timeline') if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -24,7 +24,6 @@ from textual.widgets import Label, Static
 from engine.api import HandoffError
 from tui.attention import next_shown, outside, outside_fields, reconcile_command
 from tui.policy import verified_word
-from tui.screens.timeline import TimelineScreen
 from tui.states import label
 from tui.text import clean, clean_line, one_line
 from tui.timefmt import short_time
@@ -240,6 +239,8 @@ class DetailScreen(Screen[None]):
         self.app.main.copy_command(self.target_name)
 
     def action_timeline(self) -> None:
+        from tui.screens.timeline import TimelineScreen  # a DataTable: loaded when the timeline first opens
+
         self.app.push_screen(TimelineScreen(self.app.controller, self.target_name))
 
     def action_close(self) -> None:

@@ -15,7 +15,6 @@ from textual.widgets import Input
 from engine.api import HandoffError
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
-from tui.screens.timeline import TimelineScreen
 from tui.text import clean_line
 from tui.widgets.log_pane import LogPane
 from tui.widgets.note_panel import SHORT, NotePanel
@@ -199,6 +198,8 @@ class ViewActions:
 
     def do_timeline(self, arg: str = "") -> None:
         """The journal over time (of target `arg`, when given), read-only."""
+        from tui.screens.timeline import TimelineScreen  # a DataTable: loaded when the timeline first opens
+
         self.app.push_screen(TimelineScreen(self.app.controller, arg or None))
 
     def do_help(self, arg: str = "") -> None:
