@@ -6,7 +6,7 @@ from its targets may be worked out once and asked again for free:
 
 - `names(targets, key, test)`: the names whose target passes `test`, in ledger order
   (the touched set: engine.ledger.touched);
-- `start(targets, key, test)`: how many targets at the head of the ledger fail `test`
+- `start(targets, key)`: how many targets at the head of the ledger fail the test `key` names
   (or fewer), so a walk for the first one that passes can skip them (the autopilot's
   proposals: engine.planners.autopilot); the walk says what it found with `found_at`.
 
@@ -124,7 +124,7 @@ def _names_of(entry: _Entry, key: Any, test: Test) -> list[str]:
     return found[0]
 
 
-def start(targets: dict, key: Any, test: Test) -> int:
+def start(targets: dict, key: Any) -> int:
     """How many targets at the head of `targets` (a sealed snapshot) may be skipped by a walk
     for the first that passes `test`: none of them passes. 0 when nothing is known."""
     entry = _entry(targets)

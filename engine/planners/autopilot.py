@@ -75,7 +75,7 @@ class Autopilot:
         test = partial(_movable, frozenset(first))
         # A readers' snapshot knows how many targets at its head cannot move (done ones,
         # mostly): the walk starts after them (engine.ledger.sealed).
-        skip = sealed.start(targets, rules, test)
+        skip = sealed.start(targets, rules)
         at: int | None = skip  # where the walk is, until the first that can move is found
         for name, target in islice(dict.items(targets), skip, None) if skip else targets.items():
             if not test(target):

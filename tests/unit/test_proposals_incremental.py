@@ -80,14 +80,14 @@ def test_the_walk_skips_the_done_head_and_a_write_ahead_of_it_is_seen(tmp_path):
     rules = ("movable", frozenset({"queued", "checked"}))
     snap = store.read()
     assert proposed(snap) == [("db-4", "check"), ("db-5", "check")]
-    assert sealed.start(snap.targets, rules, None) == 4
+    assert sealed.start(snap.targets, rules) == 4
 
     def requeue(ledger):
         ledger.targets["db-1"].state = "queued"
 
     store.transact(requeue)
     snap = store.read()
-    assert sealed.start(snap.targets, rules, None) == 1  # carried over the write, never past db-1
+    assert sealed.start(snap.targets, rules) == 1  # carried over the write, never past db-1
     assert proposed(snap) == [("db-1", "check"), ("db-4", "check"), ("db-5", "check")]
 
 
