@@ -126,7 +126,7 @@ def _names_of(entry: _Entry, key: Any, test: Test) -> list[str]:
 
 def start(targets: dict, key: Any) -> int:
     """How many targets at the head of `targets` (a sealed snapshot) may be skipped by a walk
-    for the first that passes `test`: none of them passes. 0 when nothing is known."""
+    for the first that passes the test `key` names: none of them passes. 0 when nothing is known."""
     entry = _entry(targets)
     if entry is None:
         return 0
