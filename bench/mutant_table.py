@@ -409,4 +409,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "    if len(derived) == len(base.targets):",
            ("tests/unit/test_proposals_incremental.py::test_a_write_that_removes_or_adds_a_target_starts_the_walk_afresh",),
            "the autopilot's walk start is not carried over a write that moved targets"),
+    Mutant("pg-fence-still-held", "engine/store/postgres.py",
+           '            conn.execute("SELECT 1 AS fence_still_held")  # the lock is still this transaction\'s (see above)\n',
+           "",
+           ("tests/integration/test_pg_fence_retry.py::test_a_cut_before_the_spawn_lets_the_fence_see_what_changed_meanwhile",),
+           "on PostgreSQL the fence asks its own connection once more right before the spawn: a connection lost "
+           "while the step's start was journaled (its lock let go) is seen, and the check is made again"),
 )

@@ -231,14 +231,13 @@ def fenced_launch(s: SessionContext, it: Intent):
     announced: list[bool] = []
 
     def launch(start):
-        def spawn():
+        def first():
             if not announced:  # the first spawn of this intent: journal it (fsynced) right before it happens
                 announce(s, it)
                 announced.append(True)
-            return start()
 
         with s.txn_lock:
-            return s.store.fence(check, spawn)
+            return s.store.fence(check, start, first=first)
 
     return launch
 

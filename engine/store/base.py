@@ -105,7 +105,8 @@ class Store(Protocol):
     def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False,
                  patient: bool = True) -> tuple[T, int]: ...  # patient=False: a database out of reach is not waited for
 
-    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T]) -> T: ...
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], *,
+              first: Callable[[], None] | None = None) -> T: ...
 
     def watch(self, stop_event: Any = None) -> AsyncIterator[WatchEvent]: ...
 

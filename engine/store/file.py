@@ -484,16 +484,21 @@ class FileStore:
             self._history = history.file_journal(self.path)
         return history.record(self._history, ledger, before, after, names, snap.ledger.revision if ours else None)
 
-    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T]) -> T:
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], *,
+              first: Callable[[], None] | None = None) -> T:
         """Spawn only while the caller provably still holds the ledger: under the writers'
-        lock, read the ledger as it is on disk now and let `check` refuse (it raises), then
-        `spawn()` before the lock is let go. Returns what `spawn` returned. Nothing is
-        written: the intent the spawn carries out is on disk already (a session notes the
-        pid later, if the step runs long enough to be looked for: engine.session.steps)."""
+        lock, read the ledger as it is on disk now and let `check` refuse (it raises), call
+        `first()` (a session journals the step's start), then `spawn()` before the lock is
+        let go. Returns what `spawn` returned. Nothing is written to the ledger: the intent
+        the spawn carries out is on disk already (a session notes the pid later, if the step
+        runs long enough to be looked for: engine.session.steps). A file lock is held until
+        this process lets it go: nothing can take it between the check and the spawn."""
         with self.lock():
             snap = self._snapshot(self._raw())[0]
             self._refuse_regressions(snap, False, False)
             check(snap.ledger)
+            if first is not None:
+                first()
             return spawn()
 
     def heartbeat(self) -> Heartbeat:

@@ -165,20 +165,24 @@ class PostgresStore:
             except OSError:
                 pass  # the witnesses in the database still stand
 
-    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T]) -> T:
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], *,
+              first: Callable[[], None] | None = None) -> T:
         """Spawn only while the caller provably still holds the ledger (FileStore.fence):
-        check and spawn happen in one database transaction holding the lock, and a row
-        that went back in time (restored from a backup) is refused before `check`.
+        check, `first()` and spawn happen in one database transaction holding the lock, and
+        a row that went back in time (restored from a backup) is refused before `check`.
 
-        `Db.run` retries its work on a new connection after a dropped one, but never once
-        the process has been spawned: a retry would check and spawn again, and there is
-        nothing left to commit (the transaction only read). A connection that drops at
-        the COMMIT is no error of the spawn's: the intent the process carries out is on
-        disk already, and is how a later session finds it. One window stays open: a
-        connection that dies after `check` and before the spawn (the step_start is
-        journaled in between, on a connection of its own) lets the server release the
-        lock before the process starts; the journaled step_start and the intent's token
-        are then what a later session goes by."""
+        A lock held by a connection ends with the connection: one that dies after `check`
+        (while `first()` journals the step's start, on a connection of its own) would let
+        another writer in (an approval withdrawn, the lease taken) before the spawn. So
+        right before the spawn the fence's own connection is asked once more (`SELECT 1`):
+        an answer means its transaction, and so the lock, is still the server's to hold; a
+        connection gone by then fails the work before anything is spawned, and `Db.run`
+        checks again on a new one. What stays open is the spawn itself (a fork and exec).
+
+        `Db.run` never retries once the process has been spawned: a retry would check and
+        spawn again, and there is nothing left to commit (the transaction only read). A
+        connection that drops at the COMMIT is no error of the spawn's: the intent the
+        process carries out is on disk already, and is how a later session finds it."""
         spawned: list[T] = []
 
         def work(conn):
@@ -187,6 +191,9 @@ class PostgresStore:
             if snap.rollback:  # a row restored from a backup can hold our lease and intent: refused, as in the file store
                 raise Refused(snap.warnings[-1], title="Ledger went back in time")
             check(snap.ledger)
+            if first is not None:
+                first()
+            conn.execute("SELECT 1 AS fence_still_held")  # the lock is still this transaction's (see above)
             spawned.append(spawn())
 
         try:

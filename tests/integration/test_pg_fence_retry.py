@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -27,6 +28,7 @@ PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
 # transaction of its own, which the cuts below must not mistake for the result's).
 LINK = 'echo started >> "$1"; sleep 0.1'
 START = b'ANY:"kind": "step_start"'  # the journal line written just before the spawn
+HELD = b"fence_still_held"  # the fence's last question to the server, right before the spawn
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -94,6 +96,47 @@ def test_a_cut_after_the_spawn_never_starts_the_step_again(proxy, tmp_path, wher
     assert "Traceback" not in done.stdout + done.stderr
     target = open_ledger(direct, read_only=True).load().targets["a"]
     assert target.state == "linked" and target.in_flight is None
+
+
+def test_a_cut_before_the_spawn_lets_the_fence_see_what_changed_meanwhile(proxy, tmp_path):
+    """The fence has checked and journaled the step's start when its connection is cut, before the spawn: the
+    server lets its lock go, and another writer takes the intent away meanwhile (a person's reconcile, here
+    straight through the store). The fence asks its own connection once more before spawning, so it sees the
+    cut, checks again on a new connection, and link never starts: it says NOT started and stops acting."""
+    from engine.store.postgres import PostgresStore
+
+    via_proxy, direct, world = _setup(tmp_path, proxy.port)
+    proxy.arm(b"FOR UPDATE", START, HELD, outage=3)
+    taken: list[int] = []
+    ended = threading.Event()
+
+    def take_the_intent_away() -> None:
+        while not proxy.fired.wait(0.05):
+            if ended.is_set():
+                return  # the session ended with no cut
+
+        def fn(ledger):
+            target = ledger.targets["a"]
+            assert target.in_flight is not None  # the session's intent, written before the fence
+            target.in_flight, target.state, target.reason = None, "blocked", "taken over by a person"
+
+        taken.append(PostgresStore(direct).transact(fn)[1])
+
+    other = threading.Thread(target=take_the_intent_away)
+    other.start()
+    try:
+        done = _resume(via_proxy, tmp_path, outage="30")
+    finally:
+        ended.set()
+        other.join(30)
+    said = done.stdout + done.stderr
+    assert proxy.fired.is_set(), "the cut never happened: the fence asked nothing between the step's start and the spawn"
+    assert taken, "the other writer never got the ledger while the fence's connection was cut"
+    assert _starts(world) == 0, said
+    assert "link NOT started" in said and "no longer holds this session's intent" in said, said
+    assert "Traceback" not in said
+    target = open_ledger(direct, read_only=True).load().targets["a"]
+    assert target.state == "blocked" and target.in_flight is None
 
 
 def test_an_outage_longer_than_patience_leaves_the_intent_for_reconcile(proxy, tmp_path):
