@@ -11,7 +11,7 @@ from engine.api import open_ledger
 from tests.tui.helpers import fixed_clock, journal_records, screen_text, settle
 from tui.app import make_app
 from tui.screens.detail import DetailScreen
-from tui.screens.timeline import PAGE, TimelineScreen
+from tui.screens.timeline import PAGE, StateLoaded, TimelineScreen
 
 HOSTILE = "[red]boom[/] \x1b[2J"
 
@@ -72,6 +72,15 @@ async def test_pages_hostile_text_and_state_then(ledger_path: Path) -> None:
         await settle(pilot)
         state = str(screen.query_one("#timeline-state", Static).render())
         assert f"At revision {screen.page.records[row]['rev']}" in state and "web-05: blocked" in state
+        # Another page: the state then was of a record no longer shown, and goes.
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert str(screen.query_one("#timeline-state", Static).render()) == ""
+        assert "At revision" not in screen_text(app)
+        # A state asked for on the page before that arrives only now is not shown either.
+        screen.post_message(StateLoaded(1, {"web-05": {"state": "blocked"}}, screen._pages - 1))
+        await settle(pilot)
+        assert "At revision" not in screen_text(app)
         await pilot.press("escape")
         await settle(pilot)
         assert app.screen is app.main

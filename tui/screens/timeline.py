@@ -44,12 +44,13 @@ class TimelineLoaded(Message):
 
 
 class StateLoaded(Message):
-    """The targets rebuilt at revision `rev`."""
+    """The targets rebuilt at revision `rev`, asked for on the page shown as number `page`."""
 
-    def __init__(self, rev: int, states: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, rev: int, states: dict[str, dict[str, Any]], page: int) -> None:
         super().__init__()
         self.rev = rev
         self.states = states
+        self.page = page
 
 
 def record_row(record: dict[str, Any]) -> tuple[Text, ...]:
@@ -138,6 +139,7 @@ class TimelineScreen(Screen[None]):
         self.page: TimelinePage | None = None
         self._fitted = -1  # the width the rows were cut for
         self._pending: int | None = None  # the row the cursor is being put on (see _fill)
+        self._pages = 0  # pages shown so far: the state then belongs to the page it was asked on
 
     def compose(self) -> ComposeResult:
         yield Label("Journal timeline (read-only): loading…", id="timeline-title")
@@ -159,13 +161,15 @@ class TimelineScreen(Screen[None]):
         self.post_message(TimelineLoaded(self.controller.timeline(start, PAGE, self.target)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="timeline-state")
-    def load_state(self, rev: int) -> None:
-        self.post_message(StateLoaded(rev, self.controller.state_at(rev)))
+    def load_state(self, rev: int, page: int) -> None:
+        self.post_message(StateLoaded(rev, self.controller.state_at(rev), page))
 
     # -- showing ------------------------------------------------------------------------
 
     def on_timeline_loaded(self, message: TimelineLoaded) -> None:
         page = self.page = message.page
+        self._pages += 1
+        self.query_one("#timeline-state", Static).update("")  # the state then was of a record of the page before
         whose = f" of {clean_line(page.target)}" if page.target is not None else ""
         shown = f"records {page.start + 1}–{page.start + len(page.records)} of {page.total}" if page.records else "no records"
         self.query_one("#timeline-title", Label).update(Text(
@@ -218,7 +222,8 @@ class TimelineScreen(Screen[None]):
         self._show_record()
 
     def on_state_loaded(self, message: StateLoaded) -> None:
-        self.query_one("#timeline-state", Static).update(state_text(message.rev, message.states, self.target))
+        if message.page == self._pages:  # not once another page is shown
+            self.query_one("#timeline-state", Static).update(state_text(message.rev, message.states, self.target))
 
     # -- keys ---------------------------------------------------------------------------
 
@@ -244,7 +249,7 @@ class TimelineScreen(Screen[None]):
     def action_state_at(self) -> None:
         rev = self.selected_rev()
         if rev is not None:
-            self.load_state(rev)
+            self.load_state(rev, self._pages)
 
     def action_close(self) -> None:
         self.dismiss(None)
