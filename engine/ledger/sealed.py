@@ -59,13 +59,7 @@ def seal(targets: dict, derived: dict | None = None) -> None:
     """Mark a readers' snapshot of targets: it is never changed again. Only the store calls
     this, on what it shares. `derived`: the transaction's copy-on-write targets it was
     written from; what was known of their base is carried forward."""
-    entry = _entry(targets)
-    if entry is None:
-        entry = _SEALED[id(targets)] = _Entry(targets)
-        while len(_SEALED) > _MAX:
-            _SEALED.popitem(last=False)
-    else:
-        _SEALED.move_to_end(id(targets))
+    entry = _sealed(targets)
     if not isinstance(derived, CowTargets):
         return
     base = _entry(derived.shared)
@@ -79,6 +73,18 @@ def seal(targets: dict, derived: dict | None = None) -> None:
         for key, (at, test) in base.starts.items():
             entry.starts.setdefault(key, (_moved_start(base, at, derived, test), test))
         entry.positions = entry.positions or base.positions
+
+
+def _sealed(targets: dict) -> _Entry:
+    """The entry of `targets`, made now if it has none (the oldest entries make room)."""
+    entry = _entry(targets)
+    if entry is None:
+        entry = _SEALED[id(targets)] = _Entry(targets)
+        while len(_SEALED) > _MAX:
+            _SEALED.popitem(last=False)
+    else:
+        _SEALED.move_to_end(id(targets))
+    return entry
 
 
 def _carried(base: _Entry, names: list[str], targets: CowTargets, test: Test) -> list[str] | None:
@@ -108,11 +114,8 @@ def names(targets: dict, key: Any, test: Test) -> list[str] | None:
     """The names whose target passes `test`, in ledger order, when `targets` is a sealed
     snapshot or a transaction's copy-on-write targets over one (None otherwise: look)."""
     if isinstance(targets, CowTargets):
-        base = targets.shared
-        seal(base)  # what a transaction reads from is shared by definition
-        entry = _entry(base)
-        assert entry is not None
-        return _carried(entry, _names_of(entry, key, test), targets, test)
+        base = _sealed(targets.shared)  # what a transaction reads from is shared by definition
+        return _carried(base, _names_of(base, key, test), targets, test)
     entry = _entry(targets)
     return list(_names_of(entry, key, test)) if entry is not None else None
 
