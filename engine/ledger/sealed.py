@@ -65,12 +65,13 @@ def seal(targets: dict, derived: dict | None = None) -> None:
     base = _entry(derived.shared)
     if base is None:
         return
-    for key, (names, test) in base.names.items():
+    # Copies of the items: another thread (a session's main loop walking this base) may add to them meanwhile.
+    for key, (names, test) in list(base.names.items()):
         carried = _carried(base, names, derived, test)
         if carried is not None:
             entry.names.setdefault(key, (carried, test))
     if not derived.reordered() and len(derived) == len(base.targets):  # the same names, in the same order
-        for key, (at, test) in base.starts.items():
+        for key, (at, test) in list(base.starts.items()):
             entry.starts.setdefault(key, (_moved_start(base, at, derived, test), test))
         entry.positions = entry.positions or base.positions
 

@@ -117,3 +117,34 @@ def test_a_write_that_removes_or_adds_a_target_starts_the_walk_afresh(tmp_path):
 
     store.transact(move_last, accept_shrink=True)
     assert proposed(store.read()) == [("db-4", "check"), ("db-5", "check"), ("db-6", "check")]
+
+
+def test_what_another_thread_notes_while_a_write_is_sealed_breaks_nothing():
+    """A session's main loop notes what it found on a snapshot while a worker's write made
+    from that snapshot is being sealed: the carry looks at each changed target (the tests
+    below add an entry right then, as that other thread would), and neither breaks."""
+    from itertools import count
+
+    from engine.ledger.model import Target
+    from engine.store.cow import CowTargets
+
+    base = {name: Target(state="done") for name in NAMES[:4]} | {name: Target(state="queued") for name in NAMES[4:]}
+    sealed.seal(base)
+    fresh = count()
+
+    def movable(target) -> bool:  # noting a walk's start under a new key, mid-carry
+        sealed.found_at(base, ("meanwhile", next(fresh)), movable, 0)
+        return target.state == "queued"
+
+    def queued(target) -> bool:  # asking for a new list of names, mid-carry
+        sealed.names(base, ("meanwhile", next(fresh)), lambda t: t.state == "done")
+        return target.state == "queued"
+
+    sealed.found_at(base, "movable", movable, 4)
+    assert sealed.names(base, "queued", queued) == ["db-4", "db-5"]
+    cow = CowTargets(base)
+    cow["db-1"].state = "queued"
+    new = cow.plain()
+    sealed.seal(new, cow)
+    assert sealed.start(new, "movable") == 1
+    assert sealed.names(new, "queued", queued) == ["db-1", "db-4", "db-5"]
