@@ -20,6 +20,7 @@ from its base the same way.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +43,7 @@ class _Entry:
 
 
 _SEALED: OrderedDict[int, _Entry] = OrderedDict()
+_REGISTRY = threading.Lock()
 
 
 def _entry(targets: Any) -> _Entry | None:
@@ -78,14 +80,15 @@ def seal(targets: dict, derived: dict | None = None) -> None:
 
 def _sealed(targets: dict) -> _Entry:
     """The entry of `targets`, made now if it has none (the oldest entries make room)."""
-    entry = _entry(targets)
-    if entry is None:
-        entry = _SEALED[id(targets)] = _Entry(targets)
-        while len(_SEALED) > _MAX:
-            _SEALED.popitem(last=False)
-    else:
-        _SEALED.move_to_end(id(targets))
-    return entry
+    with _REGISTRY:  # a session's threads seal at once: no entry is moved after another thread dropped it
+        entry = _entry(targets)
+        if entry is None:
+            entry = _SEALED[id(targets)] = _Entry(targets)
+            while len(_SEALED) > _MAX:
+                _SEALED.popitem(last=False)
+        else:
+            _SEALED.move_to_end(id(targets))
+        return entry
 
 
 def _carried(base: _Entry, names: list[str], targets: CowTargets, test: Test) -> list[str] | None:

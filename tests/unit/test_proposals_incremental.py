@@ -148,3 +148,42 @@ def test_what_another_thread_notes_while_a_write_is_sealed_breaks_nothing():
     sealed.seal(new, cow)
     assert sealed.start(new, "movable") == 1
     assert sealed.names(new, "queued", queued) == ["db-1", "db-4", "db-5"]
+
+
+def test_sealing_from_several_threads_never_loses_an_entry_under_another(monkeypatch):
+    """One thread finds a snapshot's entry; before it marks it as the newest, another thread
+    seals four snapshots (as many as are kept). Sealing is one step for each thread, so the
+    first finishes before the second evicts anything, and neither raises."""
+    import threading
+    import time
+
+    first = {"db-0": object()}
+    others = [{"db-0": object()} for _ in range(sealed._MAX)]
+    sealed.seal(first)
+    real = sealed._entry
+    errors: list[BaseException] = []
+
+    def seal_others() -> None:
+        try:
+            for other in others:
+                sealed.seal(other)
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    def entry_then_others(targets):
+        found = real(targets)
+        if targets is first and found is not None:
+            monkeypatch.setattr(sealed, "_entry", real)
+            meanwhile = threading.Thread(target=seal_others)
+            meanwhile.start()
+            meanwhile.join(0.3)  # it waits for this seal to end, or (unguarded) evicts `first` now
+        return found
+
+    monkeypatch.setattr(sealed, "_entry", entry_then_others)
+    sealed.seal(first)
+    for _ in range(50):
+        if all(sealed._entry(o) is not None for o in others):
+            break
+        time.sleep(0.02)
+    assert errors == []
+    assert all(sealed._entry(o) is not None for o in others)
