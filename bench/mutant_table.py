@@ -415,4 +415,14 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/integration/test_pg_fence_retry.py::test_a_cut_before_the_spawn_lets_the_fence_see_what_changed_meanwhile",),
            "on PostgreSQL the fence asks its own connection once more right before the spawn: a connection lost "
            "while the step's start was journaled (its lock let go) is seen, and the check is made again"),
+    Mutant("sealed-registry-lock", "engine/ledger/sealed.py",
+           "    with _REGISTRY:  # a session's threads seal at once",
+           "    if True:  # a session's threads seal at once",
+           ("tests/unit/test_proposals_incremental.py::test_sealing_from_several_threads_never_loses_an_entry_under_another",),
+           "a session's threads seal snapshots at once without one losing the entry it found (KeyError after a write)"),
+    Mutant("sealed-carry-copies", "engine/ledger/sealed.py",
+           "        for key, (at, test) in list(base.starts.items()):",
+           "        for key, (at, test) in base.starts.items():",
+           ("tests/unit/test_proposals_incremental.py::test_what_another_thread_notes_while_a_write_is_sealed_breaks_nothing",),
+           "what another thread notes about a snapshot while a write made from it is sealed breaks nothing"),
 )
