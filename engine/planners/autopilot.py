@@ -76,19 +76,18 @@ class Autopilot:
         # A readers' snapshot knows how many targets at its head cannot move (done ones,
         # mostly): the walk starts after them (engine.ledger.sealed).
         skip = sealed.start(targets, rules)
-        at: int | None = skip  # where the walk is, until the first that can move is found
-        for name, target in islice(dict.items(targets), skip, None) if skip else targets.items():
+        walk = islice(dict.items(targets), skip, None) if skip else targets.items()
+        found = False
+        for at, (name, target) in enumerate(walk, skip):
             if not test(target):
-                if at is not None:
-                    at += 1
                 continue
-            if at is not None:
+            if not found:
                 sealed.found_at(targets, rules, test, at)
-                at = None
+                found = True
             if name not in busy:
                 yield Action(name, first[target.state])
-        if at is not None:
-            sealed.found_at(targets, rules, test, at)
+        if not found:
+            sealed.found_at(targets, rules, test, len(targets))
 
     def should_ask(self, ledger: Ledger, action: Action) -> bool:
         """Ask a human to approve `action` only if it could run once approved: the
