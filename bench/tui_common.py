@@ -70,8 +70,8 @@ def tui_argv(ledger: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "tui.main", ledger, "--as", "bench", *extra]
 
 
-def empty_argv() -> list[str]:
-    return [sys.executable, EMPTY_APP]
+def empty_argv(*extra: str) -> list[str]:
+    return [sys.executable, EMPTY_APP, *extra]
 
 
 class PtyApp:

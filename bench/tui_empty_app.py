@@ -2,7 +2,17 @@
 
 Started by bench/tui_startup.py and bench/tui_update.py exactly like handoff-tui:
 same interpreter, environment and pseudo-terminal. `q` quits.
+
+    python3 bench/tui_empty_app.py                 # the baseline
+    python3 bench/tui_empty_app.py --engine        # ... after importing engine.api
+    python3 bench/tui_empty_app.py --engine LEDGER # ... after importing it and reading LEDGER
+
+The two `--engine` forms are the floor of handoff-tui's first paint: what it must do
+before it can draw its first row (the engine's import, with pydantic's, and the read
+and validation of the ledger), with no screen of its own.
 """
+
+import sys
 
 from textual.app import App, ComposeResult
 from textual.widgets import Static
@@ -16,4 +26,13 @@ class EmptyApp(App[None]):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--engine"]:
+        import gc
+
+        gc.disable()  # as tui.main starts: no cyclic collections while it imports and reads
+        from engine.api import open_ledger
+
+        if len(sys.argv) > 2:
+            kept = open_ledger(sys.argv[2], read_only=True).snapshot()  # held, as the screen holds its reading
+        gc.enable()
     EmptyApp().run()

@@ -8,6 +8,11 @@ real pseudo-terminal (120x40). The runs interleave (empty, 40, 1k, 10k, empty, .
 so machine noise lands on every column alike; medians are printed.
 Memory: VmRSS (and the peak, VmHWM) of each process 2 s after its first paint.
 Goal (issue 4): first paint at 10,000 targets within 1.5x of the empty app.
+
+Two more rows give the floor: the empty app after importing engine.api, and after that
+import and a read of the 10,000-target ledger (bench/tui_empty_app.py --engine). What
+handoff-tui spends beyond the second is its own screen; what the second spends beyond the
+empty app, no screen can save.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tui-bench-") as tmp:
         env = env_for_app(os.path.join(tmp, "state"))
         ledgers = {n: make_fleet(os.path.join(tmp, f"fleet-{n}"), n) for n in SIZES}
-        subjects = [("empty Textual app", empty_argv(), EMPTY_MARKER)] + [
+        subjects = [("empty Textual app", empty_argv(), EMPTY_MARKER),
+                    ("floor: + engine import", empty_argv("--engine"), EMPTY_MARKER),
+                    (f"floor: + engine, read {SIZES[-1]:,}", empty_argv("--engine", ledgers[SIZES[-1]]), EMPTY_MARKER)] + [
             (f"handoff-tui, {n:,} targets", tui_argv(ledgers[n]), FIRST_ROW) for n in SIZES]
         times: dict[str, list[float]] = {name: [] for name, _, _ in subjects}
         memory: dict[str, tuple[int, int]] = {}
