@@ -9,7 +9,9 @@ same interpreter, environment and pseudo-terminal. `q` quits.
 
 The two `--engine` forms are the floor of handoff-tui's first paint: what it must do
 before it can draw its first row (the engine's import, with pydantic's, and the read
-and validation of the ledger), with no screen of its own.
+and validation of the ledger), with no screen of its own. They start as handoff-tui
+does (tui.main): the cyclic collector off until the first frame is up, then what is
+alive frozen and the collector on again (engine.api.started).
 """
 
 import sys
@@ -21,18 +23,27 @@ from textual.widgets import Static
 class EmptyApp(App[None]):
     BINDINGS = [("q", "quit", "Quit")]
 
+    def __init__(self, after_first_frame=None) -> None:
+        super().__init__()
+        self.after_first_frame = after_first_frame
+
     def compose(self) -> ComposeResult:
         yield Static("empty-app-ready")
+
+    def on_mount(self) -> None:
+        if self.after_first_frame is not None:
+            self.call_after_refresh(self.after_first_frame)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--engine"]:
         import gc
 
-        gc.disable()  # as tui.main starts: no cyclic collections while it imports and reads
-        from engine.api import open_ledger
+        gc.disable()
+        from engine.api import open_ledger, started
 
         if len(sys.argv) > 2:
             kept = open_ledger(sys.argv[2], read_only=True).snapshot()  # held, as the screen holds its reading
-        gc.enable()
-    EmptyApp().run()
+        EmptyApp(after_first_frame=started).run()
+    else:
+        EmptyApp().run()
