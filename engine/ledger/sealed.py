@@ -94,7 +94,8 @@ def _sealed(targets: dict) -> _Entry:
 def _carried(base: _Entry, names: list[str], targets: CowTargets, test: Test) -> list[str] | None:
     """The base's `names`, with the targets `targets` changed or removed looked at again;
     None when the base's order is no longer the targets' (a target added, or one removed
-    and put back, which moves it last: CowTargets.plain)."""
+    and put back, which moves it last in the transaction's dict: CowTargets.plain; the
+    write then keeps the file's order, engine.store.file.as_written)."""
     if targets.reordered() or not all(n in base.targets for n in targets.changed):
         return None
     gone = targets.changed | targets.removed

@@ -73,6 +73,21 @@ class _Parse:
         self.from_disk_cache = False  # targets taken from the per-user parse cache
 
 
+def as_written(targets: dict[str, Target], doc: Parsed) -> dict[str, Target]:
+    """`targets` in the order the written document holds them. A target taken out and put
+    back in one transaction stands last in the transaction's dict, and a dict given in
+    another order has its own; the file keeps every name that stayed where it was
+    (engine.codec.splice). The snapshot a write leaves for this process is what the file
+    says, as another process reads it: a session must not propose in an order no one
+    else sees."""
+    written = doc.data.get("targets") if isinstance(doc.data, dict) else None
+    if not isinstance(written, dict) or len(written) != len(targets) or list(written) == list(targets):
+        return targets
+    if any(name not in targets for name in written):
+        return targets  # not the same names: nothing to put in order (the read-back check stands guard)
+    return {name: targets[name] for name in written}
+
+
 def sidecar(path: str, suffix: str) -> str:
     """`ledger.yaml` -> `ledger.yaml<suffix>` beside the real file."""
     return real_path(path) + suffix
@@ -395,6 +410,8 @@ class FileStore:
                 if used:
                     raise Refused(used, title="Approval already used")
                 doc = splice(parsed.doc, change(snap.ledger, ledger, names))
+                if names is None or targets.reordered():
+                    ledger.targets = as_written(ledger.targets, doc)
                 out = (_BOM if raw.startswith(_BOM) else b"") + doc.text.encode("utf-8")  # a BOM stays
             except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
                 raise Refused(str(err), title="Cannot write that") from None

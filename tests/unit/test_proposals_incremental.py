@@ -92,9 +92,10 @@ def test_the_walk_skips_the_done_head_and_a_write_ahead_of_it_is_seen(tmp_path):
 
 
 def test_a_write_that_removes_or_adds_a_target_starts_the_walk_afresh(tmp_path):
-    """Positions move when a target leaves (db-4 becomes the fourth), a new one comes, or one
-    is taken out and put back (it stands last): the start known for the snapshot before is
-    not carried over such a write."""
+    """Positions move when a target leaves (db-4 becomes the fourth) or a new one comes, and a
+    transaction may take one out and put it back (last in its dict; the file, and the snapshot
+    the write leaves, keep it in place): the start known for the snapshot before is not carried
+    over such a write."""
     path = tmp_path / "ledger.yaml"
     path.write_text(LEDGER, encoding="utf-8")
     store = FileStore(str(path))
@@ -112,11 +113,29 @@ def test_a_write_that_removes_or_adds_a_target_starts_the_walk_afresh(tmp_path):
     store.transact(grow)
     assert proposed(store.read()) == [("db-4", "check"), ("db-5", "check"), ("db-6", "check")]
 
-    def move_last(ledger):  # as many targets as before, but db-1 now stands last: db-4 is the third
+    def move_last(ledger):  # as many targets as before; in the transaction's dict db-1 stands last
         ledger.targets["db-1"] = ledger.targets.pop("db-1")
 
     store.transact(move_last, accept_shrink=True)
-    assert proposed(store.read()) == [("db-4", "check"), ("db-5", "check"), ("db-6", "check")]
+    assert proposed(store.read()) == proposed(FileStore(str(path)).read()) == [("db-4", "check"), ("db-5", "check"), ("db-6", "check")]
+
+
+def test_a_write_that_swaps_one_target_for_another_starts_the_walk_afresh(tmp_path):
+    """One target out and a new one in, in one transaction: as many targets as before, but
+    not the same names. Nothing known of the snapshot before is carried over (the new
+    target has no place in it); the walk over the new snapshot says what a fresh read says."""
+    path = tmp_path / "ledger.yaml"
+    path.write_text(LEDGER, encoding="utf-8")
+    store = FileStore(str(path))
+    assert proposed(store.read()) == [("db-4", "check"), ("db-5", "check")]  # the walk now starts at 4
+
+    def swap(ledger):
+        del ledger.targets["db-0"]
+        ledger.targets["db-9"] = ledger.targets["db-5"].model_copy(deep=True)
+
+    store.transact(swap, accept_shrink=True)
+    want = [("db-4", "check"), ("db-5", "check"), ("db-9", "check")]
+    assert proposed(store.read()) == proposed(FileStore(str(path)).read()) == want
 
 
 def test_what_another_thread_notes_while_a_write_is_sealed_breaks_nothing():

@@ -93,10 +93,11 @@ def test_a_runbook_changed_in_the_transaction_is_not_answered_from_the_snapshot(
     assert got == want == []
 
 
-def test_a_target_removed_and_put_back_stands_last_in_the_touched_list(fleet):
-    """db-1 (awaiting cutover, touched) is taken out and put back in one transaction: it now
-    stands last in the ledger, so it is listed after db-5, inside the transaction and in the
-    snapshot its write makes, as a full look says."""
+def test_a_target_removed_and_put_back_is_listed_where_the_ledger_holds_it(fleet):
+    """db-1 (awaiting cutover, touched) is taken out and put back in one transaction: inside
+    it, db-1 stands last in the transaction's dict, so it is listed after db-5. The file keeps
+    db-1 where it was (engine.codec.splice), and so does the snapshot the write leaves
+    (engine.store.file.as_written): first again, as a full look and a fresh read say."""
     store = FileStore(str(fleet))
     assert touched(store.read()) == ["db-1", "db-2"]
 
@@ -108,4 +109,4 @@ def test_a_target_removed_and_put_back_stands_last_in_the_touched_list(fleet):
     (got, want), _ = store.transact(fn, accept_shrink=True)
     assert got == want == ["db-2", "db-5", "db-1"]
     snap = store.read()
-    assert touched(snap) == full_scan(snap) == ["db-2", "db-5", "db-1"]
+    assert touched(snap) == full_scan(snap) == touched(FileStore(str(fleet)).read()) == ["db-1", "db-2", "db-5"]
