@@ -46,7 +46,7 @@ from engine.session.actor import Actor
 from engine.session.dryrun import make_shadow
 from engine.session.preflight import preflight, refusal_text
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
-from engine.session.steps import Intent, run_intent
+from engine.session.steps import Intent, NotStarted, run_intent
 from engine.session.until_progress import span
 from engine.session.untrusted import stop_for_outside_edits
 from engine.store.filelock import lock_timeout
@@ -433,6 +433,10 @@ class Session(Actor):
     def _worker(self, intent: Intent) -> None:
         try:
             run_intent(self, intent)
+        except NotStarted as err:  # the fence could not ask the database: nothing was spawned
+            self._unavailable(err)
+            self.out.say(f"{intent.target}: {intent.step.name} NOT started (the ledger's database is unreachable); "
+                         "its intent stays in the ledger for the next session to settle", target=intent.target, kind="error")
         except ServiceUnavailable as err:  # the step ran, its result could not be written: the next session settles it
             self._unavailable(err)
             self.out.say(f"{intent.target}: {intent.step.name} finished but could not be recorded (the ledger's database "

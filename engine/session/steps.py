@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from engine.approvals import authority
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
+from engine.errors import ServiceUnavailable
 from engine.ledger import guard
 from engine.ledger.guard import Decision
 from engine.ledger.model import Evidence, InFlight, Ledger, Step
@@ -43,6 +44,10 @@ from engine.session.probes import render_for, run_probe, step_env
 from engine.session.runner import StepResult, parse_reading, run_step, run_until
 from engine.session.until_progress import Progress
 from engine.store.transact import NoChange, apply
+
+
+class NotStarted(ServiceUnavailable):
+    """The ledger's database stayed away while the fence asked it, before anything was spawned."""
 
 
 class Fenced(Exception):
@@ -187,10 +192,11 @@ def _why(result: StepResult) -> str:
     return f"exit {result.exit_code}: {_last_line(redact(result.output_tail))}"  # masked whole, then cut
 
 
-def announce(s: SessionContext, it: Intent) -> None:
+def announce(s: SessionContext, it: Intent) -> dict:
     """Say (and journal, fsynced) that the step starts: under the fence, just before the
     spawn, so a `step_start` means this holder had the lease and the intent when it
-    started the process. It names the approval it uses: the second witness of its use."""
+    started the process. It names the approval it uses: the second witness of its use.
+    Returns the record (with `journal_error` when the journal could not take it)."""
     step = it.step
     if step.reversible:
         kind = f"{step.description}; reversible" if step.description else "reversible"
@@ -200,10 +206,10 @@ def announce(s: SessionContext, it: Intent) -> None:
     argv = it.check_argv if s.dry_run else it.argv
     shown = describe(argv) if argv else "(no check form)"
     used = it.decision.approval if not step.reversible else None
-    s.out.say(f"{it.target}: starting {step.name} ({kind})" + (f" [dry run: {shown}]" if s.dry_run else ""),
-              target=it.target, kind="step_start", rev=it.rev, step=step.name, argv=argv, token=it.token,
-              approval_hash=used.hash if used else None, approval_by=used.by if used else None,
-              approval_at=used.at if used else None)
+    return s.out.say(f"{it.target}: starting {step.name} ({kind})" + (f" [dry run: {shown}]" if s.dry_run else ""),
+                     target=it.target, kind="step_start", rev=it.rev, step=step.name, argv=argv, token=it.token,
+                     approval_hash=used.hash if used else None, approval_by=used.by if used else None,
+                     approval_at=used.at if used else None)
 
 
 def fenced_launch(s: SessionContext, it: Intent):
@@ -233,11 +239,20 @@ def fenced_launch(s: SessionContext, it: Intent):
     def launch(start):
         def first():
             if not announced:  # the first spawn of this intent: journal it (fsynced) right before it happens
-                announce(s, it)
+                record = announce(s, it)
                 announced.append(True)
+                if "journal_error" in record and not it.step.reversible and not s.dry_run:
+                    # The journal's step_start is the witness that this approval was used: an
+                    # irreversible step never runs without it (a copy of the ledger from before,
+                    # imported again, would find its approval unused and run the step twice).
+                    raise Fenced(f"its start could not be journaled ({record['journal_error']}), and an irreversible "
+                                 "step never runs without that record")
 
         with s.txn_lock:
-            return s.store.fence(check, start, first=first)
+            try:
+                return s.store.fence(check, start, first=first)
+            except ServiceUnavailable as err:  # the fence gave up before the spawn: nothing was started
+                raise NotStarted(str(err)) from None
 
     return launch
 

@@ -410,7 +410,7 @@ class FileStore:
                 if used:
                     raise Refused(used, title="Approval already used")
                 doc = splice(parsed.doc, change(snap.ledger, ledger, names))
-                if names is None or targets.reordered():
+                if not isinstance(targets, CowTargets) or targets.reordered():
                     ledger.targets = as_written(ledger.targets, doc)
                 out = (_BOM if raw.startswith(_BOM) else b"") + doc.text.encode("utf-8")  # a BOM stays
             except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back

@@ -49,13 +49,20 @@ class PgJournal(JournalBase):
         return record
 
     def _insert(self, conn, rows: list[dict[str, Any]]) -> int:
-        """Seal and insert `rows` in `conn`'s transaction; the last one's seq."""
+        """Seal and insert `rows` in `conn`'s transaction; the last one's seq.
+
+        `Db.run` tries again when the connection drops, also after a COMMIT the server
+        applied but whose reply was lost. Rows sealed by that attempt carry their `chain`;
+        when the journal's last record is the last of them, as sealed, they are in: the
+        same records are not written twice (a step_start twice reads as two starts)."""
         # One writer per ledger at a time: seq order is commit order, and each row is
         # sealed after the one before it (engine.audit.chain).
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('handoff_journal'), hashtext(%s))", (self.ledger,))
-        last = conn.execute("SELECT record FROM handoff_journal WHERE ledger = %s ORDER BY seq DESC LIMIT 1",
+        last = conn.execute("SELECT seq, record FROM handoff_journal WHERE ledger = %s ORDER BY seq DESC LIMIT 1",
                             (self.ledger,)).fetchone()
-        prev = link_of(dict(last[0])) if last else GENESIS
+        if last is not None and "chain" in rows[-1] and dict(last[1]) == json.loads(json.dumps(rows[-1], ensure_ascii=False)):
+            return last[0]
+        prev = link_of(dict(last[1])) if last else GENESIS
         for row in rows:
             prev = seal(row, prev)["chain"]
         seqs = [conn.execute("INSERT INTO handoff_journal (ledger, record) VALUES (%s, %s::jsonb) RETURNING seq",

@@ -151,7 +151,8 @@ class PostgresStore:
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
         marks: list = []
-        done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks)),
+        sent: list = []  # (revision, text, fn's result) of the attempt whose UPDATE reached the server
+        done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks, sent)),
                            retry=None if patient else _never)
         self._raise_mark(marks)
         return done
@@ -240,10 +241,21 @@ class PostgresStore:
         name, addr, since = row
         return f"{name or 'a client'}" + (f" from {addr}" if addr else "") + (f" since {since:%Y-%m-%dT%H:%M:%SZ}" if since else "")
 
-    def _apply(self, conn, fn: Callable[[Ledger], T], accept_rollback: bool = False, marks: list | None = None) -> tuple[T, int]:
+    def _apply(self, conn, fn: Callable[[Ledger], T], accept_rollback: bool = False, marks: list | None = None,
+               sent: list | None = None) -> tuple[T, int]:
         """Inside the locked transaction: `fn` on a copy, spliced into the stored text;
-        what the high-water mark is to record once committed goes into `marks`."""
+        what the high-water mark is to record once committed goes into `marks`.
+
+        `sent` holds what an earlier attempt of this same write updated the row to. A
+        COMMIT the server applied but whose reply was lost makes `Db.run` try again on a
+        new connection: finding the row exactly as that attempt left it (its revision and
+        its text; any other writer since would have moved the revision on), the write is
+        done, and its result is that attempt's. Applied again, `fn` would meet its own
+        change as someone else's: a step's intent refused as "already in flight", its
+        outcome as "cleared by someone else"."""
         revision, body = self._row(conn, lock=True)
+        if sent and (revision, body) == sent[-1][:2]:
+            return sent[-1][2], revision
         snap, parsed = self._parse(body, fresh=True)
         if snap.rollback and not accept_rollback:
             raise Refused(snap.warnings[-1], title="Ledger went back in time")
@@ -274,6 +286,8 @@ class PostgresStore:
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
         if marks is not None:
             marks.append((mark, ledger.revision, spent))
+        if sent is not None:
+            sent.append((ledger.revision, text, result))
         return result, ledger.revision
 
     def _journal_write(self, conn, ledger: Ledger, before: dict, after: dict, names: set[str] | None, base: int | None) -> None:

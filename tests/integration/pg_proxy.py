@@ -150,3 +150,76 @@ class CuttingProxy:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass  # already shut
+
+
+class ReplyLosingProxy(CuttingProxy):
+    """When the rule completes, its last message IS forwarded and the server applies it, but
+    its answer never comes back; then every connection is cut for `outage` seconds. A COMMIT
+    the server applied whose reply was lost to a crash or a network cut at that moment."""
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by down()
+            upstream = socket.create_connection((PG_HOST, PG_PORT))
+            mute = threading.Event()
+            with self.lock:
+                self.conns += [client, upstream]
+            threading.Thread(target=self._forward_then_cut, args=(client, upstream, mute), daemon=True).start()
+            threading.Thread(target=self._answers, args=(upstream, client, mute), daemon=True).start()
+
+    def _forward_then_cut(self, client: socket.socket, upstream: socket.socket, mute: threading.Event) -> None:
+        state = [0]
+        try:
+            while data := client.recv(65536):
+                if self.rule and self._matches(data, state):
+                    mute.set()  # the server's answer to this never reaches the client
+                    upstream.sendall(data)
+                    time.sleep(0.5)  # the server applies it meanwhile
+                    self._cut()
+                    return
+                upstream.sendall(data)
+        except OSError:
+            pass  # cut
+        finally:
+            self._close(client, upstream)
+
+    def _answers(self, upstream: socket.socket, client: socket.socket, mute: threading.Event) -> None:
+        try:
+            while data := upstream.recv(65536):
+                if not mute.is_set():
+                    client.sendall(data)
+        except OSError:
+            pass  # cut
+        finally:
+            self._close(upstream, client)
+
+
+class RefusingProxy(CuttingProxy):
+    """When the rule completes, that message is held back and only its connection dropped;
+    new connections are refused for `outage` seconds (a server at max_connections), while
+    the connections already open stay up."""
+
+    def _client_to_server(self, client: socket.socket, upstream: socket.socket) -> None:
+        state = [0]
+        try:
+            while data := client.recv(65536):
+                if self.rule and self._matches(data, state):
+                    self.fired.set()
+                    self._close(client, upstream)
+                    try:
+                        self.listener.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass  # not listening yet on some kernels
+                    self.listener.close()
+                    time.sleep(self.outage)
+                    self.up()
+                    self.restored.set()
+                    return
+                upstream.sendall(data)
+        except OSError:
+            pass  # cut
+        finally:
+            self._close(client, upstream)
