@@ -126,7 +126,7 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
         root = strict.compose(text, path)
         return _assemble(lines, root, strict.construct(root, path), None, crlf)
     end = start + 1
-    while end < len(lines) and (not lines[end] or lines[end][0] in " #\t"):
+    while end < len(lines) and (lines[end] in ("", "\r") or lines[end][0] in " #\t"):  # "\r": a CRLF file's blank line
         end += 1
     block = lines[start + 1 : end]
     targets, texts, slow, spans = _reader.read_lines(block, known)
@@ -134,7 +134,7 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
         (first, last, name, targets[name], texts[name]) for name, (first, last) in spans.items()]
     if slow:
         try:
-            entries.extend(_slow_targets(block, start + 1, slow, path))
+            entries.extend(_slow_targets(block, start + 1, slow, path, end == len(lines)))
         except LedgerInvalid as piece_error:
             # A piece that does not parse alone may be one cut wrongly (a quoted value's
             # next line that starts with `#` looks like a comment): the whole file says.
@@ -174,14 +174,23 @@ def _duplicate(name: str, path: str, start: int, block: list[str]) -> LedgerInva
                          path=path, line=line, column=3 if line else None)
 
 
-def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any, None]]:
+def _slow_targets(block, offset, slow, path, ends_file: bool) -> list[tuple[int, int, str, Any, None]]:
     """Read the non-canonical targets with the strict loader: (first, last line in the
-    block, name, data, None) each."""
+    block, name, data, None) each. `ends_file`: the block's last line is the file's last,
+    with no line break after it."""
     found: list[tuple[int, int, str, Any, None]] = []
     for first, last in _chunks(block, slow):
         piece = block[first : last + 1]
+        # A piece ends as it does in the file: with its last line's break, and the blank lines
+        # after it. A block scalar there keeps them as the whole file's reading does (`|`
+        # its last break, `|+` the blank lines too).
+        end = last + 1
+        while end < len(block) and block[end] in ("", "\r"):
+            end += 1
+        tail = "" if ends_file and end == len(block) else "\n"
+        text = "\n".join(block[first:end]) + tail
         # The chunk's root (NAME: target) stands for the `targets:` mapping, one level down.
-        node = strict.compose("\n".join(piece), path, line_offset=offset + first, depth_offset=1)
+        node = strict.compose(text, path, line_offset=offset + first, depth_offset=1)
         value = strict.construct(node, path, line_offset=offset + first)
         if value is None:
             continue
@@ -192,7 +201,7 @@ def _slow_targets(block, offset, slow, path) -> list[tuple[int, int, str, Any, N
                 line=offset + first + 1,
                 column=1,
             )
-        spans = layout.entry_spans(node, piece, 0, None)
+        spans = layout.entry_spans(node, text.split("\n"), 0, None)
         if spans is None or len(spans) != len(value):
             # Not one target per line range: no span for any of them (the entry is
             # rewritten whole if one changes).

@@ -15,6 +15,7 @@ is written in the style of the one it replaces when its text allows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,6 +157,42 @@ def _styles(parsed: Parsed, key: str, change: Change) -> dict[str, Any] | None:
     return None
 
 
+_BARE_HEAD = re.compile(r"^targets:[ \t]*(#.*)?(\r?)$")
+
+
+def _no_targets_left(doc: _Doc) -> None:
+    """The last target went: a bare `targets:` reads as null, and the ledger would no longer
+    load; it becomes `targets: {}`, as a new document writes it (a comment on it stays)."""
+    at = doc.find(TOP, "targets")
+    if at is None:
+        return
+    text = doc.blocks[at][2]
+    head, _, rest = text.partition("\n")
+    bare = _BARE_HEAD.match(head)
+    if bare is not None:
+        comment, cr = bare.group(1), bare.group(2)
+        doc.blocks[at] = [TOP, "targets", "targets: {}" + (f" {comment}" if comment else "") + cr + ("\n" + rest if rest else "")]
+
+
+_BLOCK_SCALAR = re.compile(r":[ \t]+[|>][-+0-9]*[ \t]*(?:#.*)?$")  # `note: |` (and `|-`, `>2`, a comment after)
+
+
+def _ends_in_place(doc: _Doc, key: str) -> None:
+    """A block scalar written for `key` (`handoff_note: |`) runs on over every more-indented
+    line after it: a person's indented comment right below would be read back as part of
+    its text. Such a write is refused (ValueError), never made."""
+    at = doc.find(TOP, key)
+    if at is None or at + 1 >= len(doc.blocks):
+        return
+    rows = doc.blocks[at][2].split("\n")
+    if not any(_BLOCK_SCALAR.search(row.rstrip("\r")) for row in rows):
+        return
+    after = doc.blocks[at + 1][2].split("\n")[0]
+    if after[:1] in (" ", "\t") and after.strip():
+        raise ValueError(f"`{key}` would take in the indented line below it ({after.strip()!r}) as part of its text; "
+                         "move that comment to the start of its line, then try again")
+
+
 def _top_rows(key: str, value: Any, styles) -> list[str]:
     """An entry's lines, read back before they are used; a style that does not read
     back exactly is dropped for the canonical one."""
@@ -248,6 +285,8 @@ def splice(parsed: Parsed, change: Change) -> Parsed:
         split = True
     else:
         lines = dict(parsed.lines)  # no target changed: every target's block is as it was
+    if changed and not targets:
+        _no_targets_left(doc)
     styles = {key: _styles(parsed, key, change) for key in tops}
     for key in tops:
         at = doc.find(TOP, key)
@@ -260,6 +299,7 @@ def splice(parsed: Parsed, change: Change) -> Parsed:
             doc.insert_top(key, rows)
         else:
             doc.replace(at, rows, "")
+        _ends_in_place(doc, key)
     if doc.blocks and doc.blocks[-1] is not parsed.blocks[-1] and doc.blocks[-1][0] != GAP:
         # A block the engine wrote ends the file: it ends with a newline (a block
         # scalar's last line break is its text's).

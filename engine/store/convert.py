@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -69,6 +70,13 @@ def to_ledger_reusing(data: Any, path: str, text: str, lines: dict[str, str], kn
     except (ValidationError, ValueError):
         return to_ledger(data, path, text)  # the slow path knows how to point at the line
     return ledger
+
+
+def check_states(before: Ledger, after: Ledger, names: Iterable[str] | None) -> None:
+    """A write's targets are in states the ledger declares (ValueError if not): those in
+    `names` (all when None), or every target when the write took a declared state away (a
+    runbook step removed): an untouched target may be in it, and the file would no longer load."""
+    after.check_states(names if after.states() >= before.states() else None)
 
 
 def change(before: Ledger, after: Ledger, names: set[str] | None = None) -> Change:

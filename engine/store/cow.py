@@ -132,6 +132,16 @@ class CowTargets(dict):
         return super().__iter__()
 
 
+def written(targets: dict[str, Target]) -> tuple[dict[str, Target], set[str] | None]:
+    """What a transaction leaves as the ledger's targets, as plain objects, and the names it
+    may have changed (None: any). A transaction that gave `ledger.targets` a dict of its own
+    (the targets it was handed, reordered or copied) holds views of the readers' objects in
+    it: each becomes a private copy, never kept as a view."""
+    if isinstance(targets, CowTargets):
+        return targets.plain(), targets.changed | targets.removed
+    return {name: unwrap(target) for name, target in targets.items()}, None
+
+
 def shared_items(targets: dict[str, Target]):
     """(name, target) pairs without views or copies, for code that only reads them."""
     return dict.items(targets)

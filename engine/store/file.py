@@ -42,8 +42,8 @@ from engine.store import highwater, history, outside, parse_cache
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.bulk import first_read
-from engine.store.convert import change, to_ledger, to_ledger_reusing
-from engine.store.cow import CowTargets, cow_ledger
+from engine.store.convert import change, check_states, to_ledger, to_ledger_reusing
+from engine.store.cow import CowTargets, cow_ledger, written
 from engine.store.filelock import FileLock
 from engine.store.ledger_file import open_ledger_file
 from engine.store.record import behind_journal, engine_wrote, journal_revision, mark_pending, regressions, write_record
@@ -400,11 +400,8 @@ class FileStore:
             ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
             targets = ledger.targets
             try:
-                names = None
-                if isinstance(targets, CowTargets):
-                    ledger.targets = targets.plain()
-                    names = targets.changed | targets.removed
-                ledger.check_states(names)
+                ledger.targets, names = written(targets)
+                check_states(snap.ledger, ledger, names)
                 spent = highwater.newly_spent(snap.ledger, ledger, ledger.targets if names is None else names)
                 used = highwater.already_spent(mark, spent)
                 if used:

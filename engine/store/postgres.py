@@ -38,8 +38,8 @@ from engine.ledger.model import Ledger
 from engine.store import highwater, history
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.bulk import first_read
-from engine.store.convert import change, to_ledger
-from engine.store.cow import CowTargets, cow_ledger
+from engine.store.convert import change, check_states, to_ledger
+from engine.store.cow import cow_ledger, written
 from engine.store.file import digest
 from engine.store.filelock import LockTimeout, lock_timeout
 from engine.store.pg_conn import (
@@ -263,16 +263,14 @@ class PostgresStore:
         result = fn(ledger)
         mark = self._mark(ledger)
         ledger.revision = max(ledger.revision, revision, highwater.read_mark(mark)["revision"]) + 1
-        targets = ledger.targets
-        assert isinstance(targets, CowTargets)  # cow_ledger's, as the transaction leaves them
         try:
-            ledger.targets = targets.plain()
-            ledger.check_states(targets.changed)
-            spent = highwater.newly_spent(snap.ledger, ledger, targets.changed)
+            ledger.targets, names = written(ledger.targets)
+            check_states(snap.ledger, ledger, names)
+            spent = highwater.newly_spent(snap.ledger, ledger, ledger.targets if names is None else names)
             used = highwater.already_spent(mark, spent)
             if used:
                 raise Refused(used, title="Approval already used")
-            doc = splice(parsed, change(snap.ledger, ledger, targets.changed | targets.removed))
+            doc = splice(parsed, change(snap.ledger, ledger, names))
             text = doc.text
         except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
             raise Refused(str(err), title="Cannot write that") from None
@@ -282,7 +280,7 @@ class PostgresStore:
         ).rowcount
         if updated != 1:
             raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
-        self._journal_write(conn, ledger, parsed.data, doc.data, targets.changed | targets.removed, revision)
+        self._journal_write(conn, ledger, parsed.data, doc.data, names, revision)
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
         if marks is not None:
             marks.append((mark, ledger.revision, spent))
