@@ -180,7 +180,6 @@ def _slow_targets(block, offset, slow, path, ends_file: bool) -> list[tuple[int,
     with no line break after it."""
     found: list[tuple[int, int, str, Any, None]] = []
     for first, last in _chunks(block, slow):
-        piece = block[first : last + 1]
         # A piece ends as it does in the file: with its last line's break, and the blank lines
         # after it. A block scalar there keeps them as the whole file's reading does (`|`
         # its last break, `|+` the blank lines too).
