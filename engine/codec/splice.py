@@ -177,15 +177,14 @@ def _no_targets_left(doc: _Doc) -> None:
 _BLOCK_SCALAR = re.compile(r":[ \t]+[|>][-+0-9]*[ \t]*(?:#.*)?$")  # `note: |` (and `|-`, `>2`, a comment after)
 
 
-def _ends_in_place(doc: _Doc, key: str) -> None:
-    """A block scalar written for `key` (`handoff_note: |`) runs on over every more-indented
-    line after it: a person's indented comment right below would be read back as part of
-    its text. Such a write is refused (ValueError), never made."""
+def _ends_in_place(doc: _Doc, key: str, rows: list[str]) -> None:
+    """A block scalar written for `key` (`handoff_note: |`, in `rows`) runs on over every
+    more-indented line after it: a person's indented comment right below would be read back
+    as part of its text. Such a write is refused (ValueError), never made."""
+    if not any(_BLOCK_SCALAR.search(row) for row in rows):
+        return  # the usual write (`revision: 12`): no look through the blocks
     at = doc.find(TOP, key)
     if at is None or at + 1 >= len(doc.blocks):
-        return
-    rows = doc.blocks[at][2].split("\n")
-    if not any(_BLOCK_SCALAR.search(row.rstrip("\r")) for row in rows):
         return
     after = doc.blocks[at + 1][2].split("\n")[0]
     if after[:1] in (" ", "\t") and after.strip():
@@ -299,7 +298,7 @@ def splice(parsed: Parsed, change: Change) -> Parsed:
             doc.insert_top(key, rows)
         else:
             doc.replace(at, rows, "")
-        _ends_in_place(doc, key)
+        _ends_in_place(doc, key, rows)
     if doc.blocks and doc.blocks[-1] is not parsed.blocks[-1] and doc.blocks[-1][0] != GAP:
         # A block the engine wrote ends the file: it ends with a newline (a block
         # scalar's last line break is its text's).
