@@ -78,8 +78,12 @@ class CuttingProxy:
             upstream = socket.create_connection((PG_HOST, PG_PORT))
             with self.lock:
                 self.conns += [client, upstream]
-            threading.Thread(target=self._client_to_server, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+            self._relay(client, upstream)
+
+    def _relay(self, client: socket.socket, upstream: socket.socket) -> None:
+        """Carry one connection both ways (its client's side watched for the rule)."""
+        threading.Thread(target=self._client_to_server, args=(client, upstream), daemon=True).start()
+        threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
     def _see_shared(self, data: bytes) -> None:
         """Note the rule's next ANY: pattern, if `data` (from any connection) holds it."""
@@ -157,18 +161,10 @@ class ReplyLosingProxy(CuttingProxy):
     its answer never comes back; then every connection is cut for `outage` seconds. A COMMIT
     the server applied whose reply was lost to a crash or a network cut at that moment."""
 
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return  # closed by down()
-            upstream = socket.create_connection((PG_HOST, PG_PORT))
-            mute = threading.Event()
-            with self.lock:
-                self.conns += [client, upstream]
-            threading.Thread(target=self._forward_then_cut, args=(client, upstream, mute), daemon=True).start()
-            threading.Thread(target=self._answers, args=(upstream, client, mute), daemon=True).start()
+    def _relay(self, client: socket.socket, upstream: socket.socket) -> None:
+        mute = threading.Event()
+        threading.Thread(target=self._forward_then_cut, args=(client, upstream, mute), daemon=True).start()
+        threading.Thread(target=self._answers, args=(upstream, client, mute), daemon=True).start()
 
     def _forward_then_cut(self, client: socket.socket, upstream: socket.socket, mute: threading.Event) -> None:
         state = [0]
