@@ -80,12 +80,12 @@ def as_written(targets: dict[str, Target], doc: Parsed) -> dict[str, Target]:
     (engine.codec.splice). The snapshot a write leaves for this process is what the file
     says, as another process reads it: a session must not propose in an order no one
     else sees."""
-    written = doc.data.get("targets") if isinstance(doc.data, dict) else None
-    if not isinstance(written, dict) or len(written) != len(targets) or list(written) == list(targets):
+    in_file = doc.data.get("targets") if isinstance(doc.data, dict) else None
+    if not isinstance(in_file, dict) or len(in_file) != len(targets) or list(in_file) == list(targets):
         return targets
-    if any(name not in targets for name in written):
+    if any(name not in targets for name in in_file):
         return targets  # not the same names: nothing to put in order (the read-back check stands guard)
-    return {name: targets[name] for name in written}
+    return {name: targets[name] for name in in_file}
 
 
 def sidecar(path: str, suffix: str) -> str:
