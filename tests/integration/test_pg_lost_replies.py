@@ -30,7 +30,7 @@ from tests.integration.pg_proxy import CuttingProxy, RefusingProxy, ReplyLosingP
 
 PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
 START = b'"kind": "step_start"'  # the step_start record's INSERT (its jsonb parameter)
-QUICK, SLOW = 'echo started >> "$1"; sleep 0.1', 'echo started >> "$1"; sleep 4'
+QUICK = 'echo started >> "$1"; sleep 0.1'
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -100,8 +100,8 @@ def test_an_irreversible_step_never_runs_without_its_step_start_in_the_journal(t
     proxy = RefusingProxy()
     try:
         state = tmp_path / "state"
-        via_proxy, direct, world, _ = approved_link(tmp_path, proxy.port, SLOW, state)
-        proxy.arm(START, outage=3)
+        via_proxy, direct, world, _ = approved_link(tmp_path, proxy.port, QUICK, state)
+        proxy.arm(START, outage=2)
         done = resume(via_proxy, tmp_path, "1", state)
     finally:
         proxy.down()
@@ -143,8 +143,8 @@ def test_a_copy_from_before_imported_on_another_host_does_not_run_link_again(tmp
     proxy = RefusingProxy()
     host_a, host_b = tmp_path / "state-a", tmp_path / "state-b"
     try:
-        via_proxy, direct, world, old = approved_link(tmp_path, proxy.port, SLOW, host_a)
-        proxy.arm(START, outage=3)
+        via_proxy, direct, world, old = approved_link(tmp_path, proxy.port, QUICK, host_a)
+        proxy.arm(START, outage=2)
         first = resume(via_proxy, tmp_path, "1", host_a)
     finally:
         proxy.down()
