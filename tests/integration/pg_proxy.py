@@ -117,13 +117,17 @@ class CuttingProxy:
         try:
             while data := client.recv(65536):
                 if self.rule and self._matches(data, state):
-                    self._cut()
+                    self._fire(client, upstream, data)
                     return
                 upstream.sendall(data)
         except OSError:
             pass  # cut: the other side sees the connection drop
         finally:
             self._close(client, upstream)
+
+    def _fire(self, client: socket.socket, upstream: socket.socket, data: bytes) -> None:
+        """The rule completed with `data` (held back): what this proxy does then."""
+        self._cut()
 
     def _cut(self) -> None:
         self.fired.set()
@@ -161,36 +165,25 @@ class ReplyLosingProxy(CuttingProxy):
     its answer never comes back; then every connection is cut for `outage` seconds. A COMMIT
     the server applied whose reply was lost to a crash or a network cut at that moment."""
 
-    def _relay(self, client: socket.socket, upstream: socket.socket) -> None:
-        mute = threading.Event()
-        threading.Thread(target=self._forward_then_cut, args=(client, upstream, mute), daemon=True).start()
-        threading.Thread(target=self._answers, args=(upstream, client, mute), daemon=True).start()
+    def __init__(self) -> None:
+        self.muted: set[socket.socket] = set()  # server sides whose answers no longer reach the client
+        super().__init__()
 
-    def _forward_then_cut(self, client: socket.socket, upstream: socket.socket, mute: threading.Event) -> None:
-        state = [0]
+    def _fire(self, client: socket.socket, upstream: socket.socket, data: bytes) -> None:
+        self.muted.add(upstream)
+        upstream.sendall(data)
+        time.sleep(0.5)  # the server applies it meanwhile
+        self._cut()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:  # type: ignore[override]
         try:
-            while data := client.recv(65536):
-                if self.rule and self._matches(data, state):
-                    mute.set()  # the server's answer to this never reaches the client
-                    upstream.sendall(data)
-                    time.sleep(0.5)  # the server applies it meanwhile
-                    self._cut()
-                    return
-                upstream.sendall(data)
+            while data := src.recv(65536):
+                if src not in self.muted:
+                    dst.sendall(data)
         except OSError:
             pass  # cut
         finally:
-            self._close(client, upstream)
-
-    def _answers(self, upstream: socket.socket, client: socket.socket, mute: threading.Event) -> None:
-        try:
-            while data := upstream.recv(65536):
-                if not mute.is_set():
-                    client.sendall(data)
-        except OSError:
-            pass  # cut
-        finally:
-            self._close(upstream, client)
+            self._close(src, dst)
 
 
 class RefusingProxy(CuttingProxy):
@@ -198,24 +191,14 @@ class RefusingProxy(CuttingProxy):
     new connections are refused for `outage` seconds (a server at max_connections), while
     the connections already open stay up."""
 
-    def _client_to_server(self, client: socket.socket, upstream: socket.socket) -> None:
-        state = [0]
+    def _fire(self, client: socket.socket, upstream: socket.socket, data: bytes) -> None:
+        self.fired.set()
+        self._close(client, upstream)
         try:
-            while data := client.recv(65536):
-                if self.rule and self._matches(data, state):
-                    self.fired.set()
-                    self._close(client, upstream)
-                    try:
-                        self.listener.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass  # not listening yet on some kernels
-                    self.listener.close()
-                    time.sleep(self.outage)
-                    self.up()
-                    self.restored.set()
-                    return
-                upstream.sendall(data)
+            self.listener.shutdown(socket.SHUT_RDWR)
         except OSError:
-            pass  # cut
-        finally:
-            self._close(client, upstream)
+            pass  # not listening yet on some kernels
+        self.listener.close()
+        time.sleep(self.outage)
+        self.up()
+        self.restored.set()

@@ -19,6 +19,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import psycopg
 import pytest
@@ -78,37 +79,41 @@ def records(direct: str, kind: str) -> list[dict]:
     return [dict(r[0]) for r in rows]
 
 
-def test_a_step_start_whose_commit_reply_is_lost_is_journaled_once(tmp_path):
-    proxy = ReplyLosingProxy()
+class Run(NamedTuple):
+    done: subprocess.CompletedProcess
+    said: str  # what the session printed
+    direct: str  # the ledger's location, not through the proxy
+    world: Path
+    approved: str  # the ledger's text as approved
+
+
+def through(proxy: CuttingProxy, tmp_path: Path, *rule: bytes, outage: float, patience: str, link: str = QUICK,
+            state: str = "state") -> Run:
+    """One session on an approved irreversible `link`, through `proxy` armed with `rule`."""
     try:
-        state = tmp_path / "state"
-        via_proxy, direct, world, _ = approved_link(tmp_path, proxy.port, QUICK, state)
-        proxy.arm(START, b"COMMIT", outage=1.5)
-        done = resume(via_proxy, tmp_path, "30", state)
+        via_proxy, direct, world, approved = approved_link(tmp_path, proxy.port, link, tmp_path / state)
+        proxy.arm(*rule, outage=outage)
+        done = resume(via_proxy, tmp_path, patience, tmp_path / state)
     finally:
         proxy.down()
     said = done.stdout + done.stderr
     assert proxy.fired.is_set(), said
-    assert starts(world) == 1, said
-    assert len(records(direct, "step_start")) == 1, said
-    assert done.returncode == 0, said
+    return Run(done, said, direct, world, approved)
+
+
+def test_a_step_start_whose_commit_reply_is_lost_is_journaled_once(tmp_path):
+    run = through(ReplyLosingProxy(), tmp_path, START, b"COMMIT", outage=1.5, patience="30")
+    assert starts(run.world) == 1, run.said
+    assert len(records(run.direct, "step_start")) == 1, run.said
+    assert run.done.returncode == 0, run.said
 
 
 def test_an_irreversible_step_never_runs_without_its_step_start_in_the_journal(tmp_path):
     """The journal's connection drops at the step_start INSERT and new connections are refused
     past the session's patience, while the fence's own connection (holding the lock) stays up."""
-    proxy = RefusingProxy()
-    try:
-        state = tmp_path / "state"
-        via_proxy, direct, world, _ = approved_link(tmp_path, proxy.port, QUICK, state)
-        proxy.arm(START, outage=2)
-        done = resume(via_proxy, tmp_path, "1", state)
-    finally:
-        proxy.down()
-    said = done.stdout + done.stderr
-    assert proxy.fired.is_set(), said
-    assert starts(world) == 0 and records(direct, "step_start") == [], said
-    assert "link NOT started: its start could not be journaled" in said, said
+    run = through(RefusingProxy(), tmp_path, START, outage=2, patience="1")
+    assert starts(run.world) == 0 and records(run.direct, "step_start") == [], run.said
+    assert "link NOT started: its start could not be journaled" in run.said, run.said
 
 
 def test_nor_under_a_statement_timeout_on_a_journal_held_by_a_stalled_writer(tmp_path):
@@ -140,74 +145,42 @@ def test_a_copy_from_before_imported_on_another_host_does_not_run_link_again(tmp
     """The journal is partly out at link's start. Then a person imports the ledger as it was
     when approved (an old export), and a session on another host (its own high-water marks)
     resumes: link ran at most once under the one approval."""
-    proxy = RefusingProxy()
-    host_a, host_b = tmp_path / "state-a", tmp_path / "state-b"
-    try:
-        via_proxy, direct, world, old = approved_link(tmp_path, proxy.port, QUICK, host_a)
-        proxy.arm(START, outage=2)
-        first = resume(via_proxy, tmp_path, "1", host_a)
-    finally:
-        proxy.down()
+    first = through(RefusingProxy(), tmp_path, START, outage=2, patience="1", state="state-a")
     copy = tmp_path / "old.yaml"
-    copy.write_text(old)
-    imported = subprocess.run([sys.executable, "-m", "engine.cli.main", "import", str(copy), direct, "--replace"],
+    copy.write_text(first.approved)
+    host_b = tmp_path / "state-b"
+    imported = subprocess.run([sys.executable, "-m", "engine.cli.main", "import", str(copy), first.direct, "--replace"],
                               capture_output=True, text=True, env=cli_env(XDG_STATE_HOME=str(host_b)), timeout=60,
                               stdin=subprocess.DEVNULL)
     assert imported.returncode == 0, imported.stdout + imported.stderr
-    second = resume(direct, tmp_path, "30", host_b)
-    assert starts(world) == 1, first.stdout + first.stderr + second.stdout + second.stderr
-    assert len(records(direct, "step_start")) == 1
+    second = resume(first.direct, tmp_path, "30", host_b)
+    assert starts(first.world) == 1, first.said + second.stdout + second.stderr
+    assert len(records(first.direct, "step_start")) == 1
 
 
 def test_an_intent_whose_commit_reply_is_lost_is_run_not_orphaned(tmp_path):
     """write_intent's COMMIT is applied, its reply lost: the retry finds the row as its own write
     left it, and the step runs (before, the guard met the session's own intent as "already in
     flight": link never ran, the approval was spent, the intent orphaned)."""
-    proxy = ReplyLosingProxy()
-    try:
-        state = tmp_path / "state"
-        via_proxy, direct, world, _ = approved_link(tmp_path, proxy.port, QUICK, state)
-        proxy.arm(b"in_flight", b"COMMIT", outage=1.5)
-        done = resume(via_proxy, tmp_path, "30", state)
-    finally:
-        proxy.down()
-    said = done.stdout + done.stderr
-    assert proxy.fired.is_set(), said
-    assert starts(world) == 1, said
-    target = open_ledger(direct, read_only=True).load().targets["a"]
-    assert target.state == "linked" and target.in_flight is None, said
+    run = through(ReplyLosingProxy(), tmp_path, b"in_flight", b"COMMIT", outage=1.5, patience="30")
+    assert starts(run.world) == 1, run.said
+    target = open_ledger(run.direct, read_only=True).load().targets["a"]
+    assert target.state == "linked" and target.in_flight is None, run.said
 
 
 def test_a_failed_step_whose_record_reply_is_lost_is_paged_not_called_someone_elses(tmp_path):
-    proxy = ReplyLosingProxy()
-    try:
-        state = tmp_path / "state"
-        via_proxy, direct, world, _ = approved_link(tmp_path, proxy.port, QUICK + "; exit 1", state)
-        proxy.arm(b"ANY:" + START, b"UPDATE handoff_ledger", b"COMMIT", outage=1.5)
-        done = resume(via_proxy, tmp_path, "30", state)
-    finally:
-        proxy.down()
-    said = done.stdout + done.stderr
-    assert proxy.fired.is_set(), said
-    assert starts(world) == 1, said
-    target = open_ledger(direct, read_only=True).load().targets["a"]
-    assert target.state == "failed" and target.in_flight is None, said
-    assert records(direct, "discrepancy") == [], said
-    assert records(direct, "page_none") + records(direct, "page"), said
+    run = through(ReplyLosingProxy(), tmp_path, b"ANY:" + START, b"UPDATE handoff_ledger", b"COMMIT", outage=1.5,
+                  patience="30", link=QUICK + "; exit 1")
+    assert starts(run.world) == 1, run.said
+    target = open_ledger(run.direct, read_only=True).load().targets["a"]
+    assert target.state == "failed" and target.in_flight is None, run.said
+    assert records(run.direct, "discrepancy") == [], run.said
+    assert records(run.direct, "page_none") + records(run.direct, "page"), run.said
 
 
 def test_a_fence_that_gives_up_before_the_spawn_says_nothing_was_started(tmp_path):
-    proxy = CuttingProxy()
-    try:
-        state = tmp_path / "state"
-        via_proxy, _, world, _ = approved_link(tmp_path, proxy.port, QUICK, state)
-        proxy.arm(b"ANY:in_flight", b"FOR UPDATE", outage=4)
-        done = resume(via_proxy, tmp_path, "1", state)
-    finally:
-        proxy.down()
-    said = done.stdout + done.stderr
-    assert proxy.fired.is_set(), said
-    assert starts(world) == 0, said
-    assert "finished but could not be recorded" not in said, said
-    assert "a: link NOT started (the ledger's database is unreachable)" in said, said
-    assert done.returncode == 6, said
+    run = through(CuttingProxy(), tmp_path, b"ANY:in_flight", b"FOR UPDATE", outage=4, patience="1")
+    assert starts(run.world) == 0, run.said
+    assert "finished but could not be recorded" not in run.said, run.said
+    assert "a: link NOT started (the ledger's database is unreachable)" in run.said, run.said
+    assert run.done.returncode == 6, run.said
