@@ -465,7 +465,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/unit/test_kept_equals_fresh.py::test_the_last_target_taken_out_leaves_an_empty_mapping_that_loads",),
            "the last target taken out leaves `targets: {}`, not a null"),
     Mutant("scalar-runs-on", "engine/codec/splice.py",
-           "        _ends_in_place(doc, key, rows)\n",
+           "        _ends_in_place(doc, key, rows, parsed)\n",
            "",
            ("tests/unit/test_kept_equals_fresh.py::test_a_block_scalar_that_would_take_in_a_persons_indented_comment_is_refused",),
            "an engine-written block scalar never takes in a person's indented comment"),

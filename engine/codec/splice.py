@@ -177,19 +177,26 @@ def _no_targets_left(doc: _Doc) -> None:
 _BLOCK_SCALAR = re.compile(r":[ \t]+[|>][-+0-9]*[ \t]*(?:#.*)?$")  # `note: |` (and `|-`, `>2`, a comment after)
 
 
-def _ends_in_place(doc: _Doc, key: str, rows: list[str]) -> None:
+def _ends_in_place(doc: _Doc, key: str, rows: list[str], parsed: Parsed) -> None:
     """A block scalar written for `key` (`handoff_note: |`, in `rows`) runs on over every
     more-indented line after it: a person's indented comment right below would be read back
-    as part of its text. Such a write is refused (ValueError), never made."""
+    as part of its text. Such a write is refused (ValueError, naming the line), never made."""
     if not any(_BLOCK_SCALAR.search(row) for row in rows):
         return  # the usual write (`revision: 12`): no look through the blocks
     at = doc.find(TOP, key)
     if at is None or at + 1 >= len(doc.blocks):
         return
-    after = doc.blocks[at + 1][2].split("\n")[0]
+    below = doc.blocks[at + 1]
+    after = below[2].split("\n")[0]
     if after[:1] in (" ", "\t") and after.strip():
-        raise ValueError(f"`{key}` would take in the indented line below it ({after.strip()!r}) as part of its text; "
-                         "move that comment to the start of its line, then try again")
+        # The line below is the file's own (the engine writes no indented line there): where it is now.
+        line = 1
+        for block in parsed.blocks:
+            if block is below:
+                break
+            line += block[2].count("\n") + 1
+        raise ValueError(f"`{key}` would take in the indented line {line} below it ({after.strip()!r}) as part of its "
+                         "text; move that comment to the start of its line, then try again")
 
 
 def _top_rows(key: str, value: Any, styles) -> list[str]:
@@ -298,7 +305,7 @@ def splice(parsed: Parsed, change: Change) -> Parsed:
             doc.insert_top(key, rows)
         else:
             doc.replace(at, rows, "")
-        _ends_in_place(doc, key, rows)
+        _ends_in_place(doc, key, rows, parsed)
     if doc.blocks and doc.blocks[-1] is not parsed.blocks[-1] and doc.blocks[-1][0] != GAP:
         # A block the engine wrote ends the file: it ends with a newline (a block
         # scalar's last line break is its text's).
