@@ -126,7 +126,7 @@ def parse_document(text: str, path: str, known: dict[str, tuple[str, dict]] | No
         root = strict.compose(text, path)
         return _assemble(lines, root, strict.construct(root, path), None, crlf)
     end = start + 1
-    while end < len(lines) and (lines[end] in ("", "\r") or lines[end][0] in " #\t"):  # "\r": a CRLF file's blank line
+    while end < len(lines) and (not lines[end] or lines[end][0] in " #\t" or lines[end] == "\r"):  # "\r": a CRLF blank line
         end += 1
     block = lines[start + 1 : end]
     targets, texts, slow, spans = _reader.read_lines(block, known)
