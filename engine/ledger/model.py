@@ -251,6 +251,16 @@ class Step(Node):
 
     _split = field_validator("run", "check", "verify", mode="before")(_argv)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_by_its_name(cls, data: Any) -> Any:
+        """`from_` is this model's name for `from` in Python, never a key of the file: read,
+        it stood for `from`, and the engine's next rewrite of the step wrote it back as a
+        key nothing reads, so the file no longer loaded."""
+        if isinstance(data, dict) and "from_" in data:
+            raise ValueError("`from_` is not a key of a runbook step: write `from:` (the state the step starts from)")
+        return data
+
 
 class Runbook(Node):
     """The steps, in order; may declare extra states."""

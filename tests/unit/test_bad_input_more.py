@@ -34,6 +34,10 @@ REFUSED = {
     # An editor that indents with a tab: libyaml says only "cannot start any token" (or names the tab).
     "tab_indent": ("task: t\ntargets:\n\ta: {state: queued}\n", ":3:1:",
                    ["the character there is a tab: YAML indents with spaces only, so replace the tab with spaces"]),
+    # The model's own name for `from`: read as `from`, then lost when the engine rewrote the step.
+    "python_name_of_from": ("task: t\nrunbook:\n  steps:\n    - {name: check, from_: queued, to: checked, run: [x]}\n"
+                            "targets:\n  a: {state: queued}\n", ":4:7:",
+                            ["`from_` is not a key of a runbook step: write `from:`"]),
     "tab_indent_named": ("task: t\n\ttargets:\n  a: {state: queued}\n", ":2:1:",
                          ["tab character", "; YAML indents with spaces only, so replace the tab with spaces"]),
 }
