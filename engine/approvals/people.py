@@ -61,7 +61,7 @@ def agent_caller(env: Mapping[str, str] | None = None) -> str | None:
     holder = env.get(AGENT_VAR)
     if holder:
         return f"a process the engine started for {holder}"
-    if any(env.get(name) for name in CLAUDE_VARS):
+    if any(name in env for name in CLAUDE_VARS):  # set at all: `CLAUDECODE= handoff ...` is still Claude Code's call
         session = env.get("CLAUDE_CODE_SESSION_ID")
         return "a Claude Code session" + (f" ({session})" if session else "")
     return None

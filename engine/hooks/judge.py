@@ -99,6 +99,10 @@ def _handoff(args: list[str], facts: Facts) -> Verdict:
     if not args or any(a in HELP for a in options):
         return Verdict("allow")  # argparse prints the help and exits: nothing runs
     command, rest = args[0], args[1:]
+    if "$" in command or "`" in command:
+        # `handoff $(echo approve)`, `handoff "$(printf appr)ove"`: only the shell knows what this runs.
+        return Verdict("deny", f"`handoff {command}` names its command at run time, and the hook cannot tell it from "
+                               "`approve`; spell the command out")
     why = people_reason(command, rest, facts.ledger_path)
     if why:
         return Verdict("deny", why)

@@ -20,6 +20,18 @@ import re
 KEYWORDS = {"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time"}
 _REDIRECT = re.compile(r"(\d*)(>>|>\||>&|>|<<<|<<-|<<|<>|<&|<|&>>|&>)")
 _BREAK = set(" \t\n;&|()<>")
+_ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
+           "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_OCTAL, _HEX = "01234567", "0123456789abcdefABCDEF"
+_HEX_WIDTH = {"x": 2, "u": 4, "U": 8}
+
+
+def _run(text: str, start: int, chars: str, limit: int) -> str:
+    """The longest run of `chars` in `text` from `start`, at most `limit` long."""
+    end = start
+    while end < len(text) and end - start < limit and text[end] in chars:
+        end += 1
+    return text[start:end]
 
 
 class Command:
@@ -95,7 +107,43 @@ class _Reader:
         if text.startswith("{", self.i):
             self.i += 1
             return "${" + self.balanced("{", "}") + "}"
+        if text.startswith("'", self.i):
+            self.i += 1
+            return self.ansi_c()
+        if text.startswith('"', self.i):  # `$"..."`: a double-quoted string the locale may translate
+            self.i += 1
+            return self.double_quoted(scripts)
         return "$"
+
+    def ansi_c(self) -> str:
+        """After `$'`: bash's ANSI-C quoting, its escapes decoded as bash decodes them
+        (`$'\\x61pprove'` is the word `approve`), up to the closing quote."""
+        out, text = [], self.text
+        while self.i < len(text) and text[self.i] != "'":
+            ch = text[self.i]
+            self.i += 1
+            if ch != "\\" or self.i >= len(text):
+                out.append(ch)
+                continue
+            esc = text[self.i]
+            self.i += 1
+            if esc in _ANSI_C:
+                out.append(_ANSI_C[esc])
+            elif esc in _OCTAL:  # \nnn: one to three octal digits
+                digits = esc + _run(text, self.i, _OCTAL, 2)
+                self.i += len(digits) - 1
+                out.append(chr(int(digits, 8) & 0xFF))
+            elif esc in _HEX_WIDTH and _run(text, self.i, _HEX, 1):  # \xHH, \uHHHH, \UHHHHHHHH
+                digits = _run(text, self.i, _HEX, _HEX_WIDTH[esc])
+                self.i += len(digits)
+                out.append(chr(min(int(digits, 16), 0x10FFFF)))
+            elif esc == "c" and self.i < len(text):  # \cX: the control character
+                out.append(chr(ord(text[self.i]) & 0x1F))
+                self.i += 1
+            else:
+                out.append("\\" + esc)  # bash keeps an unknown escape as it is
+        self.i += 1
+        return "".join(out)
 
     def backtick(self, scripts: list[str]) -> str:
         end = self.text.find("`", self.i)

@@ -14,6 +14,7 @@ is refused). Reading is not writing: `cat L`, `cp L /tmp/copy`, `grep x L` pass 
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import glob
 import os
@@ -57,11 +58,38 @@ def is_ledger(ledger_real: str, path: str, cwd: str) -> bool:
 def _names(ledger_real: str, path: str, cwd: str, *, own: bool) -> bool:
     if not path or path.startswith("-"):
         return False
+    if "$" in path or "`" in path or path.startswith(("~+", "~-")):
+        return _may_name(ledger_real, path, cwd, own=own)
     full = os.path.join(cwd, os.path.expanduser(path))
     if any(ch in path for ch in "*?["):  # a glob names whatever it matches now
         return any(_names(ledger_real, match, cwd, own=own) for match in glob.glob(full))
     real = os.path.realpath(full)
     return real == ledger_real or real.startswith(ledger_real + ".") or (own and engine_own(real))
+
+
+# What only the shell knows: `$(...)`, `${...}`, `$NAME`, `$1`, backticks (the reader keeps them in the word).
+_RUN_TIME = re.compile(r"\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9?#@*$!-]|`[^`]*`|\$")
+_KNOWN = re.compile(r"\$\{(PWD|HOME)\}|\$(PWD|HOME)\b")
+
+
+def _may_name(ledger_real: str, path: str, cwd: str, *, own: bool) -> bool:
+    """Could `path`, part of it chosen at run time (`$f.yaml`, `"$PWD/L.journal.jsonl"`,
+    `$(echo L)`), be the ledger or a file beside it? `$PWD`, `$HOME` and `~+` are known; any
+    other part may be anything, so it matches as `*` does (across folders too)."""
+    known = {"PWD": cwd, "HOME": os.path.expanduser("~")}
+    text = _KNOWN.sub(lambda m: known[m.group(1) or m.group(2)], path)
+    text = cwd + text[2:] if text.startswith("~+") else "*" + text[2:] if text.startswith("~-") else text
+    if "$" not in text and "`" not in text and not text.startswith("*"):
+        return _names(ledger_real, text, cwd, own=own)
+    pattern = _RUN_TIME.sub("*", text)
+    if not pattern.startswith(("/", "*")):
+        pattern = os.path.join(cwd, os.path.expanduser(pattern))
+    folder, base = os.path.split(ledger_real)
+    try:
+        beside = [os.path.join(folder, n) for n in os.listdir(folder) if n.startswith(base + ".")]
+    except OSError:
+        beside = []
+    return any(fnmatch.fnmatchcase(name, pattern) for name in [ledger_real, *beside])
 
 
 def engine_own(real: str) -> bool:

@@ -40,8 +40,11 @@ def identity_problem(payload: dict[str, Any], *, app_id: str, team_id: str, ente
     """Why `payload` is not for our app in our workspace, or None."""
     if payload.get("api_app_id") != app_id:
         return f"the request is for app {str(payload.get('api_app_id'))[:20]!r}, not {app_id}"
-    team = (payload.get("team") or {}).get("id") or (payload.get("user") or {}).get("team_id")
+    # Both the workspace the request is in (`team.id`) and the clicking user's own (`user.team_id`, what
+    # the approver is matched by): in a channel shared with another workspace they differ.
+    teams = [(payload.get("team") or {}).get("id"), (payload.get("user") or {}).get("team_id")]
     enterprise = (payload.get("enterprise") or {}).get("id") if isinstance(payload.get("enterprise"), dict) else None
-    if team != team_id and not (enterprise_id and enterprise == enterprise_id):
-        return f"the request comes from workspace {str(team)[:20]!r}, not {team_id}"
+    for team in [t for t in teams if t] or [None]:
+        if team != team_id and not (enterprise_id and enterprise == enterprise_id):
+            return f"the request comes from workspace {str(team)[:20]!r}, not {team_id}"
     return None

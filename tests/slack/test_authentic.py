@@ -88,3 +88,20 @@ def test_a_request_from_another_workspace_is_refused(tmp_path, fake, signer, sta
     assert "not T0123" in refused(path)[0]["msg"]
     time.sleep(1.0)
     assert not fake.views() and not approved(path)
+
+
+def test_a_user_of_another_workspace_in_a_shared_channel_is_refused(tmp_path, fake, signer, started):
+    """Slack Connect: the click is in our workspace's channel (`team.id` T0123) by a user of T0OTHER
+    (`user.team_id`), the workspace approvers are matched by. Refused like any other workspace's request."""
+    path = ledger(tmp_path, approvers=[{"name": "alice", "slack": f"T0OTHER/{ALICE}"}])
+    before = path.read_text()
+    app = started(fake, [str(path)])
+    msg = posted(fake)
+    click = signer.click(msg, msg["ts"], ALICE)
+    click["user"]["team_id"] = "T0OTHER"
+    assert signer.post(app.url, click)[0] == 200
+    wait_for(lambda: refused(path), what="the refusal record")
+    assert "workspace 'T0OTHER', not T0123" in refused(path)[0]["msg"]
+    time.sleep(1.0)
+    assert not fake.views() and not approved(path)
+    _unchanged(path, before)

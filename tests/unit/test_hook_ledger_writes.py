@@ -65,6 +65,13 @@ WRITES = [
     "sed -i s/a/b/ {D}/ledger.y*ml",
     "F={L}; perl -pi -e s/a/b/ $F",
     "(cd /tmp) && truncate -s 0 ledger.yaml",
+    # A path the shell makes at run time: `$PWD`, `$HOME` and `~+` are known, any other part may be anything.
+    'echo x > "$PWD/ledger.yaml.journal.jsonl"',
+    "echo x > ~+/ledger.yaml",
+    "echo x > $(echo ledger.yaml)",
+    "f=ledger; echo x > $f.yaml",
+    "echo x > `printf {D}`/ledger.yaml",
+    "cp /tmp/forged.yaml ${{PWD}}/ledger.yaml",
 ]
 
 

@@ -99,6 +99,10 @@ PEOPLE_SPELLINGS = [
     "handoff approve {L} db-18 -- --help",  # `--help` after `--` is not the help
     "echo $(handoff approve {L} db-18",  # an unclosed substitution is read to the end
     "echo `handoff approve {L} db-18",
+    "handoff $'approve' {L} db-18 --yes",  # bash's ANSI-C quoting, decoded as bash decodes it
+    "handoff $'\\x61pprove' {L} db-18 --yes",
+    "handoff $'\\141ppr\\u006Fve' {L} db-18 --yes",
+    "handoff $\"approve\" {L} db-18 --yes",
 ]
 
 
@@ -110,6 +114,16 @@ def test_people_only_operations_are_denied_in_every_spelling(ledgers, spelling) 
         kind, reason = ask(ledger, spelling.format(L=ledger))
         assert kind == "deny", (spelling, reason)
         assert PEOPLE in reason and "Ask one" in reason and f"handoff status {ledger}" in reason, reason
+
+
+@pytest.mark.parametrize("spelling", ["handoff $(echo approve) {L} db-18 --yes", 'handoff "$(printf appr)ove" {L} db-18',
+                                      "handoff `echo approve` {L} db-18", "handoff ${{C}} {L} db-18"])
+def test_a_handoff_command_named_at_run_time_is_denied(ledgers, spelling) -> None:
+    """Only the shell knows what `handoff $(...)` runs: denied under every policy, saying why."""
+    for ledger in ledgers.values():
+        kind, reason = ask(ledger, spelling.format(L=ledger))
+        assert kind == "deny", (spelling, reason)
+        assert "names its command at run time" in reason and "spell the command out" in reason, reason
 
 
 @pytest.mark.parametrize("code", [
