@@ -8,6 +8,7 @@ decides (engine.slack.decide) and keeps the messages true (engine.slack.watch).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import queue
 import sys
@@ -59,9 +60,36 @@ class Hub:
         self.queue: queue.Queue = queue.Queue()
         self.stopping = threading.Event()
         self.decider = Decider(self.ledgers, self.web, self._sync, now, self.say)
+        # What only this app holds (HTTP mode's signing secret, Socket Mode's app token): a delivery is
+        # recorded with a MAC under it, so a line written into the Slack record by whoever can write beside
+        # the ledger is never taken for one Slack sent.
+        secret = (secrets.signing_secret or secrets.app_token or secrets.bot_token).encode("utf-8")
+        self._seal_key = hmac.new(secret, b"handoff slack: a delivery this process received", hashlib.sha256).digest()
         for w in self.ledgers.values():
-            for key, payload in w.state.unfinished():  # received before a restart, never acted on
+            for key, payload, seal in w.state.unfinished():  # received before a restart, never acted on
+                why = self._unsealed(key, payload, seal)
+                if why:
+                    self.unauthentic(payload, why)
+                    w.state.finish(key, f"refused: {why}")
+                    continue
                 self.queue.put(("submission", key, payload))
+
+    def seal(self, key: str, payload: dict[str, Any]) -> str:
+        """The MAC a delivery is recorded with: its key and its payload, as stored."""
+        body = json.dumps({"delivery": key, "payload": payload}, sort_keys=True, ensure_ascii=True).encode("ascii")
+        return hmac.new(self._seal_key, body, hashlib.sha256).hexdigest()
+
+    def _unsealed(self, key: str, payload: Any, seal: Any) -> str | None:
+        """Why a delivery found unfinished at start is not acted on (None: it is one this app
+        received and recorded, and it still passes what `receive` checked)."""
+        if not isinstance(payload, dict) or not isinstance(seal, str) or not hmac.compare_digest(seal, self.seal(key, payload)):
+            return (f"delivery {key[:12]} in the Slack record carries no seal of this app (written by hand, or by "
+                    "another app's secrets): not acted on")
+        why = identity_problem(payload, app_id=self.secrets.app_id, team_id=self.team_id, enterprise_id=self.enterprise_id)
+        if why:
+            return why
+        return None if (payload.get("view") or {}).get("callback_id") in (blocks.APPROVE_VIEW, blocks.REJECT_VIEW) \
+            else f"delivery {key[:12]} is not a Review or Reject submission: not acted on"
 
     def say(self, text: str) -> None:
         console.say(f"handoff slack: {self.secrets.mask(text)}", self.err)  # dropped if its terminal has gone
@@ -121,7 +149,7 @@ class Hub:
             self.say("a submission for a ledger this process does not watch: ignored")
             return None
         key = delivery_key(payload)
-        if not w.state.claim(key, payload):  # durable before the ack: a retry or replay is never acted on twice
+        if not w.state.claim(key, payload, self.seal):  # durable before the ack: a retry or replay is never acted on twice
             self.say(f"delivery {key[:12]} was received before: not acted on again")
             return None
         failpoints.reached("slack-after-claim")  # tests: stopped (then killed) with the key on disk, nothing acked

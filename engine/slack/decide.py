@@ -21,7 +21,7 @@ from typing import Any
 from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, SlackId
 from engine.host import failpoints
 from engine.slack import blocks
-from engine.slack.ledgers import Watched, approved_by, request
+from engine.slack.ledgers import Watched, approved_by, message_key, request
 from engine.slack.watch import expired
 from engine.slack.web import SlackFailed
 
@@ -79,13 +79,27 @@ class Decider:
             self.refuse(w, slack, ref.get("t"), err.message)
             return
         r = request(w, ledger, ref.get("t", ""))
-        why = self._stale(ledger, ref.get("t", ""), ref.get("s"), ref.get("h"), None, r)
+        why = self._elsewhere(w, ledger, channel, ts, r) or self._stale(ledger, ref.get("t", ""), ref.get("s"), ref.get("h"), None, r)
         if why or r is None:  # _stale always says why when there is no request
             self.refuse(w, slack, ref.get("t"), why or "no request")
             self.sync(w)
             return
         view = (blocks.approve_view if act.get("action_id") == blocks.REVIEW else blocks.reject_view)(r, channel=channel, ts=ts)
         self.web.call("views.open", trigger_id=payload.get("trigger_id"), view=view)
+
+    @staticmethod
+    def _elsewhere(w: Watched, ledger, channel: str | None, ts: str | None, r) -> str | None:
+        """Why a click or a submission is not on the message this process posted for the request,
+        in the ledger's channel now (None: it is). A copy of the message elsewhere, or one left in
+        a channel the ledger has since moved from, answers nothing."""
+        own = w.channel(ledger)
+        if channel != own:
+            return (f"this request is answered only in the ledger's channel {own or '(none set)'}, "
+                    f"not in {channel or 'an unknown channel'}")
+        posted = w.state.message(message_key(r.target, r.step, r.since)) if r is not None else None
+        if posted is not None and ts is not None and (posted.get("channel"), posted.get("ts")) != (channel, ts):
+            return "this is not the message posted for the request now; answer the request's own message"
+        return None
 
     def _stale(self, ledger, name: str, step: str | None, digest: str | None, revision: int | None, r) -> str | None:
         """Why the request the person saw no longer stands (None: it does)."""
@@ -116,7 +130,9 @@ class Decider:
             approver = w.handle.slack_approver(ledger, name, slack)  # 1 and 2
         except Refused as err:
             return self.refuse(w, slack, name, err.message)
-        why = self._stale(ledger, name, meta.get("s"), meta.get("h"), meta.get("rev"), request(w, ledger, name))  # 3
+        r = request(w, ledger, name)
+        why = self._elsewhere(w, ledger, meta.get("c"), meta.get("ts"), r) or \
+            self._stale(ledger, name, meta.get("s"), meta.get("h"), meta.get("rev"), r)  # 3
         if why:
             out = self.refuse(w, slack, name, why)
             self.sync(w)
@@ -124,6 +140,8 @@ class Decider:
         handle = LedgerHandle(w.location, actor=approver)
         failpoints.reached("slack-before-approve")  # tests: the ledger changes after the checks, before the lock
         try:
+            if view.get("callback_id") not in (blocks.APPROVE_VIEW, blocks.REJECT_VIEW):
+                return self.refuse(w, slack, name, "not a Review or Reject submission of this app")
             if view.get("callback_id") == blocks.REJECT_VIEW:
                 reason = blocks.typed(payload, blocks.REASON_BLOCK, blocks.REASON_INPUT).strip() or "rejected from Slack"
                 handle.reject(name, reason, slack=slack)

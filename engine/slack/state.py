@@ -18,6 +18,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engine.codec.timefmt import now_iso
@@ -136,7 +137,7 @@ class State:
 
     # -- deliveries ----------------------------------------------------------------
 
-    def claim(self, key: str, payload: dict[str, Any]) -> bool:
+    def claim(self, key: str, payload: dict[str, Any], seal: Callable[[str, dict[str, Any]], str]) -> bool:
         """Record delivery `key` as received (durably). False: it was received before.
         Raises SidecarRefused when that cannot be done within CLAIM_WAIT seconds (this
         process's own writer, or another process, holds the record): nothing is recorded,
@@ -148,7 +149,8 @@ class State:
         try:
             if key in self.deliveries:
                 return False
-            record = {"delivery": key, "status": "received", "at": now_iso(), "payload": stored_payload(payload)}
+            stored = stored_payload(payload)
+            record = {"delivery": key, "status": "received", "at": now_iso(), "payload": stored, "seal": seal(key, stored)}
             if not self._write(record, unique=True, wait=max(0.0, deadline - time.monotonic())):
                 return False
             self._absorb(record)
@@ -165,10 +167,11 @@ class State:
             self._write(record, unique=True)
             self._absorb(record)
 
-    def unfinished(self) -> list[tuple[str, dict[str, Any]]]:
-        """Deliveries received and never acted on to the end (the process died): finish them."""
+    def unfinished(self) -> list[tuple[str, Any, Any]]:
+        """Deliveries received and never acted on to the end (the process died), each with the
+        seal it was recorded with (engine.slack.app checks it before finishing one)."""
         with self._lock:
-            return [(k, d["payload"]) for k, d in self.deliveries.items() if d.get("status") == "received"]
+            return [(k, d.get("payload"), d.get("seal")) for k, d in self.deliveries.items() if d.get("status") == "received"]
 
     # -- messages ------------------------------------------------------------------
 

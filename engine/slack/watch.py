@@ -42,7 +42,13 @@ def sync(w: Watched, web: Web, *, now: float | None = None, err: TextIO = sys.st
         return
     for name in ledger.targets:
         r = request(w, ledger, name)
-        if r is not None and w.state.message(message_key(name, r.step, r.since)) is None:
+        if r is None:
+            continue
+        posted = w.state.message(message_key(name, r.step, r.since))
+        if posted is not None and posted.get("channel") != channel and not posted.get("final"):
+            _moved(w, web, r, posted, channel, err)  # the ledger's channel changed: asked again there
+            posted = None
+        if posted is None:
             _post(w, web, r, channel, now, ledger, err)
     for key, msg in w.state.all_messages().items():
         if msg.get("final"):
@@ -65,6 +71,17 @@ def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Le
     w.state.note_message(message_key(r.target, r.step, r.since), channel=sent.get("channel") or channel, ts=sent["ts"],
                          target=r.target, step=r.step, since=r.since, request=asdict(r),
                          shown=blocks.shown_digest(r, gone), reminded=0)
+
+
+def _moved(w: Watched, web: Web, r: Request, posted: dict, channel: str, err: TextIO) -> None:
+    """The request's message in a channel the ledger no longer names: made final, buttons gone
+    (a click there is refused in any case: engine.slack.decide)."""
+    try:
+        web.call("chat.update", channel=posted["channel"], ts=posted["ts"], text=blocks.fallback(r, None),
+                 blocks=blocks.request_blocks(r, outcome=f"moved: the ledger now asks in {channel}; answer it there"))
+    except SlackFailed as error:
+        console.say(f"handoff slack: {w.handle.display_location}: cannot close the message for {r.target} in "
+                    f"{posted['channel']}: {error}", err)
 
 
 def current(w: Watched, ledger: Ledger, msg: dict, now: float) -> tuple[Request, str | None]:
