@@ -43,6 +43,8 @@ from engine.errors import (
     ReadOnly,
     Refused,
     UsageError,
+    WriteFailed,
+    os_error_text,
 )
 from engine.host import failpoints
 from engine.host.console import hangups_ignored
@@ -312,7 +314,19 @@ class LedgerHandle:
                                expect_hash=expect_hash, signed=signed, slack=slack,
                                requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
 
-        return self._change(change)
+        approval = self._change(change)
+        if "os_user" in (approval.verified or "") and not self.is_url:
+            from engine.approvals import attest
+
+            try:
+                attest.record(self.location, target, approval)
+            except OSError as err:
+                raise WriteFailed(
+                    f"{target}: the approval of {approval.step} is in the ledger, but the file that proves it is "
+                    f"{approval.user}'s could not be made beside it ({os_error_text(err)}), so it will not authorise a "
+                    f"run: let {approval.user} write {os.path.realpath(self.location)}{attest.SUFFIX}/, then run "
+                    f"`handoff unapprove` and approve again") from None
+        return approval
 
     def slack_approver(self, ledger: Ledger, target: str, slack: SlackId) -> str:
         """The approver `slack` maps to (`approvers:`, by id), when they may approve what

@@ -4,7 +4,8 @@ approval bound to the exact command and checkpoint.
 
 It must also have its own journal record (engine.approvals.witness): an approval
 written into the file by anyone but the engine never authorises; and for a verified
-approver (engine.approvals.approvers) its uid record or its signature must still hold. An approval refused
+approver (engine.approvals.approvers) its uid record or its signature must still hold, and
+an `os_user` approval of a file ledger its proof file of the approver's (engine.approvals.attest). An approval refused
 here is taken off the target (the journal keeps a copy in the refusal's record) and the
 target awaits a person again, its `reason` saying why, so nothing retries it in a loop
 and a person's fresh approval is not blocked by the bad one.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from engine.approvals import attest
 from engine.approvals.approvers import recheck
 from engine.approvals.policy import policy_for, standing
 from engine.approvals.witness import approval_recorded, lost_record
@@ -51,6 +53,9 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
             "has no journal record of its own (written into the file by hand?), so it never authorises a run",
             settling=settling)
     why = recheck(ledger, name, approval)
+    beside = journal.ledger_file()
+    if not why and beside is not None and "os_user" in (approval.verified or ""):
+        why = attest.problem(beside, name, approval)  # the kernel's word, not only the approving process's
     if why:
         return Unauthorised(f"approval not verified: {why}, so it never authorises a run")
     return None

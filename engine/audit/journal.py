@@ -58,6 +58,9 @@ class Journal(Sealed, JournalBase):
     def _ledger(self) -> str:
         return self.path.removesuffix(SUFFIX)
 
+    def ledger_file(self) -> str | None:
+        return self._ledger()
+
     def check_writable(self) -> None:
         """The journal can be opened for appending (creating it if need be) and its lock
         taken within HANDOFF_LOCK_TIMEOUT; raises SidecarRefused (a folder, a symlink, no

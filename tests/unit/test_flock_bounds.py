@@ -16,6 +16,8 @@ from engine.slack.state import State
 from engine.store.sidecar import SidecarRefused
 from tests.conftest import stopped_holder
 
+SEAL = lambda key, payload: "seal"  # noqa: E731  (what `handoff slack` stores with a delivery: engine.slack.app.Hub.seal)
+
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,18 +43,18 @@ def test_a_stopped_holder_of_the_slack_record_is_named_and_nothing_is_recorded(t
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text("task: t\n", encoding="utf-8")
     state = State(str(ledger))
-    assert state.claim("first", {"type": "view_submission"})
+    assert state.claim("first", {"type": "view_submission"}, SEAL)
     record = Path(str(ledger) + ".slack.jsonl")
     before = record.read_bytes()
     with stopped_holder(record) as holder:
         with pytest.raises(SidecarRefused) as caught:
-            state.claim("second", {"type": "view_submission"})
+            state.claim("second", {"type": "view_submission"}, SEAL)
         message = str(caught.value)
         assert message.startswith(f"{record}: its lock has been held for more than 1s by pid {holder.pid}")
         assert message.endswith("; nothing was recorded") and "which is stopped" in message
         assert record.read_bytes() == before
         assert "second" not in State(str(ledger)).deliveries  # a new process finds nothing of it either
-    assert state.claim("second", {"type": "view_submission"})  # Slack's retry of the same delivery
+    assert state.claim("second", {"type": "view_submission"}, SEAL)  # Slack's retry of the same delivery
     assert "second" in State(str(ledger)).deliveries
 
 
@@ -69,7 +71,7 @@ def test_a_slack_claim_waits_no_longer_than_slack_waits_for_its_ack(tmp_path: Pa
     record = Path(str(ledger) + ".slack.jsonl")
     with stopped_holder(record) as holder:
         with pytest.raises(SidecarRefused) as caught:
-            state.claim("k", {"type": "view_submission"})
+            state.claim("k", {"type": "view_submission"}, SEAL)
         assert f"held for more than {slack_state.CLAIM_WAIT:g}s by pid {holder.pid}" in str(caught.value)
     assert not record.exists() or b'"k"' not in record.read_bytes()
     # This process's own writer stuck on the record (a finish waiting out the full timeout):
@@ -77,12 +79,12 @@ def test_a_slack_claim_waits_no_longer_than_slack_waits_for_its_ack(tmp_path: Pa
     state._lock.acquire()
     try:
         with pytest.raises(SidecarRefused) as caught:
-            state.claim("k", {"type": "view_submission"})
+            state.claim("k", {"type": "view_submission"}, SEAL)
         assert str(caught.value) == (f"{record}: this process has been writing its Slack record for more than "
                                      f"{slack_state.CLAIM_WAIT:g}s; nothing was recorded")
     finally:
         state._lock.release()
-    assert state.claim("k", {"type": "view_submission"}) and "k" in State(str(ledger)).deliveries
+    assert state.claim("k", {"type": "view_submission"}, SEAL) and "k" in State(str(ledger)).deliveries
 
 
 def test_a_slack_claims_two_waits_share_one_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,6 +105,6 @@ def test_a_slack_claims_two_waits_share_one_bound(tmp_path: Path, monkeypatch: p
         state._lock.acquire()
         threading.Timer(1.0, state._lock.release).start()
         with pytest.raises(SidecarRefused) as caught:
-            state.claim("k", {"type": "view_submission"})
+            state.claim("k", {"type": "view_submission"}, SEAL)
         waited = float(re.search(r"held for more than ([0-9.]+)s by pid (\d+)", str(caught.value)).group(1))
         assert waited <= slack_state.CLAIM_WAIT - 0.5 and f"pid {holder.pid}" in str(caught.value)

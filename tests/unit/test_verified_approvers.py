@@ -197,11 +197,24 @@ def test_uid_check_compares_the_kernel_uid() -> None:
     assert "no user on this host" in uid_is("no-such-user-here")
 
 
+def _import_while_root() -> None:
+    """Every module an approval may import, imported before a forked child drops root: a clone under a 0700
+    folder (CI's) cannot be read by another uid, and approve imports much of the engine lazily."""
+    import importlib
+    import pkgutil
+
+    for sub in ("approvals", "audit", "codec", "host", "ledger", "lease", "store"):
+        package = importlib.import_module(f"engine.{sub}")
+        for found in pkgutil.iter_modules(package.__path__, f"engine.{sub}."):
+            importlib.import_module(found.name)
+    importlib.import_module("engine.api")
+
+
 def _approve_as_nobody(ledger: Path, target: str, name: str) -> int:
     """Approve in a forked child whose kernel uid and gid are nobody's (a real process;
     the interpreter lives under root's 0700 home, so `runuser` cannot start one: the
     modules it needs are imported before the child drops root)."""
-    import engine.approvals.signing  # noqa: F401  (imported lazily by approve: load it while root can)
+    _import_while_root()
     from engine.api import open_ledger
 
     pid = os.fork()
@@ -329,3 +342,62 @@ def test_approvers_mixing_a_verified_entry_and_a_plain_name_approve(tmp_path: Pa
     after = _load(ledger)
     assert after["approvers"] == [{"name": "alice", "ssh_key": alice_pub}, "root"]
     assert after["targets"]["db-19"]["approvals"][0]["by"] == "root"
+
+
+def _forge_as_daemon(ledger: Path, target: str) -> int:
+    """An agent with its own OS user (daemon) and write access to the ledger's folder runs the engine's own code
+    with the uid check patched out, claiming to be nob (OS user nobody): a real forked process with daemon's uid."""
+    _import_while_root()
+    from engine.api import open_ledger
+    from engine.approvals import approvers
+
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgid(1)
+            os.setuid(1)
+            approvers.uid_is = lambda user, uid=None: None  # type: ignore[assignment]
+            handle = open_ledger(str(ledger), actor="nob")
+            handle.os_user, handle.who = "nobody", type(handle.who)("nob", "nobody")
+            handle.approve(target)
+            code = 0
+        except BaseException as err:
+            print(f"child: {err!r}", file=sys.stderr)
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_an_os_user_approval_forged_by_another_uid_never_authorises() -> None:
+    """The forged approval says `user: nobody, verified: os_user` and has its journal record, and the forger wrote
+    the proof file too: but that file is daemon's, not nobody's, so the fence refuses it (the kernel says who made
+    it) and the step never runs. Without the file the approval is refused the same way; nobody's own approval runs."""
+    folder = Path(tempfile.mkdtemp(prefix="osuser-forged-"))  # outside pytest's 0700 tree, so daemon can reach it
+    try:
+        folder.chmod(0o777)
+        ledger = _ledger(folder, [{"name": "nob", "os_user": "nobody"}])
+        ledger.chmod(0o666)
+        assert _forge_as_daemon(ledger, "db-19") == 0
+        approval = _load(ledger)["targets"]["db-19"]["approvals"][0]
+        assert (approval["by"], approval["user"], approval["verified"]) == ("nob", "nobody", "os_user")
+        proofs = list(Path(str(ledger) + ".attest").iterdir())
+        assert len(proofs) == 1 and proofs[0].stat().st_uid == 1
+        forged = handoff("run", ledger, "db-19", "link")
+        assert forged.returncode == 1, forged.stdout + forged.stderr
+        assert "owned by uid 1, not a file of nobody's (uid 65534)" in forged.stdout, forged.stdout
+        assert not (folder / "spawned-db-19").exists()
+        # Forged again, its proof file removed: refused for want of one.
+        assert _forge_as_daemon(ledger, "db-19") == 0
+        for proof in Path(str(ledger) + ".attest").iterdir():
+            proof.unlink()
+        missing = handoff("run", ledger, "db-19", "link")
+        assert missing.returncode == 1 and "no file of nobody's proves this approval" in missing.stdout, missing.stdout
+        assert not (folder / "spawned-db-19").exists()
+        # nobody's own approval leaves nobody's file, and runs.
+        assert _approve_as_nobody(ledger, "db-19", "nob") == 0
+        ran = handoff("run", ledger, "db-19", "link")
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert (folder / "spawned-db-19").exists()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
