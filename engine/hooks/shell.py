@@ -40,12 +40,13 @@ class Command:
     into it (the text `echo ... | bash` runs is in there). A plain class, not a
     dataclass: see engine.hooks.facts."""
 
-    __slots__ = ("words", "writes_to", "stdin_text", "scripts", "piped_from", "depth", "container", "cwd")
+    __slots__ = ("words", "writes_to", "stdin_text", "reads_from", "scripts", "piped_from", "depth", "container", "cwd")
 
     def __init__(self, words: list[str] | None = None, *, depth: int = 0) -> None:
         self.words: list[str] = [] if words is None else words
         self.writes_to: list[str] = []
         self.stdin_text: str | None = None
+        self.reads_from: str | None = None  # the file redirected into its stdin (`< FILE`)
         self.scripts: list[str] = []
         self.piped_from: Command | None = None
         self.depth = depth
@@ -222,7 +223,8 @@ def split(text: str, depth: int = 0) -> list[Command]:
     def finish(piped: bool) -> None:
         nonlocal current, previous_pipe
         while current.words and current.words[0] in KEYWORDS:
-            current.words.pop(0)
+            if current.words.pop(0) == "time" and current.words[:1] == ["-p"]:
+                current.words.pop(0)  # bash's `time -p CMD`: the keyword's own flag
         if current.words or current.writes_to or current.scripts:
             current.piped_from = previous_pipe
             out.append(current)
@@ -265,6 +267,8 @@ def split(text: str, depth: int = 0) -> list[Command]:
                         current.scripts.append("\0heredoc")  # marker: the body may hold $(...) too
                 elif op == "<<<":
                     current.stdin_text = target
+                elif op == "<":
+                    current.reads_from = target  # `python3 < go.py`, `bash < x.sh`: the file is its stdin
                 elif op in (">", ">>", ">|", "<>", "&>", "&>>") or (op == ">&" and not re.fullmatch(r"\d+|-", target)):
                     current.writes_to.append(target)
             else:

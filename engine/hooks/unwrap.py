@@ -11,7 +11,11 @@ engine.hooks.shell splits a line into simple commands; this module goes inside t
 - `cd DIR` and `NAME=value` earlier on the line are followed: later commands know where
   they run and what `$NAME` holds (as far as the line shows it);
 - code given to an interpreter (`python -c`, a here-doc fed to `python3 -`, a `.py` file,
-  `perl -e`, `ruby -e`, `node -e`) is kept as text for engine.hooks.judge to read.
+  `python3 < FILE`, `perl -e`, `ruby -e`, `node -e`, an awk program) is kept as text for
+  engine.hooks.judge to read;
+- what runs later or elsewhere is read as a script too: `trap 'CMD' EXIT`, an alias's
+  body, `git -c alias.x='!CMD'`, `script -qc CMD`, a file run as a program (`./go.sh`, by
+  its `#!`), and words after bash's brace expansion (`{handoff,approve}`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ MAX_DEPTH = 6  # nesting beyond this is refused: no honest command line needs it
 MAX_FILE = 256 * 1024  # a script file larger than this is not read
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "busybox"}
 INTERPRETERS = {"perl": "-eE", "ruby": "-e", "node": "-ep", "nodejs": "-ep"}
+AWKS = {"awk", "gawk", "mawk", "nawk"}
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 
@@ -77,10 +82,12 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
         parsed.commands.append(command)
         for script in command.scripts:
             _nest(script, depth, parsed, cwd, env)
-        words = peel(command.words)
+        words = peel(braces(command.words))
         if not words:
             continue
         program, args = os.path.basename(words[0]), words[1:]
+        if words != command.words and words[:1] != peel(command.words)[:1]:
+            parsed.commands.append(Command(words=words, depth=depth))  # `{handoff,approve} L`: judged as bash runs it
         if program == "busybox" and args:
             program, args = os.path.basename(args[0]), args[1:]
         script = None
@@ -90,11 +97,20 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
             script = " ".join(args)
         elif program in ("source", ".") and args:
             script = _read(args[0], cwd)  # runs in this shell: read it like a script file
-        elif program in ("su", "flock", "script", "runuser") and ("-c" in args or "--command" in args):
-            flag = args.index("-c") if "-c" in args else args.index("--command")
-            script = args[flag + 1] if flag + 1 < len(args) else ""
+        elif program in ("su", "flock", "script", "runuser") and _dash_c(args) is not None:
+            script = _dash_c(args)
+        elif program == "trap" and args and not args[0].startswith("-"):
+            script = args[0]  # run when the signal comes (EXIT: when the shell ends)
+        elif program == "alias":
+            script = "\n".join(a.split("=", 1)[1] for a in args if "=" in a)  # what the alias will run
+        elif program == "git":
+            script = "\n".join(v[1:] for v in _git_aliases(args) if v.startswith("!")) or None
+        elif "/" in words[0] and program not in SHELLS and program != "handoff":  # `handoff`: judged as itself
+            script = _run_file(words[0], cwd, parsed)  # `./go.sh`: a file run as a program
         elif program == "find":
             _find_exec(args, command, depth, parsed, cwd)
+        elif program in AWKS:
+            parsed.code.append((program, "\n".join(args)))  # its program text: `system("...")` shows what it runs
         elif program.startswith("python") or program in INTERPRETERS:
             code = _code(program, args, command, cwd)
             if code is not None:
@@ -104,11 +120,59 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
             _nest(script, depth, parsed, cwd, env)
 
 
-def _stdin(command: Command) -> str | None:
+_BRACES = re.compile(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$")
+
+
+def braces(words: list[str]) -> list[str]:
+    """Words after bash's brace expansion (one level: `{handoff,approve}` is two words)."""
+    out: list[str] = []
+    for word in words:
+        found = _BRACES.match(word)
+        out += [found.group(1) + part + found.group(3) for part in found.group(2).split(",")] if found else [word]
+    return out
+
+
+def _dash_c(args: list[str]) -> str | None:
+    """The command string of `su`/`script`/`flock`/`runuser`: after `-c` (or `-qc`: the last of a
+    cluster of short flags), `--command STRING` or `--command=STRING`; None when there is none."""
+    for i, arg in enumerate(args):
+        if arg.startswith("--command="):
+            return arg.split("=", 1)[1]
+        if arg == "--command" or (arg.startswith("-") and not arg.startswith("--") and arg.endswith("c")):
+            return args[i + 1] if i + 1 < len(args) else ""
+    return None
+
+
+def _git_aliases(args: list[str]) -> list[str]:
+    """The values of `git -c alias.NAME=VALUE` on the line (a `!` alias runs a shell command)."""
+    return [args[i + 1].split("=", 1)[1] for i, a in enumerate(args[:-1])
+            if a == "-c" and args[i + 1].startswith("alias.") and "=" in args[i + 1]]
+
+
+def _run_file(path: str, cwd: str, parsed: Parsed) -> str | None:
+    """A file run as a program (`./go.sh`): a shell script's text to read again, or (by its `#!`)
+    an interpreter's code kept for the judge; None when it is no text file there."""
+    text = _read(path, cwd)
+    if text is None or "\0" in text[:4096]:
+        return None
+    first = text.split("\n", 1)[0]
+    words = first[2:].split() if first.startswith("#!") else []
+    interpreter = os.path.basename(words[0]) if words else "sh"
+    if interpreter == "env" and len(words) > 1:
+        interpreter = os.path.basename(next((w for w in words[1:] if not w.startswith("-")), ""))
+    if interpreter.startswith("python") or interpreter in INTERPRETERS:
+        parsed.code.append((interpreter, text))
+        return None
+    return text if interpreter in SHELLS else None
+
+
+def _stdin(command: Command, cwd: str = ".") -> str | None:
     """The text a command reads on stdin, when the line shows it: a here-doc, a here-string,
-    or `echo`/`printf`/`cat <<EOF` piped into it."""
+    a file redirected in (`< FILE`), or `echo`/`printf`/`cat <<EOF` piped into it."""
     if command.stdin_text is not None:
         return command.stdin_text
+    if command.reads_from is not None:
+        return _read(command.reads_from, cwd)
     source = command.piped_from
     if source is None:
         return None
@@ -153,7 +217,7 @@ def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
         return rest[0] if rest else ""
     if rest and rest[0] != "-":
         return _read(rest[0], cwd)
-    return _stdin(command)
+    return _stdin(command, cwd)
 
 
 def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed, cwd: str) -> None:
@@ -191,5 +255,5 @@ def _code(program: str, args: list[str], command: Command, cwd: str) -> str | No
         if arg.startswith("--"):
             i += 1
             continue
-        return _stdin(command) if arg == "-" else _read(arg, cwd)
-    return _stdin(command)
+        return _stdin(command, cwd) if arg == "-" else _read(arg, cwd)
+    return _stdin(command, cwd)

@@ -140,6 +140,12 @@ def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
     named = [a for a in args if hit(a.split("=", 1)[1] if a.startswith(("of=", "--output=", "--target-directory=")) else a)]
     if program == "dd" and any(a.startswith("of=") and hit(a[3:]) for a in args):
         return f"`dd` would write {next(a[3:] for a in args if a.startswith('of=') and hit(a[3:]))}"
+    if program == "cp" and any(a == "--link" or (a[:1] == "-" and a[1:2] != "-" and "l" in a[1:]) for a in args):
+        # A hard link is the ledger itself under another name: a Write or Edit there writes it (realpath cannot tell).
+        linked = named + [a for a in args if not a.startswith("-") for place in places
+                          if os.path.realpath(ledger_real).startswith(os.path.realpath(os.path.join(place, a)).rstrip(os.sep) + os.sep)]
+        if linked:
+            return f"`cp --link` would make a hard link to {linked[0]}{'' if linked[0] in named else ' (the ledger inside)'}"
     if program in COPIERS:
         onto = [p for place in places for p in _copy_destinations(program, args, place, ledger_real)]
         if any(hit(p) for p in onto):

@@ -72,6 +72,10 @@ WRITES = [
     "f=ledger; echo x > $f.yaml",
     "echo x > `printf {D}`/ledger.yaml",
     "cp /tmp/forged.yaml ${{PWD}}/ledger.yaml",
+    # A hard link is the ledger under another name: a Write or Edit on it writes the ledger.
+    "cp -l {L} {D}/copy.yaml",
+    "cp --link {L}.journal.jsonl /tmp/j.jsonl",
+    "cp -rl {D} /tmp/copy-of-folder",
 ]
 
 

@@ -103,6 +103,13 @@ PEOPLE_SPELLINGS = [
     "handoff $'\\x61pprove' {L} db-18 --yes",
     "handoff $'\\141ppr\\u006Fve' {L} db-18 --yes",
     "handoff $\"approve\" {L} db-18 --yes",
+    "{{handoff,approve}} {L} db-18 --yes",  # bash's brace expansion
+    "time -p handoff approve {L} db-18 --yes",
+    "script -qc 'handoff approve {L} db-18 --yes' /dev/null",
+    "trap 'handoff approve {L} db-18 --yes' EXIT",
+    "shopt -s expand_aliases; alias h='handoff approve {L} db-18 --yes'\nh",
+    "git -c alias.x='!handoff approve {L} db-18 --yes' x",
+    "awk 'BEGIN{{system(\"handoff approve {L} db-18 --yes\")}}'",
 ]
 
 
@@ -114,6 +121,25 @@ def test_people_only_operations_are_denied_in_every_spelling(ledgers, spelling) 
         kind, reason = ask(ledger, spelling.format(L=ledger))
         assert kind == "deny", (spelling, reason)
         assert PEOPLE in reason and "Ask one" in reason and f"handoff status {ledger}" in reason, reason
+
+
+@pytest.mark.parametrize("line,name,text", [
+    ("./go.sh", "go.sh", "#!/bin/sh\nunset CLAUDECODE\nhandoff approve {L} db-18 --yes\n"),
+    ("scripts/go", "scripts/go", "#!/usr/bin/env bash\nhandoff approve {L} db-18 --yes\n"),
+    ("./go.py", "go.py", "#!/usr/bin/env python3\nimport subprocess\nsubprocess.run(['handoff', 'approve', '{L}', 'db-18'])\n"),
+    ("python3 < go.py", "go.py", "import subprocess\nsubprocess.run(['handoff', 'approve', '{L}', 'db-18'])\n"),
+    ("bash < go.sh", "go.sh", "handoff approve {L} db-18 --yes\n"),
+])
+def test_a_script_file_run_as_a_program_or_fed_on_stdin_is_read(ledgers, tmp_path, line, name, text) -> None:
+    """A file the agent wrote, then ran (`./go.sh`, by its `#!`) or fed to an interpreter (`python3 < go.py`): read
+    like a `bash go.sh`, denied under every policy."""
+    for ledger in ledgers.values():
+        script = tmp_path / name
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(text.format(L=ledger))
+        script.chmod(0o755)
+        kind, reason = ask(ledger, line, cwd=tmp_path)
+        assert kind == "deny" and PEOPLE in reason, (line, reason)
 
 
 @pytest.mark.parametrize("spelling", ["handoff $(echo approve) {L} db-18 --yes", 'handoff "$(printf appr)ove" {L} db-18',
