@@ -103,10 +103,10 @@ class JournalBase:
         self.redactor = Redactor(redact or ())
         self.warnings = Warnings()
 
-
     def ledger_file(self) -> str | None:
         """The file ledger this journal is beside (None: the ledger is not a file)."""
         return None
+
     def set_redact(self, patterns: list[str]) -> None:
         self.redactor = Redactor(patterns)
 

@@ -82,12 +82,13 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
         parsed.commands.append(command)
         for script in command.scripts:
             _nest(script, depth, parsed, cwd, env)
-        words = peel(braces(command.words))
+        expanded = braces(command.words)
+        if expanded != command.words:  # `{handoff,approve} L`, `handoff {approve,x} L`: judged as bash runs them too
+            parsed.commands.append(Command(words=expanded, depth=depth))
+        words = peel(expanded)
         if not words:
             continue
         program, args = os.path.basename(words[0]), words[1:]
-        if words != command.words and words[:1] != peel(command.words)[:1]:
-            parsed.commands.append(Command(words=words, depth=depth))  # `{handoff,approve} L`: judged as bash runs it
         if program == "busybox" and args:
             program, args = os.path.basename(args[0]), args[1:]
         script = None
@@ -105,8 +106,6 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
             script = "\n".join(a.split("=", 1)[1] for a in args if "=" in a)  # what the alias will run
         elif program == "git":
             script = "\n".join(v[1:] for v in _git_aliases(args) if v.startswith("!")) or None
-        elif "/" in words[0] and program not in SHELLS and program != "handoff":  # `handoff`: judged as itself
-            script = _run_file(words[0], cwd, parsed)  # `./go.sh`: a file run as a program
         elif program == "find":
             _find_exec(args, command, depth, parsed, cwd)
         elif program in AWKS:
@@ -115,6 +114,8 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
             code = _code(program, args, command, cwd)
             if code is not None:
                 parsed.code.append((program, code))
+        elif "/" in words[0] and program != "handoff":  # `handoff`: judged as itself
+            script = _run_file(words[0], cwd, parsed)  # `./go.sh`: a file run as a program
         if script is not None:
             command.container = True
             _nest(script, depth, parsed, cwd, env)

@@ -104,6 +104,8 @@ PEOPLE_SPELLINGS = [
     "handoff $'\\141ppr\\u006Fve' {L} db-18 --yes",
     "handoff $\"approve\" {L} db-18 --yes",
     "{{handoff,approve}} {L} db-18 --yes",  # bash's brace expansion
+    "handoff {{approve,status}} {L} db-18 --yes",
+    "/usr/bin/env handoff approve {L} db-18",
     "time -p handoff approve {L} db-18 --yes",
     "script -qc 'handoff approve {L} db-18 --yes' /dev/null",
     "trap 'handoff approve {L} db-18 --yes' EXIT",
@@ -161,7 +163,8 @@ def test_a_handoff_command_named_at_run_time_is_denied(ledgers, spelling) -> Non
 def test_python_code_that_imports_the_engine_is_denied(ledgers, code) -> None:
     """`python -c` (or a here-doc fed to `python3 -`) that imports the engine could call people-only operations."""
     ledger = ledgers["allow"]
-    for line in (f'python3 -c "{code.format(L=ledger)}"', f"python3 - <<'PY'\n{code.format(L=ledger)}\nPY"):
+    for line in (f'python3 -c "{code.format(L=ledger)}"', f"python3 - <<'PY'\n{code.format(L=ledger)}\nPY",
+                 f'{sys.executable} -c "{code.format(L=ledger)}"'):  # an interpreter named by its path
         kind, reason = ask(ledger, line)
         assert kind == "deny" and "imports the engine" in reason, (line, reason)
 
