@@ -27,9 +27,11 @@ def stale_approvals(ledger: Ledger, ledger_dir: str) -> list[str]:
     return out
 
 
-def unverified_approvers(ledger: Ledger) -> list[tuple[str, str]]:
+def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[tuple[str, str]]:
     """(message, suggestion) when the ledger's irreversible steps are approved by people
-    the engine cannot tell from an agent: no `approvers`, or plain names (a warning)."""
+    the engine cannot tell from an agent: no `approvers`, plain names, or (`on_database`: a
+    PostgreSQL ledger, which has no folder for the kernel's proof, engine.approvals.attest)
+    `os_user` approvers without an `ssh_key`."""
     if not any(not step.reversible for step in ledger.steps()):
         return []
     fix = ("list approvers as {name: alice, os_user: alice} with agents running as their own OS user, or "
@@ -40,4 +42,10 @@ def unverified_approvers(ledger: Ledger) -> list[tuple[str, str]]:
     if plain:
         return [(f"approvers {', '.join(plain)} are plain names: they prove nothing about who approved "
                  "(an agent running as that OS user can approve as them)", fix)]
+    unproved = [a.name for a in ledger.approvers if not isinstance(a, str) and a.os_user and not a.ssh_key]
+    if on_database and unproved:
+        return [(f"approvers {', '.join(unproved)} are known by their OS user only, and a PostgreSQL ledger has no "
+                 "folder for the file that proves an approval came from that user's process: an agent that runs the "
+                 "engine's code with its checks patched out can approve as them",
+                 "give them an ssh_key as well: {name: alice, os_user: alice, ssh_key: \"ssh-ed25519 ...\"}")]
     return []

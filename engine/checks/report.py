@@ -38,6 +38,6 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str,
     failed = [Finding(WARNING, line, path, code="metric-unread") for line in unread or []]
     line, column = locator.key("approvers") if snap.ledger.approvers is not None else (None, None)
     who = [Finding(NOTICE, message, path, line, column, suggestion=fix, code="unverified-approvers")
-           for message, fix in unverified_approvers(snap.ledger)]
+           for message, fix in unverified_approvers(snap.ledger, on_database=handle.is_url)]
     return out + chain_findings(handle) + witness_patterns(snap.ledger, text, path) + found + stale + failed + who
 
