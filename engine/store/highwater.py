@@ -15,6 +15,12 @@ path or location):
   Such an approval never authorises another run, whatever the ledger says, even after
   `--accept-rollback`: a person approves again.
 
+Each spent approval also goes into one list for every ledger (`spent-anywhere`): a folder
+restored somewhere else (another path) or given an `id:` by hand is another identity, with
+no mark of its own, but the approvals its copy holds are the same approvals, and they were
+used. (A dry run's shadow, engine.session.dryrun, never spends one: its journal starts
+empty, so the approvals it copied have no record there and never authorise a rehearsal.)
+
 It is written under the ledger's writers' lock, after the ledger itself. It is per user:
 on a shared ledger each user's mark covers what that user's engine wrote.
 """
@@ -56,6 +62,10 @@ def _spent_path(key: str) -> Path:
     return mark_path(key).with_suffix(".spent")
 
 
+def _anywhere() -> Path:
+    return mark_dir() / "spent-anywhere"
+
+
 def read_mark(key: str) -> dict:
     """The mark for `key`: {"revision": int}; 0 if none was written."""
     try:
@@ -67,10 +77,13 @@ def read_mark(key: str) -> dict:
 
 
 def _spent(key: str) -> set[str]:
-    try:
-        return set(_spent_path(key).read_text("utf-8", "replace").splitlines())
-    except OSError:
-        return set()
+    found: set[str] = set()
+    for path in (_spent_path(key), _anywhere()):
+        try:
+            found.update(path.read_text("utf-8", "replace").splitlines())
+        except OSError:
+            pass  # nothing spent there yet
+    return found
 
 
 def spent_key(target: str, approval) -> str:
@@ -104,8 +117,9 @@ def already_spent(key: str, spent: list[tuple[str, Approval, bool]]) -> str | No
     for name, approval, starting in spent:
         if starting and spent_key(name, approval) in known:
             return (f"the approval of {approval.step} on {name} by {approval.by} at {approval.at} was already used "
-                    f"(this user's high-water mark {mark_path(key)} says so, outside the ledger's folder: the folder "
-                    "may have been restored from a backup); nothing was started. Check the real system, then approve again")
+                    f"(this user's high-water marks in {mark_dir()} say so, outside the ledger's folder: the folder "
+                    "may have been restored from a backup, here or elsewhere); nothing was started. Check the real "
+                    "system, then approve again")
     return None
 
 
@@ -115,11 +129,12 @@ def raise_mark(key: str, revision: int, spent: list[tuple[str, Approval, bool]])
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     if spent:
         lines = "".join(spent_key(n, a).replace("\n", " ") + "\n" for n, a, _ in spent)
-        fd = os.open(_spent_path(key), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, lines.encode("utf-8", "surrogateescape"))
-        finally:
-            os.close(fd)
+        for path in (_spent_path(key), _anywhere()):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            try:
+                os.write(fd, lines.encode("utf-8", "surrogateescape"))
+            finally:
+                os.close(fd)
     if revision > read_mark(key)["revision"]:
         body = {"key": key, "revision": revision}
         atomic_write(str(mark_path(key)), json.dumps(body, ensure_ascii=False).encode("utf-8"), durable=False)

@@ -75,3 +75,48 @@ def test_a_restored_folder_is_refused_and_the_spent_approval_never_runs_again(tm
     assert "already used" in said and "Traceback" not in said, said
     target = yaml.safe_load(ledger.read_text())["targets"]["a"]
     assert target["state"] != "linked" and "in_flight" not in target, target
+
+
+def test_a_backup_restored_in_another_folder_never_runs_the_spent_approval_again(tmp_path):
+    """The same backup untarred somewhere else: another path, so another high-water identity with no mark of its
+    own; but its approval is the one spent on the real targets, and the list of spent approvals kept for every
+    ledger refuses it."""
+    ledger, runs, env = _setup(tmp_path)
+    assert handoff("approve", ledger, "a", "--as", "human-1", env=env).returncode == 0
+    tar = tmp_path / "ops-backup.tar"
+    _backup(ledger.parent, tar)
+    first = handoff("resume", "--ledger", ledger, env=env)
+    assert first.returncode == 0 and _runs(runs) == 1, first.stdout + first.stderr
+    elsewhere = tmp_path / "restored" / "ops"
+    elsewhere.mkdir(parents=True)
+    _restore(elsewhere, tar)
+    copy = elsewhere / "ledger.yaml"
+    assert yaml.safe_load(copy.read_text())["targets"]["a"]["state"] == "checked"
+    again = handoff("resume", "--ledger", copy, env=env)
+    assert _runs(runs) == 1, again.stdout + again.stderr
+    assert "was already used" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
+def test_a_restored_folder_given_an_id_by_hand_never_runs_the_spent_approval_again(tmp_path):
+    """Restored in place, then `id:` added by hand: the ledger's identity is its id now, with no mark of its own;
+    the spent approval is still refused."""
+    ledger, runs, env = _setup(tmp_path)
+    assert handoff("approve", ledger, "a", "--as", "human-1", env=env).returncode == 0
+    tar = tmp_path / "ops-backup.tar"
+    _backup(ledger.parent, tar)
+    assert handoff("resume", "--ledger", ledger, env=env).returncode == 0 and _runs(runs) == 1
+    _restore(ledger.parent, tar)
+    ledger.write_text("id: fleet-restore\n" + ledger.read_text())
+    again = handoff("resume", "--ledger", ledger, env=env)
+    assert _runs(runs) == 1, again.stdout + again.stderr
+    assert "was already used" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
+def test_a_dry_run_spends_nothing_for_the_real_run(tmp_path):
+    """A rehearsal before the real run spends nothing of the list kept for every ledger: the real run runs once."""
+    ledger, runs, env = _setup(tmp_path)
+    assert handoff("approve", ledger, "a", "--as", "human-1", env=env).returncode == 0
+    rehearsal = handoff("resume", "--ledger", ledger, "--dry-run", env=env)
+    assert rehearsal.returncode == 0 and _runs(runs) == 0, rehearsal.stdout + rehearsal.stderr
+    real = handoff("resume", "--ledger", ledger, env=env)
+    assert real.returncode == 0 and _runs(runs) == 1, real.stdout + real.stderr
