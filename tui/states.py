@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tui.text import clean_line
+
 
 @dataclass(frozen=True)
 class StateLook:
@@ -50,8 +52,9 @@ def look(state: str) -> StateLook:
 
 
 def label(state: str) -> str:
-    """`✓ done`, `⚑ awaiting_approval`, `∅ missing from file`: symbol and words."""
-    return f"{look(state).symbol} {'missing from file' if state == MISSING else state}"
+    """`✓ done`, `⚑ awaiting_approval`, `∅ missing from file`: symbol and words (a runbook's
+    own state name is ledger text: its control characters made visible)."""
+    return f"{look(state).symbol} {'missing from file' if state == MISSING else clean_line(state)}"
 
 
 def needs_human(state: str) -> bool:

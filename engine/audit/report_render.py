@@ -12,6 +12,7 @@ import io
 import json
 
 from engine.audit.report import COLUMNS, Report
+from engine.codec.textsafe import visible
 
 
 def _cell(value) -> str:
@@ -67,7 +68,8 @@ code{font-family:monospace;white-space:pre-wrap}"""
 
 def to_html(report: Report, title: str) -> str:
     """One self-contained HTML page: the proof first (is anything missing?), then the rows."""
-    e = html.escape
+    def e(value: str) -> str:  # ledger text as data: escaped, and bidi or invisible characters spelled out
+        return html.escape(visible(value))
     p = report.proof
     verdict = '<span class="ok">yes</span>' if p.chain_verified else '<span class="bad">NO</span>'
     proof = "".join(f"<li>{e(line)}</li>" for line in _proof_lines(report)[:2])

@@ -254,7 +254,7 @@ def cmd_status(args) -> int:
         safe = redactor.document(data)  # a secret written in by hand is not shown either
         sys.stdout.write(dumps(safe) + "\n")
         return 0
-    from engine.codec.textsafe import visible
+    from engine.codec.textsafe import one_line
     from engine.ledger.render import describe
 
     out = [f"{ledger.task} (revision {ledger.revision}" + (f", owner {ledger.owner_shift}" if ledger.owner_shift else "") + ")"]
@@ -273,7 +273,7 @@ def cmd_status(args) -> int:
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})"
                    + (f": {item['policy']}" if item.get("policy") else ""))
-        if item.get("argv"):  # what an approval would bind, every character visible (the final `visible`)
+        if item.get("argv"):  # what an approval would bind, every character visible (`one_line`, below)
             out.append(f"  would run: {describe(item['argv'])}")
     from engine.cli.needs import lines, needs_a_person
 
@@ -305,7 +305,8 @@ def cmd_status(args) -> int:
         by = f" by {previous.by}" if previous.by else ""
         at = f" at {previous.at}" if previous.at else ""
         out.append(f"previous_note{by}{at}: see `handoff note --previous`")
-    print(visible(redactor.text("\n".join(out))))
+    # One item a line: a newline inside ledger text (a task, a reason) is shown as ⏎, never a line of its own.
+    print("\n".join(one_line(redactor.text(item)) for item in out))
     return 0
 
 

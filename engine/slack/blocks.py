@@ -53,7 +53,7 @@ def text(value: object, width: int = 2900) -> dict[str, Any]:
 
 def code(argv: list[str]) -> str:
     """The argv as a mrkdwn code block, one argument a line, escaped (see the module)."""
-    lines = [visible(a).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("`", "\u02cb")
+    lines = [mrkdwn(visible(a)).replace("`", "\u02cb")
              for a in argv]
     return "```" + "\n".join(lines)[:2900] + "```"
 
@@ -91,9 +91,20 @@ def request_blocks(r: Request, *, outcome: str | None = None) -> list[dict[str, 
     return blocks
 
 
+def mrkdwn(value: str) -> str:
+    """Ledger text for a field Slack reads as mrkdwn (a message's top-level `text`): `&`, `<`
+    and `>` escaped, so `<!channel>`, `<@U0...>` or `<http://x|click>` stay text."""
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def fallback(r: Request, outcome: str | None = None) -> str:
-    """The message's `text` (notifications, screen readers): plain, one line."""
-    return one_line(f"[{r.task}] {r.target}: {r.step} " + (outcome or f"awaits approval (hash {r.hash})"), 300)
+    """The message's `text` (notifications, screen readers): plain, one line, escaped (mrkdwn)."""
+    return mrkdwn(one_line(f"[{r.task}] {r.target}: {r.step} " + (outcome or f"awaits approval (hash {r.hash})"), 300))
+
+
+def reminder(r: Request, due: int, waited: str) -> str:
+    """A reminder in the request's thread (mrkdwn, no blocks): one line, escaped."""
+    return mrkdwn(one_line(f"reminder {due}: {r.target}: {r.step} still awaits approval ({waited}); hash {r.hash}", 300))
 
 
 def shown_digest(r: Request, outcome: str | None) -> str:

@@ -47,7 +47,7 @@ class Decider:
         """An ephemeral message to the person who clicked (only they see it)."""
         if slack.channel:
             try:
-                self.web.call("chat.postEphemeral", channel=slack.channel, user=slack.user, text=text[:2900])
+                self.web.call("chat.postEphemeral", channel=slack.channel, user=slack.user, text=blocks.mrkdwn(text[:2900]))
             except SlackFailed as err:  # telling is best effort: the journal has the record, the message the outcome
                 self.say(f"cannot tell {slack.user}: {err}")
 

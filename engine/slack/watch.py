@@ -115,6 +115,5 @@ def _remind(w: Watched, web: Web, ledger: Ledger, key: str, msg: dict, r: Reques
     due = int((now - since) // every)
     if due > int(msg.get("reminded") or 0):
         web.call("chat.postMessage", channel=msg["channel"], thread_ts=msg["ts"],
-                 text=f"reminder {due}: {r.target}: {r.step} still awaits approval "
-                      f"({span(now - since - (now - since) % every)}); hash {r.hash}")
+                 text=blocks.reminder(r, due, span(now - since - (now - since) % every)))
         w.state.note_message(key, reminded=due)

@@ -68,7 +68,8 @@ class ReasonPrompt(ModalScreen[Reason | None]):
                 yield Static(safe(self.explanation), id="reason-explanation")
             if self.choices:
                 yield Label(self.choice_label or "Choose")
-                yield Select([(c, c) for c in self.choices], value=self.choices[0], allow_blank=False, id="choice")
+                # Choices are ledger text (a runbook's states): shown as data, never read as markup.
+                yield Select([(one_line(c), c) for c in self.choices], value=self.choices[0], allow_blank=False, id="choice")
             yield Input(placeholder=self.placeholder, id="reason")
             yield Label("", id="reason-error", classes="error-text")
             with Horizontal(classes="buttons"):

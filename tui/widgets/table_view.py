@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from tui.attention import DRIFT_WORD, drift, next_shown, outside
-from tui.states import MISSING, look, needs_human
+from tui.states import MISSING, label, look, needs_human
 from tui.text import clean_line
 
 if TYPE_CHECKING:
@@ -53,8 +53,7 @@ def row_of(name: str, target: Target) -> Row:
 
 def state_cell(row: Row) -> str:
     """`⚑ awaiting_approval`, with `≠ DRIFT` after it when the checkpoint drifted."""
-    state = "missing from file" if row.state == MISSING else row.state
-    return f"{look(row.state).symbol} {state}" + (f" {DRIFT_WORD}" if row.drifted else "")
+    return label(row.state) + (f" {DRIFT_WORD}" if row.drifted else "")
 
 
 def wants_person(row: Row) -> bool:
@@ -68,7 +67,7 @@ def missing_row(name: str, last: Row | None) -> Row:
         return Row(clean_line(name), MISSING, "restore the file, or :accept-removal", "", "", "", "not in the file")
     if last.state == MISSING:
         return last
-    return last._replace(state=MISSING, reason=f"was {last.state}")
+    return last._replace(state=MISSING, reason=f"was {clean_line(last.state)}")
 
 
 @dataclass
