@@ -28,6 +28,14 @@ def _journals(handle) -> list[tuple[str, Any, Any]]:
     if opened is not None:
         history = opened()
         out.append(("history journal", history, history.verify()))
+        journal, kept = out[0][2], out[1][2]
+        if not journal.records and kept.records:
+            # Erased with its index and the last-write record, the journal names no lost head; its twin still counts
+            # the engine's writes it recorded.
+            from engine.audit.verify import Break
+
+            journal.breaks.append(Break(0, None, f"the journal holds no records, but the history journal beside it holds "
+                                                 f"{kept.records} of the engine's writes: the journal was erased"))
     return out
 
 

@@ -52,8 +52,8 @@ def _ledger_id(writer) -> str:
 
 
 def _acquire(store, location: str, lease):
-    """engine.lease.leasing.acquire, but a live lease of the same thread is refused too: every run
-    of a ledger's thread has the same holder id, and two processes must never run it at once.
+    """engine.lease.leasing.acquire, but any live lease is refused, another run of the same thread's
+    too: two processes must never run one thread at once.
     Decided in the one store transaction that writes the lease."""
     from engine.lease.rules import lease_state
     from engine.store.filelock import LockTimeout
@@ -89,7 +89,7 @@ def _planner(args) -> dict:
 
 
 def resume_langgraph(args) -> int:
-    from engine.langgraph import require, thread_id
+    from engine.langgraph import holder_id, require, thread_id
 
     if not args.checkpointer or not args.checkpointer.startswith(("postgresql://", "postgres://")):
         raise UsageError("--runtime langgraph needs --checkpointer postgresql://HOST/DB (or $HANDOFF_LANGGRAPH_CHECKPOINTER): "
@@ -118,11 +118,13 @@ def resume_langgraph(args) -> int:
     except psycopg.Error as err:
         raise ServiceUnavailable(f"the checkpointer database does not answer: {str(err).strip()}") from None
     tid = thread_id(_ledger_id(writer))
-    lease = leasing.session_lease(tid, user=writer.actor, planner=planner["name"], runtime="langgraph")
+    holder = holder_id(tid)
+    lease = leasing.session_lease(holder, user=writer.actor, planner=planner["name"], runtime="langgraph")
     try:
         previous, _rev = _acquire(writer.store, args.ledger, lease)
     except LeaseHeld as err:
         writer.journal.append("session_refused", f"langgraph thread {tid} not started: {err.message}", actor=f"agent:{tid}")
         raise
-    job = {"ledger": location, "ledger_arg": args.ledger, "thread_id": tid, "actor": writer.actor, "planner": planner}
+    job = {"ledger": location, "ledger_arg": args.ledger, "thread_id": tid, "holder": holder, "actor": writer.actor,
+           "planner": planner}
     return Run(job, args.checkpointer, args.keep_checkpoints).go(previous)

@@ -36,8 +36,17 @@ def require() -> None:
 
 
 def thread_id(ledger_id: str) -> str:
-    """The graph thread of a ledger, one per ledger id; also the lease holder's id."""
+    """The graph thread of a ledger, one per ledger id (every run of it resumes the same thread)."""
     return f"handoff-{ledger_id}"
+
+
+def holder_id(thread: str) -> str:
+    """One run's id as the lease holder: its thread and a part of this process's own. Two runs
+    of one thread (one frozen, its stale lease taken over by the next) must be told apart by
+    every check that asks "do I still hold the ledger?" (the heartbeat, the fence, the hand-off)."""
+    import uuid
+
+    return f"{thread}/{uuid.uuid4().hex[:8]}"
 
 
 def wake_hint(lease) -> str | None:
@@ -46,5 +55,5 @@ def wake_hint(lease) -> str | None:
     node reads the approval from the ledger), so there is nothing to signal."""
     if lease is None or lease.runtime != "langgraph":
         return None
-    return (f"the LangGraph runtime resumes thread {lease.id} when it sees this change "
+    return (f"the LangGraph runtime resumes thread {lease.id.split('/')[0]} when it sees this change "
             "(it reads the approval from the ledger, never from the resume)")

@@ -33,7 +33,7 @@ from engine.session.actor import Actor
 from engine.session.reconcile import settle_in_flight
 from engine.session.steps import Fenced, run_intent
 
-Job = dict[str, Any]  # ledger (location), ledger_arg (as the user named it), thread_id, actor, planner (spec)
+Job = dict[str, Any]  # ledger (location), ledger_arg (as the user named it), thread_id, holder (the lease's id), actor, planner
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class GraphActor(Actor):
 
     def __init__(self, job: Job, beat=None) -> None:
         handle = open_writer(job["ledger"], actor=job.get("actor"))
-        super().__init__(handle, job["thread_id"], ledger_arg=job.get("ledger_arg") or job["ledger"])
+        super().__init__(handle, job.get("holder") or job["thread_id"], ledger_arg=job.get("ledger_arg") or job["ledger"])
         self.beat = beat  # the runtime's heartbeat: a holder that cannot beat stops acting
         self.handoff_at = 0.75  # the Claude planner's hand-off point (engine.langgraph.planning)
         self.wake = threading.Event()  # the planner's end_session sets it; the plan node decides what follows

@@ -39,6 +39,7 @@ class Run:
     def __init__(self, job: nodes.Job, url: str, keep: int) -> None:
         self.job, self.url, self.keep = job, url, keep
         self.thread = job["thread_id"]
+        self.holder = job.get("holder") or self.thread  # this run's id as the lease holder (engine.langgraph.holder_id)
         self.phase = "starting"
         self.pruned = 0
         self.memo: dict | None = None  # the Claude planner's memo as the last checkpoint read holds it
@@ -59,7 +60,7 @@ class Run:
     def go(self, previous) -> int:
         """Run the thread to its end (or a stop, pause, lost lease, outage); the exit code."""
         store = nodes.GraphActor(self.job).store
-        self.beat = HeartbeatThread(store.heartbeat(), self.thread, state_fn=self._state)
+        self.beat = HeartbeatThread(store.heartbeat(), self.holder, state_fn=self._state)
         self.beat.start()
         self.actor = actor = nodes.GraphActor(self.job, self.beat)
         restore = self._on_signals()
@@ -168,7 +169,7 @@ class Run:
             note = planning.final_note(self.job, self.memo, actor, ending)
         text, _problems, rev = actor.store_note(note, ending=ending)
         actor.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
-        released = leasing.release(actor.store, self.thread)
+        released = leasing.release(actor.store, self.holder)
         actor.out.say(f"langgraph thread {self.thread} ended (exit {code})", kind="session_end", rev=released, exit_code=code)
         return code
 
