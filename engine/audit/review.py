@@ -6,8 +6,11 @@ handoff note before a human sees it". This one is code, so it runs on every note
   session's start, or the previous note's time for a person's note) is named; when a
   kind has more than LIST_MAX targets, LIST_MAX named and the rest counted will do;
 - no target is described in a state it is not in ("db-19 is done" while it awaits an
-  approval), in any of the forms `engine.audit.note_claims` reads ("db-18 done.", "Finished
-  db-18", "Completed: db-17, db-18"), never one in a "do not ..." rule or after a "not";
+  approval), or said not to be in the one it is in ("db-17 is not done"), in any of the
+  forms `engine.audit.note_claims` reads ("db-18 done.", "Finished db-18", "Completed:
+  db-17, db-18", "DB-19 done", "| db-19 | done |"), never one in a "do not ..." rule;
+- nothing it says of the whole fleet is false: "nothing in flight", "no approvals
+  pending", "all done", "all verified", "12 of 40 done";
 - the previous note's rules ("Do NOT retry link on db-18 ...") that still apply (a
   target they name is not done, or they name none) are kept by meaning
   (`engine.audit.note_rules`): some sentence of the new note prohibits the same action on the
@@ -22,7 +25,7 @@ from __future__ import annotations
 import re
 
 from engine.audit import note_rules
-from engine.audit.note_claims import Reader, holds
+from engine.audit.note_claims import Reader, holds, plain_text
 from engine.audit.note_rules import rules_in
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.ledger.model import Ledger
@@ -73,7 +76,8 @@ def contradictions(text: str, ledger: Ledger) -> list[str]:
         if not holds(ledger, claim):
             t = ledger.targets[claim.name]
             actual = t.state + (f", {t.in_flight.step} in flight" if t.in_flight else ", nothing in flight")
-            found.append(f"the note says {claim.name} is {claim.state.replace('_', ' ')}; the ledger says {actual}")
+            said = ("not " if claim.negated else "") + claim.state.replace("_", " ")
+            found.append(f"the note says {claim.name} is {said}; the ledger says {actual}")
     return list(dict.fromkeys(found))
 
 
@@ -108,9 +112,48 @@ def dropped_rules(text: str, previous: str | None, ledger: Ledger) -> list[str]:
     return out
 
 
+# What a note says of the whole fleet: nothing in flight, no approval waiting, all in a state, N of M in one.
+_NONE_IN_FLIGHT = re.compile(r"\b(?:nothing|no (?:steps?|targets?|commands?|work))\s+(?:is\s+|are\s+|was\s+|still\s+)*"
+                             r"(?:in flight|running)\b", re.I)
+_NONE_AWAITING = re.compile(r"\bno (?:pending |outstanding )?approvals?\s+(?:are\s+|is\s+)?(?:pending|waiting|outstanding|needed)?"
+                            r"(?<=\w)|\bnothing\s+(?:awaits|is awaiting|waits (?:on|for))\s+(?:an? |the )?approval", re.I)
+_ALL = re.compile(r"\b(?:all|every)\s+(?:\w+\s+)?(?:are\s+|is\s+|were\s+)?(?:now\s+)?"
+                  r"(done|finished|complete|completed|verified)\b|\beverything\s+(?:is\s+)?(done|finished|complete)\b", re.I)
+_COUNT = re.compile(r"\b(\d+)\s*(?:of|/)\s*(\d+)\s+(?:\w+\s+)?(?:are\s+|is\s+)?(done|verified|failed|blocked)\b", re.I)
+_FLEET_HEDGE = re.compile(r"\b(?:once|when|until|after|if|unless|before|not|never|no longer|will|should|to be)\b[^.!?\n]*$", re.I)
+
+
+def fleet_claims(text: str, ledger: Ledger) -> list[str]:
+    """Sentences about the whole fleet the ledger denies (a condition or a hedge before one is no claim)."""
+    out: list[str] = []
+
+    def said(pattern: re.Pattern[str]) -> list[re.Match[str]]:
+        return [m for m in pattern.finditer(text) if not _FLEET_HEDGE.search(text[max(0, m.start() - 60): m.start()])
+                and not text[m.end(): m.end() + 1] == "?"]
+
+    flying = [n for n, t in ledger.targets.items() if t.in_flight is not None]
+    if flying and said(_NONE_IN_FLIGHT):
+        out.append(f"the note says nothing is in flight; the ledger has {', '.join(flying[:LIST_MAX])} in flight")
+    waiting = [n for n, t in ledger.targets.items() if t.state == "awaiting_approval"]
+    if waiting and said(_NONE_AWAITING):
+        out.append(f"the note says no approval is waiting; {', '.join(waiting[:LIST_MAX])} await one")
+    for m in said(_ALL):
+        word = (m.group(1) or m.group(2)).lower()
+        state = "verified" if word == "verified" else "done"
+        short = [n for n, t in ledger.targets.items() if t.state != state and not (state == "verified" and t.state == "done")]
+        if short:
+            out.append(f"the note says all are {state}; the ledger has {len(short)} that are not ({', '.join(short[:LIST_MAX])})")
+    for m in said(_COUNT):
+        n, total, state = int(m.group(1)), int(m.group(2)), m.group(3).lower()
+        have = sum(1 for t in ledger.targets.values() if t.state == state)
+        if (n, total) != (have, len(ledger.targets)):
+            out.append(f"the note says {n} of {total} are {state}; the ledger has {have} of {len(ledger.targets)}")
+    return out
+
+
 def review(note: str, ledger: Ledger, *, previous: str | None, since: str | None) -> list[str]:
     """Everything the note gets wrong or leaves out, as sentences; [] when it passes."""
-    text = judged(note)
+    text = plain_text(judged(note), ledger)
     mentioned = set(named(text, ledger))
     flight = {n: f"has {t.in_flight.step} in flight" for n, t in ledger.targets.items() if t.in_flight is not None}
     awaiting = {n: f"awaits approval of {t.awaiting}" for n, t in ledger.targets.items() if t.state == "awaiting_approval"}
@@ -118,7 +161,7 @@ def review(note: str, ledger: Ledger, *, previous: str | None, since: str | None
               if t.state in ("failed", "blocked") and _since(ledger, n, since)}
     problems = (_coverage("in flight", flight, mentioned, text) + _coverage("awaiting approval", awaiting, mentioned, text)
                 + _coverage("failed or blocked", halted, mentioned, text))
-    return problems + contradictions(text, ledger) + dropped_rules(text, previous, ledger)
+    return problems + contradictions(text, ledger) + fleet_claims(text, ledger) + dropped_rules(text, previous, ledger)
 
 
 def amend(note: str, problems: list[str], *, model_problems: list[str] | None = None) -> str:
