@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.audit.redact import Redactor
-from engine.codec.textsafe import visible
+from engine.codec.textsafe import one_line
 from engine.ledger.invariants import InvariantStatus, evaluate
 from engine.ledger.model import Ledger, Step
 from engine.ledger.runbook import WAITING, touch_limit
@@ -163,4 +163,6 @@ def build(ledger: Ledger, ctx: BriefContext) -> str:
     if len(events) > len(shown):
         out.append(f"- ... {len(events) - len(shown)} earlier records not shown (read_target shows a target's own)")
     out.extend(f"- [{str(r.get('ts', ''))[11:19]}] {_cut(r.get('msg', r.get('kind', '')), EVENT_CHARS)}" for r in shown)
-    return Redactor(ledger.redact).text(visible("\n".join(out)))
+    # One item a line: a newline in ledger text (a target's name or reason, a journal message) is shown as ⏎, so it
+    # cannot write a line of the brief the model would take for the engine's own.
+    return Redactor(ledger.redact).text("\n".join(one_line(item) for item in out))
