@@ -124,17 +124,26 @@ class ObserverServer(Server):
         return context
 
     def _authenticated(self, request: web.Request) -> tuple[bool, bool]:
-        """(allowed, the token came in the query and should become a cookie)."""
-        if self.trust_header and request.headers.get(self.trust_header, "").strip():
-            return True, False
+        """(allowed, the token came in the query and should become a cookie). With a token, the token
+        is required: the trusted header then only names the viewer (a peer that reaches the port
+        without the proxy could type the header by hand). Compared as UTF-8 bytes: a wrong token in
+        any script is a wrong token, never a server error."""
         if self.token:
             given = request.query.get("token")
-            if given is not None and hmac.compare_digest(given, self.token):
+            if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
                 return True, True
             cookie = request.cookies.get(COOKIE)
-            if cookie is not None and hmac.compare_digest(cookie, self.token):
+            if cookie is not None and hmac.compare_digest(cookie.encode(), self._cookie_value().encode()):
                 return True, False
+            return False, False
+        if self.trust_header and request.headers.get(self.trust_header, "").strip():
+            return True, False
         return False, False
+
+    def _cookie_value(self) -> str:
+        """What the sign-in cookie holds: an HMAC of the token, never the token (a cookie goes to
+        every port of the host name, and a service there may log it)."""
+        return hmac.new((self.token or "").encode(), b"handoff-tui serve: signed-in browser", "sha256").hexdigest()
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -162,7 +171,7 @@ class ObserverServer(Server):
         else:
             response = await handler(request)
         if set_cookie and self.token:
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict")
+            response.set_cookie(COOKIE, self._cookie_value(), httponly=True, samesite="Strict")
         if BROWSER_COOKIE in request:
             response.set_cookie(BROWSER_COOKIE, request[BROWSER_COOKIE], httponly=True, samesite="Strict",
                                 max_age=BROWSER_COOKIE_AGE)

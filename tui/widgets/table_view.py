@@ -93,19 +93,30 @@ def order_with_missing(previous: list[str], names: list[str], gone: list[str]) -
 Term = tuple[str, str, "re.Pattern[str] | None"]  # (kind, text, pattern): kind is state, is or text
 
 
+# A pattern Python's backtracking engine may take for ever on (`(.*.*)*@`, `(a|aa)+$`, `.*.*.*x`): a
+# repeated group, a back-reference, or more than one unbounded repeat. A filter arrives in a link
+# (`?filter=`) as well as from the keyboard, and a match cannot be stopped once it runs: such a
+# word is matched as the text it is, as a word that is no regular expression is.
+_RISKY = re.compile(r"\)[*+{]|\\\d|\(\?P=")
+_UNBOUNDED = re.compile(r"(?<!\\)[*+]|\{\d*,\}")
+
+
 def _term(word: str) -> Term:
     if word.startswith("state:"):
         return ("state", word[6:], None)
     if word.startswith("is:"):
         return ("is", word[3:], None)
-    try:
-        return ("text", word, re.compile(word, re.IGNORECASE | re.MULTILINE))
-    except re.error:  # `web-0(` is no regular expression: matched as the text it is
-        return ("text", word, re.compile(re.escape(word), re.IGNORECASE))
+    if len(word) <= 200 and not _RISKY.search(word) and len(_UNBOUNDED.findall(word)) <= 1:
+        try:
+            return ("text", word, re.compile(word, re.IGNORECASE | re.MULTILINE))
+        except re.error:  # `web-0(` is no regular expression: matched as the text it is
+            pass
+    return ("text", word, re.compile(re.escape(word), re.IGNORECASE))
 
 
 def compile_filter(text: str) -> list[tuple[bool, list[Term]]]:
-    """Words of a filter, k9s style: each a regular expression (or `state:PREFIX`, or
+    """Words of a filter, k9s style: each a regular expression (one that could backtrack for ever is
+    taken as plain text: see `_RISKY`; or `state:PREFIX`, or
     `is:attention` / `is:drifted` / `is:outside`); `!word` must not match; `a|b` matches either side. Each field
     of a row is one line of the text searched, so `^` and `$` anchor to a field."""
     out = []
