@@ -339,6 +339,9 @@ def run_step(job: Job, it: dict[str, Any], attempt: int) -> dict[str, Any]:
         before.update(host=t.in_flight.host, inflight=t.in_flight.model_copy())
         t.in_flight.attempt, t.in_flight.host = attempt, actor.host
         t.in_flight.pid = t.in_flight.pgid = None  # the earlier attempt's process, maybe on another host: noted anew
+        # The step's time runs from now: an activity that starts long after the decision (a slow workflow task, busy
+        # workers) must not be judged by a settle to have outlived its timeout, and killed half-way.
+        t.in_flight.started_at = now_iso()
         argv = rendered_command(ledger, name, step, actor.ledger_dir)
         check = render_for(ledger, name, step.check, actor.ledger_dir, f"check of step {step.name}") if step.check else None
         return step, argv, check, approval
