@@ -90,10 +90,13 @@ def plain_text(text: str, ledger: Ledger) -> str:
     text = _ARROW.sub(": ", text)
     text = _range(text, ledger)
     folded = _key(text)
+    keys: dict[str, list[str]] = {}
     for name in ledger.targets:
-        key = _key(name)
-        if len(key) < 3 or key not in folded or not (re.search(r"[a-z]", key) and re.search(r"\d", key)):
-            continue
+        keys.setdefault(_key(name), []).append(name)
+    for key, same in keys.items():
+        if len(same) > 1 or len(key) < 3 or key not in folded or not (re.search(r"[a-z]", key) and re.search(r"\d", key)):
+            continue  # two targets written alike (`db-1`, `db1`): each only as the ledger spells it
+        name = same[0]
         parts = [p for p in re.split(r"[-_. ]+", name) if p]
         pattern = re.compile(r"(?<![\w.-])" + _SEP_CLASS.join(re.escape(p) for p in parts) + r"(?![\w-])", re.I)
         text = pattern.sub(name.replace("\\", "\\\\"), text)  # the ledger's spelling (a backslash in it kept as one)
@@ -162,8 +165,8 @@ class Reader:
                 out.append((m.start(), m.end(), [m.group(0)]))
         return out
 
-    def _after(self, clause: str, end: int) -> str | None:
-        """The state claimed right after a name list, or None."""
+    def _after(self, clause: str, end: int) -> tuple[str, bool] | None:
+        """(the state claimed right after a name list, whether it is denied), or None."""
         rest = clause[end: end + 80]
         if rest.startswith(("'s", "’s")):
             return None  # "db-18's check is done" speaks of the check
@@ -179,20 +182,20 @@ class Reader:
         state = self._which(m)
         if state == "done" and _ACTIVITY.match(rest[m.end():]):
             return None
-        return "!" + state if negated else state
+        return state, bool(negated)
 
-    def _before(self, clause: str, start: int, end: int) -> str | None:
+    def _before(self, clause: str, start: int, end: int) -> tuple[str, bool] | None:
         """The state claimed by a verb or a "State:" label right before a name list, or None."""
         head = clause[:start]
         m = re.search(rf"(?:^|[\s(])(?P<w>{DONE_WORDS})\s*[:–—-]?\s*(?:with\s+|the\s+[\w-]+\s+(?:of|on|for)\s+)?$", head, re.I)
         lead = head[max(0, m.start("w") - 30): m.start("w")] if m else ""
         if m and not _HEDGE.search(lead) and not _CONDITION.search(lead) and not _PLAN.search(lead) \
                 and not _LATER.match(clause[end:]):
-            return "done"
+            return "done", False
         m = re.match(r"^\s*(?:-\s*)?(?P<label>[\w ]{2,40}?)\s*:\s*$", head)
         if m:
             s = self.state.fullmatch(m.group("label"))
-            return self._which(s) if s else None
+            return (self._which(s), False) if s else None
         return None
 
     def claims(self, text: str) -> list[Claim]:
@@ -218,9 +221,9 @@ class Reader:
                         continue
                     state = self._after(clause, end) or self._before(clause, start, end)
                     if state is None and heading and i == 0 and not clause[:start].strip(" -"):
-                        state = heading
+                        state = heading, False
                     if state:
-                        out.extend(Claim(n, state.lstrip("!"), clause.strip(), state.startswith("!")) for n in names)
+                        out.extend(Claim(n, state[0], clause.strip(), state[1]) for n in names)
         return out
 
 

@@ -76,9 +76,10 @@ def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Le
 def _moved(w: Watched, web: Web, r: Request, posted: dict, channel: str, err: TextIO) -> None:
     """The request's message in a channel the ledger no longer names: made final, buttons gone
     (a click there is refused in any case: engine.slack.decide)."""
+    moved = f"moved: the ledger now asks in {channel}; answer it there"
     try:
-        web.call("chat.update", channel=posted["channel"], ts=posted["ts"], text=blocks.fallback(r, None),
-                 blocks=blocks.request_blocks(r, outcome=f"moved: the ledger now asks in {channel}; answer it there"))
+        web.call("chat.update", channel=posted["channel"], ts=posted["ts"], text=blocks.fallback(r, moved),
+                 blocks=blocks.request_blocks(r, outcome=moved))
     except SlackFailed as error:
         console.say(f"handoff slack: {w.handle.display_location}: cannot close the message for {r.target} in "
                     f"{posted['channel']}: {error}", err)

@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
-from session_kit import journal, load, tool_ledger  # noqa: E402
+from session_kit import journal, load, tool_ledger, wait_for  # noqa: E402
 from temporal_kit import Server, Workers, handoff_run, queue, step_processes  # noqa: E402
 
 from tests.conftest import freeze_holding_no_lock  # noqa: E402
@@ -51,16 +51,6 @@ def server(tmp_path_factory):
     s.stop()
 
 
-def _wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = predicate()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def test_a_late_started_irreversible_step_is_not_killed_inside_its_timeout(tmp_path: Path, server: Server) -> None:
     steps = [{"name": "cut", "from": "queued", "to": "done", "reversible": False, "timeout": 40,
               "run": ["{python}", "{ledger_dir}/cut.py", "{target}"],
@@ -77,21 +67,21 @@ def test_a_late_started_irreversible_step_is_not_killed_inside_its_timeout(tmp_p
         started = handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
                               "--task-queue", q, world=world)
         assert started.returncode == 0, started.stdout + started.stderr
-        _wait_for(lambda: load(ledger)["targets"]["t-1"].get("state") == "awaiting_approval", 60, "t-1 to await approval")
+        wait_for(lambda: load(ledger)["targets"]["t-1"].get("state") == "awaiting_approval", 60, "t-1 to await approval")
         assert handoff_run("approve", str(ledger), "t-1", "--yes", "--as", "human-oncall", world=world).returncode == 0
-        _wait_for(paused.exists, 60, "the decision to write the cut's intent")
+        wait_for(paused.exists, 60, "the decision to write the cut's intent")
         time.sleep(35)  # the step activity starts late (a slow decision, a backed-up queue)
         workers.start()  # a second worker on this host: it will settle what the frozen one leaves
         paused.unlink()
-        found = _wait_for(lambda: step_processes({p.pid for p in workers.alive()}, script="cut.py"), 60, "the cut to start")
+        found = wait_for(lambda: step_processes({p.pid for p in workers.alive()}, script="cut.py"), 60, "the cut to start")
         _pid, frozen, _argv = found[0]
         time.sleep(0.5)
         freeze_holding_no_lock(frozen)  # its step runs on; its heartbeat stops; Temporal hands the step to a settle
-        _wait_for(lambda: [r for r in journal(ledger) if r.get("kind") == "reconcile"], 90, "the other worker to settle t-1")
+        wait_for(lambda: [r for r in journal(ledger) if r.get("kind") == "reconcile"], 90, "the other worker to settle t-1")
         time.sleep(5)
         os.kill(frozen, signal.SIGCONT)
         frozen = None
-        _wait_for(lambda: load(ledger).get("session") is None, 90, "the workflow to hand off")
+        wait_for(lambda: load(ledger).get("session") is None, 90, "the workflow to hand off")
     finally:
         if frozen is not None:
             os.kill(frozen, signal.SIGCONT)

@@ -77,16 +77,22 @@ def test_a_restored_folder_is_refused_and_the_spent_approval_never_runs_again(tm
     assert target["state"] != "linked" and "in_flight" not in target, target
 
 
-def test_a_backup_restored_in_another_folder_never_runs_the_spent_approval_again(tmp_path):
-    """The same backup untarred somewhere else: another path, so another high-water identity with no mark of its
-    own; but its approval is the one spent on the real targets, and the list of spent approvals kept for every
-    ledger refuses it."""
+def _spent_after_a_backup(tmp_path: Path) -> tuple[Path, Path, dict, Path]:
+    """(ledger, runs, env, tar): approved, backed up, then the step run once (the approval spent)."""
     ledger, runs, env = _setup(tmp_path)
     assert handoff("approve", ledger, "a", "--as", "human-1", env=env).returncode == 0
     tar = tmp_path / "ops-backup.tar"
     _backup(ledger.parent, tar)
     first = handoff("resume", "--ledger", ledger, env=env)
     assert first.returncode == 0 and _runs(runs) == 1, first.stdout + first.stderr
+    return ledger, runs, env, tar
+
+
+def test_a_backup_restored_in_another_folder_never_runs_the_spent_approval_again(tmp_path):
+    """The same backup untarred somewhere else: another path, so another high-water identity with no mark of its
+    own; but its approval is the one spent on the real targets, and the list of spent approvals kept for every
+    ledger refuses it."""
+    ledger, runs, env, tar = _spent_after_a_backup(tmp_path)
     elsewhere = tmp_path / "restored" / "ops"
     elsewhere.mkdir(parents=True)
     _restore(elsewhere, tar)
@@ -100,11 +106,7 @@ def test_a_backup_restored_in_another_folder_never_runs_the_spent_approval_again
 def test_a_restored_folder_given_an_id_by_hand_never_runs_the_spent_approval_again(tmp_path):
     """Restored in place, then `id:` added by hand: the ledger's identity is its id now, with no mark of its own;
     the spent approval is still refused."""
-    ledger, runs, env = _setup(tmp_path)
-    assert handoff("approve", ledger, "a", "--as", "human-1", env=env).returncode == 0
-    tar = tmp_path / "ops-backup.tar"
-    _backup(ledger.parent, tar)
-    assert handoff("resume", "--ledger", ledger, env=env).returncode == 0 and _runs(runs) == 1
+    ledger, runs, env, tar = _spent_after_a_backup(tmp_path)
     _restore(ledger.parent, tar)
     ledger.write_text("id: fleet-restore\n" + ledger.read_text())
     again = handoff("resume", "--ledger", ledger, env=env)

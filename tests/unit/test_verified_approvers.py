@@ -20,7 +20,7 @@ import yaml
 
 from engine.approvals import sshsig
 from engine.approvals.approvers import uid_is
-from tests.conftest import ROOT, cli_env, handoff
+from tests.conftest import cli_env, handoff
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"
 
@@ -214,16 +214,21 @@ def _approve_as_nobody(ledger: Path, target: str, name: str) -> int:
     """Approve in a forked child whose kernel uid and gid are nobody's (a real process;
     the interpreter lives under root's 0700 home, so `runuser` cannot start one: the
     modules it needs are imported before the child drops root)."""
-    _import_while_root()
     from engine.api import open_ledger
 
+    return _as_uid(65534, lambda: open_ledger(str(ledger), actor=name).approve(target))
+
+
+def _as_uid(uid: int, work) -> int:
+    """`work()` in a forked child whose kernel uid and gid are `uid`; the child's exit status (0: it returned)."""
+    _import_while_root()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            os.setgid(65534)
-            os.setuid(65534)
-            open_ledger(str(ledger), actor=name).approve(target)
+            os.setgid(uid)
+            os.setuid(uid)
+            work()
             code = 0
         except BaseException as err:  # the parent sees the exit status; say why on stderr
             print(f"child: {err!r}", file=sys.stderr)
@@ -347,26 +352,15 @@ def test_approvers_mixing_a_verified_entry_and_a_plain_name_approve(tmp_path: Pa
 def _forge_as_daemon(ledger: Path, target: str) -> int:
     """An agent with its own OS user (daemon) and write access to the ledger's folder runs the engine's own code
     with the uid check patched out, claiming to be nob (OS user nobody): a real forked process with daemon's uid."""
-    _import_while_root()
     from engine.api import open_ledger
     from engine.approvals import approvers
 
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgid(1)
-            os.setuid(1)
-            approvers.uid_is = lambda user, uid=None: None  # type: ignore[assignment]
-            handle = open_ledger(str(ledger), actor="nob")
-            handle.os_user, handle.who = "nobody", type(handle.who)("nob", "nobody")
-            handle.approve(target)
-            code = 0
-        except BaseException as err:
-            print(f"child: {err!r}", file=sys.stderr)
-        finally:
-            os._exit(code)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    def forge() -> None:
+        approvers.uid_is = lambda user, uid=None: None  # type: ignore[assignment]
+        handle = open_ledger(str(ledger), actor="nob")
+        handle.os_user, handle.who = "nobody", type(handle.who)("nob", "nobody")
+        handle.approve(target)
+    return _as_uid(1, forge)
 
 
 def test_an_os_user_approval_forged_by_another_uid_never_authorises() -> None:
