@@ -115,11 +115,14 @@ def dropped_rules(text: str, previous: str | None, ledger: Ledger) -> list[str]:
 # What a note says of the whole fleet: nothing in flight, no approval waiting, all in a state, N of M in one.
 _NONE_IN_FLIGHT = re.compile(r"\b(?:nothing|no (?:steps?|targets?|commands?|work))\s+(?:is\s+|are\s+|was\s+|still\s+)*"
                              r"(?:in flight|running)\b", re.I)
-_NONE_AWAITING = re.compile(r"\bno (?:pending |outstanding )?approvals?\s+(?:are\s+|is\s+)?(?:pending|waiting|outstanding|needed)?"
-                            r"(?<=\w)|\bnothing\s+(?:awaits|is awaiting|waits (?:on|for))\s+(?:an? |the )?approval", re.I)
-_ALL = re.compile(r"\b(?:all|every)\s+(?:\w+\s+)?(?:are\s+|is\s+|were\s+)?(?:now\s+)?"
+_NONE_AWAITING = re.compile(r"\bno (?:pending |outstanding )?approvals?(?:\s+(?:are\s+|is\s+)?(?:pending|waiting|outstanding))?"
+                            r"(?=\s*(?:[.;,!]|$))|\bnothing\s+(?:awaits|is awaiting|waits (?:on|for))\s+(?:an? |the )?approval",
+                            re.I | re.M)
+# "all done", "all targets are verified", "4 of 40 dbs done": the fleet, not "all checks completed".
+_FLEET = r"(?:(?:the\s+)?(?:targets?|dbs?|databases?|hosts?|services?|clusters?|nodes?|instances?|of them)\s+)?"
+_ALL = re.compile(rf"\b(?:all|every)\s+{_FLEET}(?:are\s+|is\s+|were\s+)?(?:now\s+)?"
                   r"(done|finished|complete|completed|verified)\b|\beverything\s+(?:is\s+)?(done|finished|complete)\b", re.I)
-_COUNT = re.compile(r"\b(\d+)\s*(?:of|/)\s*(\d+)\s+(?:\w+\s+)?(?:are\s+|is\s+)?(done|verified|failed|blocked)\b", re.I)
+_COUNT = re.compile(rf"\b(\d+)\s*(?:of|/)\s*(\d+)\s+{_FLEET}(?:are\s+|is\s+)?(done|verified|failed|blocked)\b", re.I)
 _FLEET_HEDGE = re.compile(r"\b(?:once|when|until|after|if|unless|before|not|never|no longer|will|should|to be)\b[^.!?\n]*$", re.I)
 
 

@@ -67,6 +67,10 @@ TRUE_NOTES = {
     "an instruction": "Next: cut over db-18 once lag < 5s.",
     "a question answered": "Is db-18 done? Not yet, still replicating.",
     "work to do": "Need to complete db-19 next shift.",
+    # Of steps, not of the fleet: no whole-fleet claim.
+    "all checks": "All checks completed on db-19; its link waits.",
+    "a count of checks": "3 of 4 checks done on db-19.",
+    "no approval step": "db-19 needs no approval for its check.",
 }
 
 
