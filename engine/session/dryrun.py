@@ -46,8 +46,8 @@ def make_shadow(path: str) -> str:
     try:
         # What the engine remembers of the last shadow (its write record, its journal and the
         # journal's index, its per-user high-water mark): a fresh copy is a new start.
-        for old in (shadow + ".last-write.json", shadow + ".last-write.targets.json", shadow + ".last-write.targets.jsonl",
-                    shadow + ".journal.jsonl", shadow + ".journal.jsonl.index", shadow + ".history.jsonl",
+        for old in (shadow + ".last-write.json", shadow + ".last-write.names.json", shadow + ".last-write.targets.json",
+                    shadow + ".last-write.targets.jsonl", shadow + ".journal.jsonl", shadow + ".journal.jsonl.index", shadow + ".history.jsonl",
                     shadow + ".history.jsonl.index"):
             try:
                 os.unlink(old)

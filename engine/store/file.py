@@ -46,7 +46,15 @@ from engine.store.convert import change, check_states, to_ledger, to_ledger_reus
 from engine.store.cow import CowTargets, cow_ledger, written
 from engine.store.filelock import FileLock
 from engine.store.ledger_file import open_ledger_file
-from engine.store.record import behind_journal, engine_wrote, journal_revision, mark_pending, regressions, write_record
+from engine.store.record import (
+    NAMES,
+    behind_journal,
+    engine_wrote,
+    journal_revision,
+    mark_pending,
+    regressions,
+    write_record,
+)
 from engine.store.sidecar import SidecarRefused, read_record
 
 T = TypeVar("T")
@@ -281,14 +289,14 @@ class FileStore:
                 behind, late = [], None
         if not engine_wrote(record, key) or behind:
             snap.external_edit = True
-            snap.missing, snap.rollback = regressions(ledger, record) if record and not engine_wrote(record, key) else ([], [])
+            snap.missing, snap.rollback = regressions(ledger, record, real_path(self.path)) if record and not engine_wrote(record, key) else ([], [])
             if behind and not any(s.startswith("its revision is") for s in snap.rollback):
                 snap.rollback += behind
             if snap.missing and record:  # regressions() finds missing targets only against a record
-                names = record.get("names") or []
+                count = record.get("count", len(record.get("names") or []))  # an older engine's record: its list
                 snap.warnings.append(
                     f"{self.path} has {len(ledger.targets)} targets but the engine last wrote "
-                    f"{len(names)} (revision {record.get('revision')}); missing: "
+                    f"{count} (revision {record.get('revision')}); missing: "
                     f"{', '.join(snap.missing[:10])}{' ...' if len(snap.missing) > 10 else ''}. "
                     "The file may be truncated: restore it, or run "
                     f"`handoff check {self.path} --accept-removal` if they were removed on purpose."
@@ -374,9 +382,10 @@ class FileStore:
             raise Refused(snap.warnings[-1], title="Ledger went back in time")
 
     def _transact_locked(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
-        if os.path.islink(self.record_path):  # refused before the ledger is touched, not after
-            raise SidecarRefused(f"{self.record_path} is a symlink; the engine never follows one beside a ledger: "
-                                 "remove it (nothing was changed)")
+        for beside in (self.record_path, real_path(self.path) + NAMES):  # refused before the ledger is touched, not after
+            if os.path.islink(beside):
+                raise SidecarRefused(f"{beside} is a symlink; the engine never follows one beside a ledger: "
+                                     "remove it (nothing was changed)")
         raw = self._raw()
         for _ in range(_CAS_RETRIES):
             # Parsed afresh from the bytes on disk every time: a file that does not parse

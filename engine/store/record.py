@@ -1,7 +1,10 @@
 """The record of the last engine write of a file ledger: `<ledger>.last-write.json`.
 
-It holds the revision, the content hash, the target names, the runbook's step names,
-the metric names and whether there was a budget. A file that no longer matches it was
+It holds the revision, the content hash, the number of targets and the digest of their
+names, the runbook's step names, the metric names and whether there was a budget. The
+names themselves are `<ledger>.last-write.names.json`, written only when they change:
+10,000 names in the record, written twice a step, cost a 10k step a fifth of its time.
+A file that no longer matches the record was
 edited by someone else; one that went backwards (a restored backup, an editor's stale
 buffer, `git checkout`) or lost what the engine last wrote is refused until a human
 says so, because an old file can hold an approval that was already used:
@@ -16,9 +19,12 @@ from __future__ import annotations
 import json
 
 from engine.audit.journal import Journal, head_gone, journal_head, journal_path
+from engine.host.digests import content_digest
 from engine.ledger.model import Ledger
 from engine.store.atomic import atomic_write
-from engine.store.sidecar import remember
+from engine.store.sidecar import read_record, remember
+
+NAMES = ".last-write.names.json"  # beside the ledger: {"v": 1, "lists": {digest: [name, ...]}}
 
 _JOURNALS: dict[str, Journal] = {}  # per ledger: the journal's index is read incrementally
 
@@ -58,10 +64,15 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
     the journal's head (`handoff journal --verify` checks it is still there); `previous`
     is the record this one replaces; `history` is the revision whose `ledger_write`
     record the journal holds (engine.store.history), so the next write can journal a diff."""
+    names = list(ledger.targets)
+    digest, text = _names(names)
+    if (previous or {}).get("names_digest") != digest:
+        _keep_names(ledger_path, digest, text, previous)  # first: a crash before the record leaves both lists
     body = {
         "revision": ledger.revision,
         "hash": key,
-        "names": list(ledger.targets),
+        "count": len(names),
+        "names_digest": digest,
         "steps": [s.name for s in ledger.steps()],
         "metrics": sorted(ledger.metrics),
         "budget": ledger.budget is not None,
@@ -70,26 +81,57 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
     }
     if isinstance(body["journal_head"], dict):
         body["journal_head"] = dict(body["journal_head"])  # the record's own: the journal's object is not kept
-    raw = _encode(body)
+    raw = json.dumps(body).encode("utf-8")
     atomic_write(path, raw, durable=False, sidecar_of=ledger_path)
     remember(path, raw, body)  # built here of JSON's own types: read back, these bytes say the same
 
 
-_NAMES: tuple[list[str], str] | None = None  # the last target-name list encoded, and its JSON
+_NAMES: tuple[list[str], str, str] | None = None  # the last target-name list, its digest and its JSON
 
 
-def _encode(body: dict) -> bytes:
-    """`json.dumps(body)`, byte for byte, with the `names` list's JSON reused while the
-    names are the same (compared whole): 10,000 names are encoded once, not at each write."""
+def _names(names: list[str]) -> tuple[str, str]:
+    """(digest, JSON) of a target-name list, computed again only when the list differs
+    from the last one (compared whole: 10,000 names are encoded once, not at each write)."""
     global _NAMES
-    names = body.get("names")
-    if not isinstance(names, list) or not all(isinstance(k, str) for k in body):
-        return json.dumps(body).encode("utf-8")
     last = _NAMES
     if last is None or last[0] != names:
-        last = _NAMES = (list(names), json.dumps(names))
-    parts = [json.dumps(k) + ": " + (last[1] if k == "names" else json.dumps(v)) for k, v in body.items()]
-    return ("{" + ", ".join(parts) + "}").encode("utf-8")
+        text = json.dumps(names)
+        last = _NAMES = (list(names), content_digest(text.encode("utf-8")), text)
+    return last[1], last[2]
+
+
+def _keep_names(ledger_path: str, digest: str, text: str, previous: dict | None) -> None:
+    """Write the names list beside the ledger, with the list the previous record names:
+    that record stays the record until this write's own lands, and a reader finds its
+    list either way."""
+    lists = {digest: text}
+    before = last_names(previous, ledger_path)
+    if before is not None:
+        lists.setdefault(_names_digest(before), json.dumps(before))
+    raw = '{"v": 1, "lists": {' + ", ".join(json.dumps(d) + ": " + t for d, t in lists.items()) + "}}"
+    atomic_write(ledger_path + NAMES, raw.encode("utf-8"), durable=False, sidecar_of=ledger_path)
+
+
+def _names_digest(names: list[str]) -> str:
+    return content_digest(json.dumps(names).encode("utf-8"))
+
+
+def last_names(record: dict | None, ledger_path: str) -> list[str] | None:
+    """The target names of the write `record` names, or None when they cannot be known
+    (no record, or the list beside the ledger is gone, torn or edited)."""
+    if not record:
+        return None
+    names = record.get("names")
+    if isinstance(names, list):
+        return [n for n in names if isinstance(n, str)]  # an older engine kept the list in the record
+    digest = record.get("names_digest")
+    kept = read_record(ledger_path + NAMES, ledger_path) if isinstance(digest, str) else None
+    lists = kept.get("lists") if kept else None
+    found = lists.get(digest) if isinstance(lists, dict) else None
+    if not isinstance(found, list) or not all(isinstance(n, str) for n in found) or _names_digest(found) != digest:
+        return None
+    return found
+
 
 def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -> None:
     """Before the engine swaps in a file whose content hash is `key`: the record says so
@@ -99,7 +141,7 @@ def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -
     stop on "targets were changed outside the engine". `write_record` clears it."""
     body = dict(previous or {})
     body["pending"] = key
-    raw = _encode(body)
+    raw = json.dumps(body).encode("utf-8")
     atomic_write(path, raw, durable=False, sidecar_of=ledger_path)
     remember(path, raw, body)  # a record read from the file, and a hash: read back, these bytes say the same
 
@@ -109,10 +151,10 @@ def engine_wrote(record: dict | None, key: str) -> bool:
     return record is None or key in (record.get("hash"), record.get("pending"))
 
 
-def regressions(ledger: Ledger, record: dict) -> tuple[list[str], list[str]]:
+def regressions(ledger: Ledger, record: dict, ledger_path: str) -> tuple[list[str], list[str]]:
     """(targets missing, rollback sentences) of `ledger` against the last engine write."""
-    names = record.get("names") or []
-    missing = [n for n in names if n not in ledger.targets]
+    names = last_names(record, ledger_path)
+    missing = [n for n in names if n not in ledger.targets] if names is not None else []
     rollback: list[str] = []
     revision = record.get("revision")
     if isinstance(revision, int) and ledger.revision < revision:
@@ -126,6 +168,10 @@ def regressions(ledger: Ledger, record: dict) -> tuple[list[str], list[str]]:
     if lost:
         rollback.append(f"metric{'s' if len(lost) > 1 else ''} {', '.join(lost)} the engine last wrote "
                         f"{'are' if len(lost) > 1 else 'is'} gone")
+    count = record.get("count")
+    if names is None and isinstance(count, int) and len(ledger.targets) < count:
+        rollback.append(f"it has {len(ledger.targets)} targets, fewer than the {count} the engine last wrote, and the "
+                        f"list of their names ({ledger_path + NAMES}) is gone or was edited")
     if record.get("budget") and ledger.budget is None:
         rollback.append("the budget the engine last wrote is gone")
     return missing, rollback

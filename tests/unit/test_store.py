@@ -27,7 +27,9 @@ def test_transact_bumps_revision_and_records_the_write(article):
     _, rev = store.transact(lambda l: _state(l, "db-17", "done"))
     assert rev == 2
     record = json.loads((article.parent / "ledger.yaml.last-write.json").read_text())
-    assert record["revision"] == 2 and record["names"] == ["db-17", "db-18", "db-19", "db-20"]
+    assert record["revision"] == 2 and record["count"] == 4 and "names" not in record  # the list is beside it
+    names = json.loads((article.parent / "ledger.yaml.last-write.names.json").read_text())["lists"]
+    assert names == {record["names_digest"]: ["db-17", "db-18", "db-19", "db-20"]}  # unchanged names: one list
     assert record["steps"] == [] and record["metrics"] == [] and record["budget"] is False
     assert FileStore(str(article)).read().revision == 2
 
@@ -77,6 +79,7 @@ def test_no_temp_files_are_left_behind(article):
         store.transact(lambda l: (_ for _ in ()).throw(Refused("x")))
     assert sorted(p.name for p in article.parent.iterdir()) == ["ledger.yaml", "ledger.yaml.history.jsonl",
                                                                   "ledger.yaml.last-write.json",
+                                                                  "ledger.yaml.last-write.names.json",
                                                                   "ledger.yaml.last-write.targets.json", "ledger.yaml.lock"]
 
 

@@ -24,7 +24,8 @@ def fleet_dir(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("sidecar", ["fleet.yaml.lock", "fleet.yaml.last-write.json", "fleet.yaml.journal.jsonl"])
+@pytest.mark.parametrize("sidecar", ["fleet.yaml.lock", "fleet.yaml.last-write.json", "fleet.yaml.last-write.names.json",
+                                     "fleet.yaml.journal.jsonl"])
 def test_a_planted_sidecar_symlink_is_refused_and_its_victim_untouched(fleet_dir, sidecar):
     """`<ledger>.lock|.last-write.json|.journal.jsonl -> victim`: one-line error naming the symlink; victim intact."""
     (fleet_dir / sidecar).symlink_to(fleet_dir / "victim.txt")
