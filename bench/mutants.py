@@ -143,7 +143,8 @@ def scratch_copy() -> tuple[Path, dict[str, str]]:
     base = Path(tempfile.mkdtemp(prefix="handoff-mutants-"))
     copy = base / "repo"
     shutil.copytree(ROOT, copy, ignore=SKIP, symlinks=True)
-    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The copy leaves .git out; tests that read git history (an earlier engine, .gitignore) read this checkout's.
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1", "GIT_DIR": str(ROOT / ".git")}
     where = subprocess.run([sys.executable, "-c", "import engine; print(engine.__file__)"], cwd=copy, env=env,
                            capture_output=True, text=True).stdout.strip()
     if not where.startswith(str(copy)):

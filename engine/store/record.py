@@ -21,7 +21,7 @@ import json
 from engine.audit.journal import Journal, head_gone, journal_head, journal_path
 from engine.host.digests import content_digest
 from engine.ledger.model import Ledger
-from engine.store.atomic import atomic_write
+from engine.store.atomic import atomic_write, file_identity
 from engine.store.sidecar import read_record, remember
 
 NAMES = ".last-write.names.json"  # beside the ledger: {"v": 1, "lists": {digest: [name, ...]}}
@@ -66,14 +66,17 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
     record the journal holds (engine.store.history), so the next write can journal a diff."""
     names = list(ledger.targets)
     digest, text = _names(names)
-    if (previous or {}).get("names_digest") != digest:
+    if (previous or {}).get("names_digest") != digest or not _holds(ledger_path, digest):
         _keep_names(ledger_path, digest, text, previous)  # first: a crash before the record leaves both lists
     body = {
         "revision": ledger.revision,
         "hash": key,
         "count": len(names),
         "names_digest": digest,
-        "steps": [s.name for s in ledger.steps()],
+        # An engine from before the list moved out reads no `names` here and would never see a
+        # target go missing: this step name, in no runbook, makes it call any hand edit a
+        # rollback instead (fail closed). This engine leaves it out (`regressions`).
+        "steps": [s.name for s in ledger.steps()] + [OLDER_ENGINES],
         "metrics": sorted(ledger.metrics),
         "budget": ledger.budget is not None,
         "journal_head": _head(ledger_path, previous),
@@ -87,6 +90,23 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
 
 
 _NAMES: tuple[list[str], str, str] | None = None  # the last target-name list, its digest and its JSON
+_HELD: dict[str, tuple[object, str]] = {}  # ledger -> (identity of its names file, a digest seen in it)
+OLDER_ENGINES = "(the target names are in .last-write.names.json: upgrade handoff to read this ledger)"
+
+
+def _holds(ledger_path: str, digest: str) -> bool:
+    """Does the names file beside the ledger hold the list of `digest`? (Gone, torn or edited,
+    it is written again by the next write: a fleet whose names never change would otherwise be
+    left with only the count for good.) Read only when the file is not the one last seen."""
+    path = ledger_path + NAMES
+    seen = _HELD.get(ledger_path)
+    identity = file_identity(path)
+    if seen is not None and seen == (identity, digest):
+        return True
+    if last_names({"names_digest": digest}, ledger_path) is None:
+        return False
+    _HELD[ledger_path] = (identity, digest)
+    return True
 
 
 def _names(names: list[str]) -> tuple[str, str]:
@@ -110,6 +130,7 @@ def _keep_names(ledger_path: str, digest: str, text: str, previous: dict | None)
         lists.setdefault(_names_digest(before), json.dumps(before))
     raw = '{"v": 1, "lists": {' + ", ".join(json.dumps(d) + ": " + t for d, t in lists.items()) + "}}"
     atomic_write(ledger_path + NAMES, raw.encode("utf-8"), durable=False, sidecar_of=ledger_path)
+    _HELD[ledger_path] = (file_identity(ledger_path + NAMES), digest)
 
 
 def _names_digest(names: list[str]) -> str:
@@ -160,7 +181,7 @@ def regressions(ledger: Ledger, record: dict, ledger_path: str) -> tuple[list[st
     if isinstance(revision, int) and ledger.revision < revision:
         rollback.append(f"its revision is {ledger.revision}, lower than the engine's last write (revision {revision})")
     steps = {s.name for s in ledger.steps()}
-    lost = [s for s in record.get("steps") or [] if s not in steps]
+    lost = [s for s in record.get("steps") or [] if s not in steps and s != OLDER_ENGINES]
     if lost:
         rollback.append(f"runbook step{'s' if len(lost) > 1 else ''} {', '.join(lost)} the engine last wrote "
                         f"{'are' if len(lost) > 1 else 'is'} gone")

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, RUNBOOK_LEDGER, cli_env, handoff, wait_stopped
 
 
@@ -121,3 +123,42 @@ def test_an_older_engines_record_with_the_list_inside_still_names_the_missing(tm
     written = json.loads(record_path.read_text())
     assert "names" not in written and written["count"] == 4
     assert json.loads(_names_file(path).read_text())["lists"][written["names_digest"]] == [n for n in names if n != "db-3"]
+
+
+@pytest.mark.parametrize("how", ["gone", "torn"])
+def test_a_lost_list_is_written_again_by_the_next_write(tmp_path: Path, how: str) -> None:
+    """The list deleted (`git clean`) or torn while the names stay the same: the next engine
+    write puts it back, so a target renamed by hand later (the count unchanged) is still
+    named missing."""
+    path = _ledger(tmp_path)
+    if how == "gone":
+        _names_file(path).unlink()
+    else:
+        _names_file(path).write_text('{"v": 1, "lists": {')
+    assert handoff("note", path, "--set", "written again").returncode == 0
+    path.write_text(path.read_text().replace("  db-2:", "  db-6:"))
+    result = handoff("approve", path, "db-1", "--as", "bob")
+    assert result.returncode == 1 and "missing: db-2" in result.stderr, result.stderr
+
+
+def test_the_engine_before_this_record_refuses_a_hand_edit_of_a_ledger_this_one_wrote(tmp_path: Path) -> None:
+    """An engine from before the list moved out (stop 47's, 1f1ddaf) reads no names in the
+    new record: it must fail closed (call the hand edit a rollback), not pass a lost target."""
+    old = tmp_path / "old"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "1f1ddaf", "engine"], capture_output=True)
+    assert archive.returncode == 0, f"this test runs the earlier engine from git history: {archive.stderr.decode()}"
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    path = _ledger(tmp_path)
+    cut = _cut(path, "db-2")
+    result = subprocess.run([sys.executable, "-m", "engine.cli.main", "approve", str(path), "db-1", "--as", "bob"],
+                            capture_output=True, text=True, env=cli_env(PYTHONPATH=str(old)), cwd=str(old), timeout=60)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "went back in time" in result.stderr and "upgrade handoff" in result.stderr, result.stderr
+    assert path.read_text() == cut
+
+
+def test_the_list_is_ignored_by_git_like_the_other_files_beside_a_ledger() -> None:
+    for suffix in (".last-write.json", ".last-write.names.json", ".last-write.targets.json"):
+        probe = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", f"ledgers/x/fleet.yaml{suffix}"])
+        assert probe.returncode == 0, f"ledgers/x/fleet.yaml{suffix} is not ignored"

@@ -12,6 +12,7 @@ import pytest
 
 from engine.errors import LedgerInvalid, Refused
 from engine.store.file import FileStore
+from engine.store.record import OLDER_ENGINES
 from tests.conftest import ARTICLE
 
 
@@ -30,7 +31,7 @@ def test_transact_bumps_revision_and_records_the_write(article):
     assert record["revision"] == 2 and record["count"] == 4 and "names" not in record  # the list is beside it
     names = json.loads((article.parent / "ledger.yaml.last-write.names.json").read_text())["lists"]
     assert names == {record["names_digest"]: ["db-17", "db-18", "db-19", "db-20"]}  # unchanged names: one list
-    assert record["steps"] == [] and record["metrics"] == [] and record["budget"] is False
+    assert record["steps"] == [OLDER_ENGINES] and record["metrics"] == [] and record["budget"] is False  # no step
     assert FileStore(str(article)).read().revision == 2
 
 
