@@ -377,7 +377,7 @@ class LedgerHandle:
 
         def change(ledger: Ledger):
             records = ops.unapprove(ledger, target, self.who, step=step)
-            return records[0]["step"], records
+            return ", ".join(dict.fromkeys(r["step"] for r in records)), records
 
         return self._change(change)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from engine.approvals import attest
 from engine.approvals.approvers import recheck
 from engine.approvals.policy import policy_for, standing
-from engine.approvals.witness import approval_recorded, lost_record
+from engine.approvals.witness import approval_recorded, lost_record, withdrawal
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.ledger.model import Approval, Ledger, Step
 
@@ -52,6 +52,11 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
             f"approval not recorded by the engine: the approval of {approval.step} by {approval.by} at {approval.at} "
             "has no journal record of its own (written into the file by hand?), so it never authorises a run",
             settling=settling)
+    taken_back = withdrawal(journal, name, approval)
+    if taken_back is not None:
+        return Unauthorised(f"approval withdrawn: the approval of {approval.step} by {approval.by} at {approval.at} was "
+                            f"taken back ({taken_back.get('msg') or 'unapproval'}, {taken_back.get('ts')}), so it never "
+                            "authorises a run: a person approves again")
     why = recheck(ledger, name, approval)
     beside = journal.ledger_file()
     if not why and beside is not None and "os_user" in (approval.verified or ""):

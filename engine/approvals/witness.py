@@ -23,6 +23,14 @@ def approval_recorded(journal, target: str, approval: Approval) -> bool:
     return journal.last_of("approval", target=target, **_fields(approval)) is not None
 
 
+def withdrawal(journal, target: str, approval: Approval) -> dict | None:
+    """The engine's record of exactly this approval being taken back (`handoff unapprove`,
+    or replaced as stale), or None. Once withdrawn it never authorises a run again, even
+    written back into the file with its own `approval` record still in the journal."""
+    return journal.last_of("unapproval", target=target, step=approval.step, hash=approval.hash,
+                           approval_by=approval.by, approval_at=approval.at)
+
+
 def lost_record(journal, target: str, approval: Approval) -> dict | None:
     """The `journal_gap` recording that exactly this approval's own record could not be
     written (the journal's lock held past its bound, a full disk), or None. It explains a

@@ -31,6 +31,7 @@ MARK_EVERY = 64 * 1024
 INDEXED: dict[str, tuple[str, ...]] = {
     "step_start": ("target", "step", "token", "attempt", "approval_hash", "approval_by", "approval_at", "ts", "actor"),
     "approval": ("target", "step", "hash", "actor", "user", "at", "ts"),
+    "unapproval": ("target", "step", "hash", "approval_by", "approval_at", "ts"),
     "chain_break": ("ts", "msg", "missing_head"),
 }
 

@@ -194,6 +194,8 @@ def _apply(out: dict[str, TargetThen], r: dict[str, Any], retry_to: dict[str, st
             # an approval opens the gate: the target is back at the step's from-state (a
             # policy needing two people keeps it shut; the journal's next record shows which)
             t.state, t.awaiting = retry_to[r["step"]], None
+    elif kind == "unapproval" and r.get("approval_by"):  # names the one approval it took back
+        t.approvals = [a for a in t.approvals if a != f"{r.get('step')} by {r.get('approval_by')} at {r.get('approval_at')}"]
     elif kind == "unapproval":
         t.approvals = [a for a in t.approvals if not a.startswith(f"{r.get('step')} ")] if r.get("step") else []
     elif kind == "step_start" and r.get("approval_by"):

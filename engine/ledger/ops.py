@@ -57,6 +57,11 @@ def _record(kind: str, msg: str, target: str | None = None, **fields: Any) -> di
     return {"kind": kind, "msg": msg, "target": target, **fields}
 
 
+def withdrawn_fields(approval: Approval) -> dict[str, Any]:
+    """What an `unapproval` record says of the approval it takes back (engine.approvals.witness.withdrawal)."""
+    return {"step": approval.step, "hash": approval.hash, "approval_by": approval.by, "approval_at": approval.at}
+
+
 def same_person(a: str | None, b: str | None) -> bool:
     """Names compare trimmed and case-folded: `agent:s1 ` and `Agent:S1` are one actor."""
     return a is not None and b is not None and a.strip().casefold() == b.strip().casefold()
@@ -165,7 +170,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         # It can never be used (the command or checkpoint changed since): this one replaces it.
         target.approvals.remove(existing)
         records.append(_record("unapproval", f"{name}: stale approval of {existing.step} by {existing.by} "
-                                             f"(hash {existing.hash}) replaced", name, step=existing.step, hash=existing.hash))
+                                             f"(hash {existing.hash}) replaced", name, **withdrawn_fields(existing)))
     approval = Approval(
         by=by,
         user=who.user,
@@ -228,8 +233,10 @@ def unapprove(ledger: Ledger, name: str, who: Who, step: str | None = None) -> R
     target.approvals = [a for a in target.approvals if a not in unused]
     target.next_action = None
     target.changed_at = now_iso()
-    steps = ", ".join(a.step for a in unused)
-    return [_record("unapproval", f"{name}: approval of {steps} withdrawn by {who}", name, step=steps)]
+    # One record per approval, naming it exactly: an approval once withdrawn never authorises
+    # a run, even written back into the file from its own journal record (engine.approvals.witness).
+    return [_record("unapproval", f"{name}: approval of {a.step} by {a.by} withdrawn by {who}", name, **withdrawn_fields(a))
+            for a in unused]
 
 
 def reject(ledger: Ledger, name: str, who: Who, reason: str) -> Records:

@@ -11,7 +11,8 @@ path or location):
   one went back in time: refused like any rollback, until `handoff check
   --accept-rollback` (whose write then climbs above the mark);
 - the spent approvals (a `.spent` file beside it, appended): the approvals this user's
-  engine marked used (target, step, hash, who, when).
+  engine marked used, or took off a target unused (withdrawn, replaced as stale) (target,
+  step, hash, who, when).
   Such an approval never authorises another run, whatever the ledger says, even after
   `--accept-rollback`: a person approves again.
 
@@ -92,9 +93,11 @@ def spent_key(target: str, approval) -> str:
 
 
 def newly_spent(before: Ledger, after: Ledger, names: Iterable[str]) -> list[tuple[str, Approval, bool]]:
-    """(target, approval, starting) for each approval whose `used_at` this change set,
-    among targets `names`; `starting` when the same change writes a new intent on the
-    target (the approval is spent on a run, not only noted as used by reconcile)."""
+    """(target, approval, starting) for each approval this change spends, among targets
+    `names`: its `used_at` set, or taken off the target unused (withdrawn, replaced as
+    stale: a copy of the file from before must not bring it back);
+    `starting` when the same change writes a new intent on the target (the approval is
+    spent on a run, not only noted as used by reconcile)."""
     found = []
     for name in names or ():
         new = after.targets.get(name)
@@ -105,7 +108,18 @@ def newly_spent(before: Ledger, after: Ledger, names: Iterable[str]) -> list[tup
         token = new.in_flight.token if new.in_flight else None
         starting = token is not None and not (old and old.in_flight and old.in_flight.token == token)
         found += [(name, a, starting) for a in new.approvals if a.used_at and spent_key(name, a) not in was]
+        if old is not None and old.approvals and not _refused_at_fence(old, new):
+            kept = {spent_key(name, a) for a in new.approvals}
+            found += [(name, a, False) for a in old.approvals if not a.used_at and spent_key(name, a) not in kept]
     return found
+
+
+def _refused_at_fence(old, new) -> bool:
+    """Did this change take an approval off because the fence refused it (engine.approvals.
+    authority.refuse: the target awaits a person again, the refusal its reason)? That one is
+    refused by the same rule again, and a dry run's shadow, whose empty journal refuses every
+    approval it copied, must spend nothing anywhere."""
+    return new.state == "awaiting_approval" and bool(new.reason) and (new.state, new.reason) != (old.state, old.reason)
 
 
 def already_spent(key: str, spent: list[tuple[str, Approval, bool]]) -> str | None:
@@ -117,7 +131,7 @@ def already_spent(key: str, spent: list[tuple[str, Approval, bool]]) -> str | No
     for name, approval, starting in spent:
         if starting and spent_key(name, approval) in known:
             return (f"the approval of {approval.step} on {name} by {approval.by} at {approval.at} was already used "
-                    f"(this user's high-water marks in {mark_dir()} say so, outside the ledger's folder: the folder "
+                    f"or withdrawn (this user's high-water marks in {mark_dir()} say so, outside the ledger's folder: the folder "
                     "may have been restored from a backup, here or elsewhere); nothing was started. Check the real "
                     "system, then approve again")
     return None
