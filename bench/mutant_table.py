@@ -762,4 +762,9 @@ MUTANTS: tuple[Mutant, ...] = (
            ":\n",
            ("tests/unit/test_restore_backup.py::test_a_dry_run_spends_nothing_for_the_real_run",),
            "an approval the fence refused (a dry run's shadow refuses all it copied) is not spent anywhere"),
+    Mutant("requester-os-user", "engine/ledger/ops.py",
+           '    if verified and "os_user" in verified and ASKED_AS + who.user.strip().casefold() in (requested_by or set()):\n',
+           "    if False:\n",
+           ("tests/unit/test_requester_alias.py::test_the_requester_cannot_approve_under_another_name",),
+           "a person who asked (`handoff run --as robot`) never approves it as a verified os_user of the same uid"),
 )

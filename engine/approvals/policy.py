@@ -50,7 +50,16 @@ def requesters(journal, ledger: Ledger, name: str) -> set[str]:
         record = journal.last_of(kind, session=sid) if journal is not None else None
         if record:
             names.update(str(record[k]).strip().casefold() for k in ("by", "user") if record.get(k))
+    if not asked.startswith("agent:") and journal is not None:
+        # A person asked (`handoff run --as NAME`): the OS user their gate ran as, so that an
+        # approval verified by that same uid under another name is theirs too (ops.requester_rule).
+        gate = journal.last_of("gate", target=name, step=ledger.targets[name].awaiting)
+        if gate and gate.get("actor") == asked and gate.get("user"):
+            names.add(ASKED_AS + str(gate["user"]).strip().casefold())
     return names
+
+
+ASKED_AS = "os-user:"  # in `requesters`: the OS user a person's request ran as (no name has this form)
 
 
 def span(seconds: float) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from engine.approvals.approvers import Signed, SlackId, admit_signed
-from engine.approvals.policy import policy_for, progress, standing
+from engine.approvals.policy import ASKED_AS, policy_for, progress, standing
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
 from engine.errors import ApprovalChanged, Conflict, Refused
@@ -153,7 +153,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         )
     by, verified, at = admit_signed(ledger, name, who.name, who.user, pending.step.name, pending.hash, pending.checkpoint,
                                     signed, slack)
-    requester_rule(ledger, name, the_step, who, by, requested_by)
+    requester_rule(ledger, name, the_step, who, by, requested_by, verified=verified)
     need = policy_for(ledger, the_step).count
     records: Records = []
     for existing in list(target.approvals):
@@ -206,13 +206,21 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     return approval, records
 
 
-def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, requested_by: set[str] | None) -> None:
+def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, requested_by: set[str] | None, *,
+                   verified: str | None = None) -> None:
     """Refused when `who` (approving as `by`) asked for this approval: never the requester,
-    and under a `count` policy never whoever started the session that asked either."""
+    nor, approving as a verified `os_user`, whoever runs as the OS user the person who asked
+    ran as; and under a `count` policy never whoever started the session that asked either."""
     target = ledger.targets[name]
     if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
         raise Refused(
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
+            title="No self-approval",
+        )
+    if verified and "os_user" in verified and ASKED_AS + who.user.strip().casefold() in (requested_by or set()):
+        raise Refused(
+            f"{who} runs as OS user {who.user}, as {target.awaiting_by} did when asking for this approval; "
+            "someone else must approve it",
             title="No self-approval",
         )
     need = policy_for(ledger, step).count
