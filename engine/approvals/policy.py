@@ -40,26 +40,31 @@ def standing(ledger: Ledger, name: str, step: Step, digest: str) -> list[Approva
 
 
 def requesters(journal, ledger: Ledger, name: str) -> set[str]:
-    """Names (case-folded) that asked for `name`'s approval: never approvers under a count."""
-    asked = ledger.targets[name].awaiting_by
-    if not asked:
-        return set()
-    names = {asked.strip().casefold()}
-    sid = asked.removeprefix("agent:")
+    """Names (case-folded) that asked for `name`'s approval: never approvers under a count.
+    Also `os-user:U` when a person asked (`handoff run --as NAME`) running as OS user U,
+    and `started-as:U` for the OS user who started the session that asked: an approval
+    verified by that uid under another name is theirs too (ops.requester_rule)."""
+    target = ledger.targets[name]
+    asked = target.awaiting_by
+    names = {asked.strip().casefold()} if asked else set()
+    sid = asked.removeprefix("agent:") if asked else None
     for kind in ("session_start", "claude_session_start"):
-        record = journal.last_of(kind, session=sid) if journal is not None else None
+        record = journal.last_of(kind, session=sid) if journal is not None and sid else None
         if record:
             names.update(str(record[k]).strip().casefold() for k in ("by", "user") if record.get(k))
-    if not asked.startswith("agent:") and journal is not None:
-        # A person asked (`handoff run --as NAME`): the OS user their gate ran as, so that an
-        # approval verified by that same uid under another name is theirs too (ops.requester_rule).
-        gate = journal.last_of("gate", target=name, step=ledger.targets[name].awaiting)
-        if gate and gate.get("actor") == asked and gate.get("user"):
+            if record.get("user"):
+                names.add(STARTED_AS + str(record["user"]).strip().casefold())
+    if journal is not None and target.awaiting:
+        # The journal's gate, not the file's `awaiting_by` (the asker can edit that): a person's
+        # gate names the OS user they ran as (indexed: found however long the journal grew).
+        gate = journal.last_of("gate", target=name, step=target.awaiting)
+        if gate and gate.get("user") and not str(gate.get("actor") or "").startswith("agent:"):
             names.add(ASKED_AS + str(gate["user"]).strip().casefold())
     return names
 
 
 ASKED_AS = "os-user:"  # in `requesters`: the OS user a person's request ran as (no name has this form)
+STARTED_AS = "started-as:"  # ... and the OS user who started the session that asked
 
 
 def span(seconds: float) -> str:

@@ -25,10 +25,15 @@ def approval_recorded(journal, target: str, approval: Approval) -> bool:
 
 def withdrawal(journal, target: str, approval: Approval) -> dict | None:
     """The engine's record of exactly this approval being taken back (`handoff unapprove`,
-    or replaced as stale), or None. Once withdrawn it never authorises a run again, even
+    or replaced as stale), or of that record lost (a `journal_gap` naming it), or None. Once withdrawn it never authorises a run again, even
     written back into the file with its own `approval` record still in the journal."""
-    return journal.last_of("unapproval", target=target, step=approval.step, hash=approval.hash,
-                           approval_by=approval.by, approval_at=approval.at)
+    fields = {"step": approval.step, "hash": approval.hash, "approval_by": approval.by, "approval_at": approval.at}
+    found = journal.last_of("unapproval", target=target, **fields)
+    if found is None:
+        # Withdrawn in the ledger, its record lost (the journal's lock held past its bound, a
+        # full disk): the gap the next append wrote names it, and it counts the same.
+        found = journal.last_of("journal_gap", target=target, lost_kind="unapproval", lost=fields)
+    return found
 
 
 def lost_record(journal, target: str, approval: Approval) -> dict | None:

@@ -32,6 +32,7 @@ INDEXED: dict[str, tuple[str, ...]] = {
     "step_start": ("target", "step", "token", "attempt", "approval_hash", "approval_by", "approval_at", "ts", "actor"),
     "approval": ("target", "step", "hash", "actor", "user", "at", "ts"),
     "unapproval": ("target", "step", "hash", "approval_by", "approval_at", "ts"),
+    "gate": ("target", "step", "actor", "user", "ts"),  # who asked: never the approver (engine.approvals.policy)
     "chain_break": ("ts", "msg", "missing_head"),
 }
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from engine.approvals.approvers import Signed, SlackId, admit_signed
-from engine.approvals.policy import ASKED_AS, policy_for, progress, standing
+from engine.approvals.policy import ASKED_AS, STARTED_AS, policy_for, progress, standing
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
 from engine.errors import ApprovalChanged, Conflict, Refused
@@ -224,7 +224,8 @@ def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, req
             title="No self-approval",
         )
     need = policy_for(ledger, step).count
-    if need > 1 and {by.strip().casefold(), who.name.strip().casefold()} & (requested_by or set()):
+    by_uid = bool(verified and "os_user" in verified) and STARTED_AS + who.user.strip().casefold() in (requested_by or set())
+    if need > 1 and ({by.strip().casefold(), who.name.strip().casefold()} & (requested_by or set()) or by_uid):
         raise Refused(f"{who} asked for this approval (or started the session that did); {step.name} needs "
                       f"{need} people other than the requester", title="No self-approval")
 
