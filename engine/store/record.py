@@ -66,13 +66,14 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
     record the journal holds (engine.store.history), so the next write can journal a diff."""
     names = list(ledger.targets)
     digest, text = _names(names)
-    if (previous or {}).get("names_digest") != digest or not _holds(ledger_path, digest):
+    if (previous or {}).get("names_digest") != digest or not _holds(ledger_path, digest, previous):
         _keep_names(ledger_path, digest, text, previous)  # first: a crash before the record leaves both lists
     body = {
         "revision": ledger.revision,
         "hash": key,
         "count": len(names),
         "names_digest": digest,
+        "names_file": list(file_identity(ledger_path + NAMES) or ()),  # the list as written: read again only if it changed
         # An engine from before the list moved out reads no `names` here and would never see a
         # target go missing: this step name, in no runbook, makes it call any hand edit a
         # rollback instead (fail closed). This engine leaves it out (`regressions`).
@@ -94,14 +95,15 @@ _HELD: dict[str, tuple[object, str]] = {}  # ledger -> (identity of its names fi
 OLDER_ENGINES = "(the target names are in .last-write.names.json: upgrade handoff to read this ledger)"
 
 
-def _holds(ledger_path: str, digest: str) -> bool:
+def _holds(ledger_path: str, digest: str, previous: dict | None) -> bool:
     """Does the names file beside the ledger hold the list of `digest`? (Gone, torn or edited,
     it is written again by the next write: a fleet whose names never change would otherwise be
-    left with only the count for good.) Read only when the file is not the one last seen."""
+    left with only the count for good.) Read only when the file is not the one last seen by
+    this process or named by the previous record (its inode, size and modification time)."""
     path = ledger_path + NAMES
-    seen = _HELD.get(ledger_path)
     identity = file_identity(path)
-    if seen is not None and seen == (identity, digest):
+    if identity is not None and (_HELD.get(ledger_path) == (identity, digest)
+                                 or (previous or {}).get("names_file") == list(identity)):
         return True
     if last_names({"names_digest": digest}, ledger_path) is None:
         return False
