@@ -58,9 +58,8 @@ def people_only(command: str, args: list[str]) -> PeopleOnly | None:
 def agent_caller(env: Mapping[str, str] | None = None) -> str | None:
     """Which agent this process runs for (a short description), or None for a person."""
     env = os.environ if env is None else env
-    holder = env.get(AGENT_VAR)
-    if holder:
-        return f"a process the engine started for {holder}"
+    if AGENT_VAR in env:  # set at all, as the Claude Code variables below: emptied, it still marks an agent
+        return f"a process the engine started for {env[AGENT_VAR] or 'an agent'}"
     if any(name in env for name in CLAUDE_VARS):  # set at all: `CLAUDECODE= handoff ...` is still Claude Code's call
         session = env.get("CLAUDE_CODE_SESSION_ID")
         return "a Claude Code session" + (f" ({session})" if session else "")

@@ -80,10 +80,10 @@ def test_each_people_only_command_is_refused_in_a_claude_code_session(fleet: Pat
 
 
 @pytest.mark.parametrize("marker", [{"CLAUDE_CODE_SESSION_ID": "c-42"}, {"HANDOFF_AGENT": "s-9"}, {"CLAUDECODE": ""},
-                                    {"CLAUDE_CODE_ENTRYPOINT": ""}])
+                                    {"CLAUDE_CODE_ENTRYPOINT": ""}, {"HANDOFF_AGENT": ""}])
 def test_every_agent_marker_is_enough(fleet: Path, marker) -> None:
     """A Claude Code session id alone, or the engine's HANDOFF_AGENT alone, makes the caller an agent; so does a
-    Claude Code variable set empty (`CLAUDECODE= handoff approve ...` run from the agent's shell)."""
+    Claude Code variable, or HANDOFF_AGENT, set empty (`CLAUDECODE= handoff approve ...` run from the agent's shell)."""
     _refused(fleet, ["approve", "{L}", "db-1", "--yes"], "approving is for people", marker)
 
 
