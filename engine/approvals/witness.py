@@ -23,11 +23,17 @@ def approval_recorded(journal, target: str, approval: Approval) -> bool:
     return journal.last_of("approval", target=target, **_fields(approval)) is not None
 
 
+def withdrawn_fields(approval: Approval) -> dict:
+    """What an `unapproval` record says of the approval it takes back (engine.ledger.ops)."""
+    return {"step": approval.step, "hash": approval.hash, "approval_by": approval.by, "approval_at": approval.at}
+
+
 def withdrawal(journal, target: str, approval: Approval) -> dict | None:
     """The engine's record of exactly this approval being taken back (`handoff unapprove`,
-    or replaced as stale), or of that record lost (a `journal_gap` naming it), or None. Once withdrawn it never authorises a run again, even
-    written back into the file with its own `approval` record still in the journal."""
-    fields = {"step": approval.step, "hash": approval.hash, "approval_by": approval.by, "approval_at": approval.at}
+    or replaced as stale), or of that record lost (a `journal_gap` naming it), or None.
+    Once withdrawn it never authorises a run again, even written back into the file with
+    its own `approval` record still in the journal."""
+    fields = withdrawn_fields(approval)
     found = journal.last_of("unapproval", target=target, **fields)
     if found is None:
         # Withdrawn in the ledger, its record lost (the journal's lock held past its bound, a

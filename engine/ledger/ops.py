@@ -15,6 +15,7 @@ from typing import Any, overload
 
 from engine.approvals.approvers import Signed, SlackId, admit_signed
 from engine.approvals.policy import ASKED_AS, STARTED_AS, policy_for, progress, standing
+from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
 from engine.errors import ApprovalChanged, Conflict, Refused
@@ -55,11 +56,6 @@ def _clean(ledger: Ledger, text: str | None) -> str | None:
 
 def _record(kind: str, msg: str, target: str | None = None, **fields: Any) -> dict[str, Any]:
     return {"kind": kind, "msg": msg, "target": target, **fields}
-
-
-def withdrawn_fields(approval: Approval) -> dict[str, Any]:
-    """What an `unapproval` record says of the approval it takes back (engine.approvals.witness.withdrawal)."""
-    return {"step": approval.step, "hash": approval.hash, "approval_by": approval.by, "approval_at": approval.at}
 
 
 def same_person(a: str | None, b: str | None) -> bool:
@@ -219,7 +215,7 @@ def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, req
         )
     if verified and "os_user" in verified and ASKED_AS + who.user.strip().casefold() in (requested_by or set()):
         raise Refused(
-            f"{who} runs as OS user {who.user}, as {target.awaiting_by} did when asking for this approval; "
+            f"{who} runs as OS user {who.user}, as the person who asked for this approval did; "
             "someone else must approve it",
             title="No self-approval",
         )
