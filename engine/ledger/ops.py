@@ -208,20 +208,22 @@ def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, req
     nor, approving as a verified `os_user`, whoever runs as the OS user the person who asked
     ran as; and under a `count` policy never whoever started the session that asked either."""
     target = ledger.targets[name]
+    asked = requested_by or set()
+    uid = who.user.strip().casefold() if verified and "os_user" in verified else None  # the approver proved by this uid
     if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
         raise Refused(
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",
             title="No self-approval",
         )
-    if verified and "os_user" in verified and ASKED_AS + who.user.strip().casefold() in (requested_by or set()):
+    if uid is not None and ASKED_AS + uid in asked:
         raise Refused(
             f"{who} runs as OS user {who.user}, as the person who asked for this approval did; "
             "someone else must approve it",
             title="No self-approval",
         )
     need = policy_for(ledger, step).count
-    by_uid = bool(verified and "os_user" in verified) and STARTED_AS + who.user.strip().casefold() in (requested_by or set())
-    if need > 1 and ({by.strip().casefold(), who.name.strip().casefold()} & (requested_by or set()) or by_uid):
+    started = uid is not None and STARTED_AS + uid in asked  # started the asking session, under another name
+    if need > 1 and ({by.strip().casefold(), who.name.strip().casefold()} & asked or started):
         raise Refused(f"{who} asked for this approval (or started the session that did); {step.name} needs "
                       f"{need} people other than the requester", title="No self-approval")
 

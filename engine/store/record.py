@@ -66,14 +66,15 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
     record the journal holds (engine.store.history), so the next write can journal a diff."""
     names = list(ledger.targets)
     digest, text = _names(names)
-    if (previous or {}).get("names_digest") != digest or not _holds(ledger_path, digest, previous):
-        _keep_names(ledger_path, digest, text, previous)  # first: a crash before the record leaves both lists
+    kept = file_identity(ledger_path + NAMES)
+    if (previous or {}).get("names_digest") != digest or not _holds(ledger_path, digest, previous, kept):
+        kept = _keep_names(ledger_path, digest, text, previous)  # first: a crash before the record leaves both lists
     body = {
         "revision": ledger.revision,
         "hash": key,
         "count": len(names),
         "names_digest": digest,
-        "names_file": list(file_identity(ledger_path + NAMES) or ()),  # the list as written: read again only if it changed
+        "names_file": list(kept or ()),  # the list as written: read again only if it changed
         # An engine from before the list moved out reads no `names` here and would never see a
         # target go missing: this step name, in no runbook, makes it call any hand edit a
         # rollback instead (fail closed). This engine leaves it out (`regressions`).
@@ -91,17 +92,16 @@ def write_record(path: str, ledger_path: str, ledger: Ledger, key: str, previous
 
 
 _NAMES: tuple[list[str], str, str] | None = None  # the last target-name list, its digest and its JSON
-_HELD: dict[str, tuple[object, str]] = {}  # ledger -> (identity of its names file, a digest seen in it)
+_HELD: dict[str, tuple[tuple[int, int, int] | None, str]] = {}  # ledger -> (identity of its names file, a digest seen in it)
 OLDER_ENGINES = "(the target names are in .last-write.names.json: upgrade handoff to read this ledger)"
 
 
-def _holds(ledger_path: str, digest: str, previous: dict | None) -> bool:
-    """Does the names file beside the ledger hold the list of `digest`? (Gone, torn or edited,
-    it is written again by the next write: a fleet whose names never change would otherwise be
-    left with only the count for good.) Read only when the file is not the one last seen by
-    this process or named by the previous record (its inode, size and modification time)."""
-    path = ledger_path + NAMES
-    identity = file_identity(path)
+def _holds(ledger_path: str, digest: str, previous: dict | None, identity: tuple[int, int, int] | None) -> bool:
+    """Does the names file beside the ledger (`identity`: its inode, size and modification
+    time) hold the list of `digest`? (Gone, torn or edited, it is written again by the next
+    write: a fleet whose names never change would otherwise be left with only the count for
+    good.) Read only when it is not the file last seen by this process or named by the
+    previous record."""
     if identity is not None and (_HELD.get(ledger_path) == (identity, digest)
                                  or (previous or {}).get("names_file") == list(identity)):
         return True
@@ -118,25 +118,29 @@ def _names(names: list[str]) -> tuple[str, str]:
     last = _NAMES
     if last is None or last[0] != names:
         text = json.dumps(names)
-        last = _NAMES = (list(names), content_digest(text.encode("utf-8")), text)
+        last = _NAMES = (list(names), _digest(text), text)
     return last[1], last[2]
 
 
-def _keep_names(ledger_path: str, digest: str, text: str, previous: dict | None) -> None:
+def _keep_names(ledger_path: str, digest: str, text: str, previous: dict | None) -> tuple[int, int, int] | None:
     """Write the names list beside the ledger, with the list the previous record names:
     that record stays the record until this write's own lands, and a reader finds its
-    list either way."""
+    list either way. Returns the new file's identity."""
     lists = {digest: text}
     before = last_names(previous, ledger_path)
     if before is not None:
-        lists.setdefault(_names_digest(before), json.dumps(before))
+        before_text = json.dumps(before)
+        lists.setdefault(_digest(before_text), before_text)
     raw = '{"v": 1, "lists": {' + ", ".join(json.dumps(d) + ": " + t for d, t in lists.items()) + "}}"
     atomic_write(ledger_path + NAMES, raw.encode("utf-8"), durable=False, sidecar_of=ledger_path)
-    _HELD[ledger_path] = (file_identity(ledger_path + NAMES), digest)
+    identity = file_identity(ledger_path + NAMES)
+    _HELD[ledger_path] = (identity, digest)
+    return identity
 
 
-def _names_digest(names: list[str]) -> str:
-    return content_digest(json.dumps(names).encode("utf-8"))
+def _digest(names_json: str) -> str:
+    """The digest a names list is known by: of its JSON (`json.dumps`), as the record names it."""
+    return content_digest(names_json.encode("utf-8"))
 
 
 def last_names(record: dict | None, ledger_path: str) -> list[str] | None:
@@ -151,7 +155,7 @@ def last_names(record: dict | None, ledger_path: str) -> list[str] | None:
     kept = read_record(ledger_path + NAMES, ledger_path) if isinstance(digest, str) else None
     lists = kept.get("lists") if kept else None
     found = lists.get(digest) if isinstance(lists, dict) else None
-    if not isinstance(found, list) or not all(isinstance(n, str) for n in found) or _names_digest(found) != digest:
+    if not isinstance(found, list) or not all(isinstance(n, str) for n in found) or _digest(json.dumps(found)) != digest:
         return None
     return found
 

@@ -8,15 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
-from engine.audit.journal import journal_path
+from engine.audit.journal import Journal, journal_path
 from tests.conftest import ROOT, cli_env, handoff, hold_flock, wait_paused
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"
 
 
-def test_a_withdrawal_lost_to_a_held_journal_lock_never_lets_the_approval_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("later", [0, 70], ids=["at-once", "past-70-mib"])
+def test_a_withdrawal_lost_to_a_held_journal_lock_never_lets_the_approval_run(tmp_path: Path, later: int) -> None:
+    """`later`: MiB of journal written after the gap. The gap is a witness like the record it
+    stands for, looked up at every fence: through the journal's index, never a scan."""
     (tmp_path / "mark.py").write_text(MARK)
     data = {"task": "withdrawn", "owner_shift": "test-oncall",
             "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
@@ -48,6 +52,9 @@ def test_a_withdrawal_lost_to_a_held_journal_lock_never_lets_the_approval_run(tm
     assert handoff("note", ledger, "--set", "the next append records the gap").returncode == 0
     records = [json.loads(line) for line in open(journal_path(str(ledger)), encoding="utf-8")]
     assert any(r["kind"] == "journal_gap" and r.get("lost_kind") == "unapproval" for r in records)
+    chatty = Journal(journal_path(str(ledger)))
+    for i in range(later):
+        chatty.append("log", f"replication progress {i}", actor="step", target="db-20", output="x" * (1024 * 1024))
 
     # Written back from the journal's approval record; run by someone whose marks never saw the withdrawal.
     data = yaml.safe_load(ledger.read_text())
