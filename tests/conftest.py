@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -129,6 +129,23 @@ def handoff(*args: str, input: str | None = None, env: dict[str, str] | None = N
         cwd=str(ROOT),
         timeout=timeout,
     )
+
+
+def older_engine(tmp_path: Path, rev: str) -> Callable[..., subprocess.CompletedProcess]:
+    """A runner of the engine at commit `rev` of this checkout's history (an upgrade: what an
+    earlier engine left beside a ledger, read by this one): `run("approve", ...)` is its
+    `handoff approve ...`, `run("-c", code)` its Python."""
+    old = tmp_path / f"engine-{rev}"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "engine"], capture_output=True)
+    assert archive.returncode == 0, f"this test runs an earlier engine from git history: {archive.stderr.decode()}"
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+
+    def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        argv = list(map(str, args)) if args[0] == "-c" else ["-m", "engine.cli.main", *map(str, args)]
+        return subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+                              env=cli_env(PYTHONPATH=str(old)), cwd=str(old), timeout=timeout)
+    return run
 
 
 # Parallel runs (tests/run.sh: pytest-xdist, `--dist loadgroup`). Tests that share one

@@ -13,7 +13,8 @@ The journal stays the truth: a missing index is rebuilt from it (one full scan, 
 by the next writer), one that is behind (a crash between the record and its line) is
 caught up from its last `end`, and one that reaches past the journal's end means the
 journal was cut short, which the next append notes as a `chain_break`. Entries stay
-when the journal is erased: a spent approval stays spent.
+when the journal is erased: a spent approval stays spent. An index an engine that kept
+fewer kinds wrote is completed from the journal once (VERSION).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 from typing import Any
 
 from engine.audit.journal_io import write_whole
+from engine.host.digests import content_digest
 from engine.store.sidecar import SidecarRefused, open_sidecar
 
 SUFFIX = ".index"
@@ -37,6 +39,11 @@ INDEXED: dict[str, tuple[str, ...]] = {
     "journal_gap": ("target", "lost_kind", "lost", "ts"),
     "chain_break": ("ts", "msg", "missing_head"),
 }
+# The last line of each save carries VERSION: every record of the kinds and fields above, up
+# to that line's `end`, has its entry. It follows INDEXED by itself: an index an engine that
+# indexed less wrote (before `gate` and `unapproval` were kept) is completed from the journal
+# once, from where its lines stop carrying it, so no lookup misses a witness.
+VERSION = content_digest(json.dumps(INDEXED, sort_keys=True).encode())[:12]
 
 
 def entry_of(record: dict[str, Any], end: int) -> dict[str, Any] | None:
@@ -67,6 +74,8 @@ class JournalIndex:
         self.unsaved: list[dict[str, Any]] = []  # known here, not yet in the index file
         self.covered = 0  # the journal offset the index file's last line reaches
         self.scanned = 0  # how far this process has read the journal past `covered`
+        self.complete = 0  # up to where every record has its entry here (VERSION's promise)
+        self.promised = 0  # the `end` of the index file's last line carrying VERSION
         self.rev = 0  # the highest revision the journal records
         self.shrunk: tuple[int, int] | None = None  # (journal size, what the index covers) when cut short
         self._read = 0  # bytes of the index file taken in
@@ -86,8 +95,8 @@ class JournalIndex:
             self.scanned = 0  # what is left is read again from the start (its entries are known)
             self._scan(0)
             return
-        start = max(self.covered, self.scanned)
-        if self.shrunk is None and start < size:
+        start = min(self.complete, max(self.covered, self.scanned))  # what older lines cover, read again
+        if start < size:
             self._scan(start)
 
     @property
@@ -164,6 +173,9 @@ class JournalIndex:
                 continue
             self._take(line)
             self.covered = line["end"]
+            if line.get("v") == VERSION:
+                self.complete = max(self.complete, line["end"])
+                self.promised = line["end"]
 
     def _take(self, line: dict[str, Any]) -> None:
         rev = line.get("rev")
@@ -189,6 +201,8 @@ class JournalIndex:
             record.setdefault("seq", here)
             self.note(record, position)
         self.scanned = position
+        if start <= self.complete:
+            self.complete = position
 
     # -- writing (under the journal's lock) ----------------------------------------
 
@@ -198,22 +212,28 @@ class JournalIndex:
         if isinstance(rev, int) and rev > self.rev:
             self.rev = rev
         entry = entry_of(record, end)
-        if entry is not None and _key(entry) not in self.entries:
-            entry["rev"] = self.rev
+        known = self.entries.get(_key(entry)) if entry is not None else None
+        # New, or known from an older engine's line that kept fewer of its fields.
+        if entry is not None and (known is None or not entry.keys() <= known.keys()):
+            entry["rev"] = known["rev"] if known and isinstance(known.get("rev"), int) else self.rev
             self.entries[_key(entry)] = entry
             self.unsaved.append(entry)
         self.scanned = max(self.scanned, end)
 
     def save(self) -> None:
         """Append the entries the index file lacks, and a mark if 64 KiB went by
-        without one; fsynced. Under the journal's lock (one writer at a time)."""
+        without one (or when an older engine's index was read whole); fsynced. Under the
+        journal's lock (one writer at a time), after a `refresh` there and this process's
+        own records: every entry up to the journal's end is known, as VERSION promises."""
         lines = list(self.unsaved)
-        if not lines and self.scanned - self.covered >= MARK_EVERY:
+        completed = self.promised < self.covered <= self.complete  # an older engine's index, now read whole
+        if not lines and (self.scanned - self.covered >= MARK_EVERY or completed):
             lines.append({"end": self.scanned, "rev": self.rev})
         if not lines:
             return
         lines[-1]["end"] = max(lines[-1]["end"], self.scanned)  # the last line covers all that was read
         lines[-1]["rev"] = self.rev
+        lines[-1]["v"] = VERSION
         data = b"".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n" for line in lines)
 
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self.ledger)
@@ -224,7 +244,7 @@ class JournalIndex:
         finally:
             os.close(fd)
         self.unsaved.clear()
-        self.covered = lines[-1]["end"]
+        self.covered = self.complete = self.promised = lines[-1]["end"]
 
     # -- lookups -----------------------------------------------------------------
 

@@ -34,3 +34,4 @@ def started():
     yield start
     for p in procs:
         p.stop()
+        print(f"handoff slack (exit {p.proc.returncode}) said:\n{p.stderr()}")  # shown when the test failed

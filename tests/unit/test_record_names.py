@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, RUNBOOK_LEDGER, cli_env, handoff, wait_stopped
+from tests.conftest import ROOT, RUNBOOK_LEDGER, cli_env, handoff, older_engine, wait_stopped
 
 
 def _ledger(tmp_path: Path) -> Path:
@@ -144,15 +144,10 @@ def test_a_lost_list_is_written_again_by_the_next_write(tmp_path: Path, how: str
 def test_the_engine_before_this_record_refuses_a_hand_edit_of_a_ledger_this_one_wrote(tmp_path: Path) -> None:
     """An engine from before the list moved out (stop 47's, 1f1ddaf) reads no names in the
     new record: it must fail closed (call the hand edit a rollback), not pass a lost target."""
-    old = tmp_path / "old"
-    old.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "1f1ddaf", "engine"], capture_output=True)
-    assert archive.returncode == 0, f"this test runs the earlier engine from git history: {archive.stderr.decode()}"
-    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    stop_47 = older_engine(tmp_path, "1f1ddaf")
     path = _ledger(tmp_path)
     cut = _cut(path, "db-2")
-    result = subprocess.run([sys.executable, "-m", "engine.cli.main", "approve", str(path), "db-1", "--as", "bob"],
-                            capture_output=True, text=True, env=cli_env(PYTHONPATH=str(old)), cwd=str(old), timeout=60)
+    result = stop_47("approve", path, "db-1", "--as", "bob")
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "went back in time" in result.stderr and "upgrade handoff" in result.stderr, result.stderr
     assert path.read_text() == cut

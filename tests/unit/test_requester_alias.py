@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import handoff
+from tests.conftest import handoff, older_engine
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"
 
 
-def _asked_by_robot(tmp_path: Path) -> Path:
+def _asked_by_robot(tmp_path: Path, run=handoff) -> Path:
     """A ledger whose approver alice is this OS user, and db-19 awaiting approval, asked by
     this same OS user as `robot`."""
     (tmp_path / "mark.py").write_text(MARK)
@@ -27,7 +27,7 @@ def _asked_by_robot(tmp_path: Path) -> Path:
             "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}, "db-20": {"state": "checked"}}}
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(yaml.safe_dump(data, sort_keys=False))
-    asked = handoff("run", ledger, "db-19", "link", "--as", "robot")
+    asked = run("run", ledger, "db-19", "link", "--as", "robot")
     assert asked.returncode == 1 and "requires approval" in asked.stdout, asked.stdout + asked.stderr
     assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["awaiting_by"] == "robot"
     return ledger
@@ -62,4 +62,19 @@ def test_the_requester_cannot_approve_under_another_name_after_70_mib_of_journal
     for i in range(70):
         chatty.append("log", f"replication progress {i}", actor="step", target="db-20", output=blob)
     assert os.path.getsize(chatty.path) > 70 * 1024 * 1024
+    _refused_as_alice(ledger)
+
+
+def test_the_requester_cannot_approve_under_another_name_asked_before_an_upgrade(tmp_path: Path) -> None:
+    """Asked under stop 47's engine (1f1ddaf), whose index kept no `gate`, then a chatty step
+    of it carried its index past the gate: this engine must not take that index as whole."""
+    stop_47 = older_engine(tmp_path, "1f1ddaf")
+    ledger = _asked_by_robot(tmp_path, run=stop_47)
+    journal = f"{ledger}.journal.jsonl"
+    chatty = stop_47("-c", "import sys; from engine.audit.journal import Journal; "
+                           "Journal(sys.argv[1]).append('log', 'replication progress', actor='step', target='db-20', "
+                           "output='x' * 100_000)", journal)
+    assert chatty.returncode == 0, chatty.stderr
+    index = Path(journal + ".index").read_text()
+    assert '"end"' in index and '"gate"' not in index, index  # the older index covers the gate, without it
     _refused_as_alice(ledger)
