@@ -53,6 +53,7 @@ BROWSER_COOKIE = "handoff_browser"  # a random id per browser: a token viewer's 
 BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 BROWSER_COOKIE_AGE = 400 * 24 * 3600  # the longest a browser keeps a cookie: the same viewer next month
 MAX_VIEWERS = 8
+STOP_GRACE = 5.0  # seconds a viewer's process has to quit when told to; then it is killed
 TICKET_TTL = 120.0  # seconds a page's ticket waits for its websocket
 MAX_TICKETS = 256  # tickets waiting at once; the oldest go first (an authenticated page-reloader cannot grow memory)
 log = logging.getLogger("handoff-tui.serve")
@@ -67,8 +68,9 @@ class ObserverServer(Server):
                  max_viewers: int = MAX_VIEWERS) -> None:
         if not token and not trust_header:
             raise ValueError("serve needs --token (or HANDOFF_SERVE_TOKEN) or --trust-header: an observer page is never open to all")
-        # A shell line (textual-serve starts it with a shell): every word quoted, the mode fixed.
-        command = shlex.join([sys.executable, "-m", "tui.main", ledger, "--read-only"])
+        # A shell line (textual-serve starts it with a shell): every word quoted, the mode fixed; `exec`, so
+        # the process the server holds is the viewer itself (ViewerService.stop kills that one when it hangs).
+        command = "exec " + shlex.join([sys.executable, "-m", "tui.main", ledger, "--read-only"])
         super().__init__(command, host=host, port=port, title="handoff-tui (read-only)", templates_path=TEMPLATES)
         self.token = token
         self.trust_header = trust_header
@@ -243,3 +245,21 @@ class ViewerService(AppService):
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         return {**super()._build_environment(width=width, height=height), **self.viewer_environ}
+
+    async def stop(self) -> None:
+        """textual-serve's stop (the viewer told to quit, then its output read to the end),
+        bounded: a viewer that has not quit within STOP_GRACE (hung, or stopped) is killed, so
+        neither a closing page nor the server's own stop waits on it for ever."""
+        timer = asyncio.get_running_loop().call_later(STOP_GRACE, _kill, self._process)
+        try:
+            await super().stop()
+        finally:
+            timer.cancel()
+
+
+def _kill(process: asyncio.subprocess.Process | None) -> None:
+    if process is not None and process.returncode is None:
+        try:
+            process.kill()
+        except ProcessLookupError:
+            pass  # it ended in the meantime

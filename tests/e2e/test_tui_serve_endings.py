@@ -165,6 +165,28 @@ async def test_the_viewers_end_with_their_server(tmp_path: Path, how: str) -> No
     assert folder_state(folder) == before
 
 
+async def test_a_viewer_that_hangs_never_holds_its_server_up(tmp_path: Path) -> None:
+    """A viewer's process that cannot quit when told (hung; here stopped with SIGSTOP) is
+    killed after the server's grace (tui.serve.STOP_GRACE): SIGTERM still stops the server
+    (exit 0) within seconds, and the viewer does not outlive it."""
+    server, folder, base = _serve(tmp_path)
+    before = folder_state(folder)
+    viewers: list[int] = []
+    viewer = Viewer()
+    try:
+        viewers = await viewer.open(base, server)
+        for pid in viewers:
+            os.kill(pid, signal.SIGSTOP)
+        server.send_signal(signal.SIGTERM)
+        code = await _exit_of(server)
+        assert code == 0, f"the server did not stop within {ENDS_WITHIN:.0f} s with a hung viewer (exit {code})"
+        assert not await _wait_gone(viewers), "the hung viewer outlived its server"
+    finally:
+        await viewer.close()
+        _end(server, viewers)
+    assert folder_state(folder) == before
+
+
 async def test_under_nohup_a_hang_up_ends_nothing(tmp_path: Path) -> None:
     server, folder, base = _serve(tmp_path, ignore_hangup=True)
     viewers: list[int] = []
