@@ -344,10 +344,25 @@ class LedgerHandle:
         return name
 
     def select_batch(self, ledger: Ledger, pattern: str, step: str):
-        """What `approve_batch` would approve for `--targets pattern` (engine.approvals.batch.Selection)."""
+        """What `approve_batch` would approve for `--targets pattern` (engine.approvals.batch.Selection):
+        a target this person asked for is left out, saying so, as its single approval would be refused."""
+        from engine.approvals.approvers import admit
         from engine.approvals.batch import select
+        from engine.approvals.policy import requesters
 
-        return select(ledger, pattern, step, self.ledger_dir, self.actor)
+        try:  # as an unsigned approval admits this person: who they approve as, and how that is verified
+            by, verified = admit(ledger, self.who.name, self.who.user, None, {})
+        except Refused:
+            by, verified = self.who.name, None  # a signature is needed: `approve_batch` checks the rest
+
+        def refusal(name: str, the_step) -> str | None:
+            try:
+                ops.requester_rule(ledger, name, the_step, self.who, by, requesters(self.journal, ledger, name), verified=verified)
+            except Refused as err:
+                return err.message
+            return None
+
+        return select(ledger, pattern, step, self.ledger_dir, self.actor, refusal)
 
     def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
                       key: str | None = None) -> list[Approval]:

@@ -4,7 +4,8 @@
 It is exactly N single approvals, each with the safety of one: every target's command
 and hash is shown and checked (`expect` carries the hash the person was shown), the
 requester rule and the step's policy (count, verified approvers) are applied per target
-by `engine.ledger.ops.approve`, and each approval gets its own journal record. The batch is
+by `engine.ledger.ops.approve`, and each approval gets its own journal record. A target
+the approver asked for is left out when the batch is shown, as one already approved is. The batch is
 one transaction: if any target's approval is refused (its command or checkpoint
 changed since it was shown, it no longer waits, its requester is the approver), the
 whole batch is refused, every refused target is named, and nothing is recorded.
@@ -12,13 +13,13 @@ whole batch is refused, every refused target is named, and nothing is recorded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from engine.approvals.policy import policy_for, standing
 from engine.errors import Refused
-from engine.ledger.model import Approval, Ledger
+from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.ops import PendingCommand, Records, Who, approve, pending_command, same_person
 
 
@@ -43,10 +44,13 @@ def matching(names: Iterable[str], text: str) -> list[str]:
     return [n for n in names if any(fnmatchcase(n, p) for p in wanted)]
 
 
-def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: str) -> Selection:
+def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: str,
+           refusal: Callable[[str, Step], str | None] | None = None) -> Selection:
     """The targets matching `pattern` (in ledger order) that an approval of `step` by
     `approver` would move; the others it matches are skipped with the reason a single
-    approval would give. Raises Refused when the pattern matches no target at all."""
+    approval would give. `refusal(name, step)`: why the approver may not approve that
+    target (they asked for it: engine.api.Handle.select_batch), or None. Raises Refused
+    when the pattern matches no target at all."""
     wanted = patterns(pattern)
     if not wanted:
         raise Refused("--targets is empty: give a pattern such as 'prod-*' or a list 'db-1,db-2'", title="No targets")
@@ -61,6 +65,10 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
             pending = pending_command(ledger, name, ledger_dir, step)
         except Refused as err:
             skipped.append((name, err.message))
+            continue
+        why = refusal(name, pending.step) if refusal is not None else None
+        if why:  # one target the approver may not approve would refuse the whole batch
+            skipped.append((name, why))
             continue
         held = standing(ledger, name, pending.step, pending.hash)
         mine = next((a for a in held if same_person(a.by, approver)), None)

@@ -49,11 +49,11 @@ def approvals(path: Path) -> dict[str, list[dict]]:
     return {n: t.get("approvals", []) for n, t in data["targets"].items()}
 
 
-def hashes(path: Path) -> dict[str, str]:
+def hashes(path: Path, names: tuple[str, ...] = ("prod-1", "prod-2")) -> dict[str, str]:
     """Each target's cordon hash, as a single approval would show it."""
     handle = open_ledger(str(path), read_only=True)
     ledger = handle.load()
-    return {n: handle.pending_command(ledger, n, "cordon").hash for n in ("prod-1", "prod-2")}
+    return {n: handle.pending_command(ledger, n, "cordon").hash for n in names}
 
 
 def test_a_batch_shows_every_command_and_hash_and_records_one_approval_per_target(fleet: Path) -> None:
@@ -89,13 +89,26 @@ def test_on_a_terminal_the_step_name_and_the_count_must_be_typed(fleet: Path) ->
     assert len(journal(fleet, "approval")) == 2
 
 
-def test_the_requester_rule_applies_to_each_target_and_refuses_the_whole_batch(fleet: Path) -> None:
-    """prod-1 was asked for by agent:s1: a batch by that name is refused whole, naming prod-1; nothing is recorded."""
-    before = fleet.read_bytes()
+def test_a_target_the_approver_asked_for_is_left_out_of_their_batch_saying_why(fleet: Path) -> None:
+    """prod-1 was asked for by agent:s1: a batch by that name leaves it out, saying why, as it leaves
+    out a target already approved; the rest is approved. Refused whole, it would approve nothing."""
+    want = hashes(fleet)
     result = handoff("approve", fleet, "--step", "cordon", "--targets", "prod-*", "--as", "agent:s1")
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "the batch approval of cordon on 2 target(s) was refused, nothing was approved; 1 refused: prod-1:" in result.stderr
-    assert "someone else must approve it" in result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "not in this batch: prod-1: agent:s1" in result.stderr and "someone else must approve it" in result.stderr
+    assert "prod-1: cordon (IRREVERSIBLE) would run:" not in result.stdout
+    assert [(r["target"], r["hash"]) for r in journal(fleet, "approval")] == [("prod-2", want["prod-2"])]
+    assert approvals(fleet)["prod-1"] == []
+
+
+def test_the_requester_rule_applies_to_each_target_and_refuses_the_whole_batch(fleet: Path) -> None:
+    """A batch holding a target its approver asked for (shown before the ask, or built by hand through
+    the API) is refused whole, naming prod-1; nothing is recorded."""
+    before = fleet.read_bytes()
+    with pytest.raises(Refused) as refused:
+        open_ledger(str(fleet), actor="agent:s1").approve_batch(hashes(fleet), step="cordon")
+    assert "the batch approval of cordon on 2 target(s) was refused, nothing was approved; 1 refused: prod-1:" in refused.value.message
+    assert "someone else must approve it" in refused.value.message
     assert fleet.read_bytes() == before and journal(fleet, "approval") == []
 
 
@@ -179,7 +192,13 @@ def test_whoever_started_the_asking_session_cannot_approve_its_asks_in_a_batch(f
     before = fleet.read_bytes()
     mine = handoff("approve", fleet, "--step", "cordon", "--targets", "prod-2,prod-3", "--as", "alice")
     assert mine.returncode == 1, mine.stdout + mine.stderr
-    assert "2 refused: prod-2: alice" in mine.stderr and "prod-3: alice" in mine.stderr and "started the session" in mine.stderr
+    for name in ("prod-2", "prod-3"):
+        assert f"not in this batch: {name}: alice" in mine.stderr, mine.stderr
+    assert "started the session" in mine.stderr and "no target matching 'prod-2,prod-3' can take an approval" in mine.stderr
+    assert fleet.read_bytes() == before
+    with pytest.raises(Refused) as refused:  # given anyway (through the API): refused whole
+        open_ledger(str(fleet), actor="alice").approve_batch(hashes(fleet, ("prod-2", "prod-3")), step="cordon")
+    assert "2 refused: prod-2: alice" in refused.value.message and "prod-3: alice" in refused.value.message
     assert fleet.read_bytes() == before
     for person in ("bob", "carol"):
         assert handoff("approve", fleet, "--step", "cordon", "--targets", "prod-2,prod-3", "--as", person).returncode == 0
