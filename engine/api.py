@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # `watch()`'s annotation only: status, approve and the TUI's 
     import asyncio
 
 T = TypeVar("T")
+JOURNALED_FIRST = frozenset({"unapproval"})  # record kinds journaled before the ledger is written (_change)
 
 
 @dataclass
@@ -234,11 +235,30 @@ class LedgerHandle:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
         self.journal.check_writable()  # an unusable journal is refused before the ledger changes
         holder: list[SessionLease | None] = []
+        first: set[tuple] = set()  # the records journaled before the write (once, whatever the retries)
 
         def change(ledger: Ledger):
-            out = fn(ledger)
+            result, records = fn(ledger)
             holder[:] = [ledger.session]
-            return out
+            # A withdrawal is journaled before the approval leaves the file: a kill -9 after the
+            # write must not leave an approval that is gone from the file with nothing saying it
+            # was withdrawn (copied back, it would still authorise). Without a revision of its
+            # own, as a step's start: it counts with the write's (engine.audit.time_travel).
+            later = []
+            for record in records:
+                if record["kind"] not in JOURNALED_FIRST:
+                    later.append(record)
+                    continue
+                key = tuple(sorted((k, str(v)) for k, v in record.items() if k != "msg"))
+                if key not in first:
+                    failpoints.reached("before-first-records")  # tests: inside the transaction, the ledger not yet written
+                    try:
+                        self._journal_record(record, None)
+                    except JournalWriteError as err:
+                        raise JournalWriteError(f"{err.message}; a withdrawal is journaled before the ledger changes, so "
+                                                "nothing was changed: try again", reason=err.reason) from None
+                    first.add(key)
+            return result, later
 
         (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         failpoints.reached("before-journal-records")  # tests: the change is on disk, its records not yet
@@ -252,11 +272,7 @@ class LedgerHandle:
                     rev=revision,
                 )
             for record in records:
-                record = dict(record)
-                kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)
-                # An operation may name the user itself (approve does); the OS user is the same.
-                record.setdefault("user", self.os_user)
-                self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
+                self._journal_record(record, revision)
         except JournalWriteError as err:
             raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in the journal: {err.reason}; "
                                     "the next journal record notes the gap" + self._unwitnessed(records)) from None
@@ -269,6 +285,13 @@ class LedgerHandle:
 
             self.woke = wake_hint(holder[0])
         return result
+
+    def _journal_record(self, record: dict[str, Any], revision: int | None) -> None:
+        record = dict(record)
+        kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)
+        # An operation may name the user itself (approve does); the OS user is the same.
+        record.setdefault("user", self.os_user)
+        self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
 
     def _unwitnessed(self, records: list[dict[str, Any]]) -> str:
         """What to do about approvals among `records` that have no journal record: they never

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -131,21 +131,28 @@ def handoff(*args: str, input: str | None = None, env: dict[str, str] | None = N
     )
 
 
-def older_engine(tmp_path: Path, rev: str) -> Callable[..., subprocess.CompletedProcess]:
-    """A runner of the engine at commit `rev` of this checkout's history (an upgrade: what an
-    earlier engine left beside a ledger, read by this one): `run("approve", ...)` is its
-    `handoff approve ...`, `run("-c", code)` its Python."""
-    old = tmp_path / f"engine-{rev}"
-    old.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "engine"], capture_output=True)
-    assert archive.returncode == 0, f"this test runs an earlier engine from git history: {archive.stderr.decode()}"
-    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+class OlderEngine:
+    """The engine at commit `rev` of this checkout's history (an upgrade: what an earlier
+    engine left beside a ledger, read by this one). `run("approve", ...)` is its `handoff
+    approve ...`, `run("-c", code)` its Python; `start` the same as a running process."""
 
-    def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        argv = list(map(str, args)) if args[0] == "-c" else ["-m", "engine.cli.main", *map(str, args)]
-        return subprocess.run([sys.executable, *argv], capture_output=True, text=True,
-                              env=cli_env(PYTHONPATH=str(old)), cwd=str(old), timeout=timeout)
-    return run
+    def __init__(self, tmp_path: Path, rev: str) -> None:
+        self.folder = tmp_path / f"engine-{rev}"
+        self.folder.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "engine"], capture_output=True)
+        assert archive.returncode == 0, f"this test runs an earlier engine from git history: {archive.stderr.decode()}"
+        subprocess.run(["tar", "-x", "-C", str(self.folder)], input=archive.stdout, check=True)
+
+    def _argv(self, args: tuple) -> list[str]:
+        return [sys.executable, *(map(str, args) if args[0] == "-c" else ("-m", "engine.cli.main", *map(str, args)))]
+
+    def run(self, *args, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(self._argv(args), capture_output=True, text=True, env=cli_env(PYTHONPATH=str(self.folder)),
+                              cwd=str(self.folder), timeout=timeout)
+
+    def start(self, *args, **env: str) -> subprocess.Popen:
+        return subprocess.Popen(self._argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=cli_env(PYTHONPATH=str(self.folder), **env), cwd=str(self.folder))
 
 
 # Parallel runs (tests/run.sh: pytest-xdist, `--dist loadgroup`). Tests that share one

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, RUNBOOK_LEDGER, cli_env, handoff, older_engine, wait_stopped
+from tests.conftest import ROOT, RUNBOOK_LEDGER, OlderEngine, cli_env, handoff, wait_stopped
 
 
 def _ledger(tmp_path: Path) -> Path:
@@ -144,7 +144,7 @@ def test_a_lost_list_is_written_again_by_the_next_write(tmp_path: Path, how: str
 def test_the_engine_before_this_record_refuses_a_hand_edit_of_a_ledger_this_one_wrote(tmp_path: Path) -> None:
     """An engine from before the list moved out (stop 47's, 1f1ddaf) reads no names in the
     new record: it must fail closed (call the hand edit a rollback), not pass a lost target."""
-    stop_47 = older_engine(tmp_path, "1f1ddaf")
+    stop_47 = OlderEngine(tmp_path, "1f1ddaf").run
     path = _ledger(tmp_path)
     cut = _cut(path, "db-2")
     result = stop_47("approve", path, "db-1", "--as", "bob")

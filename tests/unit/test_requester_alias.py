@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import handoff, older_engine
+from tests.conftest import OlderEngine, handoff
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"
 
@@ -68,7 +68,7 @@ def test_the_requester_cannot_approve_under_another_name_after_70_mib_of_journal
 def test_the_requester_cannot_approve_under_another_name_asked_before_an_upgrade(tmp_path: Path) -> None:
     """Asked under stop 47's engine (1f1ddaf), whose index kept no `gate`, then a chatty step
     of it carried its index past the gate: this engine must not take that index as whole."""
-    stop_47 = older_engine(tmp_path, "1f1ddaf")
+    stop_47 = OlderEngine(tmp_path, "1f1ddaf").run
     ledger = _asked_by_robot(tmp_path, run=stop_47)
     journal = f"{ledger}.journal.jsonl"
     chatty = stop_47("-c", "import sys; from engine.audit.journal import Journal; "

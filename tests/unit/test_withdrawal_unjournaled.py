@@ -1,9 +1,14 @@
-"""A withdrawal whose journal record could not be written still keeps the approval from running."""
+"""A withdrawal (`handoff unapprove`) is journaled before the approval leaves the file, so no
+crash or held lock leaves an approval that is gone from the file with nothing saying it was
+withdrawn: copied back into the YAML (its own `approval` record still in the journal), it
+would authorise the irreversible step again. A withdrawal an earlier engine lost to a journal
+gap (its record written after the file) still counts through the gap that names it."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,15 +17,13 @@ import pytest
 import yaml
 
 from engine.audit.journal import Journal, journal_path
-from tests.conftest import ROOT, cli_env, handoff, hold_flock, wait_paused
+from tests.conftest import ROOT, OlderEngine, cli_env, handoff, hold_flock, wait_paused, wait_stopped
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"
 
 
-@pytest.mark.parametrize("later", [0, 70], ids=["at-once", "past-70-mib"])
-def test_a_withdrawal_lost_to_a_held_journal_lock_never_lets_the_approval_run(tmp_path: Path, later: int) -> None:
-    """`later`: MiB of journal written after the gap. The gap is a witness like the record it
-    stands for, looked up at every fence: through the journal's index, never a scan."""
+def _approved(tmp_path: Path) -> tuple[Path, list]:
+    """db-19, its irreversible `link` approved by alice; the approval as the file holds it."""
     (tmp_path / "mark.py").write_text(MARK)
     data = {"task": "withdrawn", "owner_shift": "test-oncall",
             "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
@@ -29,13 +32,72 @@ def test_a_withdrawal_lost_to_a_held_journal_lock_never_lets_the_approval_run(tm
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(yaml.safe_dump(data, sort_keys=False))
     assert handoff("approve", ledger, "db-19", "--step", "link", "--yes", "--as", "alice").returncode == 0
-    held = yaml.safe_load(ledger.read_text())["targets"]["db-19"]["approvals"]
+    return ledger, yaml.safe_load(ledger.read_text())["targets"]["db-19"]["approvals"]
 
-    # alice withdraws it; the journal's lock is taken between the ledger's write and its record.
-    marker = tmp_path / "paused"
-    env = cli_env(HANDOFF_LOCK_TIMEOUT="1", HANDOFF_FAILPOINTS="before-journal-records", HANDOFF_FAILPOINT_PAUSE=str(marker))
+
+def _revived_never_runs(tmp_path: Path, ledger: Path, held: list) -> None:
+    """Written back from the journal's approval record, run by someone whose marks never saw
+    the withdrawal (another OS user's state): the step does not start."""
+    assert not yaml.safe_load(ledger.read_text())["targets"]["db-19"].get("approvals")  # withdrawn in the ledger
+    data = yaml.safe_load(ledger.read_text())
+    data["targets"]["db-19"]["approvals"] = held
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False))
+    ran = handoff("run", ledger, "db-19", "link", "--as", "bob", env=cli_env(XDG_STATE_HOME=str(tmp_path / "fresh-state")))
+    assert not (tmp_path / "spawned-db-19").exists(), "the approval alice withdrew ran:\n" + ran.stdout + ran.stderr
+    assert "approval withdrawn" in ran.stdout + ran.stderr, ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("point", ["swapped ledger.yaml", "after-ledger-swap"])
+def test_a_kill_after_the_withdrawn_file_is_in_never_lets_the_approval_run(tmp_path: Path, point: str) -> None:
+    ledger, held = _approved(tmp_path)
     command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "unapprove", str(ledger), "db-19", "--as", "alice"],
-                               env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=cli_env(HANDOFF_FAILPOINTS=point), cwd=str(ROOT), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_stopped(command.pid)  # the new file is in; nothing after it has run
+    finally:
+        os.kill(command.pid, signal.SIGKILL)
+        command.communicate(timeout=30)
+    _revived_never_runs(tmp_path, ledger, held)
+
+
+def test_a_withdrawal_that_cannot_be_journaled_changes_nothing(tmp_path: Path) -> None:
+    """The journal's lock taken just before the withdrawal's record (the ledger not yet
+    written) and held past its bound: unapprove says so, and the file is as it was."""
+    ledger, _ = _approved(tmp_path)
+    before = ledger.read_bytes()
+    marker = tmp_path / "paused"
+    command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "unapprove", str(ledger), "db-19", "--as", "alice"],
+                               env=cli_env(HANDOFF_LOCK_TIMEOUT="1", HANDOFF_FAILPOINTS="before-first-records",
+                                           HANDOFF_FAILPOINT_PAUSE=str(marker)),
+                               cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    holder = None
+    try:
+        wait_paused(marker)
+        holder = hold_flock(journal_path(str(ledger)))
+        os.unlink(marker)
+        _, stderr = command.communicate(timeout=30)
+    finally:
+        if holder is not None:
+            holder.communicate(timeout=10)
+        if command.poll() is None:
+            command.kill()
+    assert command.returncode == 1, stderr
+    assert "journaled before the ledger changes, so nothing was changed: try again" in stderr, stderr
+    assert ledger.read_bytes() == before
+
+
+@pytest.mark.parametrize("later", [0, 70], ids=["at-once", "past-70-mib"])
+def test_a_withdrawal_an_earlier_engine_lost_to_a_held_journal_lock_never_lets_the_approval_run(tmp_path: Path, later: int) -> None:
+    """Stop 48's engine (a64c282) journaled a withdrawal after the file: the journal's lock
+    held between the two, it noted the lost record as a gap. `later`: MiB of journal written
+    after the gap; the gap is a witness like the record it stands for, looked up at every
+    fence through the journal's index, never a scan."""
+    ledger, held = _approved(tmp_path)
+    stop_48 = OlderEngine(tmp_path, "a64c282")
+    marker = tmp_path / "paused"
+    command = stop_48.start("unapprove", ledger, "db-19", "--as", "alice", HANDOFF_LOCK_TIMEOUT="1",
+                            HANDOFF_FAILPOINTS="before-journal-records", HANDOFF_FAILPOINT_PAUSE=str(marker))
     holder = None
     try:
         wait_paused(marker)
@@ -48,18 +110,10 @@ def test_a_withdrawal_lost_to_a_held_journal_lock_never_lets_the_approval_run(tm
         if command.poll() is None:
             command.kill()
     assert command.returncode == 1 and "NOT in the journal" in stderr, stderr
-    assert not yaml.safe_load(ledger.read_text())["targets"]["db-19"].get("approvals")  # withdrawn in the ledger
     assert handoff("note", ledger, "--set", "the next append records the gap").returncode == 0
     records = [json.loads(line) for line in open(journal_path(str(ledger)), encoding="utf-8")]
     assert any(r["kind"] == "journal_gap" and r.get("lost_kind") == "unapproval" for r in records)
     chatty = Journal(journal_path(str(ledger)))
     for i in range(later):
         chatty.append("log", f"replication progress {i}", actor="step", target="db-20", output="x" * (1024 * 1024))
-
-    # Written back from the journal's approval record; run by someone whose marks never saw the withdrawal.
-    data = yaml.safe_load(ledger.read_text())
-    data["targets"]["db-19"]["approvals"] = held
-    ledger.write_text(yaml.safe_dump(data, sort_keys=False))
-    ran = handoff("run", ledger, "db-19", "link", "--as", "bob", env=cli_env(XDG_STATE_HOME=str(tmp_path / "fresh-state")))
-    assert not (tmp_path / "spawned-db-19").exists(), \
-        "the approval alice withdrew ran (its withdrawal's record was lost, the gap names it):\n" + ran.stdout + ran.stderr
+    _revived_never_runs(tmp_path, ledger, held)
