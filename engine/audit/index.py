@@ -153,7 +153,12 @@ class JournalIndex:
         try:
             fd = open_sidecar(self.path, os.O_RDONLY, ledger=self.ledger)
         except SidecarRefused:
-            return  # none yet (rebuilt from the journal), or not a plain file (never followed)
+            # None yet (rebuilt from the journal), or not a plain file (never followed). One this
+            # process read is gone: the next save writes every entry known here again, so the
+            # new file's VERSION line does not vouch for entries it lacks.
+            if self._ino is not None:
+                self.unsaved, self._read, self._ino = list(self.entries.values()), 0, None
+            return
         try:
             st = os.fstat(fd)
             if st.st_ino != self._ino or st.st_size < self._read:  # replaced or cut: start again
@@ -172,6 +177,8 @@ class JournalIndex:
             if not isinstance(line, dict) or not isinstance(line.get("end"), int):
                 continue
             self._take(line)
+            if line["end"] < self.covered:  # the journal was cut short: what older lines cover is behind it
+                self.complete = min(self.complete, line["end"])
             self.covered = line["end"]
             if line.get("v") == VERSION:
                 self.complete = max(self.complete, line["end"])
@@ -182,6 +189,7 @@ class JournalIndex:
         if isinstance(rev, int) and rev > self.rev:
             self.rev = rev
         if isinstance(line.get("seq"), int) and "kind" in line:
+            self.entries.pop(_key(line), None)  # a later line of the same record (read again, below) sets its place
             self.entries[_key(line)] = line
 
     def _scan(self, start: int) -> None:
@@ -213,9 +221,12 @@ class JournalIndex:
             self.rev = rev
         entry = entry_of(record, end)
         known = self.entries.get(_key(entry)) if entry is not None else None
-        # New, or known from an older engine's line that kept fewer of its fields.
-        if entry is not None and (known is None or not entry.keys() <= known.keys()):
+        # Known, but read again where only an older engine's lines vouched (they may lack a kind, so
+        # a record found now would otherwise sit after later ones): put back in journal order.
+        again = known is not None and self.shrunk is None and end <= self.covered
+        if entry is not None and (known is None or again or not entry.keys() <= known.keys()):
             entry["rev"] = known["rev"] if known and isinstance(known.get("rev"), int) else self.rev
+            self.entries.pop(_key(entry), None)
             self.entries[_key(entry)] = entry
             self.unsaved.append(entry)
         self.scanned = max(self.scanned, end)

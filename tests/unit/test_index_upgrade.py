@@ -10,13 +10,18 @@ tests/unit/test_requester_alias.py.
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.audit.index import VERSION, JournalIndex
 from engine.audit.journal import Journal
+from tests.conftest import OlderEngine
+from tests.unit.test_requester_alias import MARK, _refused_as_alice
 
 
 def _journal(tmp_path: Path) -> Journal:
@@ -115,3 +120,91 @@ def test_a_field_the_older_index_did_not_keep_is_read_again(tmp_path: Path, fiel
     found = Journal(journal.path).last_of("approval", target="db-19", step="link", hash="ab12", user="alice",
                                           at="2026-12-06T21:00:00Z")
     assert found is not None and found[field]
+
+
+def _two_gates_as_47_then_48_kept_them(tmp_path: Path) -> Journal:
+    """An agent's gate for db-19 (stop 47 kept no gate), then robot's for the same step (stop
+    48 kept it, without VERSION): the older gate comes first in the journal, last in the rescan."""
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\n")
+    journal = Journal(f"{ledger}.journal.jsonl")
+    old = journal.append("gate", "db-19 link requires approval", actor="agent:s-old", target="db-19", step="link", user="ops")
+    journal.append("log", "replication progress", actor="step", target="db-20", output="x" * 100_000)
+    journal.append("gate", "db-19 link requires approval", actor="robot", target="db-19", step="link", user="me")
+    index = Path(journal.path + ".index")
+    lines = [json.loads(raw) for raw in index.read_text().splitlines()]
+    older = [{k: v for k, v in line.items() if k != "v"} for line in lines if line.get("seq") != old["seq"]]
+    index.write_text("".join(json.dumps(line) + "\n" for line in older))
+    return journal
+
+
+@pytest.mark.parametrize("saved", [False, True], ids=["read", "after-the-next-write"])
+def test_a_record_found_again_keeps_its_place_in_the_journal(tmp_path: Path, saved: bool) -> None:
+    """The newest gate is robot's, read at once or by a fresh process after the completed
+    index was saved (review helper's finding: the rescan put the older gate last)."""
+    journal = _two_gates_as_47_then_48_kept_them(tmp_path)
+    if saved:
+        Journal(journal.path).append("log", "next", actor="step", target="db-20")
+    found = Journal(journal.path).last_of("gate", target="db-19", step="link")
+    assert found is not None and found["actor"] == "robot", found
+
+
+def test_the_requester_cannot_approve_own_request_after_a_47_then_48_upgrade(tmp_path: Path) -> None:
+    """End to end with the real engines: an agent's gate under stop 47 (1f1ddaf), robot's
+    request under stop 48 (19a3925, gates kept without VERSION), then this engine's approve."""
+    stop_47, stop_48 = OlderEngine(tmp_path, "1f1ddaf").run, OlderEngine(tmp_path, "19a3925").run
+    (tmp_path / "mark.py").write_text(MARK)
+    data = {"task": "alias", "owner_shift": "test-oncall", "approvers": [{"name": "alice", "os_user": getpass.getuser()}],
+            "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
+                                   "run": ["{python}", "{ledger_dir}/mark.py", "{target}"]}]},
+            "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}, "db-20": {"state": "checked"}}}
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False))
+    journal = f"{ledger}.journal.jsonl"
+    earlier = stop_47("-c", "import sys, getpass; from engine.audit.journal import Journal; j = Journal(sys.argv[1]); "
+                            "j.append('gate', 'db-19: link requires approval', actor='agent:s-old', target='db-19', "
+                            "step='link', user=getpass.getuser()); "
+                            "j.append('log', 'replication progress', actor='step', target='db-20', output='x' * 100_000)",
+                      journal)
+    assert earlier.returncode == 0, earlier.stderr
+    asked = stop_48("run", ledger, "db-19", "link", "--as", "robot")
+    assert asked.returncode == 1 and "requires approval" in asked.stdout, asked.stdout + asked.stderr
+    index = Path(journal + ".index").read_text()
+    assert '"robot"' in index and '"v"' not in index, index
+    _refused_as_alice(ledger)
+
+
+def test_a_gate_an_older_engine_wrote_after_the_journal_was_cut_is_found(tmp_path: Path) -> None:
+    """The journal cut short, this engine's next line vouches for less than its earlier ones
+    did: an older engine's later lines (a session started before the upgrade) are read again."""
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\n")
+    journal = Journal(f"{ledger}.journal.jsonl")
+    first = journal.append("log", "started", actor="step", target="db-20")
+    journal.append("log", "replication progress", actor="step", target="db-20", output="x" * 400_000)
+    os.truncate(journal.path, first["seq"] + len(Path(journal.path).read_bytes().split(b"\n")[0]) + 1)  # cut short
+    Journal(journal.path).append("log", "after the cut", actor="step", target="db-20")  # a chain_break, the index saved
+    wrote = OlderEngine(tmp_path, "1f1ddaf").run(
+        "-c", "import sys; from engine.audit.journal import Journal; j = Journal(sys.argv[1]); "
+              "j.append('gate', 'db-19: link requires approval', actor='robot', target='db-19', step='link', user='ops'); "
+              "j.append('log', 'replication progress', actor='step', target='db-20', output='y' * 100_000)",
+        journal.path)
+    assert wrote.returncode == 0, wrote.stderr
+    assert os.path.getsize(journal.path) < 400_000  # the older engine's lines end below the VERSION line before the cut
+    assert Journal(journal.path).last_of("gate", target="db-19", step="link") is not None
+
+
+def test_a_spent_approval_is_found_after_the_index_was_deleted_under_a_writer(tmp_path: Path) -> None:
+    """The index deleted under a long-lived process (a session, the screen): its next write
+    puts back every entry it knew, so the new file's VERSION line vouches for what it says."""
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\n")
+    session = Journal(f"{ledger}.journal.jsonl")  # one process's journal, kept for the whole session
+    session.append("step_start", "db-19: link", actor="robot", target="db-19", step="link", token="t1",
+                   approval_hash="ab12", approval_by="alice", approval_at="2026-12-06T21:00:00Z")
+    os.remove(session.path + ".index")  # "rebuilt from the journal if it is deleted" (docs/operating.md)
+    session.append("approval", "approved", actor="alice", target="db-20", step="link", hash="cd34", user="alice",
+                   at="2026-12-06T22:00:00Z")
+    spent = Journal(session.path).last_of("step_start", target="db-19", approval_hash="ab12", approval_by="alice",
+                                          approval_at="2026-12-06T21:00:00Z")
+    assert spent is not None, Path(session.path + ".index").read_text()
