@@ -47,20 +47,33 @@ def requesters(journal, ledger: Ledger, name: str) -> set[str]:
     target = ledger.targets[name]
     asked = target.awaiting_by
     names = {asked.strip().casefold()} if asked else set()
-    sid = asked.removeprefix("agent:") if asked else None
-    for kind in ("session_start", "claude_session_start"):
-        record = journal.last_of(kind, session=sid) if journal is not None and sid else None
-        if record:
-            names.update(str(record[k]).strip().casefold() for k in ("by", "user") if record.get(k))
-            if record.get("user"):
-                names.add(STARTED_AS + str(record["user"]).strip().casefold())
-    if journal is not None and target.awaiting:
-        # The journal's gate, not the file's `awaiting_by` (the asker can edit that): a person's
-        # gate names the OS user they ran as (indexed: found however long the journal grew).
-        gate = journal.last_of("gate", target=name, step=target.awaiting)
-        if gate and gate.get("user") and not str(gate.get("actor") or "").startswith("agent:"):
+    # The journal's gate, not only the file's `awaiting_by` (the asker can edit that), says who
+    # asked: a person, and the OS user they ran as; or an agent's session. Indexed, as the
+    # sessions' starts are: found however long the journal grew.
+    gate = journal.last_of("gate", target=name, step=target.awaiting) if journal is not None and target.awaiting else None
+    by = str(gate.get("actor") or "") if gate else ""
+    if by and not by.startswith("agent:"):
+        names.add(by.strip().casefold())
+        if gate and gate.get("user"):
             names.add(ASKED_AS + str(gate["user"]).strip().casefold())
+    sids = {a.removeprefix("agent:") for a in (asked, by if by.startswith("agent:") else None) if a}
+    for sid in sorted(sids):
+        for kind in ("session_start", "claude_session_start"):
+            record = journal.last_of(kind, session=sid) if journal is not None else None
+            if record:
+                names.update(str(record[k]).strip().casefold() for k in ("by", "user") if record.get(k))
+                if record.get("user"):
+                    names.add(STARTED_AS + str(record["user"]).strip().casefold())
     return names
+
+
+def asked_for_it(approval: Approval, asked: set[str]) -> bool:
+    """Was `approval` given by one of `asked` (`requesters`): by name, or verified as the OS
+    user who asked or started the asking session? Never one of a `count`'s people."""
+    if approval.by.strip().casefold() in asked:
+        return True
+    uid = approval.user.strip().casefold() if approval.user and "os_user" in (approval.verified or "") else None
+    return uid is not None and (ASKED_AS + uid in asked or STARTED_AS + uid in asked)
 
 
 ASKED_AS = "os-user:"  # in `requesters`: the OS user a person's request ran as (no name has this form)

@@ -35,6 +35,9 @@ INDEXED: dict[str, tuple[str, ...]] = {
     "approval": ("target", "step", "hash", "actor", "user", "at", "ts"),
     "unapproval": ("target", "step", "hash", "approval_by", "approval_at", "ts"),
     "gate": ("target", "step", "actor", "user", "ts"),  # who asked: never the approver (engine.approvals.policy)
+    # ... and who started the session that asked (never one of a count's people), however far back
+    "session_start": ("session", "by", "user", "ts"),
+    "claude_session_start": ("session", "by", "user", "ts"),
     # A witness whose record was lost: checked at every fence (engine.approvals.witness), so never a scan.
     "journal_gap": ("target", "lost_kind", "lost", "ts"),
     "chain_break": ("ts", "msg", "missing_head"),

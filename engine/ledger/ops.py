@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, overload
 
-from engine.approvals.approvers import Signed, SlackId, admit_signed
-from engine.approvals.policy import ASKED_AS, STARTED_AS, policy_for, progress, standing
+from engine.approvals.approvers import Signed, SlackId, admit_signed, verified_entry
+from engine.approvals.policy import ASKED_AS, STARTED_AS, asked_for_it, policy_for, progress, standing
 from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
@@ -183,6 +183,8 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     )
     target.approvals.append(approval)
     have = standing(ledger, name, the_step, pending.hash)
+    if need > 1:  # one given ahead of time by whoever asked (or started the asking session) is not one of them
+        have = [a for a in have if not asked_for_it(a, requested_by or set())]
     if len(have) < need:  # still awaiting: the gate stays shut, and says how far it got
         so_far = f"{progress(len(have), need)} ({', '.join(a.by for a in have)})"
         target.next_action = f"{so_far}; another person approves {the_step.name}: handoff approve LEDGER {name}"
@@ -209,7 +211,11 @@ def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, req
     ran as; and under a `count` policy never whoever started the session that asked either."""
     target = ledger.targets[name]
     asked = requested_by or set()
-    uid = who.user.strip().casefold() if verified and "os_user" in verified else None  # the approver proved by this uid
+    # The approver's OS user: the uid that proved it, or the one the ledger's approvers table
+    # gives them however they approve (from Slack too).
+    entry = verified_entry(ledger, by) if ledger.approvers is not None else None
+    uid = (who.user.strip().casefold() if verified and "os_user" in verified
+           else entry.os_user.strip().casefold() if entry is not None and entry.os_user else None)
     if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):
         raise Refused(
             f"{who} asked for this approval ({target.awaiting_by}); someone else must approve it",

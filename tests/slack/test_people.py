@@ -7,6 +7,8 @@ import getpass
 import threading
 import time
 
+import yaml
+
 from tests.conftest import handoff
 from tests.slack.kit import ALICE, APPROVERS, BOB, CAROL, approved, ledger, load, posted, refused, review, wait_for
 
@@ -44,6 +46,24 @@ def test_the_requester_cannot_approve_their_own_step(tmp_path, fake, signer, sta
     assert signer.post(app.url, signer.submit(view, BOB, "db-1"))[0] == 200
     wait_for(lambda: approved(path), what="bob's approval")
     assert approved(path)[0]["actor"] == "bob"
+
+
+def test_a_requester_cannot_approve_from_slack_as_their_os_user_alias(tmp_path, fake, signer, started):
+    """robot asked from this OS user, alice's (`os_user` in her row): her click from Slack is
+    refused as her CLI approval is, though Slack, not the OS user, verifies it (review helper)."""
+    path = ledger(tmp_path, approvers=[{"name": "alice", "os_user": getpass.getuser(), "slack": f"T0123/{ALICE}"}, "ops"])
+    data = load(path)
+    data["targets"]["db-1"] = {"state": "verified", "checkpoint": "0/9A3F2C10"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    asked = handoff("run", path, "db-1", "cutover", "--as", "robot")
+    assert asked.returncode == 1 and "requires approval" in asked.stdout, asked.stdout + asked.stderr
+    app = started(fake, [str(path)])
+    msg = posted(fake)
+    before = path.read_text()
+    assert signer.post(app.url, signer.click(msg, msg["ts"], ALICE))[0] == 200
+    wait_for(lambda: fake.ephemerals(ALICE), what="the refusal")
+    assert "someone else must approve it" in fake.ephemerals(ALICE)[0], fake.ephemerals(ALICE)
+    assert not fake.views() and not approved(path) and path.read_text() == before
 
 
 def test_a_hash_changed_between_post_and_click_is_refused_and_the_message_refreshed(tmp_path, fake, signer, started):
