@@ -287,16 +287,26 @@ class FileStore:
             newer = _revision_of(self._raw())
             if newer is not None and newer > ledger.revision:
                 behind, late = [], None
-        if not engine_wrote(record, key) or behind:
+        # No record (deleted, or never written) of a ledger the engine has written before: its
+        # content is not known to be the engine's, and what the engine last wrote is taken from
+        # the kept fields or the journal's history. A write killed after its swap that took in a
+        # hand edit (`absorbs_edit`) leaves that edit to the next reader to diff, journal and flag.
+        past = record is None and (journal_revision(real_path(self.path)) > 0 or outside.engine_wrote_before(real_path(self.path)))
+        absorbed = record is not None and key == record.get("pending") and bool(record.get("absorbs_edit"))
+        if not engine_wrote(record, key) or behind or past or absorbed:
             snap.external_edit = True
             snap.missing, snap.rollback = regressions(ledger, record, real_path(self.path)) if record and not engine_wrote(record, key) else ([], [])
+            count = None
+            if past:
+                count, snap.missing = outside.missing(real_path(self.path), ledger)
             if behind and not any(s.startswith("its revision is") for s in snap.rollback):
                 snap.rollback += behind
-            if snap.missing and record:  # regressions() finds missing targets only against a record
-                count = record.get("count", len(record.get("names") or []))  # an older engine's record: its list
+            if snap.missing:
+                if count is None and record:  # an older engine's record: its list
+                    count = record.get("count", len(record.get("names") or []))
                 snap.warnings.append(
                     f"{self.path} has {len(ledger.targets)} targets but the engine last wrote "
-                    f"{count} (revision {record.get('revision')}); missing: "
+                    f"{count} (revision {(record or {}).get('revision', ledger.revision)}); missing: "
                     f"{', '.join(snap.missing[:10])}{' ...' if len(snap.missing) > 10 else ''}. "
                     "The file may be truncated: restore it, or run "
                     f"`handoff check {self.path} --accept-removal` if they were removed on purpose."
@@ -427,7 +437,8 @@ class FileStore:
             # (BLAKE2b lets the GIL go over a big buffer); the record names it before the swap.
             hashed = _hash_beside(out)
             try:
-                theirs = atomic_write(self.path, out, expect=raw, before_swap=partial(self._mark_pending, record, hashed))
+                theirs = atomic_write(self.path, out, expect=raw,
+                                  before_swap=partial(self._mark_pending, record, hashed, snap.external_edit))
             except OSError as err:  # disk full, a read-only mount: the old file stands
                 raise WriteFailed(f"cannot write {self.path}: {os_error_text(err)}; nothing was changed") from None
             new_key = hashed()
@@ -470,10 +481,11 @@ class FileStore:
             title="Ledger busy",
         )
 
-    def _mark_pending(self, record: dict[str, Any] | None, hashed: Callable[[], str]) -> None:
-        """Just before the swap: the record names the content going in (engine.store.record.mark_pending)."""
+    def _mark_pending(self, record: dict[str, Any] | None, hashed: Callable[[], str], absorbs: bool) -> None:
+        """Just before the swap: the record names the content going in (engine.store.record.mark_pending),
+        and whether it takes in a hand edit its journal record has yet to describe."""
         try:
-            mark_pending(self.record_path, real_path(self.path), record, hashed())
+            mark_pending(self.record_path, real_path(self.path), record, hashed(), absorbs_edit=absorbs)
         except OSError:
             pass  # no marker: a crash before the record is written makes the next reader call it a hand edit
 

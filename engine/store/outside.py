@@ -61,7 +61,43 @@ def save_fields(ledger_path: str, ledger: Ledger, key: str, *, base: str | None 
 
 
 def _saved(ledger_path: str) -> dict[str, Any] | None:
-    return kept_fields.load(ledger_path)
+    """What the engine last wrote of each target's trust fields: the copy kept beside the
+    ledger; when that is gone (it is only a cache: `git clean` or a hand removes it), the
+    ledger as the journal's history holds it at its last write. None only when neither says."""
+    saved = kept_fields.load(ledger_path)
+    return saved if saved is not None else _from_history(ledger_path)
+
+
+def _from_history(ledger_path: str) -> dict[str, Any] | None:
+    """Each target's trust fields at the last write the journal's history holds (one read of
+    the journal: only when the kept copy is gone); None when it holds none."""
+    from engine.audit.time_travel import head_rev, ledger_at
+    from engine.store.history import file_journal
+
+    records = list(file_journal(ledger_path, read_only=True).stream())
+    then = ledger_at(records, head_rev(records))
+    targets = (then.data or {}).get("targets") if then.data is not None else None
+    if not isinstance(targets, dict):
+        return None
+    out: dict[str, Any] = {}
+    for name, value in targets.items():
+        try:
+            out[str(name)] = _fields(Target.model_validate(value or {}))
+        except ValueError:
+            continue  # not a target the model takes: it counts as new (untrusted)
+    return out
+
+
+def missing(ledger_path: str, ledger: Ledger) -> tuple[int, list[str]]:
+    """(how many targets the engine last wrote, those of them `ledger` lacks), from the kept
+    fields or the journal's history: what the write record says, when it is gone."""
+    saved = _saved(ledger_path) or {}
+    return len(saved), [name for name in saved if name not in ledger.targets]
+
+
+def engine_wrote_before(ledger_path: str) -> bool:
+    """Has the engine written this ledger before? Its kept fields, or its journal's history."""
+    return _saved(ledger_path) is not None
 
 
 def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:
@@ -78,7 +114,8 @@ def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:
 
 def changes(ledger_path: str, ledger: Ledger) -> list[dict[str, Any]] | None:
     """The field diff of `ledger` (as read from the edited file) against the engine's last
-    write: [{target, field, old, new, untrusted}], or None when that copy is missing."""
+    write: [{target, field, old, new, untrusted}], or None when neither the kept copy nor the
+    journal's history holds that write."""
     saved = _saved(ledger_path)
     if saved is None:
         return None

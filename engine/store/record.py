@@ -160,14 +160,19 @@ def last_names(record: dict | None, ledger_path: str) -> list[str] | None:
     return found
 
 
-def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str) -> None:
+def mark_pending(path: str, ledger_path: str, previous: dict | None, key: str, *, absorbs_edit: bool = False) -> None:
     """Before the engine swaps in a file whose content hash is `key`: the record says so
     (`pending`). A crash after the swap and before `write_record` then leaves a file the
     next reader knows is the engine's own write, not a hand edit: without it, a kill -9 in
     that window (the journal and history appends, fsynced, sit there) made the next session
-    stop on "targets were changed outside the engine". `write_record` clears it."""
+    stop on "targets were changed outside the engine". `absorbs_edit`: the write takes in a
+    hand edit; a crash before its `external_edit` record leaves the next reader to diff it.
+    `write_record` clears both."""
     body = dict(previous or {})
     body["pending"] = key
+    body.pop("absorbs_edit", None)
+    if absorbs_edit:
+        body["absorbs_edit"] = True
     raw = json.dumps(body).encode("utf-8")
     atomic_write(path, raw, durable=False, sidecar_of=ledger_path)
     remember(path, raw, body)  # a record read from the file, and a hash: read back, these bytes say the same
