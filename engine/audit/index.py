@@ -224,10 +224,11 @@ class JournalIndex:
             self.rev = rev
         entry = entry_of(record, end)
         known = self.entries.get(_key(entry)) if entry is not None else None
-        # Known, but read again where only an older engine's lines vouched (they may lack a kind, so
-        # a record found now would otherwise sit after later ones): put back in journal order.
+        # Known, but read again where only an older engine's lines vouched: put back whole (they may
+        # have kept fewer fields) and in journal order (a record of a kind they did not keep, found
+        # now, would otherwise sit after later ones).
         again = known is not None and self.shrunk is None and end <= self.covered
-        if entry is not None and (known is None or again or not entry.keys() <= known.keys()):
+        if entry is not None and (known is None or again):
             entry["rev"] = known["rev"] if known and isinstance(known.get("rev"), int) else self.rev
             self.entries.pop(_key(entry), None)
             self.entries[_key(entry)] = entry

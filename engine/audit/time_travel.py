@@ -1,7 +1,7 @@
 """The ledger as the journal says it was at a past revision, and what changed between two.
 
 Every engine write journals a `ledger_write` record (engine.store.history): the whole
-ledger the first time, then what each write changed. `ledger_at` folds them up to a
+ledger the first time, then what each write changed. `engine.store.history.ledger_at` folds them to a
 revision and gives the ledger's full data as written then (every field; values as
 redacted in the journal; comments and layout are not kept, so it is the file's content,
 not its bytes). A journal from before that, or one that lost a write's record, cannot
@@ -19,7 +19,6 @@ from typing import Any
 
 from engine.codec.timefmt import parse_time
 from engine.errors import UsageError
-from engine.store import history
 
 WHAT = ("rebuilt from the journal's records (state changes, checkpoints, approvals); the journal does not hold "
         "whole ledger files, so other fields are not shown")
@@ -41,70 +40,6 @@ class TargetThen:
         return {"state": self.state or "not recorded", "awaiting": self.awaiting, "in_flight": self.in_flight,
                 "checkpoint": self.checkpoint, "approvals": self.approvals,
                 "last_record": self.last}
-
-
-@dataclass
-class LedgerThen:
-    """The whole ledger at a revision, rebuilt from `ledger_write` records, or why not."""
-
-    revision: int  # the revision asked for
-    data: dict[str, Any] | None = None  # the ledger's data as written at `written` (None: not rebuildable)
-    written: int | None = None  # the last revision written at or before `revision`
-    seqs: list[int] = field(default_factory=list)  # the records it was rebuilt from (first, last)
-    why: str = ""  # why it could not be rebuilt
-    gap: bool = False  # a write the journal should hold is missing: the record is incomplete
-
-
-def ledger_at(records: Iterable[dict[str, Any]], rev: int) -> LedgerThen:
-    """Fold the `ledger_write` records up to revision `rev` (one pass, in journal order).
-
-    A diff applies only on top of the revision it names as its `base`; a diff whose base
-    the fold does not hold, or a revision some record names with no write record for it,
-    makes the revision unrebuildable until the next whole copy: said, never guessed."""
-    out = LedgerThen(rev)
-    data: dict[str, Any] | None = None
-    at: int | None = None
-    first: int | None = None
-    last: int | None = None
-    named = 0  # the highest revision any record up to `rev` names
-    for r in records:
-        number = r.get("rev")
-        if not isinstance(number, int) or number > rev:
-            continue
-        named = max(named, number)
-        if r.get("kind") != history.KIND:
-            continue
-        if "full" in r:
-            if at is not None and number <= at:
-                continue
-            seq = r.get("seq")
-            data, at, first = history.apply({}, r), number, seq if isinstance(seq, int) else None
-            out.why, out.gap = "", False  # an earlier loss does not touch what follows a whole copy
-        elif data is not None and at is not None and r.get("base") == at and number > at:
-            data, at = history.apply(data, r), number
-        elif at is not None and number <= at:
-            continue  # a write journaled late (another host's): what it made is held already
-        else:
-            out.why = (f"the journal's record of revision {number} (seq {r.get('seq')}) changes revision "
-                       f"{r.get('base')}, which the journal does not hold"
-                       + (f" (it holds revision {at})" if at is not None else ""))
-            data, at, out.gap = None, None, True
-            continue
-        seq = r.get("seq")
-        last = seq if isinstance(seq, int) else last
-    if data is None:
-        out.why = out.why or ("the journal holds no copy of the whole ledger at or before this revision "
-                              "(it was written before the engine journaled every write)")
-        return out
-    if at is None:  # only with data None, handled above; said for the type checker
-        return out
-    if named > at:
-        out.gap = True
-        out.why = (f"revision {named} is named in the journal but its write was not journaled (the last one "
-                   f"journaled by then is revision {at})")
-        return out
-    out.data, out.written, out.seqs = data, at, [s for s in (first, last) if s is not None]
-    return out
 
 
 def data_diff(before: Any, after: Any, path: str = "") -> list[str]:

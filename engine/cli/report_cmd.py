@@ -95,7 +95,7 @@ def _retry_to(handle) -> dict[str, str]:
 
 
 def _writes(handle):
-    """The records a rebuild folds (engine.audit.time_travel.ledger_at): the history journal's
+    """The records a rebuild folds (engine.store.history.ledger_at): the history journal's
     `ledger_write` records, then the journal's (the revisions they name)."""
     import itertools
 
@@ -123,9 +123,10 @@ def cmd_show(args) -> int:
     """Print the ledger as it was written at --at (a revision or a time), rebuilt from the
     journal's `ledger_write` records; where the journal cannot give the whole file, the
     targets as its other records say they were. Exit 1 when a write's record is missing."""
-    from engine.audit.time_travel import WHAT, ledger_at, resolve_rev, state_at
+    from engine.audit.time_travel import WHAT, resolve_rev, state_at
     from engine.codec.canonical import emit_document
     from engine.codec.textsafe import visible
+    from engine.store.history import ledger_at
 
     handle = _open(args.ledger)
     rev = resolve_rev(handle.journal.stream(), args.at)
@@ -164,8 +165,9 @@ def cmd_diff(args) -> int:
     """Print what changed between two revisions (every field, from the rebuilt ledgers; the
     journal's target fields where a whole ledger cannot be rebuilt) and the records that made
     it; exit 1, as `show`, when either journal's chain is broken or a write's record is lost."""
-    from engine.audit.time_travel import changes, data_diff, field_diff, head_rev, ledger_at, resolve_rev, state_at
+    from engine.audit.time_travel import changes, data_diff, field_diff, head_rev, resolve_rev, state_at
     from engine.codec.textsafe import one_line, visible
+    from engine.store.history import ledger_at
 
     handle = _open(args.ledger)
     rev1 = resolve_rev(handle.journal.stream(), args.rev1)

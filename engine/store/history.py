@@ -9,7 +9,7 @@ ledger, the journal table under the name `LEDGER#history` for PostgreSQL (a URL'
 fragment never holds a `#`, so no ledger can have that name). It is apart from the
 journal so that the log pane, the planner's brief and `handoff journal` read what
 happened, not one more line per write. With it `handoff show --at REV` rebuilds the whole
-file as it was (engine.audit.time_travel.ledger_at), not only what the other records say about
+file as it was (`ledger_at`, below), not only what the other records say about
 targets. Each engine write journals what it changed: the top-level keys whose value
 changed (`set`, `unset`) and the whole data of each target it changed (`targets`,
 `removed`), on top of revision `base`, as the document says them (the file's content,
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.audit.journal import Journal
@@ -133,4 +134,68 @@ def apply(data: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         targets.pop(name, None)
     targets.update(record.get("targets", {}))
     out["targets"] = targets
+    return out
+
+
+@dataclass
+class LedgerThen:
+    """The whole ledger at a revision, rebuilt from `ledger_write` records, or why not."""
+
+    revision: int  # the revision asked for
+    data: dict[str, Any] | None = None  # the ledger's data as written at `written` (None: not rebuildable)
+    written: int | None = None  # the last revision written at or before `revision`
+    seqs: list[int] = field(default_factory=list)  # the records it was rebuilt from (first, last)
+    why: str = ""  # why it could not be rebuilt
+    gap: bool = False  # a write the journal should hold is missing: the record is incomplete
+
+
+def ledger_at(records: Iterable[dict[str, Any]], rev: int) -> LedgerThen:
+    """Fold the `ledger_write` records up to revision `rev` (one pass, in journal order).
+
+    A diff applies only on top of the revision it names as its `base`; a diff whose base
+    the fold does not hold, or a revision some record names with no write record for it,
+    makes the revision unrebuildable until the next whole copy: said, never guessed."""
+    out = LedgerThen(rev)
+    data: dict[str, Any] | None = None
+    at: int | None = None
+    first: int | None = None
+    last: int | None = None
+    named = 0  # the highest revision any record up to `rev` names
+    for r in records:
+        number = r.get("rev")
+        if not isinstance(number, int) or number > rev:
+            continue
+        named = max(named, number)
+        if r.get("kind") != KIND:
+            continue
+        if "full" in r:
+            if at is not None and number <= at:
+                continue
+            seq = r.get("seq")
+            data, at, first = apply({}, r), number, seq if isinstance(seq, int) else None
+            out.why, out.gap = "", False  # an earlier loss does not touch what follows a whole copy
+        elif data is not None and at is not None and r.get("base") == at and number > at:
+            data, at = apply(data, r), number
+        elif at is not None and number <= at:
+            continue  # a write journaled late (another host's): what it made is held already
+        else:
+            out.why = (f"the journal's record of revision {number} (seq {r.get('seq')}) changes revision "
+                       f"{r.get('base')}, which the journal does not hold"
+                       + (f" (it holds revision {at})" if at is not None else ""))
+            data, at, out.gap = None, None, True
+            continue
+        seq = r.get("seq")
+        last = seq if isinstance(seq, int) else last
+    if data is None:
+        out.why = out.why or ("the journal holds no copy of the whole ledger at or before this revision "
+                              "(it was written before the engine journaled every write)")
+        return out
+    if at is None:  # only with data None, handled above; said for the type checker
+        return out
+    if named > at:
+        out.gap = True
+        out.why = (f"revision {named} is named in the journal but its write was not journaled (the last one "
+                   f"journaled by then is revision {at})")
+        return out
+    out.data, out.written, out.seqs = data, at, [s for s in (first, last) if s is not None]
     return out

@@ -71,11 +71,10 @@ def _saved(ledger_path: str) -> dict[str, Any] | None:
 def _from_history(ledger_path: str) -> dict[str, Any] | None:
     """Each target's trust fields at the last write the journal's history holds (one read of
     the journal: only when the kept copy is gone); None when it holds none."""
-    from engine.audit.time_travel import head_rev, ledger_at
-    from engine.store.history import file_journal
+    from engine.store.history import file_journal, ledger_at
 
     records = list(file_journal(ledger_path, read_only=True).stream())
-    then = ledger_at(records, head_rev(records))
+    then = ledger_at(records, max((r["rev"] for r in records if isinstance(r.get("rev"), int)), default=0))
     targets = (then.data or {}).get("targets") if then.data is not None else None
     if not isinstance(targets, dict):
         return None

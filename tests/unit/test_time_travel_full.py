@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from engine.store import history
-from engine.audit.time_travel import ledger_at
+from engine.store.history import ledger_at
 from tests.conftest import handoff
 
 LEDGER = """\
