@@ -7,6 +7,7 @@ Kept small on purpose; each test file builds what only it needs.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -266,6 +267,36 @@ def wait_paused(marker, limit: float = 30) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"no thread paused at its failpoint ({marker} never appeared)")
+
+
+def killed_at_failpoint(point: str, *args, env: dict[str, str] | None = None) -> None:
+    """`handoff ARGS` stopped at failpoint `point` (engine.host.failpoints), then killed -9 there."""
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", *map(str, args)],
+                            env={**(env or cli_env()), "HANDOFF_FAILPOINTS": point}, cwd=str(ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_stopped(proc.pid)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+
+
+def lock_taken_at_failpoint(command: subprocess.Popen, marker, path) -> tuple[int, str, int]:
+    """`command` paused at its failpoint (HANDOFF_FAILPOINT_PAUSE=marker): take `path`'s lock
+    (a journal's flock) then, and let it go on. (its exit code, its stderr, the holder's pid);
+    the lock is let go before this returns."""
+    holder = None
+    try:
+        wait_paused(marker)
+        holder = hold_flock(path)
+        os.unlink(marker)
+        _, stderr = command.communicate(timeout=30)
+        return command.returncode, stderr, holder.pid
+    finally:
+        if holder is not None:
+            holder.communicate(timeout=10)
+        if command.poll() is None:
+            command.kill()
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids

@@ -8,16 +8,13 @@ the irreversible `link`) stops the session (exit 3). Review helper's findings.""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, cli_env, handoff, wait_stopped
+from tests.conftest import cli_env, handoff, killed_at_failpoint
 
 
 def _ledger(tmp_path: Path) -> tuple[Path, Path, dict]:
@@ -79,14 +76,7 @@ def test_a_hand_edit_taken_in_by_a_write_killed_after_its_swap_is_still_journale
     data = yaml.safe_load(path.read_text())
     data["targets"]["b"]["checkpoint"] = "0/FAKED"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "note", str(path), "--set", "absorbing"],
-                            env={**env, "HANDOFF_FAILPOINTS": "after-ledger-swap"}, cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_stopped(proc.pid)
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
+    killed_at_failpoint("after-ledger-swap", "note", path, "--set", "absorbing", env=env)
     assert yaml.safe_load(path.read_text())["targets"]["b"]["checkpoint"] == "0/FAKED"
     assert "external_edit" not in _kinds(path)
     assert handoff("note", path, "--set", "next write", env=env).returncode == 0

@@ -10,18 +10,16 @@ tests/unit/test_requester_alias.py.
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from engine.audit.index import VERSION, JournalIndex
 from engine.audit.journal import Journal
 from tests.conftest import OlderEngine
-from tests.unit.test_requester_alias import MARK, _refused_as_alice
+from tests.unit.test_requester_alias import _refused_as_alice, alias_ledger
 
 
 def _journal(tmp_path: Path) -> Journal:
@@ -153,13 +151,7 @@ def test_the_requester_cannot_approve_own_request_after_a_47_then_48_upgrade(tmp
     """End to end with the real engines: an agent's gate under stop 47 (1f1ddaf), robot's
     request under stop 48 (19a3925, gates kept without VERSION), then this engine's approve."""
     stop_47, stop_48 = OlderEngine(tmp_path, "1f1ddaf").run, OlderEngine(tmp_path, "19a3925").run
-    (tmp_path / "mark.py").write_text(MARK)
-    data = {"task": "alias", "owner_shift": "test-oncall", "approvers": [{"name": "alice", "os_user": getpass.getuser()}],
-            "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
-                                   "run": ["{python}", "{ledger_dir}/mark.py", "{target}"]}]},
-            "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}, "db-20": {"state": "checked"}}}
-    ledger = tmp_path / "ledger.yaml"
-    ledger.write_text(yaml.safe_dump(data, sort_keys=False))
+    ledger = alias_ledger(tmp_path)
     journal = f"{ledger}.journal.jsonl"
     earlier = stop_47("-c", "import sys, getpass; from engine.audit.journal import Journal; j = Journal(sys.argv[1]); "
                             "j.append('gate', 'db-19: link requires approval', actor='agent:s-old', target='db-19', "

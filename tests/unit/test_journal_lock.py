@@ -6,7 +6,6 @@ journal is recorded as a gap by the next append."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from engine.api import open_ledger
 from engine.approvals.authority import unauthorised
 from engine.audit.journal import journal_path
 from engine.codec.timefmt import parse_iso
-from tests.conftest import ROOT, cli_env, handoff, hold_flock, wait_paused, wait_stopped
+from tests.conftest import ROOT, cli_env, handoff, hold_flock, lock_taken_at_failpoint, wait_stopped
 
 
 @pytest.mark.parametrize("stopped", [False, True], ids=["busy", "stopped"])
@@ -54,18 +53,7 @@ def _journal_held_after_the_change(fleet, tmp_path, *args: str) -> tuple[int, st
     env = cli_env(HANDOFF_LOCK_TIMEOUT="1", HANDOFF_FAILPOINTS="before-journal-records", HANDOFF_FAILPOINT_PAUSE=str(marker))
     command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", *args], env=env, cwd=str(ROOT),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    holder = None
-    try:
-        wait_paused(marker)
-        holder = hold_flock(journal_path(str(fleet)))
-        os.unlink(marker)
-        _, stderr = command.communicate(timeout=30)
-        return command.returncode, stderr, holder.pid
-    finally:
-        if holder is not None:
-            holder.communicate(timeout=10)
-        if command.poll() is None:
-            command.kill()
+    return lock_taken_at_failpoint(command, marker, journal_path(str(fleet)))
 
 
 def test_a_lock_taken_after_the_change_keeps_it_and_the_gap_is_journaled(fleet, tmp_path):

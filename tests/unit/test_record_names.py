@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, RUNBOOK_LEDGER, OlderEngine, cli_env, handoff, wait_stopped
+from tests.conftest import ROOT, RUNBOOK_LEDGER, OlderEngine, handoff, killed_at_failpoint
 
 
 def _ledger(tmp_path: Path) -> Path:
@@ -67,14 +65,7 @@ def test_a_kill_after_the_new_list_and_before_the_record_still_knows_the_old_lis
     path = _ledger(tmp_path)
     path.write_text(path.read_text().replace("  db-5: {state: queued}\n", "  db-5: {state: queued}\n  db-6: {state: queued}\n"))
     point = f"swapped {path.name}.last-write.names.json"
-    proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "note", str(path), "--set", "after db-6"],
-                            env=cli_env(HANDOFF_FAILPOINTS=point), cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_stopped(proc.pid)
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
+    killed_at_failpoint(point, "note", path, "--set", "after db-6")
     record = json.loads(Path(str(path) + ".last-write.json").read_text())
     assert record["count"] == 5 and "after db-6" in path.read_text()  # the ledger is in; the record is the one before
     cut = _cut(path, "db-2")  # six targets less one: as many as the record counts

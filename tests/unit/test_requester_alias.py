@@ -17,9 +17,8 @@ from tests.conftest import OlderEngine, handoff
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"
 
 
-def _asked_by_robot(tmp_path: Path, run=handoff) -> Path:
-    """A ledger whose approver alice is this OS user, and db-19 awaiting approval, asked by
-    this same OS user as `robot`."""
+def alias_ledger(tmp_path: Path) -> Path:
+    """A ledger whose approver alice is this OS user; db-19's irreversible `link` not asked for yet."""
     (tmp_path / "mark.py").write_text(MARK)
     data = {"task": "alias", "owner_shift": "test-oncall", "approvers": [{"name": "alice", "os_user": getpass.getuser()}],
             "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
@@ -27,6 +26,12 @@ def _asked_by_robot(tmp_path: Path, run=handoff) -> Path:
             "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}, "db-20": {"state": "checked"}}}
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(yaml.safe_dump(data, sort_keys=False))
+    return ledger
+
+
+def _asked_by_robot(tmp_path: Path, run=handoff) -> Path:
+    """alias_ledger, db-19 awaiting approval, asked by this same OS user as `robot`."""
+    ledger = alias_ledger(tmp_path)
     asked = run("run", ledger, "db-19", "link", "--as", "robot")
     assert asked.returncode == 1 and "requires approval" in asked.stdout, asked.stdout + asked.stderr
     assert yaml.safe_load(ledger.read_text())["targets"]["db-19"]["awaiting_by"] == "robot"

@@ -7,8 +7,6 @@ gap (its record written after the file) still counts through the gap that names 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 import yaml
 
 from engine.audit.journal import Journal, journal_path
-from tests.conftest import ROOT, OlderEngine, cli_env, handoff, hold_flock, wait_paused, wait_stopped
+from tests.conftest import ROOT, OlderEngine, cli_env, handoff, killed_at_failpoint, lock_taken_at_failpoint
 
 MARK = "import sys, pathlib; pathlib.Path(__file__).with_name('spawned-' + sys.argv[1]).write_text('ran')\n"
 
@@ -50,14 +48,7 @@ def _revived_never_runs(tmp_path: Path, ledger: Path, held: list) -> None:
 @pytest.mark.parametrize("point", ["swapped ledger.yaml", "after-ledger-swap"])
 def test_a_kill_after_the_withdrawn_file_is_in_never_lets_the_approval_run(tmp_path: Path, point: str) -> None:
     ledger, held = _approved(tmp_path)
-    command = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "unapprove", str(ledger), "db-19", "--as", "alice"],
-                               env=cli_env(HANDOFF_FAILPOINTS=point), cwd=str(ROOT), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_stopped(command.pid)  # the new file is in; nothing after it has run
-    finally:
-        os.kill(command.pid, signal.SIGKILL)
-        command.communicate(timeout=30)
+    killed_at_failpoint(point, "unapprove", ledger, "db-19", "--as", "alice")  # the new file is in; nothing after it ran
     _revived_never_runs(tmp_path, ledger, held)
 
 
@@ -71,18 +62,8 @@ def test_a_withdrawal_that_cannot_be_journaled_changes_nothing(tmp_path: Path) -
                                env=cli_env(HANDOFF_LOCK_TIMEOUT="1", HANDOFF_FAILPOINTS="before-first-records",
                                            HANDOFF_FAILPOINT_PAUSE=str(marker)),
                                cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    holder = None
-    try:
-        wait_paused(marker)
-        holder = hold_flock(journal_path(str(ledger)))
-        os.unlink(marker)
-        _, stderr = command.communicate(timeout=30)
-    finally:
-        if holder is not None:
-            holder.communicate(timeout=10)
-        if command.poll() is None:
-            command.kill()
-    assert command.returncode == 1, stderr
+    code, stderr, _ = lock_taken_at_failpoint(command, marker, journal_path(str(ledger)))
+    assert code == 1, stderr
     assert "journaled before the ledger changes, so nothing was changed: try again" in stderr, stderr
     assert ledger.read_bytes() == before
 
@@ -98,18 +79,8 @@ def test_a_withdrawal_an_earlier_engine_lost_to_a_held_journal_lock_never_lets_t
     marker = tmp_path / "paused"
     command = stop_48.start("unapprove", ledger, "db-19", "--as", "alice", HANDOFF_LOCK_TIMEOUT="1",
                             HANDOFF_FAILPOINTS="before-journal-records", HANDOFF_FAILPOINT_PAUSE=str(marker))
-    holder = None
-    try:
-        wait_paused(marker)
-        holder = hold_flock(journal_path(str(ledger)))
-        os.unlink(marker)
-        _, stderr = command.communicate(timeout=30)
-    finally:
-        if holder is not None:
-            holder.communicate(timeout=10)
-        if command.poll() is None:
-            command.kill()
-    assert command.returncode == 1 and "NOT in the journal" in stderr, stderr
+    code, stderr, _ = lock_taken_at_failpoint(command, marker, journal_path(str(ledger)))
+    assert code == 1 and "NOT in the journal" in stderr, stderr
     assert handoff("note", ledger, "--set", "the next append records the gap").returncode == 0
     records = [json.loads(line) for line in open(journal_path(str(ledger)), encoding="utf-8")]
     assert any(r["kind"] == "journal_gap" and r.get("lost_kind") == "unapproval" for r in records)
