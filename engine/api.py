@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # `watch()`'s annotation only: status, approve and the TUI's 
     import asyncio
 
 T = TypeVar("T")
-JOURNALED_FIRST = frozenset({"unapproval"})  # record kinds journaled before the ledger is written (_change)
+JOURNALED_FIRST = frozenset({"unapproval"})  # record kinds whose `_intent` is journaled before the ledger is written (_change)
 
 
 @dataclass
@@ -240,25 +240,21 @@ class LedgerHandle:
         def change(ledger: Ledger):
             result, records = fn(ledger)
             holder[:] = [ledger.session]
-            # A withdrawal is journaled before the approval leaves the file: a kill -9 after the
-            # write must not leave an approval that is gone from the file with nothing saying it
-            # was withdrawn (copied back, it would still authorise). Without a revision of its
-            # own, as a step's start: it counts with the write's (engine.audit.time_travel).
-            later = []
+            # A withdrawal's intent is journaled before the approval leaves the file: a kill -9
+            # after the write must not leave an approval gone from the file with nothing saying it
+            # was withdrawn (copied back, it would still authorise: engine.approvals.witness). The
+            # record itself follows the write, with its revision, as every change's does.
             for record in records:
-                if record["kind"] not in JOURNALED_FIRST:
-                    later.append(record)
-                    continue
                 key = tuple(sorted((k, str(v)) for k, v in record.items() if k != "msg"))
-                if key not in first:
+                if record["kind"] in JOURNALED_FIRST and key not in first:
                     failpoints.reached("before-first-records")  # tests: inside the transaction, the ledger not yet written
                     try:
-                        self._journal_record(record, None)
+                        self._journal_record({**record, "kind": record["kind"] + "_intent"}, None)
                     except JournalWriteError as err:
                         raise JournalWriteError(f"{err.message}; a withdrawal is journaled before the ledger changes, so "
                                                 "nothing was changed: try again", reason=err.reason) from None
                     first.add(key)
-            return result, later
+            return result, records
 
         (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         failpoints.reached("before-journal-records")  # tests: the change is on disk, its records not yet

@@ -34,7 +34,9 @@ def withdrawal(journal, target: str, approval: Approval) -> dict | None:
     Once withdrawn it never authorises a run again, even written back into the file with
     its own `approval` record still in the journal."""
     fields = withdrawn_fields(approval)
-    found = journal.last_of("unapproval", target=target, **fields)
+    # The intent, journaled before the ledger changed, counts as the withdrawal: a crash after
+    # the write may have left no other record (engine.api.JOURNALED_FIRST).
+    found = journal.last_of("unapproval", target=target, **fields) or journal.last_of("unapproval_intent", target=target, **fields)
     if found is None:
         # Withdrawn in the ledger, its record lost (the journal's lock held past its bound, a
         # full disk): the gap the next append wrote names it, and it counts the same.

@@ -183,8 +183,15 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     )
     target.approvals.append(approval)
     have = standing(ledger, name, the_step, pending.hash)
-    if need > 1:  # one given ahead of time by whoever asked (or started the asking session) is not one of them
-        have = [a for a in have if not asked_for_it(a, requested_by or set())]
+    if need > 1:
+        # One given ahead of time by whoever asked (or started the asking session) is never one of
+        # them: withdrawn, so that nothing after (the fence, a retry) counts or spends it either.
+        for early in [a for a in have if asked_for_it(a, requested_by or set())]:
+            target.approvals.remove(early)
+            have.remove(early)
+            records.append(_record("unapproval", f"{name}: approval of {early.step} by {early.by} withdrawn: they asked "
+                                                 f"for it (or started the session that did), so it is not one of the {need}",
+                                   name, **withdrawn_fields(early)))
     if len(have) < need:  # still awaiting: the gate stays shut, and says how far it got
         so_far = f"{progress(len(have), need)} ({', '.join(a.by for a in have)})"
         target.next_action = f"{so_far}; another person approves {the_step.name}: handoff approve LEDGER {name}"

@@ -291,14 +291,15 @@ class FileStore:
         # content is not known to be the engine's, and what the engine last wrote is taken from
         # the kept fields or the journal's history. A write killed after its swap that took in a
         # hand edit (`absorbs_edit`) leaves that edit to the next reader to diff, journal and flag.
-        past = record is None and (journal_revision(real_path(self.path)) > 0 or outside.engine_wrote_before(real_path(self.path)))
+        written = outside.last_written(real_path(self.path)) if record is None else None
+        past = record is None and (written is not None or journal_revision(real_path(self.path)) > 0)
         absorbed = record is not None and key == record.get("pending") and bool(record.get("absorbs_edit"))
         if not engine_wrote(record, key) or behind or past or absorbed:
             snap.external_edit = True
             snap.missing, snap.rollback = regressions(ledger, record, real_path(self.path)) if record and not engine_wrote(record, key) else ([], [])
             count = None
-            if past:
-                count, snap.missing = outside.missing(real_path(self.path), ledger)
+            if past:  # against what the kept fields or the history say the engine last wrote
+                count, snap.missing = len(written or {}), [n for n in written or {} if n not in ledger.targets]
             if behind and not any(s.startswith("its revision is") for s in snap.rollback):
                 snap.rollback += behind
             if snap.missing:

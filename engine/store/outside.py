@@ -60,10 +60,10 @@ def save_fields(ledger_path: str, ledger: Ledger, key: str, *, base: str | None 
     kept_fields.save(ledger_path, key, base, {n: _entry(n, targets[n]) if n in targets else None for n in names}, every)
 
 
-def _saved(ledger_path: str) -> dict[str, Any] | None:
-    """What the engine last wrote of each target's trust fields: the copy kept beside the
-    ledger; when that is gone (it is only a cache: `git clean` or a hand removes it), the
-    ledger as the journal's history holds it at its last write. None only when neither says."""
+def last_written(ledger_path: str) -> dict[str, Any] | None:
+    """What the engine last wrote of each target's trust fields (name -> fields): the copy kept
+    beside the ledger; when that is gone (it is only a cache: `git clean` or a hand removes it),
+    the ledger as the journal's history holds it at its last write. None only when neither says."""
     saved = kept_fields.load(ledger_path)
     return saved if saved is not None else _from_history(ledger_path)
 
@@ -87,18 +87,6 @@ def _from_history(ledger_path: str) -> dict[str, Any] | None:
     return out
 
 
-def missing(ledger_path: str, ledger: Ledger) -> tuple[int, list[str]]:
-    """(how many targets the engine last wrote, those of them `ledger` lacks), from the kept
-    fields or the journal's history: what the write record says, when it is gone."""
-    saved = _saved(ledger_path) or {}
-    return len(saved), [name for name in saved if name not in ledger.targets]
-
-
-def engine_wrote_before(ledger_path: str) -> bool:
-    """Has the engine written this ledger before? Its kept fields, or its journal's history."""
-    return _saved(ledger_path) is not None
-
-
 def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:
     """Is this change one no runbook step makes?"""
     if field == "state":
@@ -115,7 +103,7 @@ def changes(ledger_path: str, ledger: Ledger) -> list[dict[str, Any]] | None:
     """The field diff of `ledger` (as read from the edited file) against the engine's last
     write: [{target, field, old, new, untrusted}], or None when neither the kept copy nor the
     journal's history holds that write."""
-    saved = _saved(ledger_path)
+    saved = last_written(ledger_path)
     if saved is None:
         return None
     out = []

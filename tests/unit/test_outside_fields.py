@@ -81,8 +81,8 @@ def test_the_kept_fields_are_what_a_full_encoding_gives(fleet, writes, compact):
                 new_process()
                 store = FileStore(str(fleet))
             store.transact(change(changes), accept_shrink=True)
-            assert outside._saved(str(fleet)) == whole(store)
-            assert outside._saved(str(fleet)) == json.loads(json.dumps(outside._saved(str(fleet))))
+            assert outside.last_written(str(fleet)) == whole(store)
+            assert outside.last_written(str(fleet)) == json.loads(json.dumps(outside.last_written(str(fleet))))
     finally:
         kept_fields.COMPACT = default
 
@@ -105,11 +105,11 @@ def test_lines_from_an_earlier_start_are_never_applied(fleet):
     assert not os.path.exists(str(fleet) + kept_fields.LINES)
     with open(str(fleet) + kept_fields.LINES, "wb") as fh:
         fh.write(lines)  # the old line, as a crash between the whole and the unlink leaves it
-    assert outside._saved(str(fleet)) == whole(store)
-    assert outside._saved(str(fleet))["db-2"]["state"] == "done"
+    assert outside.last_written(str(fleet)) == whole(store)
+    assert outside.last_written(str(fleet))["db-2"]["state"] == "done"
     new_process()
     store.transact(change([("db-4", "failed")]))  # and the next write does not append after it
-    assert outside._saved(str(fleet)) == whole(store)
+    assert outside.last_written(str(fleet)) == whole(store)
     # A line that does not follow on from the whole file, ending where the next write starts:
     # a line after it would never be read, so the next write writes the whole again.
     os.unlink(str(fleet) + kept_fields.WHOLE)
@@ -120,4 +120,4 @@ def test_lines_from_an_earlier_start_are_never_applied(fleet):
         fh.write(json.dumps({"base": "0" * 32, "key": store.last_write()["hash"], "set": {}, "gone": []}) + "\n")
     new_process()
     store.transact(change([("db-3", "done")]))
-    assert outside._saved(str(fleet)) == whole(store)
+    assert outside.last_written(str(fleet)) == whole(store)

@@ -89,3 +89,33 @@ def test_the_session_starters_approval_given_ahead_of_time_is_not_one_of_the_two
     assert handoff("approve", ledger, "db-19", "--yes", "--as", "carol").returncode == 0
     ran = handoff("resume", "--ledger", ledger, "--as", "carol")
     assert (tmp_path / "spawned-db-19").exists(), ran.stdout + ran.stderr  # two others: it runs
+    # bob and carol opened the gate and are spent with it; alice's was withdrawn, never spent
+    approvals = yaml.safe_load(ledger.read_text())["targets"]["db-19"]["approvals"]
+    assert sorted((a["by"], bool(a.get("used_at"))) for a in approvals) == [("bob", True), ("carol", True)], approvals
+
+
+FAIL_ONCE = ("import sys, pathlib\nhere = pathlib.Path(__file__).parent\n"
+             "(here / ('spawned-' + sys.argv[1])).open('a').write('ran\\n')\n"
+             "flag = here / 'fail-once'\n"
+             "if flag.exists():\n    flag.unlink(); sys.exit(1)\n")
+
+
+def test_an_approval_that_opened_one_run_does_not_count_for_the_next(tmp_path: Path) -> None:
+    """carol's approval opened the first run's gate (alice's early one withdrawn); after the run
+    failed and was retried (same command, same checkpoint) one new person (dave) is not enough."""
+    ledger = _count_of_two(tmp_path)
+    (tmp_path / "mark.py").write_text(FAIL_ONCE)
+    (tmp_path / "fail-once").write_text("")
+    assert handoff("approve", ledger, "db-19", "--step", "link", "--yes", "--as", "alice").returncode == 0
+    _asked_by_a_session_of(ledger, "alice")
+    assert handoff("approve", ledger, "db-19", "--yes", "--as", "bob").returncode == 0
+    assert handoff("approve", ledger, "db-19", "--yes", "--as", "carol").returncode == 0
+    first = handoff("resume", "--ledger", ledger, "--as", "erin")
+    assert (tmp_path / "spawned-db-19").read_text().count("ran") == 1, first.stdout + first.stderr
+    retried = handoff("retry", ledger, "db-19", "--as", "erin", "--force", "--reason", "checked: nothing happened")
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    handoff("resume", "--ledger", ledger, "--as", "erin")  # asks again
+    handoff("approve", ledger, "db-19", "--yes", "--as", "dave")
+    handoff("resume", "--ledger", ledger, "--as", "erin")
+    assert (tmp_path / "spawned-db-19").read_text().count("ran") == 1, \
+        "the second run went ahead with one new approval (dave) and one from the first gate"

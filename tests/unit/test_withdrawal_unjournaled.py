@@ -88,3 +88,16 @@ def test_a_withdrawal_an_earlier_engine_lost_to_a_held_journal_lock_never_lets_t
     for i in range(later):
         chatty.append("log", f"replication progress {i}", actor="step", target="db-20", output="x" * (1024 * 1024))
     _revived_never_runs(tmp_path, ledger, held)
+
+
+def test_the_withdrawal_names_the_revision_it_made(tmp_path: Path) -> None:
+    """Its intent went first; the record itself follows the write, with its revision: `diff`
+    lists it, and `show --at` that revision no longer holds the approval (review helper)."""
+    ledger, _ = _approved(tmp_path)
+    taken = handoff("unapprove", ledger, "db-19", "--as", "alice")
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    head = yaml.safe_load(ledger.read_text())["revision"]
+    diff = handoff("diff", ledger, str(head - 1), str(head))
+    assert diff.returncode == 0 and "unapproval" in diff.stdout, f"revision {head}:\n" + diff.stdout + diff.stderr
+    shown = handoff("show", ledger, "--at", str(head))
+    assert shown.returncode == 0 and "link by alice" not in shown.stdout, shown.stdout + shown.stderr
