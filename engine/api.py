@@ -15,7 +15,7 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -68,6 +68,12 @@ if TYPE_CHECKING:  # `watch()`'s annotation only: status, approve and the TUI's 
     import asyncio
 
 T = TypeVar("T")
+
+
+def _record_key(record: dict[str, Any]) -> tuple:
+    """A change's record as `_change` tells two apart across a transaction's retries."""
+    return tuple(sorted((k, str(v)) for k, v in record.items() if k != "msg"))
+
 JOURNALED_FIRST = frozenset({"unapproval"})  # record kinds whose `_intent` is journaled before the ledger is written (_change)
 
 
@@ -235,7 +241,7 @@ class LedgerHandle:
             raise ReadOnly(f"read-only ({self.read_only_reason}); nothing was changed")
         self.journal.check_writable()  # an unusable journal is refused before the ledger changes
         holder: list[SessionLease | None] = []
-        first: set[tuple] = set()  # the records journaled before the write (once, whatever the retries)
+        first: dict[tuple, dict[str, Any]] = {}  # intents journaled before the write (once, whatever the retries)
 
         def change(ledger: Ledger):
             result, records = fn(ledger)
@@ -245,18 +251,22 @@ class LedgerHandle:
             # was withdrawn (copied back, it would still authorise: engine.approvals.witness). The
             # record itself follows the write, with its revision, as every change's does.
             for record in records:
-                key = tuple(sorted((k, str(v)) for k, v in record.items() if k != "msg"))
-                if record["kind"] in JOURNALED_FIRST and key not in first:
+                if record["kind"] in JOURNALED_FIRST and _record_key(record) not in first:
                     failpoints.reached("before-first-records")  # tests: inside the transaction, the ledger not yet written
                     try:
-                        self._journal_record({**record, "kind": record["kind"] + "_intent"}, None)
+                        first[_record_key(record)] = self._journal_record(
+                            {**record, "kind": record["kind"] + "_intent", "msg": "about to write: " + record["msg"]}, None)
                     except JournalWriteError as err:
                         raise JournalWriteError(f"{err.message}; a withdrawal is journaled before the ledger changes, so "
                                                 "nothing was changed: try again", reason=err.reason) from None
-                    first.add(key)
             return result, records
 
-        (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
+        try:
+            (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
+        except BaseException:
+            self._cancel(first.values())  # refused, failed or interrupted: nothing was withdrawn
+            raise
+        self._cancel(intent for key, intent in first.items() if key not in {_record_key(r) for r in records})
         failpoints.reached("before-journal-records")  # tests: the change is on disk, its records not yet
         # The ledger is written first: the journal never records a change a retry then drops.
         try:
@@ -282,12 +292,23 @@ class LedgerHandle:
             self.woke = wake_hint(holder[0])
         return result
 
-    def _journal_record(self, record: dict[str, Any], revision: int | None) -> None:
+    def _journal_record(self, record: dict[str, Any], revision: int | None) -> dict[str, Any]:
         record = dict(record)
         kind, msg, target = record.pop("kind"), record.pop("msg"), record.pop("target", None)
         # An operation may name the user itself (approve does); the OS user is the same.
         record.setdefault("user", self.os_user)
-        self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
+        return self.journal.append(kind, msg, actor=self.actor, rev=revision, target=target, **record)
+
+    def _cancel(self, intents: Iterable[dict[str, Any]]) -> None:
+        """An intent journaled before a write that did not happen (or no longer holds it) is
+        cancelled, naming it: the approval it named is not withdrawn. If even that cannot be
+        written, the approval stays withdrawn, the safe side: a person approves again."""
+        for intent in intents:
+            try:
+                self.journal.append("intent_cancelled", f"{intent.get('target')}: not done after all: {intent.get('msg')}",
+                                    actor=self.actor, target=intent.get("target"), cancels=intent.get("seq"))
+            except JournalWriteError:
+                pass
 
     def _unwitnessed(self, records: list[dict[str, Any]]) -> str:
         """What to do about approvals among `records` that have no journal record: they never

@@ -147,7 +147,7 @@ class Controller:
 
         if target not in ledger.targets:
             return None
-        return describe_request(ledger, target, str(self.ledger_dir or "."))
+        return describe_request(ledger, target, str(self.ledger_dir or "."), self.handle.journal)
 
     def next_command(self, ledger: Ledger, target: str) -> Any:
         """What would run next on `target`, or None (raises `Refused` if it cannot be rendered)."""

@@ -93,9 +93,10 @@ def progress(have: int, need: int) -> str:
     return f"{have} of {need} approvals"
 
 
-def describe_request(ledger: Ledger, name: str, ledger_dir: str) -> str | None:
+def describe_request(ledger: Ledger, name: str, ledger_dir: str, journal=None) -> str | None:
     """`1 of 2 approvals (alice); reminds every 1h, escalates after 4h, expires after 24h`
-    for an awaiting target under a policy (status, explain); None with the default one."""
+    for an awaiting target under a policy (status, explain); None with the default one. With
+    the ledger's `journal`, an approval by whoever asked is not counted (as `approve` counts)."""
     target = ledger.targets[name]
     step = ledger.step(target.awaiting) if target.awaiting else None
     if step is None:
@@ -110,6 +111,8 @@ def describe_request(ledger: Ledger, name: str, ledger_dir: str) -> str | None:
             have = standing(ledger, name, step, approval_hash(name, target, step, ledger_dir=ledger_dir))
         except HandoffError:  # a template that cannot render: `check` says why
             have = []
+        asked = requesters(journal, ledger, name) if journal is not None and have else set()
+        have = [a for a in have if not asked_for_it(a, asked)]
         parts.append(progress(len(have), pol.count) + (f" ({', '.join(a.by for a in have)})" if have else ""))
     parts += [f"{what} {span(v)}" for what, v in (("reminds every", pol.remind_after), ("escalates after", pol.escalate_after),
                                                    ("expires after", pol.expire_after)) if v]

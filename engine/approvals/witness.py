@@ -36,7 +36,11 @@ def withdrawal(journal, target: str, approval: Approval) -> dict | None:
     fields = withdrawn_fields(approval)
     # The intent, journaled before the ledger changed, counts as the withdrawal: a crash after
     # the write may have left no other record (engine.api.JOURNALED_FIRST).
-    found = journal.last_of("unapproval", target=target, **fields) or journal.last_of("unapproval_intent", target=target, **fields)
+    found = journal.last_of("unapproval", target=target, **fields)
+    if found is None:
+        intent = journal.last_of("unapproval_intent", target=target, **fields)
+        if intent is not None and journal.last_of("intent_cancelled", target=target, cancels=intent.get("seq")) is None:
+            found = intent
     if found is None:
         # Withdrawn in the ledger, its record lost (the journal's lock held past its bound, a
         # full disk): the gap the next append wrote names it, and it counts the same.

@@ -35,6 +35,7 @@ INDEXED: dict[str, tuple[str, ...]] = {
     "approval": ("target", "step", "hash", "actor", "user", "at", "ts"),
     "unapproval": ("target", "step", "hash", "approval_by", "approval_at", "ts"),
     "unapproval_intent": ("target", "step", "hash", "approval_by", "approval_at", "ts"),  # journaled before the write
+    "intent_cancelled": ("target", "cancels", "ts"),  # ... and cancelled when the write did not happen
     "gate": ("target", "step", "actor", "user", "ts"),  # who asked: never the approver (engine.approvals.policy)
     # ... and who started the session that asked (never one of a count's people), however far back
     "session_start": ("session", "by", "user", "ts"),

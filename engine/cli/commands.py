@@ -193,7 +193,7 @@ def status_data(handle, ledger) -> dict[str, Any]:
             item.update(argv=None, checkpoint=t.checkpoint, hash=None, problem=err.message)
         from engine.approvals.policy import describe_request
 
-        policy = describe_request(ledger, name, handle.ledger_dir)  # "1 of 2 approvals (alice); expires after 24h"
+        policy = describe_request(ledger, name, handle.ledger_dir, handle.journal)  # "1 of 2 approvals (alice); expires after 24h"
         if policy:
             item["policy"] = policy
         awaiting.append(item)

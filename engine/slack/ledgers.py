@@ -60,7 +60,7 @@ def request(w: Watched, ledger: Ledger, name: str) -> Request | None:
     return Request(ledger_key=w.key, task=redact(ledger.task, patterns), target=name, step=pending.step.name,
                    argv=[redact(a, patterns) for a in pending.argv], checkpoint=redact(pending.checkpoint or "", patterns) or None,
                    hash=pending.hash, asked_by=t.awaiting_by, since=t.awaiting_since, environment=ledger.environment,
-                   invariants=invariants, revision=ledger.revision, policy=describe_request(ledger, name, w.handle.ledger_dir))
+                   invariants=invariants, revision=ledger.revision, policy=describe_request(ledger, name, w.handle.ledger_dir, w.handle.journal))
 
 
 def approved_by(ledger: Ledger, name: str, step: str, digest: str, since: str | None) -> str | None:
