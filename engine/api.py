@@ -68,13 +68,12 @@ if TYPE_CHECKING:  # `watch()`'s annotation only: status, approve and the TUI's 
     import asyncio
 
 T = TypeVar("T")
+JOURNALED_FIRST = frozenset({"unapproval"})  # record kinds whose `_intent` is journaled before the ledger is written (_change)
 
 
 def _record_key(record: dict[str, Any]) -> tuple:
     """A change's record as `_change` tells two apart across a transaction's retries."""
     return tuple(sorted((k, str(v)) for k, v in record.items() if k != "msg"))
-
-JOURNALED_FIRST = frozenset({"unapproval"})  # record kinds whose `_intent` is journaled before the ledger is written (_change)
 
 
 @dataclass
