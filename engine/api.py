@@ -374,7 +374,7 @@ class LedgerHandle:
         under the lock."""
         from engine.approvals.policy import requesters
 
-        entry = slack_entry(ledger, slack.team, slack.user) if ledger.approvers is not None else None
+        entry = slack_entry(ledger, slack.team, slack.user)
         name, _ = admit_slack(ledger, entry.name if entry else "", slack)
         t = ledger.targets.get(target)
         step = ledger.step(t.awaiting) if t is not None and t.awaiting else None

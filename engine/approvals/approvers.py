@@ -12,7 +12,8 @@
   table only, never a display name or an e-mail. On that path her other keys are not
   asked for (the Slack process runs as its own OS user); on the CLI they are, and an
   approver with only `slack` approves from Slack only.
-Checked when the approval is given (`admit`) and again under the fence (`recheck`).
+Checked when the approval is given (`admit`) and again under the fence (`recheck`). Where
+the host has its own table (engine.approvals.host_table, root's), that table is used instead.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pwd
 import uuid
 from dataclasses import dataclass
 
-from engine.approvals import sshsig
+from engine.approvals import host_table, sshsig
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.errors import Refused
 from engine.ledger.model import Approval, Approver, Ledger
@@ -61,19 +62,26 @@ class SlackId:
                                   ("ts", self.ts)) if v}
 
 
+def table(ledger: Ledger) -> list[str | Approver] | None:
+    """Who may approve: the host's table where there is one (root's: the agent cannot
+    rewrite it), else the ledger's `approvers:`; None: anyone but the requester."""
+    host = host_table.table()
+    return host if host is not None else ledger.approvers
+
+
 def slack_entry(ledger: Ledger, team: str, user: str) -> Approver | None:
     """The approver whose `slack` is `team/user` exactly (ids, never names), or None."""
     ref = f"{team}/{user}"
-    return next((a for a in ledger.approvers or [] if isinstance(a, Approver) and a.slack == ref), None)
+    return next((a for a in table(ledger) or [] if isinstance(a, Approver) and a.slack == ref), None)
 
 
 def verified_entry(ledger: Ledger, name: str) -> Approver | None:
     """The verified approver entry named `name` (the `--as` name), or None."""
-    return next((a for a in ledger.approvers or [] if isinstance(a, Approver) and _same(a.name, name)), None)
+    return next((a for a in table(ledger) or [] if isinstance(a, Approver) and _same(a.name, name)), None)
 
 
 def plain_names(ledger: Ledger) -> list[str]:
-    return [a for a in ledger.approvers or [] if isinstance(a, str)]
+    return [a for a in table(ledger) or [] if isinstance(a, str)]
 
 
 def how(entry: Approver | None) -> str:
@@ -108,7 +116,7 @@ def uid_is(user: str, uid: int | None = None) -> str | None:
 def admit_slack(ledger: Ledger, who_name: str, slack: SlackId) -> tuple[str, str]:
     """(approver name, "slack") for an approval from Slack by `slack`, or Refused: the
     ids must be in the `approvers:` table, and name the approver the request is for."""
-    entry = slack_entry(ledger, slack.team, slack.user) if ledger.approvers is not None else None
+    entry = slack_entry(ledger, slack.team, slack.user)
     if entry is None:
         raise Refused(f"Slack user {slack.ref} is not in this ledger's approvers; a person is mapped by id only: add "
                       f"{{name: NAME, slack: {slack.ref}}} to `approvers:` in the ledger; nothing was approved",
@@ -126,13 +134,14 @@ def admit(ledger: Ledger, who_name: str, who_user: str, signed: Signed | None, e
     `slack`: the approval comes from Slack, by this Slack identity (admit_slack)."""
     if slack is not None:
         return admit_slack(ledger, who_name, slack)
-    if ledger.approvers is None:
+    approvers = table(ledger)
+    if approvers is None:
         return who_name, "none"
     entry = verified_entry(ledger, who_name)
     if entry is None:
         if any(_same(who_user, n) for n in plain_names(ledger)):
             return who_name, "none"
-        names = ", ".join(a if isinstance(a, str) else a.name for a in ledger.approvers) or "none"
+        names = ", ".join(a if isinstance(a, str) else a.name for a in approvers) or "none"
         raise Refused(f"OS user {who_user!r} is not in this ledger's approvers ({names}), nor is {who_name!r}; "
                       "a verified approver names themselves with --as NAME", title="Not an approver")
     if entry.slack and not (entry.os_user or entry.ssh_key):
@@ -168,7 +177,7 @@ def signature_problem(text: str | None, sig: str | None, entry: Approver, expect
 
 def recheck(ledger: Ledger, name: str, approval: Approval) -> str | None:
     """Under the fence: why `approval` no longer stands for a verified approver, or None."""
-    if ledger.approvers is None:
+    if table(ledger) is None:
         return None
     entry = verified_entry(ledger, approval.by)
     if entry is None:

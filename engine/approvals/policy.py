@@ -121,17 +121,21 @@ def describe_request(ledger: Ledger, name: str, ledger_dir: str, journal=None) -
 
 def explain_approvals(ledger: Ledger) -> str | None:
     """How each irreversible step is approved (`check --explain`): who, how many, the timers."""
-    from engine.approvals.approvers import how
+    from engine.approvals import host_table
+    from engine.approvals.approvers import how, table
     from engine.ledger.model import Approver
 
     steps = [s for s in ledger.steps() if not s.reversible]
     if not steps:
         return None
-    if ledger.approvers is None:
+    approvers = table(ledger)
+    if approvers is None:
         who = "anyone but the asker (nothing proves who)"
     else:
         who = ", ".join(f"{a} (OS login, proves little)" if isinstance(a, str) else f"{a.name} ({how(a)})"
-                        for a in ledger.approvers if isinstance(a, (str, Approver))) or "nobody"
+                        for a in approvers if isinstance(a, (str, Approver))) or "nobody"
+        if approvers is not ledger.approvers:
+            who += f" (the host's table, {host_table.path()}: the ledger's own is not used)"
     lines = [f"Who approves irreversible steps: {who}"]
     for step in steps:
         pol = policy_for(ledger, step)

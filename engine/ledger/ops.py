@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, overload
 
-from engine.approvals.approvers import Signed, SlackId, admit_signed, verified_entry
+from engine.approvals.approvers import Signed, SlackId, admit_signed, table, verified_entry
 from engine.approvals.policy import ASKED_AS, STARTED_AS, asked_for_it, policy_for, progress, standing
 from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
@@ -175,7 +175,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         hash=pending.hash,
         checkpoint=target.checkpoint,
         comment=comment or None,
-        verified=verified if ledger.approvers is not None else None,
+        verified=verified if table(ledger) is not None else None,
         signed=signed.payload if signed else None,
         sig=signed.sig if signed else None,
         via="slack" if slack else None,
@@ -220,7 +220,7 @@ def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, req
     asked = requested_by or set()
     # The approver's OS user: the uid that proved it, or the one the ledger's approvers table
     # gives them however they approve (from Slack too).
-    entry = verified_entry(ledger, by) if ledger.approvers is not None else None
+    entry = verified_entry(ledger, by)
     uid = (who.user.strip().casefold() if verified and "os_user" in verified
            else entry.os_user.strip().casefold() if entry is not None and entry.os_user else None)
     if target.awaiting_by and (same_person(target.awaiting_by, who.name) or same_person(target.awaiting_by, who.user)):

@@ -395,3 +395,70 @@ def test_an_os_user_approval_forged_by_another_uid_never_authorises() -> None:
         assert (folder / "spawned-db-19").exists()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _host_table(folder: Path, approvers: list, monkeypatch) -> Path:
+    """The host's approvers table (engine.approvals.host_table), root's, at HANDOFF_APPROVERS_FILE."""
+    table = folder / "etc" / "approvers.yaml"
+    table.parent.mkdir(mode=0o755)
+    table.write_text(yaml.safe_dump({"approvers": approvers}, sort_keys=False))
+    table.chmod(0o644)
+    monkeypatch.setenv("HANDOFF_APPROVERS_FILE", str(table))
+    return table
+
+
+def test_with_the_hosts_table_an_agent_rewriting_the_ledgers_table_approves_nothing(monkeypatch) -> None:
+    """An agent with its own OS user (daemon) and write access to the ledger's folder maps nob to its own login in
+    the ledger's `approvers:` and approves as nob, its process even escaping the host table: the host's table (root's)
+    still says nob is nobody, so the person's run refuses the approval, and the step never starts."""
+    from engine.api import open_ledger
+    from engine.approvals.host_table import ENV
+
+    folder = Path(tempfile.mkdtemp(prefix="osuser-host-"))  # outside pytest's 0700 tree, so daemon can reach it
+    try:
+        folder.chmod(0o777)
+        ledger = _ledger(folder, [{"name": "nob", "os_user": "nobody"}])
+        ledger.chmod(0o666)
+        _host_table(folder, [{"name": "nob", "os_user": "nobody"}], monkeypatch)
+        asked = handoff("run", ledger, "db-19", "link", "--as", "ops")  # a person's request
+        assert asked.returncode == 1 and "requires approval" in asked.stdout, asked.stdout + asked.stderr
+        data = _load(ledger)
+        data["approvers"] = [{"name": "nob", "os_user": "daemon"}]  # the agent's edit
+        _save(ledger, data)
+        assert _as_uid(1, lambda: open_ledger(str(ledger), actor="nob").approve("db-19")) == 1  # the host says nob is nobody
+
+        def escaped() -> None:
+            os.environ.pop(ENV)  # its own process: the ledger's table only
+            open_ledger(str(ledger), actor="nob").approve("db-19")
+        assert _as_uid(1, escaped) == 0
+        assert [(a["by"], a["user"]) for a in _load(ledger)["targets"]["db-19"]["approvals"]] == [("nob", "daemon")]
+        ran = handoff("run", ledger, "db-19", "link")
+        assert ran.returncode == 1 and "approves as OS user nobody, but this approval ran as daemon" in ran.stdout, \
+            ran.stdout + ran.stderr
+        assert not (folder / "spawned-db-19").exists()
+        # nobody's own approval runs.
+        assert _approve_as_nobody(ledger, "db-19", "nob") == 0
+        ran = handoff("run", ledger, "db-19", "link")
+        assert ran.returncode == 0 and (folder / "spawned-db-19").exists(), ran.stdout + ran.stderr
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("how", ["group-writable", "not root's", "not a table"])
+def test_a_host_table_that_cannot_be_trusted_approves_nothing(tmp_path: Path, monkeypatch, how: str) -> None:
+    ledger = _ledger(tmp_path, [{"name": "nob", "os_user": "nobody"}])
+    table = _host_table(tmp_path, ["root"], monkeypatch)
+    if how == "group-writable":
+        table.chmod(0o664)
+    elif how == "not root's":
+        os.chown(table, 65534, 65534)
+    else:
+        table.write_text("approvers: {root: yes}\n")
+    before = ledger.read_bytes()
+    refused = handoff("approve", ledger, "db-19", "--step", "link", "--yes", "--as", "root")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    said = {"group-writable": "must be owned by root and writable by root only (it is uid 0, mode 664)",
+            "not root's": "must be owned by root and writable by root only (it is uid 65534",
+            "not a table": "does not read as `approvers: [...]`"}[how]
+    assert str(table) in refused.stderr and said in refused.stderr and "nothing was approved" in refused.stderr, refused.stderr
+    assert ledger.read_bytes() == before
