@@ -39,7 +39,8 @@ def path() -> str | None:
 
 
 def _trusted(where: str) -> None:
-    for at, what in ((where, "file"), (os.path.dirname(os.path.abspath(where)), "folder")):
+    real = os.path.realpath(where)  # a link's target, and the folder it is in, are what can be changed
+    for at, what in ((real, "file"), (os.path.dirname(real), "folder")):
         try:
             st = os.stat(at)
         except OSError as err:
