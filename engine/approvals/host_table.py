@@ -4,10 +4,15 @@ A ledger's own `approvers:` table is part of a file the agent's OS user can writ
 agents have their own user and write access to the ledger's folder: it could map a name to
 its own login, key or Slack id and then approve under that name. When this file exists, it,
 not the ledger's table, says who may approve and how each is verified, for every ledger on
-the host (same shape: `approvers: [alice, {name: bob, os_user: bob, ssh_key: ...}]`). It must
-be owned by root and writable by root only, as must its folder; otherwise nothing is
-approved and the error says how to fix it. `HANDOFF_APPROVERS_FILE` names another path
-(tests, hosts that keep it elsewhere), honoured only where the default path does not exist.
+the host (same shape: `approvers: [alice, {name: bob, os_user: bob, ssh_key: ...}]`).
+
+It must be owned by root and writable by root only, and every folder above it root's and
+not open to others' renames (not writable by group or others, or sticky, as /tmp is);
+otherwise, or when the path exists but cannot be read, nothing is approved and the error
+says how to fix it. A host that keeps it elsewhere links this path to it (the link's target
+is what is checked, and what is read: one open, checked by its descriptor).
+`HANDOFF_APPROVERS_FILE` names another path where this one does not exist: for tests only,
+since an agent chooses its own environment.
 """
 
 from __future__ import annotations
@@ -32,25 +37,54 @@ class HostTableRefused(HandoffError):
 
 
 def path() -> str | None:
-    """The host table's path, or None when there is none."""
-    if os.path.exists(PATH):
+    """The host table's path, or None when there is none. One that exists but cannot be
+    looked at (a folder made 0700, a link to nowhere) is refused, never taken for none."""
+    try:
+        os.stat(PATH)
         return PATH
+    except FileNotFoundError:
+        if os.path.islink(PATH):
+            raise HostTableRefused(f"{PATH}: the host's approvers table is a link to nothing; nothing was approved: "
+                                   "point it at the table, or remove it") from None
+    except OSError as err:
+        raise HostTableRefused(f"{PATH}: the host's approvers table cannot be read ({err.strerror}); nothing was "
+                               f"approved: `sudo chmod 755 {os.path.dirname(PATH)} && sudo chmod 644 {PATH}`") from None
     return os.environ.get(ENV) or None
 
 
-def _trusted(where: str) -> None:
-    real = os.path.realpath(where)  # a link's target, and the folder it is in, are what can be changed
-    for at, what in ((real, "file"), (os.path.dirname(real), "folder")):
+def _refuse(where: str, at: str, what: str, st: os.stat_result) -> HostTableRefused:
+    return HostTableRefused(
+        f"{where}: the host's approvers table's {what} {at} must be owned by root and writable by root only "
+        f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}), or anyone could make themselves an "
+        f"approver; nothing was approved: `sudo chown root: {at} && sudo chmod go-w {at}`")
+
+
+def _open(where: str) -> tuple[int, os.stat_result]:
+    """The table opened (its descriptor and what fstat says of it), once every folder above
+    it and the file itself were found to be root's alone."""
+    real = os.path.realpath(where)  # a link's target is what is checked, and what is read
+    folder = os.path.dirname(real)
+    while True:
         try:
-            st = os.stat(at)
+            st = os.stat(folder)
         except OSError as err:
             raise HostTableRefused(f"{where}: the host's approvers table cannot be read ({err.strerror}); nothing was "
-                                   f"approved: fix it or unset {ENV}") from None
-        if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise HostTableRefused(
-                f"{where}: the host's approvers table's {what} {at} must be owned by root and writable by root only "
-                f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}), or anyone could make themselves an "
-                f"approver; nothing was approved: `sudo chown root: {at} && sudo chmod go-w {at}`")
+                                   "approved") from None
+        if st.st_uid != 0 or (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX):
+            raise _refuse(where, folder, "folder", st)
+        if os.path.dirname(folder) == folder:
+            break
+        folder = os.path.dirname(folder)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as err:
+        raise HostTableRefused(f"{where}: the host's approvers table cannot be read ({err.strerror}); nothing was "
+                               "approved") from None
+    st = os.fstat(fd)
+    if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _refuse(where, real, "file", st)
+    return fd, st
 
 
 def table() -> list[Any] | None:
@@ -58,11 +92,11 @@ def table() -> list[Any] | None:
     where = path()
     if where is None:
         return None
-    _trusted(where)
-    st = os.stat(where)
-    identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+    fd, st = _open(where)
+    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     kept = _READ.get(where)
     if kept is not None and kept[0] == identity:
+        os.close(fd)
         return kept[1]
     import yaml
     from pydantic import TypeAdapter, ValidationError
@@ -70,10 +104,10 @@ def table() -> list[Any] | None:
     from engine.ledger.model import Approver
 
     try:
-        with open(where, encoding="utf-8") as fh:
+        with os.fdopen(fd, encoding="utf-8") as fh:
             data = yaml.safe_load(fh)
         entries = TypeAdapter(list[str | Approver]).validate_python((data or {}).get("approvers"))
-    except (OSError, yaml.YAMLError, ValidationError, AttributeError) as err:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, AttributeError) as err:
         first = str(err).splitlines()[0]
         raise HostTableRefused(f"{where}: the host's approvers table does not read as `approvers: [...]` ({first}); "
                                "nothing was approved: fix it") from None

@@ -36,13 +36,16 @@ def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[t
         return []
     fix = ("list approvers as {name: alice, os_user: alice} with agents running as their own OS user, or "
            "{name: alice, ssh_key: \"ssh-ed25519 ...\"} (docs/operating.md, Approvals and identity)")
-    if ledger.approvers is None:
+    from engine.approvals.approvers import table
+
+    approvers = table(ledger)  # the host's, where it keeps one (engine.approvals.host_table)
+    if approvers is None:
         return [("no approvers: anyone but the asker may approve, and nothing proves who did", fix)]
-    plain = [a for a in ledger.approvers if isinstance(a, str)]
+    plain = [a for a in approvers if isinstance(a, str)]
     if plain:
         return [(f"approvers {', '.join(plain)} are plain names: they prove nothing about who approved "
                  "(an agent running as that OS user can approve as them)", fix)]
-    unproved = [a.name for a in ledger.approvers if not isinstance(a, str) and a.os_user and not a.ssh_key]
+    unproved = [a.name for a in approvers if not isinstance(a, str) and a.os_user and not a.ssh_key]
     if on_database and unproved:
         return [(f"approvers {', '.join(unproved)} are known by their OS user only, and a PostgreSQL ledger has no "
                  "folder for the file that proves an approval came from that user's process: an agent that runs the "

@@ -398,7 +398,8 @@ def test_an_os_user_approval_forged_by_another_uid_never_authorises() -> None:
 
 
 def _host_table(folder: Path, approvers: list, monkeypatch) -> Path:
-    """The host's approvers table (engine.approvals.host_table), root's, at HANDOFF_APPROVERS_FILE."""
+    """The host's approvers table (engine.approvals.host_table), root's, at HANDOFF_APPROVERS_FILE,
+    in `folder`/etc: `folder` and every folder above it must be root's alone (or sticky, as /tmp)."""
     table = folder / "etc" / "approvers.yaml"
     table.parent.mkdir(mode=0o755)
     table.write_text(yaml.safe_dump({"approvers": approvers}, sort_keys=False))
@@ -415,11 +416,13 @@ def test_with_the_hosts_table_an_agent_rewriting_the_ledgers_table_approves_noth
     from engine.approvals.host_table import ENV
 
     folder = Path(tempfile.mkdtemp(prefix="osuser-host-"))  # outside pytest's 0700 tree, so daemon can reach it
+    host = Path(tempfile.mkdtemp(prefix="host-table-"))  # root's: no one else can rename in it
     try:
         folder.chmod(0o777)
+        host.chmod(0o755)
         ledger = _ledger(folder, [{"name": "nob", "os_user": "nobody"}])
         ledger.chmod(0o666)
-        _host_table(folder, [{"name": "nob", "os_user": "nobody"}], monkeypatch)
+        _host_table(host, [{"name": "nob", "os_user": "nobody"}], monkeypatch)
         asked = handoff("run", ledger, "db-19", "link", "--as", "ops")  # a person's request
         assert asked.returncode == 1 and "requires approval" in asked.stdout, asked.stdout + asked.stderr
         data = _load(ledger)
@@ -442,9 +445,11 @@ def test_with_the_hosts_table_an_agent_rewriting_the_ledgers_table_approves_noth
         assert ran.returncode == 0 and (folder / "spawned-db-19").exists(), ran.stdout + ran.stderr
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(host, ignore_errors=True)
 
 
-@pytest.mark.parametrize("how", ["group-writable", "not root's", "not a table"])
+@pytest.mark.parametrize("how", ["group-writable", "not root's", "not a table", "in a folder others can write",
+                                 "a link to someone else's file"])
 def test_a_host_table_that_cannot_be_trusted_approves_nothing(tmp_path: Path, monkeypatch, how: str) -> None:
     ledger = _ledger(tmp_path, [{"name": "nob", "os_user": "nobody"}])
     table = _host_table(tmp_path, ["root"], monkeypatch)
@@ -452,13 +457,50 @@ def test_a_host_table_that_cannot_be_trusted_approves_nothing(tmp_path: Path, mo
         table.chmod(0o664)
     elif how == "not root's":
         os.chown(table, 65534, 65534)
-    else:
+    elif how == "not a table":
         table.write_text("approvers: {root: yes}\n")
+    elif how == "in a folder others can write":  # it could be renamed away and replaced
+        table.parent.chmod(0o777)
+    else:  # the link's target is what is checked and read
+        theirs = tmp_path / "theirs.yaml"
+        theirs.write_text("approvers: [root]\n")
+        os.chown(theirs, 65534, 65534)
+        link = tmp_path / "link.yaml"
+        link.symlink_to(theirs)
+        monkeypatch.setenv("HANDOFF_APPROVERS_FILE", str(link))
     before = ledger.read_bytes()
     refused = handoff("approve", ledger, "db-19", "--step", "link", "--yes", "--as", "root")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     said = {"group-writable": "must be owned by root and writable by root only (it is uid 0, mode 664)",
             "not root's": "must be owned by root and writable by root only (it is uid 65534",
-            "not a table": "does not read as `approvers: [...]`"}[how]
-    assert str(table) in refused.stderr and said in refused.stderr and "nothing was approved" in refused.stderr, refused.stderr
+            "not a table": "does not read as `approvers: [...]`",
+            "in a folder others can write": f"folder {table.parent} must be owned by root and writable by root only",
+            "a link to someone else's file": f"file {tmp_path / 'theirs.yaml'} must be owned by root"}[how]
+    assert said in refused.stderr and "nothing was approved" in refused.stderr, refused.stderr
     assert ledger.read_bytes() == before
+
+
+def test_a_host_table_the_process_cannot_look_at_is_refused_not_taken_for_none(monkeypatch) -> None:
+    """The default path behind a folder made 0700 (review helper): another user's process cannot
+    look at it, and must not fall back to the ledger's own table (which its user may write)."""
+    from engine.approvals import host_table
+
+    base = Path(tempfile.mkdtemp(prefix="host-hidden-"))
+    try:
+        base.chmod(0o755)
+        etc = base / "etc"
+        etc.mkdir(mode=0o700)
+        (etc / "approvers.yaml").write_text("approvers: [{name: nob, os_user: nobody}]\n")
+        monkeypatch.setattr(host_table, "PATH", str(etc / "approvers.yaml"))
+        monkeypatch.delenv(host_table.ENV, raising=False)
+
+        def look() -> None:
+            try:
+                found = host_table.table()
+            except host_table.HostTableRefused as err:
+                assert "cannot be read (Permission denied); nothing was approved" in err.message, err.message
+                return
+            raise AssertionError(f"the host table is there but this process got {found!r}: the ledger's table is used")
+        assert _as_uid(65534, look) == 0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
