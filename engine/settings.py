@@ -38,6 +38,7 @@ SETTINGS: tuple[Setting, ...] = (
             unit="count"),
     Setting("HANDOFF_TEMPORAL_PLANNER_BACKOFF", 5.0, "the first wait after a model outage in a Temporal run (doubling, at most 5 min)"),
     Setting("HANDOFF_LANGGRAPH_CHECKPOINTER", None, "the default `--checkpointer` URL of `--runtime langgraph`", unit="text"),
+    Setting("HANDOFF_APPROVERS_FILE", None, "the host's approvers table where /etc/handoff-tui/approvers.yaml does not exist: for tests (an agent chooses its own environment; link the /etc path instead)", unit="text"),
     Setting("HANDOFF_SLACK_API_URL", "https://slack.com/api/", "where `handoff slack` reaches Slack's Web API (tests point it at a local fake)",
             unit="text"),
     Setting("HANDOFF_SERVE_TOKEN", None, "the default `--token` of `handoff-tui serve` (observers open the page with it once)",

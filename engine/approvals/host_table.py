@@ -49,7 +49,9 @@ def path() -> str | None:
     except OSError as err:
         raise HostTableRefused(f"{PATH}: the host's approvers table cannot be read ({err.strerror}); nothing was "
                                f"approved: `sudo chmod 755 {os.path.dirname(PATH)} && sudo chmod 644 {PATH}`") from None
-    return os.environ.get(ENV) or None
+    from engine.settings import text
+
+    return text(ENV)
 
 
 def _refuse(where: str, at: str, what: str, st: os.stat_result) -> HostTableRefused:
