@@ -218,8 +218,8 @@ def requester_rule(ledger: Ledger, name: str, step: Step, who: Who, by: str, req
     ran as; and under a `count` policy never whoever started the session that asked either."""
     target = ledger.targets[name]
     asked = requested_by or set()
-    # The approver's OS user: the uid that proved it, or the one the ledger's approvers table
-    # gives them however they approve (from Slack too).
+    # The approver's OS user: the uid that proved it, or the one the approvers table (the host's
+    # or the ledger's: engine.approvals.approvers.table) gives them however they approve (Slack too).
     entry = verified_entry(ledger, by)
     uid = (who.user.strip().casefold() if verified and "os_user" in verified
            else entry.os_user.strip().casefold() if entry is not None and entry.os_user else None)

@@ -29,41 +29,48 @@ def server_is_up():
         pytest.fail(f"PostgreSQL is not reachable at {PG}: {err}")
 
 
-def _handoff(env, *args) -> subprocess.CompletedProcess:
+def handoff_pg(env, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "engine.cli.main", *map(str, args)], capture_output=True, text=True,
                           env=env, timeout=90, stdin=subprocess.DEVNULL)
 
 
-def test_a_restored_database_ledger_is_refused_and_the_spent_approval_never_runs_again(tmp_path: Path):
+def approved_link(tmp_path: Path, task: str) -> tuple[str, str, Path, dict[str, str]]:
+    """A new PostgreSQL ledger (name, location): target `a`'s irreversible `link` (it appends
+    to `runs`) approved by human-1; the environment its commands run in (`env`)."""
     from engine.store.postgres import PostgresStore
 
     runs = tmp_path / "runs.txt"
     name = f"t-{uuid.uuid4().hex[:10]}"
     location = f"{PG}#{name}"
-    data = {"task": "pg-restore", "targets": {"a": {"state": "checked"}}, "runbook": {"steps": [
+    data = {"task": task, "targets": {"a": {"state": "checked"}}, "runbook": {"steps": [
         {"name": "link", "from": "checked", "to": "linked", "reversible": False,
          "run": [sys.executable, "-c", LINK, str(runs)]}]}}
     PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
-    assert _handoff(env, "approve", location, "a", "--as", "human-1").returncode == 0
+    assert handoff_pg(env, "approve", location, "a", "--as", "human-1").returncode == 0
+    return name, location, runs, env
+
+
+def test_a_restored_database_ledger_is_refused_and_the_spent_approval_never_runs_again(tmp_path: Path):
+    name, location, runs, env = approved_link(tmp_path, "pg-restore")
     with psycopg.connect(PG, autocommit=True) as conn:  # the backup
         revision, body = conn.execute("SELECT revision, body FROM handoff_ledger WHERE name = %s", (name,)).fetchone()
         seq = conn.execute("SELECT coalesce(max(seq), 0) FROM handoff_journal WHERE ledger = %s", (name,)).fetchone()[0]
-    first = _handoff(env, "resume", "--ledger", location)
+    first = handoff_pg(env, "resume", "--ledger", location)
     assert first.returncode == 0 and len(runs.read_text()) == 1, first.stdout + first.stderr
 
     with psycopg.connect(PG, autocommit=True) as conn:  # the restore: row and journal as they were
         conn.execute("UPDATE handoff_ledger SET revision = %s, body = %s WHERE name = %s", (revision, body, name))
         conn.execute("DELETE FROM handoff_journal WHERE ledger = %s AND seq > %s", (name, seq))
-    again = _handoff(env, "resume", "--ledger", location)
+    again = handoff_pg(env, "resume", "--ledger", location)
     said = again.stdout + again.stderr
     assert again.returncode != 0 and "went back in time" in said and "restored from a backup" in said, said
     assert len(runs.read_text()) == 1 and "Traceback" not in said
     with psycopg.connect(PG, autocommit=True) as conn:
         assert conn.execute("SELECT body FROM handoff_ledger WHERE name = %s", (name,)).fetchone()[0] == body
 
-    accepted = _handoff(env, "check", location, "--accept-rollback", "--as", "human-2")
+    accepted = handoff_pg(env, "check", location, "--accept-rollback", "--as", "human-2")
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
-    after = _handoff(env, "resume", "--ledger", location)
+    after = handoff_pg(env, "resume", "--ledger", location)
     said = after.stdout + after.stderr
     assert len(runs.read_text()) == 1 and "already used" in said and "Traceback" not in said, said
