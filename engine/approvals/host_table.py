@@ -47,11 +47,15 @@ def path() -> str | None:
             raise HostTableRefused(f"{PATH}: the host's approvers table is a link to nothing; nothing was approved: "
                                    "point it at the table, or remove it") from None
     except OSError as err:
-        raise HostTableRefused(f"{PATH}: the host's approvers table cannot be read ({err.strerror}); nothing was "
-                               f"approved: `sudo chmod 755 {os.path.dirname(PATH)} && sudo chmod 644 {PATH}`") from None
+        raise _unreadable(PATH, PATH, err) from None
     from engine.settings import text
 
     return text(ENV)
+
+
+def _unreadable(where: str, at: str, err: OSError) -> HostTableRefused:
+    return HostTableRefused(f"{where}: the host's approvers table cannot be read ({err.strerror} at {at}); nothing was "
+                            f"approved: every user who approves or runs steps must be able to read it (`sudo chmod a+rX {at}`)")
 
 
 def _refuse(where: str, at: str, what: str, st: os.stat_result) -> HostTableRefused:
@@ -70,8 +74,7 @@ def _open(where: str) -> tuple[int, os.stat_result]:
         try:
             st = os.stat(folder)
         except OSError as err:
-            raise HostTableRefused(f"{where}: the host's approvers table cannot be read ({err.strerror}); nothing was "
-                                   "approved") from None
+            raise _unreadable(where, folder, err) from None
         if st.st_uid != 0 or (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX):
             raise _refuse(where, folder, "folder", st)
         if os.path.dirname(folder) == folder:
@@ -80,8 +83,7 @@ def _open(where: str) -> tuple[int, os.stat_result]:
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as err:
-        raise HostTableRefused(f"{where}: the host's approvers table cannot be read ({err.strerror}); nothing was "
-                               "approved") from None
+        raise _unreadable(where, real, err) from None
     st = os.fstat(fd)
     if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or not stat.S_ISREG(st.st_mode):
         os.close(fd)
