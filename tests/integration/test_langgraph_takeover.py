@@ -93,7 +93,12 @@ def test_a_taken_over_langgraph_runtime_stops_acting(tmp_path: Path, checkpointe
             f"A settled B's live intent: db-50 is now {after_a['targets']['db-50']!r}\nA said:\n{said_a[-3000:]}")
         assert a.returncode == 5, said_a[-3000:]
         # And the approved link runs exactly once, under B.
-        assert link_runs == 1, (link_runs, load(ledger)["targets"]["db-50"])
+        if link_runs != 1:  # say what B said
+            if b.poll() is None:
+                b.kill()
+            b_out, b_err = b.communicate(timeout=30)
+            raise AssertionError(f"link ran {link_runs} times; db-50 is {load(ledger)['targets']['db-50']!r}\n"
+                                 f"B (exit {b.returncode}) said:\n{(b_out + b_err)[-4000:]}")
     finally:
         for p in (a, b):
             if p is not None and p.poll() is None:
