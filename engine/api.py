@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urldefrag
 
-from engine.approvals.approvers import SlackId, admit_slack, slack_entry
+from engine.approvals.approvers import SlackId, admit_slack, kernel_proves, slack_entry
 from engine.approvals.batch import matching
 from engine.approvals.identity import os_user
 from engine.approvals.people import agent_caller
@@ -345,16 +345,20 @@ class LedgerHandle:
 
         signed = None if slack is not None else sign_approval(self, target, step, key)
 
+        proved: list[bool] = []  # does a file of the recording user's prove it (the transaction's last try says)
+
         def change(ledger: Ledger):
             if expect_revision is not None and ledger.revision != expect_revision:
                 raise ApprovalChanged(f"{target}: the ledger changed since you looked (revision {expect_revision}, now "
                                       f"{ledger.revision}); nothing was approved: look again", seen=expect_hash or "", now=None)
-            return ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
+            done = ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
                                expect_hash=expect_hash, signed=signed, slack=slack,
                                requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
+            proved[:] = [kernel_proves(ledger, done[0])]
+            return done
 
         approval = self._change(change)
-        if "os_user" in (approval.verified or "") and not self.is_url:
+        if proved[-1] and not self.is_url:
             from engine.approvals import attest
 
             try:

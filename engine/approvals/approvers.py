@@ -11,7 +11,10 @@
   request carries Slack's signature and the workspace/member ids map to her through this
   table only, never a display name or an e-mail. On that path her other keys are not
   asked for (the Slack process runs as its own OS user); on the CLI they are, and an
-  approver with only `slack` approves from Slack only.
+  approver with only `slack` approves from Slack only. Whoever can run the engine's code
+  can say "Slack says alice", so the OS user `handoff slack` runs as is named
+  (`slack_recorder`): only its process records such an approval, and for a file ledger
+  leaves that user's file proving it (engine.approvals.attest), which no agent can forge.
 Checked when the approval is given (`admit`) and again under the fence (`recheck`). Where
 the host has its own table (engine.approvals.host_table, root's), that table is used instead.
 """
@@ -113,9 +116,50 @@ def uid_is(user: str, uid: int | None = None) -> str | None:
     return None
 
 
+def slack_recorder(ledger: Ledger) -> str | None:
+    """The OS user `handoff slack` must run as to record an approval from Slack: the host
+    table's `slack: {os_user: ...}` where the host keeps a table, else the `os_user` of the
+    ledger's first Slack channel (`notify: [{slack: {channel: ..., os_user: ...}}]`); None: not named."""
+    host = host_table.read()
+    if host is not None:
+        return host.slack_os_user
+    return next((n.slack.os_user for n in ledger.notify if n.slack is not None), None)
+
+
+def slack_recorder_problem(ledger: Ledger, user: str | None = None, uid: int | None = None) -> str | None:
+    """Why an approval from Slack may not be recorded by this process (or one of `uid`), or may
+    not stand as recorded by OS user `user`; None: it may. Where the host keeps a table it must
+    name the Slack process's OS user: nothing else tells that process from an agent."""
+    recorder = slack_recorder(ledger)
+    if recorder is None:
+        if host_table.path() is None:
+            return None  # the ledger's own table names none: `check --strict` says what that leaves open
+        return (f"the host's approvers table ({host_table.path()}) names no OS user for `handoff slack`, so no approval "
+                "from Slack can be told from an agent's: add `slack: {os_user: NAME}` to it, NAME the user `handoff "
+                "slack` runs as")
+    if user is not None:
+        return None if _same(user, recorder) else (
+            f"approvals from Slack are recorded by OS user {recorder} (the user `handoff slack` runs as), but this one "
+            f"was recorded as {user}")
+    why = uid_is(recorder, uid)
+    return f"approvals from Slack are recorded by OS user {recorder} only (`handoff slack` runs as it): {why}" if why else None
+
+
+def kernel_proves(ledger: Ledger, approval: Approval) -> bool:
+    """Does a file of `approval.user`'s prove `approval` (engine.approvals.attest)? An
+    `os_user` approval, and one from Slack where the Slack process's OS user is named."""
+    if approval.via == "slack":
+        return slack_recorder(ledger) is not None
+    return "os_user" in (approval.verified or "")
+
+
 def admit_slack(ledger: Ledger, who_name: str, slack: SlackId) -> tuple[str, str]:
     """(approver name, "slack") for an approval from Slack by `slack`, or Refused: the
-    ids must be in the `approvers:` table, and name the approver the request is for."""
+    ids must be in the `approvers:` table, and name the approver the request is for, and
+    this process must be the Slack process's OS user where one is named (slack_recorder)."""
+    why = slack_recorder_problem(ledger)
+    if why:
+        raise Refused(f"{why}; nothing was approved", title="Not the Slack process")
     entry = slack_entry(ledger, slack.team, slack.user)
     if entry is None:
         raise Refused(f"Slack user {slack.ref} is not in this ledger's approvers; a person is mapped by id only: add "
@@ -189,7 +233,7 @@ def recheck(ledger: Ledger, name: str, approval: Approval) -> str | None:
         if approval.verified != "slack" or not entry.slack or entry.slack != f"{ids.get('team')}/{ids.get('user')}":
             return (f"approver {entry.name} approves from Slack as {entry.slack or 'nobody'}, but this approval names "
                     f"Slack user {ids.get('team')}/{ids.get('user')}")
-        return None
+        return slack_recorder_problem(ledger, user=approval.user or "")
     if entry.slack and not (entry.os_user or entry.ssh_key):
         return f"approver {entry.name} approves from Slack only, and this approval was not given there"
     if entry.os_user and not _same(approval.user, entry.os_user):

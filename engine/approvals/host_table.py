@@ -4,7 +4,11 @@ A ledger's own `approvers:` table is part of a file the agent's OS user can writ
 agents have their own user and write access to the ledger's folder: it could map a name to
 its own login, key or Slack id and then approve under that name. When this file exists, it,
 not the ledger's table, says who may approve and how each is verified, for every ledger on
-the host (same shape: `approvers: [alice, {name: bob, os_user: bob, ssh_key: ...}]`).
+the host (same shape: `approvers: [alice, {name: bob, os_user: bob, ssh_key: ...}]`), and
+`slack: {os_user: NAME}` names the OS user `handoff slack` runs as: only that user's
+process records an approval from Slack, and for a file ledger leaves the file of that
+user's that proves it (engine.approvals.attest). A table with no such entry refuses
+approvals from Slack: nothing else can tell the Slack process from an agent.
 
 It must be owned by root and writable by root only, and every folder above it root's and
 not open to others' renames (not writable by group or others, or sticky, as /tmp is);
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import HandoffError
@@ -26,7 +31,18 @@ from engine.errors import HandoffError
 PATH = "/etc/handoff-tui/approvers.yaml"
 ENV = "HANDOFF_APPROVERS_FILE"
 
-_READ: dict[str, tuple[tuple, list[Any]]] = {}  # path -> (its identity when read, its table)
+
+
+@dataclass(frozen=True)
+class HostTable:
+    """What the host's table says: its approvers (plain names and Approver entries), and the
+    OS user `handoff slack` runs as (None: not named, so no approval from Slack stands)."""
+
+    approvers: list[Any]
+    slack_os_user: str | None
+
+
+_READ: dict[str, tuple[tuple, HostTable]] = {}  # path -> (its identity when read, its table)
 
 
 class HostTableRefused(HandoffError):
@@ -93,6 +109,12 @@ def _open(where: str) -> tuple[int, os.stat_result]:
 
 def table() -> list[Any] | None:
     """The host's approvers (plain names and Approver entries), or None when there is no host table."""
+    found = read()
+    return found.approvers if found is not None else None
+
+
+def read() -> HostTable | None:
+    """The host's table, or None when there is none (HostTableRefused: one that cannot be trusted or read)."""
     where = path()
     if where is None:
         return None
@@ -111,9 +133,14 @@ def table() -> list[Any] | None:
         with os.fdopen(fd, encoding="utf-8") as fh:
             data = yaml.safe_load(fh)
         entries = TypeAdapter(list[str | Approver]).validate_python((data or {}).get("approvers"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, AttributeError) as err:
+        slack = data.get("slack")
+        if slack is not None and not (isinstance(slack, dict) and set(slack) == {"os_user"}
+                                      and isinstance(slack["os_user"], str) and slack["os_user"].strip()):
+            raise ValueError(f"`slack:` is {slack!r}, not `slack: {{os_user: NAME}}`")
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, AttributeError, ValueError) as err:
         first = str(err).splitlines()[0]
-        raise HostTableRefused(f"{where}: the host's approvers table does not read as `approvers: [...]` ({first}); "
-                               "nothing was approved: fix it") from None
-    _READ[where] = (identity, entries)
-    return entries
+        raise HostTableRefused(f"{where}: the host's approvers table does not read as `approvers: [...]` with an "
+                               f"optional `slack: {{os_user: NAME}}` ({first}); nothing was approved: fix it") from None
+    found = HostTable(entries, slack["os_user"].strip() if slack else None)
+    _READ[where] = (identity, found)
+    return found

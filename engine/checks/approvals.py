@@ -31,7 +31,8 @@ def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[t
     """(message, suggestion) when the ledger's irreversible steps are approved by people
     the engine cannot tell from an agent: no `approvers`, plain names, or (`on_database`: a
     PostgreSQL ledger, which has no folder for the kernel's proof, engine.approvals.attest)
-    `os_user` approvers without an `ssh_key`."""
+    `os_user` approvers without an `ssh_key`, and Slack approvers with no OS user named for
+    the Slack process (or on PostgreSQL at all)."""
     if not any(not step.reversible for step in ledger.steps()):
         return []
     fix = ("list approvers as {name: alice, os_user: alice} with agents running as their own OS user, or "
@@ -51,4 +52,15 @@ def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[t
                  "folder for the file that proves an approval came from that user's process: an agent that runs the "
                  "engine's code with its checks patched out can approve as them",
                  "give them an ssh_key as well: {name: alice, os_user: alice, ssh_key: \"ssh-ed25519 ...\"}")]
+    from engine.approvals.approvers import slack_recorder
+
+    by_slack = [a.name for a in approvers if not isinstance(a, str) and a.slack]
+    if by_slack and (on_database or slack_recorder(ledger) is None):
+        where = ("a PostgreSQL ledger has no folder for the file that proves the Slack process recorded it" if on_database
+                 else "no OS user is named for `handoff slack`")
+        return [(f"approvers {', '.join(by_slack)} approve from Slack, and {where}: an agent that runs the engine's "
+                 "code can record an approval \"from Slack\" as them",
+                 "run `handoff slack` as its own OS user and name it: notify: [{slack: {channel: C0123ABC, os_user: "
+                 "handoff-slack}}] (or `slack: {os_user: handoff-slack}` in the host's approvers table)"
+                 + ("; on PostgreSQL give them an ssh_key and approve with `handoff approve` instead" if on_database else ""))]
     return []

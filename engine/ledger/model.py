@@ -292,10 +292,14 @@ class Metric(Node):
 
 
 class SlackChannel(Node):
-    """`notify: [{slack: {channel: C0123ABC}}]`: where `handoff slack` posts approval requests."""
+    """`notify: [{slack: {channel: C0123ABC}}]`: where `handoff slack` posts approval requests.
+    `os_user`: the OS user `handoff slack` runs as: only its process records an approval from
+    Slack, and leaves a file of that user's proving it (engine.approvals.attest). Where the
+    host keeps its own approvers table, that table's `slack: {os_user: ...}` is used instead."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=CLOSED)
     channel: str = Field(json_schema_extra={"pattern": SLACK_CHANNEL})
+    os_user: str | None = None
 
     @field_validator("channel")
     @classmethod

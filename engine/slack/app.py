@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import HandoffError
+from engine.approvals.approvers import slack_recorder_problem
+from engine.errors import HandoffError, UsageError
 from engine.host import console, failpoints
 from engine.slack import blocks
 from engine.slack.decide import Decider
@@ -48,12 +49,13 @@ class Hub:
         try:
             auth = self.web.call("auth.test")
         except SlackFailed as error:
-            from engine.errors import UsageError
-
             raise UsageError(f"Slack refused the bot token ({error}): check SLACK_BOT_TOKEN") from None
         self.team_id, self.enterprise_id = auth.get("team_id") or "", auth.get("enterprise_id") or None
         self.ledgers = {w.key: w for w in (Watched.open(loc) for loc in locations)}
         for w in self.ledgers.values():
+            why = slack_recorder_problem(w.handle.load())
+            if why:
+                raise UsageError(f"{w.handle.display_location}: {why}; nothing was started") from None
             if w.channel(w.handle.load()) is None:
                 self.say(f"{w.handle.display_location} has no `notify: [{{slack: {{channel: C0123ABC}}}}]` entry: "
                          "no request of it is posted until one is added")

@@ -65,3 +65,24 @@ def test_a_slack_notify_entry_is_not_a_failed_page_for_the_session():
     entry = Notifier(slack={"channel": "C0OPS"})
     assert send_pages([entry], "hello", event="approval_needed", ledger_dir=".", python=sys.executable,
                       run_command=lambda *a, **k: None) == []
+
+
+def test_handoff_slack_will_not_start_as_another_user_than_the_ledger_names(tmp_path, fake):
+    """The ledger says the Slack process runs as nobody; started as root it exits 2 saying so, posts nothing,
+    and the ledger is unchanged."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, cli_env
+    from tests.slack.kit import APP_ID, SECRET
+
+    path = ledger(tmp_path, notify=[{"slack": {"channel": "C0OPS", "os_user": "nobody"}}])
+    before = path.read_bytes()
+    out = subprocess.run([sys.executable, "-m", "engine.cli.main", "slack", str(path), "--http", "127.0.0.1:0"],
+                         env=cli_env(SLACK_BOT_TOKEN=fake.bot_token, SLACK_SIGNING_SECRET=SECRET, SLACK_APP_ID=APP_ID,
+                                     HANDOFF_SLACK_API_URL=fake.api_url),
+                         capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert (f"{path}: approvals from Slack are recorded by OS user nobody only (`handoff slack` runs as it): the "
+            "approving process runs as uid 0 (root), not nobody's uid 65534; nothing was started") in out.stderr, out.stderr
+    assert not fake.of("chat.postMessage") and path.read_bytes() == before

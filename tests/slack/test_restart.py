@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 from tests.conftest import wait_stopped
 from tests.slack.kit import ALICE, APPROVERS, approved, ledger, load, posted, review, wait_for
@@ -59,10 +60,11 @@ def _quietly(fn, *args, **kw):
 
 
 def test_an_irreversible_step_approved_from_slack_starts_exactly_once(tmp_path, fake, signer, started):
-    """The demo fleet: a session asks for `link`, alice approves from Slack, sessions run: one link run."""
+    """The demo fleet: a session asks for `link`, alice approves from Slack, sessions run: one link run. The ledger
+    names the Slack process's OS user (root here), so its process leaves root's file proving the approval."""
     world = tmp_path / "world"
     path = demo_copy(tmp_path, {"db-50": {"state": "checked"}}, budget={"steps": 1}, approvers=APPROVERS,
-                     notify=[{"slack": {"channel": "C0OPS"}}])
+                     notify=[{"slack": {"channel": "C0OPS", "os_user": "root"}}])
     first = resume(path, world=world)
     assert first.returncode == 0, first.stdout + first.stderr
     assert load(path)["targets"]["db-50"]["state"] == "awaiting_approval"
@@ -70,6 +72,8 @@ def test_an_irreversible_step_approved_from_slack_starts_exactly_once(tmp_path, 
     view = review(app, fake, signer, ALICE)
     assert signer.post(app.url, signer.submit(view, ALICE, "db-50"))[0] == 200
     wait_for(lambda: approved(path), what="the approval")
+    [proof] = list(Path(str(path) + ".attest").iterdir())
+    assert proof.stat().st_uid == 0 and '"target": "db-50"' in proof.read_text()
     for _ in range(3):
         out = resume(path, world=world)
         assert out.returncode == 0, out.stdout + out.stderr
