@@ -118,12 +118,28 @@ def uid_is(user: str, uid: int | None = None) -> str | None:
 
 def slack_recorder(ledger: Ledger) -> str | None:
     """The OS user `handoff slack` must run as to record an approval from Slack: the host
-    table's `slack: {os_user: ...}` where the host keeps a table, else the `os_user` of the
-    ledger's first Slack channel (`notify: [{slack: {channel: ..., os_user: ...}}]`); None: not named."""
+    table's `slack: {os_user: ...}` where the host keeps a table, else the `os_user` the
+    ledger's Slack channels name (`notify: [{slack: {channel: ..., os_user: ...}}]`); None: not named."""
     host = host_table.read()
     if host is not None:
         return host.slack_os_user
-    return next((n.slack.os_user for n in ledger.notify if n.slack is not None), None)
+    return _named_in_ledger(ledger)[0]
+
+
+def _named_in_ledger(ledger: Ledger) -> tuple[str | None, str | None]:
+    """(the OS user the ledger's Slack channels name for `handoff slack`, or why none can be
+    taken): a key that is not `channel` or `os_user` (`os-user`: a typo that would name no one),
+    or two channels naming different users, is never read as no user named."""
+    channels = [n.slack for n in ledger.notify if n.slack is not None]
+    for channel in channels:
+        for key in channel.__pydantic_extra__ or {}:
+            return None, (f"the ledger's Slack channel {channel.channel} has the unknown key {str(key)!r}, so whether it "
+                          "names the OS user of `handoff slack` cannot be told: write `os_user: NAME` (or remove the key)")
+    named = sorted({c.os_user for c in channels if c.os_user})
+    if len(named) > 1:
+        return None, (f"the ledger's Slack channels name {' and '.join(named)} as the OS user of `handoff slack`: "
+                      "name one, on every channel")
+    return (named[0] if named else None), None
 
 
 def slack_recorder_problem(ledger: Ledger, user: str | None = None, uid: int | None = None) -> str | None:
@@ -131,6 +147,10 @@ def slack_recorder_problem(ledger: Ledger, user: str | None = None, uid: int | N
     not stand as recorded by OS user `user`; None: it may. Where the host keeps a table it must
     name the Slack process's OS user: nothing else tells that process from an agent."""
     recorder = slack_recorder(ledger)
+    if recorder is None and host_table.path() is None:
+        why = _named_in_ledger(ledger)[1]
+        if why:
+            return why
     if recorder is None:
         if host_table.path() is None:
             return None  # the ledger's own table names none: `check --strict` says what that leaves open

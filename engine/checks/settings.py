@@ -101,6 +101,10 @@ def check_notify(ctx: Context) -> None:
             ctx.add(ERROR, f"notify entry {index + 1} has neither `webhook` nor `run` nor `slack`: it pages nobody", *at,
                     code="notify-empty", suggestion=did_you_mean(str(extra[0]), ("webhook", "run", "slack")) if extra else
                     "add webhook: https://... or run: [command, ...] (or slack: {channel: C0123ABC} for handoff slack)")
+        for key in (entry.slack.__pydantic_extra__ or {}) if entry.slack is not None else ():
+            ctx.add(ERROR, f'notify entry {index + 1}: unknown key "{key}" in slack (it has channel and os_user): no '
+                    "approval from Slack is recorded until it is mended", *at, "slack", key, at_key=True,
+                    code="notify-unknown-key", suggestion=did_you_mean(str(key), ("channel", "os_user"), what="keys"))
         if entry.webhook and urllib.parse.urlsplit(entry.webhook).scheme not in ("http", "https"):
             ctx.add(ERROR, f"notify entry {index + 1}: the webhook must be an http:// or https:// URL", *at, "webhook",
                     code="notify-webhook")
@@ -112,6 +116,11 @@ def check_notify(ctx: Context) -> None:
         if is_template_placeholder(entry.run):
             ctx.add(WARNING, f"notify entry {index + 1}'s run is still the template's placeholder, which only fails",
                     *at, "run", code="template-placeholder", suggestion="replace it with the real pager command")
+    named = sorted({n.slack.os_user for n in ledger.notify if n.slack is not None and n.slack.os_user})
+    if len(named) > 1:
+        ctx.add(ERROR, f"the Slack channels in notify name {' and '.join(named)} as the OS user of `handoff slack`: no "
+                "approval from Slack is recorded until one is named", "notify", code="notify-slack-users",
+                suggestion="name the same os_user on every slack entry")
     gates = [s.name for s in ledger.steps() if not s.reversible]
     if gates and not ledger.notify:
         ctx.add(WARNING, f"irreversible steps ({', '.join(gates)}) wait for approval, but `notify` is empty: nobody "

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 from engine.approvals.approvers import SlackId
@@ -161,3 +162,47 @@ def test_check_says_when_nothing_tells_the_slack_process_from_an_agent(tmp_path:
     assert "os_user: handoff-slack" in said.stdout
     named = _slack_ledger(tmp_path, "nobody")
     assert "approve from Slack" not in handoff("check", named, "--strict").stdout
+
+
+@pytest.mark.parametrize("notify, said", [
+    ([{"slack": {"channel": "C0OPS"}}, {"slack": {"channel": "C0ESC", "os_user": "nobody"}}],
+     "approvals from Slack are recorded by OS user nobody only"),
+    ([{"slack": {"channel": "C0OPS", "os-user": "nobody"}}],
+     "the ledger's Slack channel C0OPS has the unknown key 'os-user', so whether it names the OS user of `handoff "
+     "slack` cannot be told: write `os_user: NAME`"),
+    ([{"slack": {"channel": "C0OPS", "os_user": "nobody"}}, {"slack": {"channel": "C0ESC", "os_user": "daemon"}}],
+     "the ledger's Slack channels name daemon and nobody as the OS user of `handoff slack`: name one"),
+], ids=["on-a-second-channel", "a-typo", "two-users"])
+def test_a_slack_process_named_anywhere_in_notify_or_misspelled_is_never_taken_for_none(notify, said) -> None:
+    """(review helper) The Slack process's user named on a second channel, or under a misspelled key, or two users
+    named: daemon's own unpatched process records nothing (the ledger byte-identical), and `check` says what to mend."""
+    folder = Path(tempfile.mkdtemp(prefix="slack-named-"))  # outside pytest's 0700 tree, so daemon can reach it
+    try:
+        folder.chmod(0o777)
+        ledger = _slack_ledger(folder, None)
+        data = _load(ledger)
+        data["notify"] = notify
+        _save(ledger, data)
+        ledger.chmod(0o666)
+        before = ledger.read_bytes()
+
+        def honest() -> None:
+            try:
+                _slack_approve(ledger, "db-19")
+            except Refused as err:
+                assert said in err.message and "nothing was approved" in err.message, err.message
+                return
+            raise AssertionError("daemon's process recorded an approval from Slack")
+        assert _as_uid(1, honest) == 0
+        assert ledger.read_bytes() == before
+        checked = handoff("check", ledger)
+        if "os-user" in str(notify):
+            assert checked.returncode == 1 and f"{ledger}:" in checked.stdout + checked.stderr
+            assert 'notify entry 1: unknown key "os-user" in slack (it has channel and os_user)' in checked.stdout, \
+                checked.stdout
+            assert 'did you mean "os_user"?' in checked.stdout
+        elif "daemon" in str(notify):
+            assert checked.returncode == 1 and "name daemon and nobody as the OS user of `handoff slack`" in checked.stdout
+        assert ledger.read_bytes() == before
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
