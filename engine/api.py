@@ -345,7 +345,7 @@ class LedgerHandle:
 
         signed = None if slack is not None else sign_approval(self, target, step, key)
 
-        proved: list[bool] = []  # does a file of the recording user's prove it (the transaction's last try says)
+        proved: list[bool] = []  # does a proof of the recording user's back it (the transaction's last try says)
 
         def change(ledger: Ledger):
             if expect_revision is not None and ledger.revision != expect_revision:
@@ -358,17 +358,16 @@ class LedgerHandle:
             return done
 
         approval = self._change(change)
-        if proved[-1] and not self.is_url:
-            from engine.approvals import attest
-
+        proofs = self.journal.proofs()
+        if proved[-1] and proofs is not None:
             try:
-                attest.record(self.location, target, approval)
-            except OSError as err:
+                proofs.record(target, approval)
+            except (OSError, HandoffError) as err:
+                why = os_error_text(err) if isinstance(err, OSError) else err.message
                 raise WriteFailed(
-                    f"{target}: the approval of {approval.step} is in the ledger, but the file that proves it is "
-                    f"{approval.user}'s could not be made beside it ({os_error_text(err)}), so it will not authorise a "
-                    f"run: let {approval.user} write {os.path.realpath(self.location)}{attest.SUFFIX}/, then run "
-                    f"`handoff unapprove` and approve again") from None
+                    f"{target}: the approval of {approval.step} is in the ledger, but the proof that {approval.user} "
+                    f"recorded it could not be made ({why}), so it will not authorise a run: "
+                    f"{proofs.where(approval.user)}, then run `handoff unapprove` and approve again") from None
         return approval
 
     def slack_approver(self, ledger: Ledger, target: str, slack: SlackId) -> str:

@@ -12,8 +12,8 @@ must be there, a regular file owned by the approver's OS user, saying exactly th
 
 The folder is sticky (as /tmp is): anyone who may write the ledger's folder may add a file,
 and only its owner may remove or rename it. Removing one refuses its approval (a person
-approves again); no one but root can forge one. A PostgreSQL ledger has no folder to hold
-one: there an `os_user` approver proves only what the approving process says (use `ssh_key`).
+approves again); no one but root can forge one. A PostgreSQL ledger keeps its proofs in its
+database instead, as rows the database stamps with the recording role (engine.store.pg_attest).
 """
 
 from __future__ import annotations
@@ -34,11 +34,17 @@ def _fields(target: str, approval: Approval) -> dict[str, str]:
             "at": approval.at, "by": approval.by, "user": approval.user}
 
 
+def proof_of(target: str, approval: Approval) -> tuple[str, bytes]:
+    """(the proof's name, what it says) for this approval: a file's name and bytes here, a
+    row's key and body in PostgreSQL (engine.store.pg_attest)."""
+    body = json.dumps(_fields(target, approval), sort_keys=True).encode("utf-8")
+    return hashlib.sha256(body).hexdigest()[:40], body + b"\n"
+
+
 def _where(ledger_path: str, target: str, approval: Approval) -> tuple[str, bytes]:
     """(the file's path, the bytes it holds) for this approval (the folder names the ledger)."""
-    body = json.dumps(_fields(target, approval), sort_keys=True).encode("utf-8")
-    name = hashlib.sha256(body).hexdigest()[:40]
-    return os.path.join(os.path.realpath(ledger_path) + SUFFIX, name), body + b"\n"
+    name, body = proof_of(target, approval)
+    return os.path.join(os.path.realpath(ledger_path) + SUFFIX, name), body
 
 
 def record(ledger_path: str, target: str, approval: Approval) -> None:
@@ -98,3 +104,20 @@ def problem(ledger_path: str, target: str, approval: Approval) -> str | None:
     if held != body:
         return f"the file of {approval.user}'s at that place proves another approval: {approval.by} approves again"
     return None
+
+
+class FileProofs:
+    """Proofs of a file ledger's approvals: files of the recording user's beside it."""
+
+    def __init__(self, ledger_path: str) -> None:
+        self.ledger_path = ledger_path
+
+    def where(self, user: str) -> str:
+        """Where `user` must be able to write for a proof to be made (said when it cannot)."""
+        return f"let {user} write {os.path.realpath(self.ledger_path)}{SUFFIX}/"
+
+    def record(self, target: str, approval: Approval) -> None:
+        record(self.ledger_path, target, approval)
+
+    def problem(self, target: str, approval: Approval) -> str | None:
+        return problem(self.ledger_path, target, approval)

@@ -5,7 +5,9 @@ approval bound to the exact command and checkpoint.
 It must also have its own journal record (engine.approvals.witness): an approval
 written into the file by anyone but the engine never authorises; and for a verified
 approver (engine.approvals.approvers) its uid record or its signature must still hold, and
-an `os_user` approval of a file ledger (and one from Slack, where the Slack process's OS user is named) its proof file of that user's (engine.approvals.attest). An approval refused
+an `os_user` approval (and one from Slack, where the Slack process's OS user is named) its proof of that user's:
+a file beside a file ledger (engine.approvals.attest), a row a PostgreSQL ledger's database
+says that user's role recorded (engine.store.pg_attest). An approval refused
 here is taken off the target (the journal keeps a copy in the refusal's record) and the
 target awaits a person again, its `reason` saying why, so nothing retries it in a loop
 and a person's fresh approval is not blocked by the bad one.
@@ -16,7 +18,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from engine.approvals import attest
 from engine.approvals.approvers import kernel_proves, recheck
 from engine.approvals.policy import policy_for, standing
 from engine.approvals.witness import approval_recorded, lost_record, withdrawal
@@ -58,9 +59,9 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
                             f"taken back ({taken_back.get('msg') or 'unapproval'}, {taken_back.get('ts')}), so it never "
                             "authorises a run: a person approves again")
     why = recheck(ledger, name, approval)
-    beside = journal.ledger_file()
-    if not why and beside is not None and kernel_proves(ledger, approval):
-        why = attest.problem(beside, name, approval)  # the kernel's word, not only the approving process's
+    proofs = journal.proofs()
+    if not why and proofs is not None and kernel_proves(ledger, approval):
+        why = proofs.problem(name, approval)  # the kernel's (or the database's) word, not only the approving process's
     if why:
         return Unauthorised(f"approval not verified: {why}, so it never authorises a run")
     return None

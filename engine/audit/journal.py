@@ -61,6 +61,11 @@ class Journal(Sealed, JournalBase):
     def ledger_file(self) -> str | None:
         return self._ledger()
 
+    def proofs(self) -> Any:
+        from engine.approvals.attest import FileProofs
+
+        return FileProofs(self._ledger())
+
     def check_writable(self) -> None:
         """The journal can be opened for appending (creating it if need be) and its lock
         taken within HANDOFF_LOCK_TIMEOUT; raises SidecarRefused (a folder, a symlink, no

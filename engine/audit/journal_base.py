@@ -107,6 +107,12 @@ class JournalBase:
         """The file ledger this journal is beside (None: the ledger is not a file)."""
         return None
 
+    def proofs(self) -> Any:
+        """Where the kernel's (or the database's) word that a user recorded an approval is
+        kept: engine.approvals.attest.FileProofs or engine.store.pg_attest.PgProofs, each with
+        `record(target, approval)` and `problem(target, approval)`; None: nowhere."""
+        return None
+
     def set_redact(self, patterns: list[str]) -> None:
         self.redactor = Redactor(patterns)
 

@@ -29,15 +29,15 @@ def stale_approvals(ledger: Ledger, ledger_dir: str) -> list[str]:
 
 def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[tuple[str, str]]:
     """(message, suggestion) when the ledger's irreversible steps are approved by people
-    the engine cannot tell from an agent: no `approvers`, plain names, or (`on_database`: a
-    PostgreSQL ledger, which has no folder for the kernel's proof, engine.approvals.attest)
-    `os_user` approvers without an `ssh_key`, and Slack approvers with no OS user named for
-    the Slack process (or on PostgreSQL at all)."""
+    the engine cannot tell from an agent: no `approvers`, plain names, Slack approvers with
+    no OS user named for the Slack process; and on a PostgreSQL ledger (`on_database`),
+    where what proves an approval is the database role that recorded it
+    (engine.store.pg_attest), what that rests on, for approvers without an `ssh_key`."""
     if not any(not step.reversible for step in ledger.steps()):
         return []
     fix = ("list approvers as {name: alice, os_user: alice} with agents running as their own OS user, or "
            "{name: alice, ssh_key: \"ssh-ed25519 ...\"} (docs/operating.md, Approvals and identity)")
-    from engine.approvals.approvers import table
+    from engine.approvals.approvers import slack_recorder, table
 
     approvers = table(ledger)  # the host's, where it keeps one (engine.approvals.host_table)
     if approvers is None:
@@ -46,21 +46,17 @@ def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[t
     if plain:
         return [(f"approvers {', '.join(plain)} are plain names: they prove nothing about who approved "
                  "(an agent running as that OS user can approve as them)", fix)]
-    unproved = [a.name for a in approvers if not isinstance(a, str) and a.os_user and not a.ssh_key]
-    if on_database and unproved:
-        return [(f"approvers {', '.join(unproved)} are known by their OS user only, and a PostgreSQL ledger has no "
-                 "folder for the file that proves an approval came from that user's process: an agent that runs the "
-                 "engine's code with its checks patched out can approve as them",
-                 "give them an ssh_key as well: {name: alice, os_user: alice, ssh_key: \"ssh-ed25519 ...\"}")]
-    from engine.approvals.approvers import slack_recorder
-
     by_slack = [a.name for a in approvers if not isinstance(a, str) and a.slack]
-    if by_slack and (on_database or slack_recorder(ledger) is None):
-        where = ("a PostgreSQL ledger has no folder for the file that proves the Slack process recorded it" if on_database
-                 else "no OS user is named for `handoff slack`")
-        return [(f"approvers {', '.join(by_slack)} approve from Slack, and {where}: an agent that runs the engine's "
-                 "code can record an approval \"from Slack\" as them",
+    if by_slack and slack_recorder(ledger) is None:
+        return [(f"approvers {', '.join(by_slack)} approve from Slack, and no OS user is named for `handoff slack`: an "
+                 "agent that runs the engine's code can record an approval \"from Slack\" as them",
                  "run `handoff slack` as its own OS user and name it: notify: [{slack: {channel: C0123ABC, os_user: "
-                 "handoff-slack}}] (or `slack: {os_user: handoff-slack}` in the host's approvers table)"
-                 + ("; on PostgreSQL give them an ssh_key and approve with `handoff approve` instead" if on_database else ""))]
+                 "handoff-slack}}] (or `slack: {os_user: handoff-slack}` in the host's approvers table)")]
+    by_role = [a.name for a in approvers if not isinstance(a, str) and (a.os_user or a.slack) and not a.ssh_key]
+    if on_database and by_role:
+        return [(f"approvers {', '.join(by_role)} are proved by the database role that recorded their approval (the "
+                 "OS user's name): that holds only where each of them connects as their own role (peer "
+                 "authentication) and agents log in with roles that own no handoff table and are not superusers",
+                 "set the roles up so (docs/operating.md, Approvals and identity), or give them an ssh_key as well: "
+                 "{name: alice, os_user: alice, ssh_key: \"ssh-ed25519 ...\"}")]
     return []

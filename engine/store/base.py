@@ -43,6 +43,17 @@ class Change:
 WatchEvent = Snapshot | LedgerInvalid
 
 
+class Proofs(Protocol):
+    """Where the kernel's or the database's word that a user recorded an approval is kept
+    (engine.approvals.attest.FileProofs, engine.store.pg_attest.PgProofs)."""
+
+    def where(self, user: str) -> str: ...  # what `user` needs for a proof to be made
+
+    def record(self, target: str, approval: Any) -> None: ...
+
+    def problem(self, target: str, approval: Any) -> str | None: ...
+
+
 class Journal(Protocol):
     """What every journal backend offers (engine.audit.journal.Journal for a file ledger,
     engine.store.pg_journal.PgJournal for PostgreSQL)."""
@@ -74,6 +85,8 @@ class Journal(Protocol):
     def follow(self, offset: int | None = None, poll: float = 0.2) -> Iterator[dict[str, Any]]: ...
 
     def verify(self, head: dict[str, Any] | None = None) -> Any: ...
+
+    def proofs(self) -> Proofs | None: ...
 
 
 class Heartbeat(Protocol):

@@ -12,32 +12,40 @@ from urllib.parse import urldefrag
 from engine.audit.redact import redact
 from engine.errors import HandoffError, LedgerInvalid, ServiceUnavailable, UsageError
 from engine.settings import seconds
+from engine.store.pg_attest import ATTEST_PIECES
 
 T = TypeVar("T")
 OUTAGE_ENV = "HANDOFF_DB_OUTAGE_SECONDS"
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS handoff_ledger (
-    name text PRIMARY KEY,
-    revision bigint NOT NULL,
-    body text NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE TABLE IF NOT EXISTS handoff_journal (
-    seq bigserial PRIMARY KEY,
-    ledger text NOT NULL,
-    record jsonb NOT NULL
-);
-CREATE INDEX IF NOT EXISTS handoff_journal_ledger ON handoff_journal (ledger, seq);
--- The witness lookups (a spent approval, an intent's start): by kind and target, newest first,
--- however long the journal (engine.store.pg_journal).
-CREATE INDEX IF NOT EXISTS handoff_journal_witness ON handoff_journal (ledger, (record->>'kind'), (record->>'target'), seq);
-CREATE TABLE IF NOT EXISTS handoff_heartbeat (
-    ledger text PRIMARY KEY,
-    record jsonb NOT NULL
-);
--- When the database received the beat: ages are measured on the database's clock.
-ALTER TABLE handoff_heartbeat ADD COLUMN IF NOT EXISTS beat_at timestamptz NOT NULL DEFAULT now();
-"""
+# Each piece is made only where it is missing (a role that owns none of the tables, as an
+# agent's should not, may run this: CREATE ... IF NOT EXISTS and ALTER TABLE ask for
+# ownership even when there is nothing to do). Another process making a piece at the same
+# moment is no error. Run in one DO block: one round trip.
+_PIECES = [
+    ("to_regclass('handoff_ledger') IS NULL", """CREATE TABLE handoff_ledger (
+        name text PRIMARY KEY,
+        revision bigint NOT NULL,
+        body text NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now())"""),
+    ("to_regclass('handoff_journal') IS NULL", """CREATE TABLE handoff_journal (
+        seq bigserial PRIMARY KEY,
+        ledger text NOT NULL,
+        record jsonb NOT NULL)"""),
+    ("to_regclass('handoff_journal_ledger') IS NULL", "CREATE INDEX handoff_journal_ledger ON handoff_journal (ledger, seq)"),
+    # The witness lookups (a spent approval, an intent's start): by kind and target, newest first,
+    # however long the journal (engine.store.pg_journal).
+    ("to_regclass('handoff_journal_witness') IS NULL",
+     "CREATE INDEX handoff_journal_witness ON handoff_journal (ledger, (record->>'kind'), (record->>'target'), seq)"),
+    ("to_regclass('handoff_heartbeat') IS NULL", """CREATE TABLE handoff_heartbeat (
+        ledger text PRIMARY KEY,
+        record jsonb NOT NULL)"""),
+    # When the database received the beat: ages are measured on the database's clock.
+    ("NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'handoff_heartbeat'::regclass AND attname = 'beat_at' "
+     "AND NOT attisdropped)", "ALTER TABLE handoff_heartbeat ADD COLUMN beat_at timestamptz NOT NULL DEFAULT now()"),
+    *ATTEST_PIECES,
+]
+SCHEMA = "DO $schema$ BEGIN\n" + "".join(
+    f"    IF {missing} THEN\n        BEGIN\n            {ddl};\n        EXCEPTION WHEN duplicate_table OR duplicate_object "
+    "OR unique_violation THEN NULL;\n        END;\n    END IF;\n" for missing, ddl in _PIECES) + "END $schema$;\n"
 
 
 def split_location(location: str) -> tuple[str, str]:

@@ -25,6 +25,11 @@ class PgJournal(JournalBase):
         self.ledger = ledger
         self._gaps: list[dict[str, Any]] = []  # records lost while the database was away
 
+    def proofs(self) -> Any:
+        from engine.store.pg_attest import PgProofs
+
+        return PgProofs(self.db, self.ledger)
+
     def append(self, kind: str, msg: str, *, actor: str, rev: int | None = None, target: str | None = None, **fields: Any) -> dict[str, Any]:
         record = make_record(self.redactor, kind, msg, actor=actor, rev=rev, target=target, fields=fields)
         if self.read_only:

@@ -1,7 +1,6 @@
-"""`handoff check --strict` on a PostgreSQL ledger says that an `os_user` approver without an
-`ssh_key` proves nothing beyond the approving process there: a database ledger has no folder
-for the file of the approver's that proves an approval on a file ledger (engine.approvals.attest).
-Real processes against the real server."""
+"""`handoff check --strict` on a PostgreSQL ledger says what an `os_user` approver without an
+`ssh_key` rests on there: the database role that recorded the approval (engine.store.pg_attest),
+which proves it only where roles are kept apart. Real processes against the real server."""
 
 from __future__ import annotations
 
@@ -37,10 +36,11 @@ def test_os_user_only_approvers_on_a_database_ledger_get_a_note(tmp_path: Path) 
     source.write_text(LEDGER.format(key=""))
     assert _handoff("import", source, url).returncode == 0
     said = _handoff("check", url, "--strict")
-    assert "approvers bob are known by their OS user only" in said.stdout and "ssh_key" in said.stdout, said.stdout
-    assert "approvers bob are known" not in _handoff("check", source, "--strict").stdout  # a file ledger holds the proof
+    assert "approvers bob are proved by the database role that recorded their approval" in said.stdout, said.stdout
+    assert "agents log in with roles that own no handoff table" in said.stdout and "ssh_key" in said.stdout
+    assert "approvers bob are proved" not in _handoff("check", source, "--strict").stdout  # the kernel's files there
     keyed = tmp_path / "keyed.yaml"
     keyed.write_text(LEDGER.format(key=KEY))
     url2 = f"{PG}#approvers-{uuid.uuid4().hex[:10]}"
     assert _handoff("import", keyed, url2).returncode == 0
-    assert "known by their OS user only" not in _handoff("check", url2, "--strict").stdout
+    assert "approvers bob are proved" not in _handoff("check", url2, "--strict").stdout
