@@ -37,8 +37,23 @@ class Unauthorised:
     settling: bool = False
 
 
+def _copy_of_a_used_one(ledger: Ledger, name: str, approval: Approval) -> Approval | None:
+    """Another approval on `name` saying exactly what `approval` says (step, hash, who, when)
+    that was used: `approval` is a copy of a spent one, put back beside it (or `approval`
+    is that one, used by this intent, and the copy was used before). None: there is none."""
+    key = (approval.step, approval.hash, approval.by, approval.at)
+    used = [a for a in ledger.targets[name].approvals if (a.step, a.hash, a.by, a.at) == key and a.used_at]
+    # By what they say, not by identity (copy-on-change views): the approval itself, once this intent used it, is one.
+    return used[-1] if len(used) > (1 if approval.used_at else 0) else None
+
+
 def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now: float | None = None) -> Unauthorised | None:
     """None when `approval` may authorise the spawn of its step on `name`; else why not."""
+    twin = _copy_of_a_used_one(ledger, name, approval)
+    if twin is not None:
+        return Unauthorised(f"approval already used: the approval of {approval.step} by {approval.by} at {approval.at} "
+                            f"stands twice on {name}, and one was used ({twin.used_at}), so it never authorises another "
+                            "run: a person approves again")
     if not approval_recorded(journal, name, approval):
         at = parse_iso(approval.at)
         age = (time.time() if now is None else now) - at if at is not None else None
@@ -73,7 +88,7 @@ def refuse(ledger: Ledger, name: str, step: Step, approval: Approval, why: str, 
     # By what it says, not by identity: inside a transaction targets are read through
     # copy-on-change views (engine.store.cow_views), a new object at every read.
     key = (approval.step, approval.hash, approval.by, approval.at)
-    target.approvals = [a for a in target.approvals if (a.step, a.hash, a.by, a.at) != key]
+    target.approvals = [a for a in target.approvals if (a.step, a.hash, a.by, a.at) != key or a.used_at]  # used: history
     target.state, target.awaiting = "awaiting_approval", step.name
     target.awaiting_since = target.changed_at = now_iso()
     target.reason = why

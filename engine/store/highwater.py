@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,12 +79,22 @@ def read_mark(key: str) -> dict:
 
 
 def _spent(key: str) -> set[str]:
+    """The spent keys of `key`'s list and of the list for every ledger. A line is one JSON
+    string (a name may hold any character, line separators too); a line written before that
+    is the key itself: each line counts both ways, so no key is ever lost to the reading."""
     found: set[str] = set()
     for path in (_spent_path(key), _anywhere()):
         try:
-            found.update(path.read_text("utf-8", "replace").splitlines())
+            lines = path.read_bytes().decode("utf-8", "surrogateescape").split("\n")
         except OSError:
-            pass  # nothing spent there yet
+            continue  # nothing spent there yet
+        for line in lines:
+            found.add(line)
+            if line.startswith('"'):
+                try:
+                    found.add(json.loads(line))
+                except ValueError:
+                    pass
     return found
 
 
@@ -104,10 +115,19 @@ def newly_spent(before: Ledger, after: Ledger, names: Iterable[str]) -> list[tup
         if new is None:
             continue
         old = before.targets.get(name)
-        was = {spent_key(name, a) for a in (old.approvals if old else []) if a.used_at}
+        # Counted, not a set: a copy of a used approval put beside it (as it was, but unused) is
+        # a second approval with the same key, and its use here is a use like any other.
+        was = Counter(spent_key(name, a) for a in (old.approvals if old else []) if a.used_at)
         token = new.in_flight.token if new.in_flight else None
         starting = token is not None and not (old and old.in_flight and old.in_flight.token == token)
-        found += [(name, a, starting) for a in new.approvals if a.used_at and spent_key(name, a) not in was]
+        for a in new.approvals:
+            if not a.used_at:
+                continue
+            key = spent_key(name, a)
+            if was[key] > 0:
+                was[key] -= 1
+            else:
+                found.append((name, a, starting))
         if old is not None and old.approvals and not _refused_at_fence(old, new):
             kept = {spent_key(name, a) for a in new.approvals}
             found += [(name, a, False) for a in old.approvals if not a.used_at and spent_key(name, a) not in kept]
@@ -142,11 +162,11 @@ def raise_mark(key: str, revision: int, spent: list[tuple[str, Approval, bool]])
     folder = mark_dir()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     if spent:
-        lines = "".join(spent_key(n, a).replace("\n", " ") + "\n" for n, a, _ in spent)
+        lines = "".join(json.dumps(spent_key(n, a)) + "\n" for n, a, _ in spent)  # ASCII: one line each, whatever the name
         for path in (_spent_path(key), _anywhere()):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             try:
-                os.write(fd, lines.encode("utf-8", "surrogateescape"))
+                os.write(fd, lines.encode("ascii"))
             finally:
                 os.close(fd)
     if revision > read_mark(key)["revision"]:
