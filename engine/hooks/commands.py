@@ -42,7 +42,7 @@ def handoff_args(command: Command) -> list[str] | None:
     """The arguments of a `handoff` invocation (any path to it, or `python -m engine.cli.main`), or None."""
     program, args = command.program()
     if program == "handoff":
-        return args
+        return _past_options(args)
     if program.startswith("python"):
         i = 0
         while i < len(args) and args[i].startswith("-") and not args[i].startswith(("-m", "-c")):
@@ -51,8 +51,18 @@ def handoff_args(command: Command) -> list[str] | None:
             module = args[i][2:] or (args[i + 1] if i + 1 < len(args) else "")
             rest = args[i + 1:] if args[i][2:] else args[i + 2:]
             if module in ("engine.cli.main", "engine.cli"):
-                return rest
+                return _past_options(rest)
     return None
+
+
+def _past_options(args: list[str]) -> list[str]:
+    """`handoff -v note ...` is `handoff note ...`: the command is the first word that is no
+    option, as engine.cli.main reads it (`handoff` takes no option with a value); a help
+    option before it is kept, since it makes argparse print help and run nothing."""
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] not in ("-h", "--help", "--version"):
+        i += 1
+    return args[i:]
 
 
 def python_module(command: Command) -> str | None:

@@ -42,7 +42,7 @@ class Verdict(NamedTuple):
 
     kind: str
     reason: str = ""
-    by_policy: bool = False  # only agent.unknown_commands said so: a specific reason of the same rank goes first
+    by_policy: bool = False  # a general rule (agent.unknown_commands, an unknown program): a specific reason goes first
 
 
 class Facts(NamedTuple):
@@ -124,6 +124,10 @@ def judge_line(line: str, facts: Facts, *, runs: Callable[[list[Command]], Verdi
     if wrote:
         verdicts.append(Verdict("deny", f"{wrote}: the ledger, the files beside it and the engine's per-user files are "
                                         "written only by the engine"))
+    unsure = writes.may_write(parsed.commands, facts.ledger_real, facts.cwd)
+    if unsure:  # a reason of its own at the same rank goes first
+        verdicts.append(Verdict("deny", f"{unsure}: the ledger, the files beside it and the engine's per-user files are "
+                                         "written only by the engine", by_policy=True))
     for program, code in parsed.code:
         verdicts += _code(program, code, facts)
     handoff_run_found = runs(parsed.commands)

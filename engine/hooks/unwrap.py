@@ -69,9 +69,16 @@ def _follow(command: Command, cwd: str, env: dict[str, str]) -> str:
     if words and all(_assignment(w) for w in words):
         env.update(dict(w.split("=", 1) for w in words))
     command.cwd = cwd
-    if command.words[:1] == ["cd"]:
-        target = next((w for w in command.words[1:] if not w.startswith("-")), "~")
-        return os.path.normpath(os.path.join(cwd, os.path.expanduser(target)))
+    # `cd` however it is spelled: `builtin cd`, `command cd`, `X=1 cd`, `pushd`; `popd` and
+    # `cd -` go where only the shell knows (a path through them matches as `*` does).
+    moving = [w for w in command.words if not _assignment(w)]
+    while moving[:1] in (["builtin"], ["command"]):
+        moving = moving[1:]
+    if moving[:1] in (["cd"], ["pushd"], ["popd"]):
+        target = next((w for w in moving[1:] if not w.startswith(("-", "+"))), None)
+        if moving[0] == "popd" or moving[1:2] == ["-"] or (moving[0] == "pushd" and target is None):
+            return os.path.join(cwd, "$OLDPWD")
+        return os.path.normpath(os.path.join(cwd, os.path.expanduser(target or "~")))
     return cwd
 
 

@@ -78,3 +78,28 @@ def _words(text: str) -> list[str]:
         return shlex.split(text)
     except ValueError:
         return text.split()
+
+
+# Wrappers' options that run the command in another folder.
+CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
+
+
+def wrapper_folders(words: list[str]) -> list[str]:
+    """The folders `env -C DIR` / `sudo -D DIR` (any of the line's wrappers) run their command in."""
+    out = []
+    for i, word in enumerate(words):
+        name = os.path.basename(word)
+        if name not in CHDIR:
+            continue
+        for j in range(i + 1, len(words)):
+            arg = words[j]
+            if not arg.startswith("-"):
+                break
+            short, long = CHDIR[name]
+            if arg in (short, long) and j + 1 < len(words):
+                out.append(words[j + 1])
+            elif arg.startswith(long + "="):
+                out.append(arg.split("=", 1)[1])
+            elif arg.startswith(short) and len(arg) > 2:
+                out.append(arg[2:])
+    return out

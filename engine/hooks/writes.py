@@ -21,6 +21,7 @@ import os
 import re
 
 from engine.hooks.shell import Command
+from engine.hooks.wrappers import peel, wrapper_folders
 from engine.host.folders import engine_dirs
 
 # Any argument naming the ledger means a change.
@@ -34,13 +35,30 @@ COPY_VALUED = {"cp": {"-S", "--suffix"}, "mv": {"-S", "--suffix"}, "ln": {"-S", 
                "rsync": {"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "-B", "--block-size"},
                "scp": {"-P", "-i", "-o", "-F", "-c", "-l", "-J", "-S"}}
 AWKS = {"awk", "gawk", "nawk", "mawk"}
-GIT_WRITES = {"checkout", "restore", "rm", "mv", "apply", "stash", "switch"}
+GIT_WRITES = {"checkout", "restore", "rm", "mv", "apply", "am", "stash", "switch", "reset", "merge", "pull", "rebase",
+              "cherry-pick", "revert"}
+# Programs that only read the files they are given: any other program given the ledger (or a
+# file beside it) may write it (`uniq IN OUT`, `iconv -o`, `curl -o`, a script of its own),
+# and is refused. Those judged by their options below (sed, perl, awk, yq, sort, git, dd,
+# the copiers) and `handoff` itself are not in it.
+READERS = {"cat", "tac", "less", "more", "most", "head", "tail", "grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack",
+           "wc", "diff", "diff3", "cmp", "comm", "colordiff", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum",
+           "sha512sum", "b2sum", "cksum", "sum", "file", "stat", "ls", "du", "test", "[", "[[", "realpath", "readlink",
+           "dirname", "basename", "echo", "printf", "jq", "yamllint", "nl", "od", "hexdump", "strings", "column", "cut",
+           "paste", "fold", "fmt", "expand", "unexpand", "bat", "batcat", "zcat", "zless", "bzcat", "xzcat", "lsattr",
+           "getfacl", "namei", "tree", "pr", "look", "join", "lsof", "fuser", "flock"}
+JUDGED = {"sed", "perl", "yq", "sort", "git", "dd", "find", "handoff", *AWKS, *COPIERS, *CHANGERS}
+# Programs that write files named inside what they read (an archive, a patch): refused in the
+# ledger's folder (or above it), whatever their arguments.
+EXTRACT = {"tar": ("x", "--extract", "--get"), "bsdtar": ("x", "--extract"), "unzip": ("",), "cpio": ("i", "--extract"),
+           "7z": ("x", "e"), "7za": ("x", "e"), "unrar": ("x", "e"), "patch": ("",)}
+FIND_ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
 # Code that writes a file (python, perl, ruby, node); with the ledger's name in it, a write to the ledger.
 CODE_WRITES = re.compile(r"""open\s*\([^,()]*,\s*(?:mode\s*=\s*)?['"][rbtU]*[wax+]|mode\s*=\s*['"][rbtU]*[wax+]"""
                          r"""|write_(?:text|bytes)|(?<!stdout)(?<!stderr)\.write\s*\(|\.(?:unlink|rename|replace|"""
                          r"""symlink_to|hardlink_to|touch|truncate|chmod)\s*\(|\bos\.(?:remove|unlink|rename|replace|"""
-                         r"""truncate|symlink|link|chmod|open)\b|\bshutil\.\w+|\b(?:yaml|json)\.(?:safe_)?dump\s*\([^)]*,"""
-                         r"""|['"]\s*\+?>|\b(?:writeFile|appendFile|copyFile|rename|unlink|symlink|truncate)\w*\s*\("""
+                         r"""truncate|symlink|link|chmod|open)\b|\bshutil\b|\b(?:yaml|json)\.(?:safe_)?dump\s*\([^)]*,"""
+                         r"""|['"]\s*\+?>|>>?\s*['"]|\b(?:writeFile|appendFile|copyFile|rename|unlink|symlink|truncate)\w*\s*\("""
                          r"""|\bFile\.(?:write|open|rename|delete|symlink)|\bsubprocess\b|\bos\.system\b""")
 
 
@@ -61,6 +79,8 @@ def _names(ledger_real: str, path: str, cwd: str, *, own: bool) -> bool:
     if "$" in path or "`" in path or path.startswith(("~+", "~-")):
         return _may_name(ledger_real, path, cwd, own=own)
     full = os.path.join(cwd, os.path.expanduser(path))
+    if "$" in cwd:  # a folder only the shell knows (`cd "$d"`, `popd`): the path may be anywhere
+        return _may_name(ledger_real, full, cwd, own=own)
     if any(ch in path for ch in "*?["):  # a glob names whatever it matches now
         return any(_names(ledger_real, match, cwd, own=own) for match in glob.glob(full))
     real = os.path.realpath(full)
@@ -128,6 +148,10 @@ def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
     # Paths are read from where the line's `cd`s lead and from where it started (a `cd`
     # inside `( )` does not last): a write either way is a write.
     places = [cwd] + ([command.cwd] if command.cwd and command.cwd != cwd else [])
+    places += [os.path.join(place, folder) for place in list(places) for folder in wrapper_folders(command.words)]
+    program_words = peel(command.words)
+    if program_words and os.path.basename(program_words[0]) == "git":  # `git -C DIR`: its paths are from DIR
+        places += [os.path.join(place, d) for place in list(places) for d in _git_folders(program_words[1:])]
 
     def hit(word: str) -> bool:
         return any(protected(ledger_real, word, place) for place in places)
@@ -138,6 +162,10 @@ def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
     program, args = command.program()
 
     named = [a for a in args if hit(a.split("=", 1)[1] if a.startswith(("of=", "--output=", "--target-directory=")) else a)]
+    if program in EXTRACT and _extracts(program, args) and any(_holds_ledger(d, ledger_real) for d in _into(program, args, places)):
+        return f"`{program}` would write the files it unpacks in the ledger's folder, and they may be the ledger or files beside it"
+    if program == "sed" and any(_mentions(text, ledger_real) for text in _sed_scripts(args)):
+        return "`sed`'s script names the ledger or a file beside it, and sed writes files (`w FILE`)"
     if program == "dd" and any(a.startswith("of=") and hit(a[3:]) for a in args):
         return f"`dd` would write {next(a[3:] for a in args if a.startswith('of=') and hit(a[3:]))}"
     if program == "cp" and any(a == "--link" or (a[:1] == "-" and a[1:2] != "-" and "l" in a[1:]) for a in args):
@@ -167,9 +195,122 @@ def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
         return f"`{program}` would edit {named[0]} in place"
     if program == "sort" and any(a in ("-o", "--output") or a.startswith(("-o", "--output=")) for a in args):
         return f"`sort -o` would write {named[0]}"
-    if program == "git" and _git_subcommand(args) in GIT_WRITES:
+    if program == "git" and (_git_subcommand(args) in GIT_WRITES or any(a.startswith(("--output", "-o")) for a in args)):
         return f"`git {_git_subcommand(args)}` would change {named[0]}"
     return None
+
+
+def may_write(commands: list[Command], ledger_real: str, cwd: str) -> str | None:
+    """Why one of `commands` may write the ledger or a sidecar, for all the hook can tell: a
+    program that is no known reader is given one (`uniq IN OUT`, `iconv -o`, `curl -o`, a
+    script of the agent's own). None: each is a reader, judged by writes_ledger, or given none."""
+    for command in commands:
+        program, args = command.program()
+        places = [cwd] + ([command.cwd] if command.cwd and command.cwd != cwd else [])
+        if program == "find":  # what it acts on is `{}`, which only find knows
+            found = _find_writes(args, places, ledger_real)
+            if found:
+                return found
+        if program in READERS or program in JUDGED or not program:
+            continue
+        named = next((a for a in args for place in places if protected(ledger_real, a, place)), None)
+        if named is not None:
+            return (f"`{program}` is given {named}, and the hook cannot tell whether it writes it; read the ledger "
+                    f"with `handoff status`, `cat` or `grep`, or pipe it in (`cat {named} | {program} ...`)")
+    return None
+
+
+def _mentions(text: str, ledger_real: str) -> bool:
+    """Does `text` (a program's code or script) name the ledger (or a sidecar), or one of the
+    engine's per-user folders (by its last two parts: `.cache/handoff`, `state/handoff`; the
+    whole path if it has fewer)?"""
+    tails = [d if d.count(os.sep) < 2 else os.path.join(*d.split(os.sep)[-2:]) for d in _own_dirs()]
+    return any(name in text for name in [os.path.basename(ledger_real), *tails])
+
+
+def _holds_ledger(folder: str, ledger_real: str) -> bool:
+    """Is `folder` the ledger's folder or one above it (a folder only the shell knows may be)?"""
+    if "$" in folder or "`" in folder:
+        return True
+    real = os.path.realpath(folder).rstrip(os.sep) + os.sep
+    return (os.path.dirname(ledger_real) + os.sep).startswith(real)
+
+
+def _extracts(program: str, args: list[str]) -> bool:
+    """Does this `tar`/`unzip`/`cpio`/`7z`/`patch` write what it unpacks (not only list or test it)?"""
+    if program in ("unzip", "patch"):
+        return not any(a in ("-l", "-t", "-v", "-p", "-Z", "-z", "--dry-run", "-C", "--check") for a in args)
+    modes = EXTRACT[program]
+    for i, arg in enumerate(args):
+        if arg in modes or (arg.startswith("--") and arg in modes):
+            return True
+        bundle = arg[1:] if arg.startswith("-") and not arg.startswith("--") else (arg if i == 0 and program != "cpio" else "")
+        if any(len(m) == 1 and m in bundle for m in modes):
+            return True
+    return False
+
+
+def _into(program: str, args: list[str], places: list[str]) -> list[str]:
+    """Where an unpacking program writes: where it runs, or its `-C DIR` / `-d DIR` / `--directory=DIR`."""
+    out = list(places)
+    for i, arg in enumerate(args):
+        value = None
+        if arg in ("-C", "-d", "--directory", "-D") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--directory="):
+            value = arg.split("=", 1)[1]
+        elif program == "7z" and arg.startswith("-o"):
+            value = arg[2:]
+        if value:
+            out += [os.path.join(place, os.path.expanduser(value)) for place in places]
+    return out
+
+
+def _find_writes(args: list[str], places: list[str], ledger_real: str) -> str | None:
+    """`find . -name L -delete`, `find . -name L -exec cp X {} ;`: an action on what find finds, where what it may
+    find includes the ledger or a file beside it."""
+    if not any(a in FIND_ACTIONS for a in args):
+        return None
+    starts = []
+    for arg in args:
+        if arg.startswith(("-", "(", "!", ")")):
+            break
+        starts.append(arg)
+    roots = [os.path.join(place, os.path.expanduser(start)) for place in places for start in (starts or ["."])]
+    if not any(_holds_ledger(root, ledger_real) or protected(ledger_real, root, "/") for root in roots):
+        return None
+    names = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-name", "-iname", "-path", "-ipath", "-wholename",
+                                                                   "-iwholename", "-regex", "-iregex", "-lname")]
+    base = os.path.basename(ledger_real)
+    candidates = [base, base + ".journal.jsonl", base + ".last-write.json", base + ".attest", base + ".x"]
+    if names and not any(a in ("-regex", "-iregex", "-o", "-or", "-not", "!") for a in args) and not any(
+            fnmatch.fnmatch(c, pattern) or fnmatch.fnmatch(os.path.join(os.path.dirname(ledger_real), c), pattern)
+            or fnmatch.fnmatch(c, os.path.basename(pattern)) for pattern in names for c in candidates):
+        return None  # every name it looks for is another file's
+    action = next(a for a in args if a in FIND_ACTIONS)
+    return f"`find {action}` would act on what it finds, and it may find the ledger or a file beside it"
+
+
+def _sed_scripts(args: list[str]) -> list[str]:
+    """The scripts `sed` runs: each `-e`/`--expression` value, or else its first word that is no option."""
+    scripts, i, positional = [], 0, []
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-e", "--expression") and i + 1 < len(args):
+            scripts.append(args[i + 1])
+            i += 2
+            continue
+        if arg.startswith("--expression="):
+            scripts.append(arg.split("=", 1)[1])
+        elif arg.startswith("-e") and len(arg) > 2 and not arg.startswith("--"):
+            scripts.append(arg[2:])
+        elif arg in ("-f", "--file", "-l", "--line-length") and i + 1 < len(args):
+            i += 2
+            continue
+        elif not arg.startswith("-"):
+            positional.append(arg)
+        i += 1
+    return scripts or positional[:1]
 
 
 def _copy_destinations(program: str, args: list[str], cwd: str, ledger_real: str) -> list[str]:
@@ -254,6 +395,16 @@ def _yq_in_place(args: list[str]) -> bool:
     return any(a in ("-i", "--inplace") or (a.startswith("-") and not a.startswith("--") and "i" in a[1:]) for a in args)
 
 
+def _git_folders(args: list[str]) -> list[str]:
+    """The folders `git -C DIR` runs in (before its subcommand)."""
+    out, i = [], 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] == "-C" and i + 1 < len(args):
+            out.append(args[i + 1])
+        i += 2 if args[i] in ("-C", "-c", "--git-dir", "--work-tree") else 1
+    return out
+
+
 def _git_subcommand(args: list[str]) -> str:
     i = 0
     while i < len(args):
@@ -268,8 +419,6 @@ def _git_subcommand(args: list[str]) -> str:
 
 def code_writes_protected(code: str, ledger_real: str) -> bool:
     """Does interpreter code name the ledger (or a sidecar), or one of the engine's per-user
-    folders (by its last two parts: `.cache/handoff`, `state/handoff`, `state/handoff-tui`;
-    the whole path if it has fewer), and write a file? A heuristic, as for the ledger: code
-    that builds the path in pieces is out of its sight (the hook is a net, not the lock)."""
-    tails = [d if d.count(os.sep) < 2 else os.path.join(*d.split(os.sep)[-2:]) for d in _own_dirs()]
-    return any(name in code for name in [os.path.basename(ledger_real), *tails]) and bool(CODE_WRITES.search(code))
+    folders (`_mentions`), and write a file? A heuristic, as for the ledger: code that builds
+    the path in pieces is out of its sight (the hook is a net, not the lock)."""
+    return _mentions(code, ledger_real) and bool(CODE_WRITES.search(code))
