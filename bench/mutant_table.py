@@ -1062,4 +1062,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '|[\'"]\\s*\\+?>|',
            ('tests/unit/test_hook_writers.py::test_a_program_that_may_write_the_ledger_is_denied',),
            'awk\'s print > "FILE" is a write'),
+    Mutant("run-outside-edit", "engine/session/single.py",
+           "    if stop_for_outside_edits(actor):",
+           "    if False:",
+           ("tests/unit/test_run_outside_edit.py::test_a_block_removed_by_hand_is_not_run_through",),
+           "`handoff run` does not act on a target changed outside the engine"),
 )

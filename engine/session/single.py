@@ -9,7 +9,8 @@ intent ahead and runs it fenced, recording outcome, evidence and checkpoint.
 Exit codes (a contract; Claude Code reads them through its Bash tool):
 0 ran and succeeded; 1 nothing ran (refused, or now awaiting approval: who was paged and
 the `handoff approve` command are said); 2 usage, invalid ledger, or no single step
-allowed (the candidates are listed); 3 the target's probe disagrees with the ledger;
+allowed (the candidates are listed); 3 the target's probe disagrees with the ledger, or a
+target was changed outside the engine (until `handoff reconcile`);
 4 paused; 5 another holder has the lease; 7 it ran and failed.
 """
 
@@ -21,6 +22,7 @@ from engine.session.actor import Actor
 from engine.session.probes import find_step_processes
 from engine.session.reconcile import settle_in_flight, verify_target
 from engine.session.steps import Fenced, run_intent
+from engine.session.untrusted import stop_for_outside_edits
 
 RAN, NOTHING_RAN, USAGE, DRIFT, PAUSED, LEASE_HELD, FAILED = 0, 1, 2, 3, 4, 5, 7
 
@@ -83,6 +85,8 @@ def run_one(actor: StepActor, name: str, step_name: str | None) -> int:
             return NOTHING_RAN
         settle_in_flight(actor, name, inflight)  # left by a holder that is gone: never re-run blind
         ledger = actor.store.read()
+    if stop_for_outside_edits(actor):  # as a session: a target changed outside the engine is trusted by nothing
+        return DRIFT
     if verify_target(actor, name):
         return DRIFT
     step = pick_step(ledger, name, step_name)
