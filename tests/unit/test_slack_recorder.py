@@ -38,6 +38,18 @@ def _slack_approve(ledger: Path, target: str) -> None:
     open_ledger(str(ledger), actor="alice").approve(target, slack=ALICE)
 
 
+def _refused_to_daemon(ledger: Path, *said: str) -> None:
+    """daemon's own process (its checks in place) approving db-19 from Slack is refused, saying `said`."""
+    def honest() -> None:
+        try:
+            _slack_approve(ledger, "db-19")
+        except Refused as err:
+            assert all(part in err.message for part in (*said, "nothing was approved")), err.message
+            return
+        raise AssertionError("daemon's process recorded an approval from Slack")
+    assert _as_uid(1, honest) == 0
+
+
 def _forge_from_slack(ledger: Path, target: str) -> int:
     """An agent with daemon's uid runs the engine's code with the uid check patched out and says it is
     the Slack process (OS user nobody) recording alice's approval from Slack."""
@@ -63,15 +75,7 @@ def test_a_slack_approval_forged_by_another_uid_never_authorises() -> None:
         ledger.chmod(0o666)
         before = ledger.read_bytes()
 
-        def honest() -> None:
-            try:
-                _slack_approve(ledger, "db-19")
-            except Refused as err:
-                assert "approvals from Slack are recorded by OS user nobody only" in err.message, err.message
-                assert "not nobody's uid 65534" in err.message and "nothing was approved" in err.message, err.message
-                return
-            raise AssertionError("daemon's process recorded an approval from Slack")
-        assert _as_uid(1, honest) == 0
+        _refused_to_daemon(ledger, "approvals from Slack are recorded by OS user nobody only", "not nobody's uid 65534")
         assert ledger.read_bytes() == before
 
         assert _forge_from_slack(ledger, "db-19") == 0
@@ -186,14 +190,7 @@ def test_a_slack_process_named_anywhere_in_notify_or_misspelled_is_never_taken_f
         ledger.chmod(0o666)
         before = ledger.read_bytes()
 
-        def honest() -> None:
-            try:
-                _slack_approve(ledger, "db-19")
-            except Refused as err:
-                assert said in err.message and "nothing was approved" in err.message, err.message
-                return
-            raise AssertionError("daemon's process recorded an approval from Slack")
-        assert _as_uid(1, honest) == 0
+        _refused_to_daemon(ledger, said)
         assert ledger.read_bytes() == before
         checked = handoff("check", ledger)
         if "os-user" in str(notify):
