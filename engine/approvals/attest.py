@@ -121,3 +121,13 @@ class FileProofs:
 
     def problem(self, target: str, approval: Approval) -> str | None:
         return problem(self.ledger_path, target, approval)
+
+    def spent(self, target: str, approval: Approval) -> dict | None:
+        from engine.approvals import spent_marks
+
+        return spent_marks.spent(self.ledger_path, target, approval)
+
+    def spend(self, target: str, approval: Approval, token: str, user: str) -> str | None:
+        from engine.approvals import spent_marks
+
+        return spent_marks.spend(self.ledger_path, target, approval, token, user)

@@ -105,9 +105,10 @@ def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) 
         failpoints.reached("before-intent")  # tests: a stop or a change lands between the decision and its intent
         intent = write_intent(s, action, s.statuses)
         if not isinstance(intent, Intent):
-            if intent.used is not None:  # the journal says this approval already ran the step: prove it, never re-run
+            if intent.used is not None:  # the journal (or a spent mark) says it already ran: prove it, never re-run
                 settle_used_approval(s, name, step, intent.approval, intent.used)
-                return Attempt("settled", f"{name} {step.name} had already run under this approval (the journal says so); "
+                shows = intent.used.get("witness") or "the journal"
+                return Attempt("settled", f"{name} {step.name} had already run under this approval ({shows} says so); "
                                           "it is never run twice: its verify decided what the ledger says now")
             if intent.settling:
                 s.settling = True

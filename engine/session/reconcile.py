@@ -159,7 +159,8 @@ def settle_used_approval(s: SessionContext, name: str, step, approval, used: dic
     """The ledger offers an approval the journal says was already used: the file went
     back in time (a restored copy) and the step may well have run. Never run it again:
     mark the approval used, then let the step's verify prove the outcome, or block."""
-    s.out.say(f"{name}: the journal shows {step.name} already started under the approval by {approval.by} "
+    shows = used.get("witness") or "the journal"
+    s.out.say(f"{name}: {shows} shows {step.name} already started under the approval by {approval.by} "
               f"(at {used.get('ts')}); it is never run twice: checking what happened", target=name, kind="reconcile",
               step=step.name)
     ledger = s.store.read()
@@ -184,7 +185,7 @@ def settle_used_approval(s: SessionContext, name: str, step, approval, used: dic
             return None
         said = f"its verify {describe(probe.argv)} said {probe.said()}" if probe is not None else "it has no verify probe"
         t.state = "blocked"
-        t.reason = (f"the journal shows irreversible {step.name} already started under the approval by {approval.by} "
+        t.reason = (f"{shows} shows irreversible {step.name} already started under the approval by {approval.by} "
                     f"(at {used.get('ts')}), but the ledger said it had not ({said}); the file may be an old copy. "
                     "Check the real system, then `handoff reconcile`")
         t.next_action = "check the real system, then `handoff reconcile`"

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from engine.approvals import authority
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
-from engine.errors import ServiceUnavailable
+from engine.errors import HandoffError, ServiceUnavailable
 from engine.ledger import guard
 from engine.ledger.guard import Decision
 from engine.ledger.model import Evidence, InFlight, Ledger, Step
@@ -98,6 +98,12 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
                 raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
                                                f"already used (journal: {step.name} started at {used.get('ts')})",
                                         approval=decision.approval, used=used))
+            proofs = s.handle.journal.proofs() if not s.dry_run else None
+            mark = proofs.spent(name, decision.approval) if proofs is not None else None
+            if mark is not None:  # another user's session used it (engine.approvals.spent_marks)
+                raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
+                                               f"already used ({mark['witness']}: {mark['actor']} at {mark['ts']})",
+                                        approval=decision.approval, used=mark))
             refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg,
                                                used_by=s.identity)
             if refused is not None:  # no witness, or an identity that does not verify: never spawns
@@ -212,6 +218,23 @@ def announce(s: SessionContext, it: Intent) -> dict:
                      approval_at=used.at if used else None)
 
 
+def spend(s: SessionContext, it: Intent) -> None:
+    """Right before the first spawn of an irreversible step: the mark, owned by this process's
+    user, that its approval is spent (engine.approvals.spent_marks); Fenced when it may not be
+    spent or the mark cannot be made: such a step never runs without it."""
+    proofs = s.handle.journal.proofs()
+    approval = it.decision.approval
+    if proofs is None or approval is None:
+        return
+    try:
+        why = proofs.spend(it.target, approval, it.token, s.identity or "?")
+    except (OSError, HandoffError) as err:
+        why = (f"the mark that its approval is spent could not be made ({getattr(err, 'strerror', None) or err}), and "
+               "an irreversible step never runs without it")
+    if why:
+        raise Fenced(why)
+
+
 def fenced_launch(s: SessionContext, it: Intent):
     """The `launch` of every spawn of this intent's step (see the module's point 2)."""
     name = it.target
@@ -239,6 +262,8 @@ def fenced_launch(s: SessionContext, it: Intent):
     def launch(start):
         def first():
             if not announced:  # the first spawn of this intent: journal it (fsynced) right before it happens
+                if not it.step.reversible and not s.dry_run:
+                    spend(s, it)
                 record = announce(s, it)
                 announced.append(True)
                 if "journal_error" in record and not it.step.reversible and not s.dry_run:

@@ -53,6 +53,10 @@ class Proofs(Protocol):
 
     def problem(self, target: str, approval: Any) -> str | None: ...
 
+    def spent(self, target: str, approval: Any) -> dict | None: ...  # the mark that it was spent: ts, actor, token, witness
+
+    def spend(self, target: str, approval: Any, token: str, user: str) -> str | None: ...  # why it may not be
+
 
 class Journal(Protocol):
     """What every journal backend offers (engine.audit.journal.Journal for a file ledger,

@@ -99,3 +99,60 @@ class PgProofs:
         if mine[0][1] != body.decode("utf-8"):
             return f"the row of {approval.user}'s at that place proves another approval: {approval.by} approves again"
         return None
+
+    def spent(self, target: str, approval: Approval) -> dict | None:
+        """The row that says `approval` was spent ({"ts", "actor", "token", "witness"}), or None."""
+        import json
+
+        from engine.approvals.attest import proof_of
+
+        name = proof_of(target, approval)[0] + ":spent"
+
+        def look(conn) -> list:
+            if conn.execute("SELECT to_regclass('handoff_attest')").fetchone()[0] is None:
+                return []
+            return conn.execute("SELECT recorded_by, body, recorded_at::text FROM handoff_attest WHERE ledger = %s "
+                                "AND proof = %s ORDER BY recorded_at LIMIT 1", (self.ledger, name)).fetchall()
+
+        rows = self.db.run(look)
+        if not rows:
+            return None
+        try:
+            said = json.loads(rows[0][1])
+        except ValueError:
+            said = {}
+        said = said if isinstance(said, dict) else {}
+        return {"ts": said.get("at", rows[0][2]), "actor": said.get("user", "?"), "token": said.get("token"),
+                "witness": f"a spent mark recorded by the database role {rows[0][0]}"}
+
+    def spend(self, target: str, approval: Approval, token: str, user: str) -> str | None:
+        """Right before the spawn of the intent `token`: a row saying `approval` is spent, as this
+        connection's role (which no agent's role may delete: grant it no DELETE on handoff_attest)."""
+        import json
+
+        from engine.approvals.attest import proof_of
+        from engine.codec.timefmt import now_iso
+        from engine.store.pg_conn import SCHEMA
+
+        found = self.spent(target, approval)
+        if found is not None and found.get("token") != token:
+            return (f"the approval of {approval.step} by {approval.by} at {approval.at} was already used "
+                    f"({found['witness']}, {found['actor']} at {found['ts']}); it never authorises another run: a person "
+                    "approves again")
+        if found is not None:
+            return None
+        name = proof_of(target, approval)[0] + ":spent"
+        body = json.dumps({"token": token, "user": user, "at": now_iso(), "target": target, "step": approval.step,
+                           "approval_at": approval.at, "by": approval.by}, sort_keys=True)
+
+        def put(conn) -> None:
+            if conn.execute("SELECT to_regclass('handoff_attest')").fetchone()[0] is None:
+                conn.execute(SCHEMA)
+            conn.execute("INSERT INTO handoff_attest (ledger, proof, body) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                         (self.ledger, name, body))
+        self.db.run(put)
+        again = self.spent(target, approval)  # the earliest mark stands: one made meanwhile by another intent wins
+        if again is not None and again.get("token") != token:
+            return (f"the approval of {approval.step} by {approval.by} at {approval.at} was already used "
+                    f"({again['witness']}, {again['actor']} at {again['ts']}); it never authorises another run")
+        return None

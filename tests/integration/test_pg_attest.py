@@ -23,16 +23,19 @@ from tests.integration.test_pg_restore import PG, handoff_pg
 from tests.unit.test_verified_approvers import _as_uid
 
 AGENT_ROLE = "handoff_agent_role"
-TABLES = "handoff_ledger, handoff_journal, handoff_heartbeat, handoff_attest"
+TABLES = "handoff_ledger, handoff_journal, handoff_heartbeat"
 
 
 def _roles() -> None:
-    """The agent's role and nobody's, each able to log in and to read and write the tables, owning none."""
+    """The agent's role and nobody's, each able to log in, to read and write the tables and to add proofs and
+    spent marks (never to change or remove one), owning none (docs/operating.md, PostgreSQL roles)."""
     with psycopg.connect(PG, autocommit=True) as conn:
         for role in (AGENT_ROLE, "nobody"):
             conn.execute(f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') "
                          f"THEN CREATE ROLE {role} LOGIN; END IF; END $$")
             conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {TABLES} TO {role}")
+            conn.execute(f"REVOKE UPDATE, DELETE ON handoff_attest FROM {role}")
+            conn.execute(f"GRANT SELECT, INSERT ON handoff_attest TO {role}")
             conn.execute(f"GRANT USAGE ON SEQUENCE handoff_journal_seq_seq TO {role}")
 
 
@@ -123,6 +126,30 @@ def test_an_os_user_approval_forged_by_another_role_never_authorises(tmp_path: P
         finally:
             os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]
         assert (folder / "spawned-db-19").exists()
+
+        # The next engineer's turn: the agent clears the approval's use and deletes the step's start from the
+        # journal (its role may write both tables); the spent mark its own session left is not its to remove.
+        def hide() -> None:
+            from engine.api import open_ledger
+
+            def clear(led) -> None:
+                t = led.targets["db-19"]
+                t.approvals[0].used_at = t.approvals[0].used_by = None
+                t.state, t.evidence, t.touched_at, t.reason, t.last_action = "checked", None, None, None, None
+            open_ledger(_url(AGENT_ROLE, name), actor="agent").store.transact(clear)
+            with psycopg.connect(_url(AGENT_ROLE, name).split("#")[0], autocommit=True) as conn:
+                conn.execute("DELETE FROM handoff_journal WHERE ledger = %s AND record->>'kind' = 'step_start'", (name,))
+                try:
+                    conn.execute("DELETE FROM handoff_attest WHERE ledger = %s", (name,))
+                except psycopg.errors.InsufficientPrivilege:
+                    return
+            raise AssertionError("the agent's role removed a spent mark")
+        (folder / "spawned-db-19").unlink()
+        assert _as_uid(1, hide) == 0
+        again = handoff_pg(cli_env(XDG_STATE_HOME=str(tmp_path / "next-engineer")), "run", f"{PG}#{name}", "db-19", "link")
+        said = again.stdout + again.stderr
+        assert not (folder / "spawned-db-19").exists(), said
+        assert f"a spent mark recorded by the database role {AGENT_ROLE}" in said and "never run twice" in said, said
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -90,9 +90,11 @@ def test_a_copy_of_a_real_approval_with_a_new_time_is_refused(tmp_path: Path) ->
     """A person's approval is witnessed; a second entry copying it (same hash, approver) with another time is not."""
     ledger = _setup(tmp_path)
     assert handoff("approve", ledger, "db-19", "--yes", "--as", "alice").returncode == 0
-    data = yaml.safe_load(ledger.read_text())
-    data["targets"]["db-19"]["approvals"][0]["at"] = "2026-09-10T03:00:00Z"  # the replay an agent would write
-    ledger.write_text(yaml.safe_dump(data, sort_keys=False))
+    from engine.api import open_ledger
+
+    def replay(led) -> None:  # the replay an agent would write, through the engine's own code (no outside edit)
+        led.targets["db-19"].approvals[0].at = "2026-09-10T03:00:00Z"
+    open_ledger(str(ledger), actor="agent").store.transact(replay)
     result = handoff("run", ledger, "db-19", "link")
     assert result.returncode == 1 and "approval not recorded by the engine" in result.stdout + result.stderr
     assert not (tmp_path / "spawned-db-19").exists()

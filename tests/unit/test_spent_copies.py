@@ -1,6 +1,6 @@
 """A spent approval never authorises again, however the agent dresses it (review helper): a copy
 of it put back beside the used one, a withdrawn one put back twice, a target named with a line
-separator. The agent is a real forked process with daemon's uid and its own high-water marks;
+separator, its use hidden from the next engineer's session (engine.approvals.spent_marks). The agent is a real forked process with daemon's uid and its own high-water marks;
 it writes through the engine's own code and drops lines from the journal's witness index (a
 file it can write); the approver's process has nobody's uid; the person runs as root. A step
 appends a line to a file per run: the count of lines is the count of spawns.
@@ -87,11 +87,18 @@ def _copy_beside_the_used_one(name: str):
     return change
 
 
-@pytest.mark.parametrize("person", ["run", "resume", "run with other marks"])
+def _lose_spent_marks(ledger: Path) -> None:
+    """As a folder restored without its proof folder's spent marks would be (root removes them)."""
+    for mark in Path(str(ledger) + ".attest").glob("spent-*"):
+        shutil.rmtree(mark)
+
+
+@pytest.mark.parametrize("person", ["run", "resume", "run with other marks, the spent marks lost"])
 def test_a_copy_of_a_used_approval_beside_it_never_runs_the_step_again(folder: Path, person: str) -> None:
     """The step ran on nob's one approval. The agent puts the target back, adds a copy of the used approval (unused)
-    beside it, and drops the step's start from the witness index: the person's next run or session refuses it,
-    also with high-water marks that never saw the first run (another account's), and the step ran once."""
+    beside it, and drops the step's start from the witness index: the person's next run or session refuses it (the
+    spent mark of the first run says so), and so does the fence when that mark is gone and the high-water marks
+    never saw the first run (another account's): the step ran once."""
     ledger = _ledger(folder)
     assert _approve_as_nobody(ledger, "db-19", "nob") == 0
     first = handoff("run", ledger, "db-19", "link")
@@ -101,13 +108,52 @@ def test_a_copy_of_a_used_approval_beside_it_never_runs_the_step_again(folder: P
     assert [a.get("used_at") is None for a in _load(ledger)["targets"]["db-19"]["approvals"]] == [False, True]
     if person == "resume":
         again = handoff("resume", "--ledger", ledger, "--max-minutes", "1")
+    elif person == "run":
+        again = handoff("run", ledger, "db-19", "link")
     else:
-        env = cli_env(XDG_STATE_HOME=str(folder / "other-marks")) if person == "run with other marks" else None
-        again = handoff("run", ledger, "db-19", "link", env=env)
+        _lose_spent_marks(ledger)
+        again = handoff("run", ledger, "db-19", "link", env=cli_env(XDG_STATE_HOME=str(folder / "other-marks")))
     said = again.stdout + again.stderr
     assert _runs(folder) == 1, said
-    assert "stands twice on db-19, and one was used" in said, said
-    assert [bool(a.get("used_at")) for a in _load(ledger)["targets"]["db-19"]["approvals"]] == [True]  # the copy is off
+    if person.startswith("run with"):
+        assert "stands twice on db-19, and one was used" in said, said
+        assert [bool(a.get("used_at")) for a in _load(ledger)["targets"]["db-19"]["approvals"]] == [True]  # copy off
+    else:
+        assert "a spent mark of uid 0's" in said and "never run twice" in said, said
+
+
+def test_a_step_run_by_one_person_is_not_run_again_by_the_next(folder: Path) -> None:
+    """The rotation: root's session ran the step on nob's approval. The agent (daemon) clears the approval's
+    `used_at` in place and drops the step's start from the witness index; it cannot remove root's spent mark
+    (the kernel refuses). The next engineer's run, with their own high-water marks (which never saw the first run),
+    is refused by that mark, and the step ran once."""
+    ledger = _ledger(folder)
+    assert _approve_as_nobody(ledger, "db-19", "nob") == 0
+    assert handoff("run", ledger, "db-19", "link").returncode == 0 and _runs(folder) == 1
+    [mark] = list(Path(str(ledger) + ".attest").glob("spent-0/*"))
+
+    def clear(led) -> None:
+        t = led.targets["db-19"]
+        t.approvals[0].used_at = t.approvals[0].used_by = None
+        t.state, t.evidence, t.touched_at, t.reason, t.last_action = "checked", None, None, None, None
+
+    def agent() -> None:
+        _agent_writes(ledger, clear)
+        _drop_from_index(ledger, {"step_start"})
+        for take_away in (lambda: mark.unlink(), lambda: mark.parent.rename(mark.parent.parent.parent / "gone"),
+                          lambda: shutil.rmtree(mark.parent)):
+            try:
+                take_away()
+            except OSError:
+                continue
+            raise AssertionError("daemon took root's spent mark away")
+    _as_agent(folder, agent)
+    assert mark.exists()
+    again = handoff("run", ledger, "db-19", "link", env=cli_env(XDG_STATE_HOME=str(folder / "next-engineer")))
+    said = again.stdout + again.stderr
+    assert _runs(folder) == 1, said
+    assert "a spent mark of uid 0's" in said and "never run twice" in said, said
+    assert _load(ledger)["targets"]["db-19"]["state"] == "blocked"  # no verify to prove it ran: a person looks
 
 
 def test_a_change_that_uses_a_copy_of_a_used_approval_spends_it() -> None:
@@ -164,6 +210,7 @@ def test_a_target_named_with_a_line_separator_is_found_spent(folder: Path, sep: 
         t.approvals[0].used_at = t.approvals[0].used_by = None
         t.state, t.evidence, t.touched_at, t.reason = "checked", None, None, None
     _as_agent(folder, lambda: (_agent_writes(ledger, change), _drop_from_index(ledger, {"step_start"})))
+    _lose_spent_marks(ledger)  # the high-water marks alone
     again = handoff("run", ledger, name, "link")
     assert _runs(folder, name) == 1, again.stdout + again.stderr
     assert "was already used or withdrawn (this user's high-water marks" in again.stdout, again.stdout
@@ -184,3 +231,25 @@ def test_a_spent_list_written_before_reads_as_it_did(tmp_path: Path, monkeypatch
     odd = Approval(by="nob", user="nobody", at="2026-12-07T01:00:00Z", step="link", hash="h")
     highwater.raise_mark("at:x", 1, [("a\u2028b\nc\x85", odd, True)])
     assert highwater.spent_key("a\u2028b\nc\x85", odd) in highwater._spent("at:x")
+
+
+def test_a_spent_mark_stands_for_its_own_intent_only(tmp_path: Path) -> None:
+    """The mark of intent A: A's next spawn (an `until` step, a retry here) may go on; intent B may not spend the
+    same approval; a uid's folder of marks that others may write is refused (its marks could be taken away)."""
+    from engine.approvals import spent_marks
+    from engine.ledger.model import Approval
+
+    ledger = tmp_path / "ledger.yaml"
+    ledger.write_text("task: t\n")
+    approval = Approval(by="nob", user="nobody", at="2026-12-07T01:00:00Z", step="link", hash="h")
+    assert spent_marks.spent(str(ledger), "db-1", approval) is None
+    assert spent_marks.spend(str(ledger), "db-1", approval, "sid/a", "root") is None
+    assert spent_marks.spend(str(ledger), "db-1", approval, "sid/a", "root") is None
+    mark = spent_marks.spent(str(ledger), "db-1", approval)
+    assert mark is not None and mark["token"] == "sid/a" and mark["witness"].startswith("a spent mark of uid 0's")
+    why = spent_marks.spend(str(ledger), "db-1", approval, "sid/b", "root")
+    assert why is not None and "was already used (a spent mark of uid 0's" in why
+    other = approval.model_copy(update={"at": "2026-12-07T02:00:00Z"})
+    (Path(str(ledger) + ".attest") / "spent-0").chmod(0o777)
+    why = spent_marks.spend(str(ledger), "db-1", other, "sid/c", "root")
+    assert why is not None and "that only it may write" in why

@@ -158,10 +158,14 @@ def test_a_signature_replayed_after_the_command_changed_never_spawns(signed) -> 
     from engine.ledger.model import Ledger
     from engine.ledger.render import approval_hash
 
-    data = _load(ledger)
-    model = Ledger.model_validate(data)
-    data["targets"]["db-19"]["approvals"][0]["hash"] = approval_hash("db-19", model.targets["db-19"], model.step("link"), ledger_dir=str(Path(ledger).resolve().parent))
-    _save(ledger, data)
+    from engine.api import open_ledger
+
+    model = Ledger.model_validate(_load(ledger))
+    rehashed = approval_hash("db-19", model.targets["db-19"], model.step("link"), ledger_dir=str(Path(ledger).resolve().parent))
+
+    def rewrite(led) -> None:  # through the engine's own code, as an agent running it would (no outside edit)
+        led.targets["db-19"].approvals[0].hash = rehashed
+    open_ledger(str(ledger), actor="agent").store.transact(rewrite)
     second = handoff("run", ledger, "db-19", "link")
     assert second.returncode == 1 and "approval not recorded by the engine" in second.stdout + second.stderr
     assert not (ledger.parent / "spawned-db-19").exists()
