@@ -1,1 +1,0 @@
-"""The `handoff` command line (engine side; no Textual, no Rich)."""

@@ -1,1 +1,0 @@
-"""Pilot tests of the operator screen."""

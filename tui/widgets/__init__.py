@@ -1,1 +1,0 @@
-"""Widgets of the main screen: header, summary, target table, log, invariants, note."""
