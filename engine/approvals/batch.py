@@ -1,0 +1,103 @@
+"""Batch approval: one person approves one step on several targets at once
+(`handoff approve LEDGER --step cordon --targets 'prod-*'`).
+
+It is exactly N single approvals, each with the safety of one: every target's command
+and hash is shown and checked (`expect` carries the hash the person was shown), the
+requester rule and the step's policy (count, verified approvers) are applied per target
+by `engine.ledger.ops.approve`, and each approval gets its own journal record. A target
+the approver asked for is left out when the batch is shown, as one already approved is. The batch is
+one transaction: if any target's approval is refused (its command or checkpoint
+changed since it was shown, it no longer waits, its requester is the approver), the
+whole batch is refused, every refused target is named, and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from engine.approvals.policy import policy_for, standing
+from engine.errors import Refused
+from engine.ledger.model import Approval, Ledger, Step
+from engine.ledger.ops import PendingCommand, Records, Who, approve, pending_command, same_person
+
+
+@dataclass
+class Selection:
+    """What a `--targets` pattern picks: the targets the batch approves (with what each
+    would run) and those it matched but leaves out, with why."""
+
+    chosen: list[tuple[str, PendingCommand]]
+    skipped: list[tuple[str, str]]
+
+
+def patterns(text: str) -> list[str]:
+    """`prod-*,edge-1` -> ['prod-*', 'edge-1']: comma-separated shell-style patterns."""
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def matching(names: Iterable[str], text: str) -> list[str]:
+    """The `names` (in their order) that one of `text`'s patterns matches: what
+    `--targets` and the TUI's `:mark` / `:unmark` select."""
+    wanted = patterns(text)
+    return [n for n in names if any(fnmatchcase(n, p) for p in wanted)]
+
+
+def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: str,
+           refusal: Callable[[str, Step], str | None] | None = None) -> Selection:
+    """The targets matching `pattern` (in ledger order) that an approval of `step` by
+    `approver` would move; the others it matches are skipped with the reason a single
+    approval would give. `refusal(name, step)`: why the approver may not approve that
+    target (they asked for it: engine.api.Handle.select_batch), or None. Raises Refused
+    when the pattern matches no target at all."""
+    wanted = patterns(pattern)
+    if not wanted:
+        raise Refused("--targets is empty: give a pattern such as 'prod-*' or a list 'db-1,db-2'", title="No targets")
+    names = matching(ledger.targets, pattern)
+    if not names:
+        sample = ", ".join(list(ledger.targets)[:5])
+        raise Refused(f"--targets {pattern!r} matches no target in this ledger (targets include {sample}); "
+                      "nothing was approved", title="No such target")
+    chosen, skipped = [], []
+    for name in names:
+        try:
+            pending = pending_command(ledger, name, ledger_dir, step)
+        except Refused as err:
+            skipped.append((name, err.message))
+            continue
+        why = refusal(name, pending.step) if refusal is not None else None
+        if why:  # one target the approver may not approve would refuse the whole batch
+            skipped.append((name, why))
+            continue
+        held = standing(ledger, name, pending.step, pending.hash)
+        mine = next((a for a in held if same_person(a.by, approver)), None)
+        if mine is not None or (held and policy_for(ledger, pending.step).count <= 1):
+            who = (mine or held[0]).by
+            skipped.append((name, f"already approved by {who}"))
+            continue
+        chosen.append((name, pending))
+    return Selection(chosen, skipped)
+
+
+def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, comment: str | None, ledger_dir: str,
+                signed: dict, requested_by: dict[str, set[str]]) -> tuple[list[Approval], Records]:
+    """Approve `step` on every target of `expect` (name -> the hash the approver was
+    shown), in one change of `ledger`: every approval or none (Refused naming each
+    target that was refused, and why)."""
+    approvals: list[Approval] = []
+    records: Records = []
+    refused: list[str] = []
+    for name, digest in expect.items():
+        try:
+            approval, recs = approve(ledger, name, who, step=step, comment=comment, ledger_dir=ledger_dir,
+                                     expect_hash=digest, signed=signed.get(name), requested_by=requested_by.get(name))
+        except Refused as err:  # ApprovalChanged too: what it would run is not what was shown
+            refused.append(f"{name}: {err.message}")
+            continue
+        approvals.append(approval)
+        records.extend(recs)
+    if refused:
+        raise Refused(f"the batch approval of {step} on {len(expect)} target(s) was refused, nothing was approved; "
+                      f"{len(refused)} refused: " + "; ".join(refused), title="Batch refused")
+    return approvals, records

@@ -1,0 +1,1 @@
+"""The `handoff` command line (engine side; no Textual, no Rich)."""

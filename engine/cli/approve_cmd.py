@@ -1,0 +1,100 @@
+"""`handoff approve`: an approval approves exactly what the approver saw, and says so.
+
+- `--expect-hash H`: approve only if what would run still has hash H (the hash
+  `handoff status --json` and the TUI show); otherwise exit 1, nothing recorded.
+- On a terminal, without --expect-hash: show the exact command (one argument a line),
+  the checkpoint and the hash, and ask for the target's name, as the TUI does;
+  a wrong name, end of input or Ctrl-C approves nothing (exit 1). `--yes` skips it.
+- Without a terminal: approve what is on disk now.
+- `--key FILE`: an approver with an `ssh_key` signs with FILE (else the ssh-agent at
+  SSH_AUTH_SOCK); the signature is checked now and again before the step starts.
+- A target whose checkpoint drifted (engine.api.checkpoint_drift): a warning first;
+  on a terminal the name typed approves it anyway; elsewhere only `--yes` does (else
+  exit 1, nothing recorded). Sessions refuse it until `handoff reconcile` either way.
+- `--targets PATTERN` (with `--step`): a batch (engine.cli.approve_batch).
+Whatever the path, what was approved (argv, checkpoint, hash) is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from engine.api import DRIFT_PREFIX, checkpoint_drift
+from engine.codec.textsafe import visible
+from engine.errors import ApprovalChanged, UsageError
+
+
+def show(pending, target: str, out=sys.stdout) -> None:
+    """The command an approval would bind, for a person to read."""
+    kind = "IRREVERSIBLE" if pending.irreversible else "reversible"
+    lines = [f"{target}: {pending.step.name} ({kind}) would run:"]
+    lines += [f"    {visible(arg)}" for arg in pending.argv]
+    lines.append(f"  checkpoint: {visible(pending.checkpoint or '-')}")
+    lines.append(f"  hash: {pending.hash}")
+    print("\n".join(lines), file=out, flush=True)
+
+
+def read_answer(prompt: str) -> str:
+    """One line typed on the terminal, stripped ("" on end of input or Ctrl-C)."""
+    # A plain line read, not input(): readline's own terminal handling can swallow Ctrl-C.
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    try:
+        typed = sys.stdin.readline()
+    except KeyboardInterrupt:
+        typed = ""
+    if not typed.endswith("\n"):
+        print("", file=sys.stderr)  # Ctrl-D or Ctrl-C left the cursor on the prompt's line
+    return typed.strip()
+
+
+def _ask(target: str, anyway: bool = False) -> bool:
+    return read_answer(f"Type {visible(target)} to approve it{' anyway' if anyway else ''} (anything else cancels): ") == target
+
+
+def drift_warning(name: str, reason: str) -> str:
+    """What a person is told before approving a target whose checkpoint drifted."""
+    said = reason.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()
+    return (f"WARNING: {name}'s checkpoint drifted: {said}. Sessions refuse {name} until "
+            f"`handoff reconcile` records where it really is, approved or not")
+
+
+def cmd_approve(args) -> int:
+    from engine.cli.arguments import open_handle
+
+    if args.target is None:
+        raise UsageError("say which target to approve: TARGET, or --step STEP --targets PATTERN for several")
+    handle = open_handle(args)
+    ledger = handle.load()
+    pending = handle.pending_command(ledger, args.target, step=args.step)
+    expect = args.expect_hash
+    drifted = checkpoint_drift(ledger.targets[args.target])
+    if drifted:
+        print(visible(f"handoff: {drift_warning(args.target, drifted)}"), file=sys.stderr, flush=True)
+    if expect is None and not args.yes and sys.stdin.isatty():
+        show(pending, args.target)
+        if not _ask(args.target, anyway=bool(drifted)):
+            print("handoff: the name did not match; nothing was approved", file=sys.stderr)
+            return 1
+    elif drifted and not args.yes:
+        print("handoff: nothing was approved: approve a drifted target on a terminal, or anyway with --yes", file=sys.stderr)
+        return 1
+    try:
+        approval = handle.approve(args.target, step=args.step, comment=args.comment, expect_hash=expect or pending.hash,
+                                  key=getattr(args, "key", None))
+    except ApprovalChanged as err:
+        if err.now is not None and expect is None:
+            print("You were shown:", file=sys.stderr)
+            show(pending, args.target, sys.stderr)
+            print("It is now:", file=sys.stderr)
+            show(err.now, args.target, sys.stderr)
+        print(f"handoff: {visible(err.message)}", file=sys.stderr)
+        return 1
+    print(visible(f"{args.target}: {approval.step} approved by {approval.by} ({approval.user}) at {approval.at}"))
+    print(visible("  argv: " + json.dumps(pending.argv, ensure_ascii=False)))
+    print(visible(f"  checkpoint: {approval.checkpoint or '-'}"))
+    print(f"  hash: {approval.hash}")
+    if approval.verified and approval.verified != "none":
+        print(f"  verified: {approval.verified}")
+    return 0

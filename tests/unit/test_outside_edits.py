@@ -1,0 +1,73 @@
+"""Edits made outside the engine are journaled field by field, attributed, flagged, and stop a session.
+
+Five targets marked `done` by a one-line `python3 -c`, by `sed -i` and by `perl -pi`
+(nothing run): the next engine write journals an `external_edit` record naming each
+target, field, old and new value, the file's owner and mtime; the targets are flagged
+`changed_outside` and shown in `handoff status`; a session stops with exit 3 and
+nothing runs; `handoff reconcile` by a person clears the flag.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from session_kit import counts, demo_copy, handoff, journal, load, resume
+
+NAMES = [f"db-{n}" for n in range(60, 65)]
+
+
+def _edit(ledger: Path, how: str) -> None:
+    if how == "python":
+        code = ("import re,sys; p=sys.argv[1]; t=open(p).read(); "
+                "t=re.sub(r'(db-6[0-4]:\\n\\s+state:) queued', r'\\1 done', t); open(p,'w').write(t)")
+        subprocess.run([sys.executable, "-c", code, str(ledger)], check=True)
+    elif how == "sed":
+        subprocess.run(["sed", "-Ei", "/^  db-6[0-4]:/{n;s/state: queued/state: done/}", str(ledger)], check=True)
+    else:
+        subprocess.run(["perl", "-0pi", "-e", "s/(db-6[0-4]:\\n\\s+state:) queued/$1 done/g", str(ledger)], check=True)
+
+
+@pytest.mark.parametrize("how", ["python", "sed", "perl"])
+def test_five_targets_marked_done_by_hand_are_journaled_flagged_and_stop_a_session(tmp_path: Path, how: str) -> None:
+    """The edit is diffed and attributed in the journal, flagged in status, and the session exits 3 running nothing."""
+    ledger = demo_copy(tmp_path, {name: {"state": "queued"} for name in [*NAMES, "db-65"]})
+    world = tmp_path / "world"
+    assert handoff("pause", str(ledger), "--reason", "setup", "--as", "alice", world=world).returncode == 0
+    assert handoff("unpause", str(ledger), "--as", "alice", world=world).returncode == 0  # the engine's own write
+    _edit(ledger, how)
+    assert [load(ledger)["targets"][n]["state"] for n in NAMES] == ["done"] * 5, ledger.read_text()
+    session = resume(ledger, world=world)
+    assert session.returncode == 3, session.stdout + session.stderr
+    assert "changed outside the engine" in session.stdout
+    assert counts(world).get("db-65", {}).get("check_runs", 0) == 0  # the untouched queued target did not run either
+    edit = next(r for r in journal(ledger) if r["kind"] == "external_edit")
+    changed = {(c["target"], c["field"], c["old"], c["new"]) for c in edit["changes"]}
+    assert changed == {(n, "state", "queued", "done") for n in NAMES}
+    assert sorted(edit["flagged"]) == NAMES
+    assert edit["owner"] == pwd.getpwuid(os.getuid()).pw_name and edit["mtime"]
+    targets = load(ledger)["targets"]
+    assert all(targets[n]["changed_outside"]["fields"] == ["state"] for n in NAMES)
+    status = handoff("status", str(ledger), world=world)
+    assert status.stdout.count("CHANGED OUTSIDE THE ENGINE") == 5, status.stdout
+
+
+def test_reconcile_by_a_person_accepts_the_edit_and_a_stopping_edit_is_never_flagged(tmp_path: Path) -> None:
+    """`handoff reconcile --to done` clears the flag; marking a target blocked by hand is journaled but trusted."""
+    ledger = demo_copy(tmp_path, {"db-60": {"state": "queued"}, "db-61": {"state": "queued"}})
+    world = tmp_path / "world"
+    assert handoff("pause", str(ledger), "--reason", "setup", "--as", "alice", world=world).returncode == 0
+    text = ledger.read_text()
+    text = text.replace("db-60:\n    state: queued", "db-60:\n    state: done").replace("db-61:\n    state: queued", "db-61:\n    state: blocked")
+    ledger.write_text(text)
+    assert handoff("unpause", str(ledger), "--as", "alice", world=world).returncode == 0
+    targets = load(ledger)["targets"]
+    assert targets["db-60"]["changed_outside"] and "changed_outside" not in targets["db-61"]
+    done = handoff("reconcile", str(ledger), "db-60", "--to", "done", "--reason", "checked by hand", "--as", "bob", world=world)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "changed_outside" not in load(ledger)["targets"]["db-60"]
+    assert "CHANGED OUTSIDE" not in handoff("status", str(ledger), world=world).stdout

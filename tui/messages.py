@@ -1,0 +1,80 @@
+"""Messages the app's workers send back to the UI thread.
+
+Workers never touch widgets; they post one of these. Bursts of ledger and
+journal updates coalesce (`can_replace`) so a busy session cannot flood the
+screen with repaints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from engine.api import HandoffError, Ledger
+
+
+@dataclass
+class Snapshot:
+    """One consistent view: the ledger plus what the engine derives from it and noticed about it.
+
+    `missing`: targets the engine last wrote that the file lost; `rollback`: sentences
+    saying how the file went backwards. `seq` orders reads: a result of an older read
+    never replaces a newer one on screen (a slow worker must not hide a broken file)."""
+
+    ledger: Ledger
+    invariants: list[Any] = field(default_factory=list)
+    lease: Any = None
+    missing: list[str] = field(default_factory=list)
+    rollback: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seq: int = 0
+
+
+class SnapshotReady(Message):
+    """A new ledger (and its invariants and lease) to show."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        # Only the newest ledger matters; older ones waiting in the queue are dropped.
+        return isinstance(message, SnapshotReady)
+
+
+class LedgerBroken(Message):
+    """The file no longer parses (read number `seq`); keep the last good state on screen."""
+
+    def __init__(self, error: HandoffError, seq: int = 0) -> None:
+        super().__init__()
+        self.error = error
+        self.seq = seq
+
+
+class JournalRecords(Message):
+    """New journal records, in order."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.records = records
+
+
+class NoteConflict(Message):
+    """Saving the note found it changed underneath: show both and let the user choose."""
+
+    def __init__(self, mine: str, theirs: str) -> None:
+        super().__init__()
+        self.mine = mine
+        self.theirs = theirs
+
+
+class RetryRefused(Message):
+    """The engine refused a plain retry (a failed irreversible step): offer a forced one."""
+
+    def __init__(self, target: str, error: HandoffError) -> None:
+        super().__init__()
+        self.target = target
+        self.error = error

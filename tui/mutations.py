@@ -1,0 +1,129 @@
+"""The app's changing side (a mixin of `HandoffApp`): one worker runs each engine change.
+
+A change travels as a typed request (`tui.requests`: the target, step, hash and revision
+the operator saw). It is never cancelled by the next one. Its outcome comes back only as
+a Message: `RequestDone` (a note, then a re-read), or the dialog the request turns an
+engine refusal into (a note conflict: both texts, the operator chooses; a refused plain
+retry: offer a forced one with a reason). Any other engine error ends in the app's one
+error view. A read-only view refuses before calling the engine at all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import work
+
+from engine.api import HandoffError, ReadOnly
+from tui.messages import NoteConflict, RetryRefused
+from tui.requests import AckNote, ApproveBatch, Request, RequestDone, Retry, SetNote
+from tui.screens.reason import Reason, ReasonPrompt
+from tui.text import clean
+
+if TYPE_CHECKING:
+    from tui.controller import Controller
+    from tui.host import MainView
+
+
+class Mutations:
+    """Mutation worker and the dialogs its outcomes open."""
+
+    controller: Controller
+    main: MainView | None
+    read_only: bool
+    read_only_reason: str | None
+    note_draft: str | None
+
+    def submit(self, request: Request) -> None:
+        """Run `request` in a worker. Not exclusive: an operator's change is never cancelled by the next."""
+        self._run_request(request)
+
+    @work(thread=True, exit_on_error=False, group="mutate")
+    def _run_request(self, request: Request) -> None:
+        if self.read_only:
+            raise ReadOnly(f"read-only: {request.verb} refused ({self.read_only_reason}); nothing was changed.")
+        try:
+            text = request.run(self.controller)
+        except HandoffError as error:
+            answer = request.answer(error)
+            if answer is None:
+                raise
+            self.post_message(answer)
+            return
+        self.post_message(RequestDone(request, text))
+
+    def on_request_done(self, message: RequestDone) -> None:
+        self.notify(message.text, timeout=3, markup=False)
+        if isinstance(message.request, AckNote) and self.main is not None:
+            self.main.mark_acknowledged()
+        if isinstance(message.request, ApproveBatch) and self.main is not None:
+            self.main.batch_approved(message.request.targets)
+        self.reload()
+
+    def edit_note(self, text: str, *, base: str) -> None:
+        """Open the note editor on `text`; save with `base` (the note in the ledger when the
+        edit started) so an edit made underneath is detected."""
+        unchanged = clean(base)
+
+        def done(new_text: str | None) -> None:
+            # Compared with what is in the ledger, not with what the editor opened on: a merge
+            # saved as offered differs from the ledger's note and must be written. A note equal
+            # to the ledger's is not (that would only bump the revision, and replace control
+            # characters by their stand-ins), and the operator is told.
+            if new_text is None:
+                return
+            if new_text == unchanged:
+                self.notify("Handoff note unchanged; nothing saved.", timeout=3, markup=False)
+                return
+            self.submit(SetNote(self._revision(), new_text, base))
+
+        from tui.screens.note_editor import NoteEditor  # a TextArea: loaded when a note is first edited, not at start
+
+        self.push_screen(NoteEditor(text), done)
+
+    def edit_note_or_draft(self, current: str) -> None:
+        """`e`: the note, or the draft a conflict left (merged with the note as it is now)."""
+        from tui.screens.note_editor import merged
+
+        draft, self.note_draft = self.note_draft, None
+        self.edit_note(merged(draft, current) if draft is not None else current, base=current)
+
+    def on_note_conflict(self, message: NoteConflict) -> None:
+        from tui.screens.note_editor import NoteConflictScreen, merged
+
+        mine, theirs = message.mine, message.theirs
+
+        def chosen(choice: str | None) -> None:
+            if choice == "mine":
+                self.submit(SetNote(self._revision(), mine, theirs))
+            elif choice == "merge":
+                self.edit_note(merged(mine, theirs), base=theirs)
+            elif choice == "theirs":
+                self.notify("Kept their note; your edit was not saved.", markup=False)
+                self.reload()
+            else:
+                # Escape decides nothing: the words stay, for the next `e`.
+                self.note_draft = mine
+                self.notify("Nothing saved; your text is kept as a draft: e opens it again, merged with theirs.",
+                            markup=False)
+                self.reload()
+
+        self.push_screen(NoteConflictScreen(mine, theirs), chosen)
+
+    def on_retry_refused(self, message: RetryRefused) -> None:
+        name = message.target
+
+        def done(reason: Reason | None) -> None:
+            if reason is not None:
+                self.submit(Retry(self._revision(), name, force=True, reason=reason.text))
+
+        self.push_screen(ReasonPrompt(
+            f"Force retry of {name}?",
+            f"{message.error.message}\n\nThe failed step may have half-happened. Forcing runs it again; "
+            "say why (this goes to the journal).",
+            ok_label="Force retry", danger=True), done)
+
+    def _revision(self) -> int | None:
+        """The revision on screen now (what the operator saw when they chose)."""
+        ledger = getattr(self.main, "ledger", None)
+        return getattr(ledger, "revision", None)

@@ -1,0 +1,1 @@
+"""Screens and modals: main screen, approval, reject/reason prompt, note editor, detail, help, error."""

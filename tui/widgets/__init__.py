@@ -1,0 +1,1 @@
+"""Widgets of the main screen: header, summary, target table, log, invariants, note."""
