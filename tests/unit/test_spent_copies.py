@@ -89,7 +89,7 @@ def _copy_beside_the_used_one(name: str):
 
 def _lose_spent_marks(ledger: Path) -> None:
     """As a folder restored without its proof folder's spent marks would be (root removes them)."""
-    for mark in Path(str(ledger) + ".attest").glob("spent-*"):
+    for mark in ledger.parent.glob(ledger.name + ".spent-*"):
         shutil.rmtree(mark)
 
 
@@ -130,7 +130,7 @@ def test_a_step_run_by_one_person_is_not_run_again_by_the_next(folder: Path) -> 
     ledger = _ledger(folder)
     assert _approve_as_nobody(ledger, "db-19", "nob") == 0
     assert handoff("run", ledger, "db-19", "link").returncode == 0 and _runs(folder) == 1
-    [mark] = list(Path(str(ledger) + ".attest").glob("spent-0/*"))
+    [mark] = list(ledger.parent.glob(ledger.name + ".spent-0/*"))
 
     def clear(led) -> None:
         t = led.targets["db-19"]
@@ -140,15 +140,17 @@ def test_a_step_run_by_one_person_is_not_run_again_by_the_next(folder: Path) -> 
     def agent() -> None:
         _agent_writes(ledger, clear)
         _drop_from_index(ledger, {"step_start"})
-        for take_away in (lambda: mark.unlink(), lambda: mark.parent.rename(mark.parent.parent.parent / "gone"),
-                          lambda: shutil.rmtree(mark.parent)):
+        away = Path(tempfile.mkdtemp(prefix="daemons-"))  # a folder of daemon's own, outside the ledger's
+        for take_away in (lambda: mark.unlink(), lambda: mark.parent.rename(away / "gone"),
+                          lambda: shutil.rmtree(mark.parent), lambda: mark.rename(mark.parent / "x")):
             try:
                 take_away()
             except OSError:
                 continue
             raise AssertionError("daemon took root's spent mark away")
+        mark.parent.rename(ledger.parent / "just-a-folder")  # allowed in the ledger's folder (0777): the mark stays in it
     _as_agent(folder, agent)
-    assert mark.exists()
+    assert (folder / "just-a-folder" / mark.name).exists()
     again = handoff("run", ledger, "db-19", "link", env=cli_env(XDG_STATE_HOME=str(folder / "next-engineer")))
     said = again.stdout + again.stderr
     assert _runs(folder) == 1, said
@@ -186,7 +188,7 @@ def test_a_withdrawn_approval_put_back_never_runs(folder: Path, how: str) -> Non
     assert _approve_as_nobody(ledger, "db-19", "nob") == 0
     approval = _load(ledger)["targets"]["db-19"]["approvals"][0]
     assert handoff("unapprove", ledger, "db-19", "--as", "ops").returncode == 0
-    [mark] = list(Path(str(ledger) + ".attest").glob("spent-0/*"))
+    [mark] = list(ledger.parent.glob(ledger.name + ".spent-0/*"))
     assert json.loads(mark.read_text())["token"].startswith("withdrawn")
 
     def change(led) -> None:
@@ -260,6 +262,6 @@ def test_a_spent_mark_stands_for_its_own_intent_only(tmp_path: Path) -> None:
     why = spent_marks.spend(str(ledger), "db-1", approval, "sid/b", "root")
     assert why is not None and "was already used or withdrawn (a spent mark of uid 0's" in why
     other = approval.model_copy(update={"at": "2026-12-07T02:00:00Z"})
-    (Path(str(ledger) + ".attest") / "spent-0").chmod(0o777)
+    Path(str(ledger) + ".spent-0").chmod(0o777)
     why = spent_marks.spend(str(ledger), "db-1", other, "sid/c", "root")
     assert why is not None and "that only it may write" in why
