@@ -33,7 +33,7 @@ from engine.audit.time_travel import head_rev
 from engine.audit.time_travel import state_at as _state_at
 from engine.bundled import demo_dir
 from engine.codec.textsafe import one_line, visible
-from engine.codec.timefmt import age_text, parse_time
+from engine.codec.timefmt import age_text, now_iso, parse_time
 from engine.errors import (
     ApprovalChanged,
     Conflict,
@@ -457,7 +457,18 @@ class LedgerHandle:
             records = ops.unapprove(ledger, target, self.who, step=step)
             return ", ".join(dict.fromkeys(r["step"] for r in records)), records
 
-        return self._change(change)
+        withdrawn = self._change(change)
+        # Every approval of the step given until now, whatever the ledger said each was: the copy a
+        # person withdrew may have been changed first (engine.approvals.spent_marks.withdraw_until).
+        proofs = self.journal.proofs()
+        if proofs is not None:
+            try:
+                proofs.withdraw_until(target, step or "*", now_iso())
+            except (OSError, HandoffError) as err:
+                raise WriteFailed(f"{target}: the approvals are withdrawn in the ledger and the journal, but the mark "
+                                  f"that says so beside it could not be made ({getattr(err, 'strerror', None) or err}): "
+                                  "another user's session may not see it") from None
+        return withdrawn
 
     def reject(self, target: str, reason: str, *, slack: SlackId | None = None) -> None:
         """Say no to `target`'s awaiting step; `slack`: from Slack by this identity, which

@@ -75,6 +75,13 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
         return Unauthorised(f"approval withdrawn: the approval of {approval.step} by {approval.by} at {approval.at} was "
                             f"taken back ({mark['witness']}, {mark['actor']} at {mark['ts']}), so it never authorises a "
                             "run: a person approves again")
+    until = proofs.withdrawn_until(name, approval.step) if proofs is not None else None
+    # `handoff unapprove` took back every approval given before then (to the second: one given in the same second
+    # as the withdrawal, a person approving again at once, stands).
+    if until is not None and approval.at < until[0]:
+        return Unauthorised(f"approval withdrawn: approvals of {approval.step} on {name} given before {until[0]} were taken "
+                            f"back ({until[1]}), and this one of {approval.by} is from {approval.at}, so it never "
+                            "authorises a run: a person approves again")
     taken_back = withdrawal(journal, name, approval)
     if taken_back is not None:
         return Unauthorised(f"approval withdrawn: the approval of {approval.step} by {approval.by} at {approval.at} was "

@@ -28,8 +28,14 @@ class FileProofs:
     def problem(self, target: str, approval: Approval) -> str | None:
         return attest.problem(self.ledger_path, target, approval)
 
-    def spent(self, target: str, approval: Approval) -> dict | None:
-        return spent_marks.spent(self.ledger_path, target, approval)
+    def spent(self, target: str, approval: Approval, token: str | None = None) -> dict | None:
+        return spent_marks.spent(self.ledger_path, target, approval, token)
 
     def spend(self, target: str, approval: Approval, token: str, user: str) -> str | None:
         return spent_marks.spend(self.ledger_path, target, approval, token, user)
+
+    def withdraw_until(self, target: str, step: str, until: str) -> None:
+        spent_marks.withdraw_until(self.ledger_path, target, step, until)
+
+    def withdrawn_until(self, target: str, step: str) -> tuple[str, str] | None:
+        return spent_marks.withdrawn_until(self.ledger_path, target, step)

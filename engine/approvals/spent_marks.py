@@ -54,50 +54,71 @@ def _unknown(why: str) -> dict[str, Any]:
     return {"ts": "?", "actor": "?", "token": None, "witness": why}
 
 
-def spent(ledger_path: str, target: str, approval: Approval) -> dict[str, Any] | None:
-    """The mark that `approval` of `target` was spent or withdrawn ({"ts", "actor", "token",
-    "witness"}), in any folder in the ledger's folder; None when there is none."""
+def marks(ledger_path: str, target: str, approval: Approval) -> list[dict[str, Any]]:
+    """Every mark of `approval` of `target` in the ledger's folder ({"ts", "actor", "token",
+    "witness", "own"}), wherever and by whomever made: any one of them refuses the approval,
+    except this process's own (`own`: a regular file in its own uid's folder). What is there
+    and cannot be read as a mark (a FIFO, a link, an unreadable file) is one that cannot be
+    ruled out. Read once per look: a file that says something else on each read (a FIFO)
+    is never one."""
     folder = os.path.dirname(os.path.realpath(ledger_path))
-    name = mark_name(target, approval)
+    name, uid = mark_name(target, approval), os.geteuid()
+    mine = os.path.basename(os.path.realpath(ledger_path)) + f"{SUFFIX}{uid}"
     try:
         with os.scandir(folder) as entries:
-            folders = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            folders = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
     except OSError as err:
-        return _unknown(f"the ledger's folder {folder} cannot be listed ({err.strerror}), so no spent mark can be ruled out")
+        return [_unknown(f"the ledger's folder {folder} cannot be listed ({err.strerror}), so no spent mark can be ruled out")]
+    found = []
     for sub in folders:
         path = os.path.join(folder, sub, name)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            st = os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
             continue
-        except PermissionError:
-            if os.path.lexists(path):  # there, and not to be read: it is there
-                return _unknown(f"a spent mark at {path} that cannot be read")
+        except OSError as err:
+            found.append(_unknown(f"a spent mark at {path} ({err.strerror})"))
             continue
-        except OSError as err:  # a link where a mark would be, a FIFO: it is there
-            return _unknown(f"a spent mark at {path} ({err.strerror})")
-        with os.fdopen(fd, "rb") as fh:
-            owner = os.fstat(fh.fileno()).st_uid
-            try:
-                said = json.loads(fh.read(_MAX))
-            except ValueError:
-                said = {}
-        said = said if isinstance(said, dict) else {}
-        return {"ts": said.get("at", "?"), "actor": said.get("user", "?"), "token": said.get("token"),
-                "witness": witness(said.get("token"), f"uid {owner}") + f" ({sub}/{name})"}
-    return None
+        if not stat.S_ISREG(st.st_mode):
+            found.append(_unknown(f"something that is no file where a spent mark would be ({sub}/{name})"))
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                held = os.fstat(fh.fileno())
+                said = json.loads(fh.read(_MAX)) if stat.S_ISREG(held.st_mode) else None
+        except (OSError, ValueError, TypeError):
+            said = None
+        if not isinstance(said, dict):
+            found.append(_unknown(f"a spent mark at {path} that does not read as one"))
+            continue
+        found.append({"ts": said.get("at", "?"), "actor": said.get("user", "?"), "token": said.get("token"),
+                      "witness": witness(said.get("token"), f"uid {held.st_uid}") + f" ({sub}/{name})",
+                      "own": sub == mine and held.st_uid == uid})
+    return found
+
+
+def spent(ledger_path: str, target: str, approval: Approval, token: str | None = None) -> dict[str, Any] | None:
+    """The first mark that refuses `approval` of `target` for the intent `token` (None: for any
+    intent): a withdrawal's first, then any other but the intent's own; None when none does."""
+    found = marks(ledger_path, target, approval)
+    withdrawn = [m for m in found if str(m.get("token") or "").startswith(WITHDRAWN)]
+    others = [m for m in found if not (token is not None and m.get("own") and m.get("token") == token)]
+    first = withdrawn or others
+    return first[0] if first else None
 
 
 def spend(ledger_path: str, target: str, approval: Approval, token: str, user: str) -> str | None:
     """Right before the spawn of the intent `token` (or at a withdrawal, token WITHDRAWN...):
     mark `approval` so, as this process's uid. Why it may not be (another's mark is there), or
     None. OSError when the mark cannot be made (the caller refuses the spawn, or says so)."""
-    found = spent(ledger_path, target, approval)
-    if found is not None and found.get("token") != token:
+    found = marks(ledger_path, target, approval)
+    refusing = spent(ledger_path, target, approval, token) if found else None
+    if refusing is not None:
         return (f"the approval of {approval.step} by {approval.by} at {approval.at} was already used or withdrawn "
-                f"({found['witness']}, {found['actor']} at {found['ts']}); it never authorises another run: a person "
-                "approves again")
-    if found is not None:
+                f"({refusing['witness']}, {refusing['actor']} at {refusing['ts']}); it never authorises another run: a "
+                "person approves again")
+    if found:
         return None  # this intent's own mark (an earlier spawn of it: an `until` step, a retry here)
     uid = os.geteuid()
     mine = os.path.realpath(ledger_path) + f"{SUFFIX}{uid}"
@@ -125,3 +146,80 @@ def spend(ledger_path: str, target: str, approval: Approval, token: str, user: s
     finally:
         os.close(dfd)
     return None
+
+
+def _until_name(target: str, step: str) -> str:
+    """The name of the mark that every approval of `step` on `target` given until a time was withdrawn."""
+    fields = {"target": target, "step": step}
+    return "upto-" + hashlib.sha256(json.dumps(fields, sort_keys=True).encode("utf-8")).hexdigest()[:40]
+
+
+def withdraw_until(ledger_path: str, target: str, step: str, until: str) -> None:
+    """`handoff unapprove`: every approval of `step` (`*`: of any step) on `target` given until
+    `until` is withdrawn, whatever the ledger said each one was when it was taken back (an agent
+    could have changed the copy a person withdrew). This process's uid's mark; OSError when it
+    cannot be made."""
+    uid = os.geteuid()
+    mine = os.path.realpath(ledger_path) + f"{SUFFIX}{uid}"
+    try:
+        os.mkdir(mine, 0o755)
+        os.chmod(mine, 0o755)
+    except FileExistsError:
+        pass
+    st = os.lstat(mine)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or stat.S_IMODE(st.st_mode) & 0o022:
+        raise PermissionError(13, f"{mine} is not a folder of uid {uid}'s that only it may write")
+    name = _until_name(target, step)
+    earlier = _until_in(os.path.join(mine, name))
+    if earlier is not None and earlier >= until:
+        return
+    tmp = os.path.join(mine, f".{name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, json.dumps({"until": until, "target": target, "step": step}).encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(mine, name))
+    dfd = os.open(mine, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _until_in(path: str) -> str | None:
+    """The time a regular file's withdrawal mark says, or None (none there, or none to read)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return "9999"  # something else where a mark would be: it withdraws every approval (it only blocks)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            said = json.loads(fh.read(_MAX))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError):
+        return "9999"
+    return str(said.get("until")) if isinstance(said, dict) and said.get("until") else "9999"
+
+
+def withdrawn_until(ledger_path: str, target: str, step: str) -> tuple[str, str] | None:
+    """(the latest time until which approvals of `step` on `target` were withdrawn, whose mark
+    says so), over every folder in the ledger's folder and `*` (any step); None when none was."""
+    folder = os.path.dirname(os.path.realpath(ledger_path))
+    try:
+        with os.scandir(folder) as entries:
+            folders = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return ("9999", f"the ledger's folder {folder} cannot be listed")
+    best: tuple[str, str] | None = None
+    for sub in folders:
+        for name in (_until_name(target, step), _until_name(target, "*")):
+            until = _until_in(os.path.join(folder, sub, name))
+            if until is not None and (best is None or until > best[0]):
+                try:
+                    owner = os.lstat(os.path.join(folder, sub, name)).st_uid
+                except OSError:
+                    owner = -1
+                best = (until, f"a mark of uid {owner}'s that approvals given until then were withdrawn ({sub}/{name})")
+    return best

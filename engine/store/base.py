@@ -53,9 +53,14 @@ class Proofs(Protocol):
 
     def problem(self, target: str, approval: Any) -> str | None: ...
 
-    def spent(self, target: str, approval: Any) -> dict | None: ...  # the mark that it was spent: ts, actor, token, witness
+    # The mark that refuses it (for the intent `token`: not that intent's own): ts, actor, token, witness.
+    def spent(self, target: str, approval: Any, token: str | None = None) -> dict | None: ...
 
     def spend(self, target: str, approval: Any, token: str, user: str) -> str | None: ...  # why it may not be
+
+    def withdraw_until(self, target: str, step: str, until: str) -> None: ...  # every approval of step given until then
+
+    def withdrawn_until(self, target: str, step: str) -> tuple[str, str] | None: ...  # (until, witness) or None
 
 
 class Journal(Protocol):

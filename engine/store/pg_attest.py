@@ -80,30 +80,38 @@ class PgProofs:
             return f"the row of {approval.user}'s at that place proves another approval: {approval.by} approves again"
         return None
 
-    def spent(self, target: str, approval: Approval) -> dict | None:
-        """The row that says `approval` was spent ({"ts", "actor", "token", "witness"}), or None."""
+    def spent(self, target: str, approval: Approval, token: str | None = None) -> dict | None:
+        """The row that refuses `approval` for the intent `token` (None: for any intent): a
+        withdrawal's first, then any other but the intent's own (its token, recorded by this
+        connection's role); None when none does. Any role's row refuses: an agent's only blocks."""
         import json
 
-        from engine.approvals.spent_marks import mark_name, witness
+        from engine.approvals.spent_marks import WITHDRAWN, mark_name, witness
 
         name = mark_name(target, approval)
 
-        def look(conn) -> list:
+        def look(conn) -> tuple[list, str]:
+            me = conn.execute("SELECT session_user").fetchone()[0]
             if conn.execute("SELECT to_regclass('handoff_attest')").fetchone()[0] is None:
-                return []
+                return [], me
             return conn.execute("SELECT recorded_by, body, recorded_at::text FROM handoff_attest WHERE ledger = %s "
-                                "AND proof = %s ORDER BY recorded_at LIMIT 1", (self.ledger, name)).fetchall()
+                                "AND proof = %s ORDER BY recorded_at, recorded_by", (self.ledger, name)).fetchall(), me
 
-        rows = self.db.run(look)
-        if not rows:
-            return None
-        try:
-            said = json.loads(rows[0][1])
-        except ValueError:
-            said = {}
-        said = said if isinstance(said, dict) else {}
-        return {"ts": said.get("at", rows[0][2]), "actor": said.get("user", "?"), "token": said.get("token"),
-                "witness": witness(said.get("token"), f"the database role {rows[0][0]}")}
+        rows, me = self.db.run(look)
+        found = []
+        for recorded_by, body, recorded_at in rows:
+            try:
+                said = json.loads(body)
+            except ValueError:
+                said = {}
+            said = said if isinstance(said, dict) else {}
+            found.append({"ts": said.get("at", recorded_at), "actor": said.get("user", "?"), "token": said.get("token"),
+                          "witness": witness(said.get("token"), f"the database role {recorded_by}"),
+                          "own": recorded_by == me})
+        withdrawn = [m for m in found if str(m.get("token") or "").startswith(WITHDRAWN)]
+        others = [m for m in found if not (token is not None and m["own"] and m.get("token") == token)]
+        first = withdrawn or others
+        return first[0] if first else None
 
     def spend(self, target: str, approval: Approval, token: str, user: str) -> str | None:
         """Right before the spawn of the intent `token`: a row saying `approval` is spent, as this
@@ -113,13 +121,11 @@ class PgProofs:
         from engine.approvals.spent_marks import mark_name
         from engine.codec.timefmt import now_iso
 
-        found = self.spent(target, approval)
-        if found is not None and found.get("token") != token:
+        found = self.spent(target, approval, token)
+        if found is not None:
             return (f"the approval of {approval.step} by {approval.by} at {approval.at} was already used or withdrawn "
                     f"({found['witness']}, {found['actor']} at {found['ts']}); it never authorises another run: a person "
                     "approves again")
-        if found is not None:
-            return None
         name = mark_name(target, approval)
         body = json.dumps({"token": token, "user": user, "at": now_iso(), "target": target, "step": approval.step,
                            "approval_at": approval.at, "by": approval.by}, sort_keys=True)
@@ -130,8 +136,50 @@ class PgProofs:
             conn.execute("INSERT INTO handoff_attest (ledger, proof, body) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                          (self.ledger, name, body))
         self.db.run(put)
-        again = self.spent(target, approval)  # the earliest mark stands: one made meanwhile by another intent wins
-        if again is not None and again.get("token") != token:
+        again = self.spent(target, approval, token)  # one made meanwhile by another intent refuses this one
+        if again is not None:
             return (f"the approval of {approval.step} by {approval.by} at {approval.at} was already used "
                     f"({again['witness']}, {again['actor']} at {again['ts']}); it never authorises another run")
         return None
+
+    def withdraw_until(self, target: str, step: str, until: str) -> None:
+        """`handoff unapprove`: every approval of `step` (`*`: any) on `target` given until `until` is withdrawn."""
+        import json
+
+        name = "upto-" + _digest({"target": target, "step": step})
+
+        def put(conn) -> None:
+            if conn.execute("SELECT to_regclass('handoff_attest')").fetchone()[0] is None:
+                conn.execute(SCHEMA)
+            conn.execute("INSERT INTO handoff_attest (ledger, proof, body) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                         (self.ledger, f"{name}:{until}", json.dumps({"until": until, "target": target, "step": step})))
+        self.db.run(put)
+
+    def withdrawn_until(self, target: str, step: str) -> tuple[str, str] | None:
+        """(the latest time until which approvals of `step` on `target` were withdrawn, whose row says so), or None."""
+        import json
+
+        names = ["upto-" + _digest({"target": target, "step": s}) for s in (step, "*")]
+
+        def look(conn) -> list:
+            if conn.execute("SELECT to_regclass('handoff_attest')").fetchone()[0] is None:
+                return []
+            return conn.execute("SELECT recorded_by, body FROM handoff_attest WHERE ledger = %s AND (starts_with(proof, %s) "
+                                "OR starts_with(proof, %s))", (self.ledger, names[0] + ":", names[1] + ":")).fetchall()
+
+        best: tuple[str, str] | None = None
+        for recorded_by, body in self.db.run(look):
+            try:
+                until = str(json.loads(body).get("until") or "9999")
+            except (ValueError, AttributeError):
+                until = "9999"
+            if best is None or until > best[0]:
+                best = (until, f"a row of the database role {recorded_by}'s that approvals given until then were withdrawn")
+        return best
+
+
+def _digest(fields: dict) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode("utf-8")).hexdigest()[:40]

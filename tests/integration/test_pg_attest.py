@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -234,5 +235,47 @@ def test_an_approval_its_approver_withdrew_never_runs_for_the_next_engineer(tmp_
         said = ran.stdout + ran.stderr
         assert not (folder / "spawned-db-19").exists(), said
         assert "approval withdrawn" in said and "a mark of the database role nobody's that it was withdrawn" in said, said
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_withdrawal_of_a_changed_copy_still_withdraws_the_real_one(tmp_path: Path) -> None:
+    """(review helper) As the agent's role, the approval's hash is changed in the row just before the person's
+    `handoff unapprove`; the real approval is written back after it. The withdrawal covered every approval of the
+    target given before it (a row of root's role): the next engineer's run refuses the real one."""
+    folder = Path(tempfile.mkdtemp(prefix="pg-changed-"))
+    try:
+        folder.chmod(0o777)
+        name = f"pg-changed-{uuid.uuid4().hex[:10]}"
+        source = tmp_path / "ledger.yaml"
+        source.write_text(yaml.safe_dump({
+            "task": "a changed copy withdrawn", "approvers": ["root"],
+            "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
+                                   "run": ["touch", f"{folder}/spawned-{{target}}"]}]},
+            "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}}}, sort_keys=False))
+        env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
+        location = f"{PG}#{name}"
+        assert handoff_pg(env, "import", source, location).returncode == 0
+        _roles()
+        assert handoff_pg(env, "approve", location, "db-19", "--yes").returncode == 0
+        from engine.api import open_ledger
+        from engine.ledger.model import Approval
+
+        real = open_ledger(location, read_only=True).load().targets["db-19"].approvals[0].model_dump(exclude_none=True)
+        agent = open_ledger(_url(AGENT_ROLE, name), actor="agent")
+
+        def tamper(led) -> None:
+            led.targets["db-19"].approvals[0].hash += "0"
+        agent.store.transact(tamper)
+        time.sleep(1.1)  # the withdrawal is after the approval, to the second
+        assert handoff_pg(env, "unapprove", location, "db-19").returncode == 0
+
+        def put_back(led) -> None:
+            led.targets["db-19"].approvals = [Approval.model_validate(real)]
+        agent.store.transact(put_back)
+        ran = handoff_pg(cli_env(XDG_STATE_HOME=str(tmp_path / "next-engineer")), "run", location, "db-19", "link")
+        said = ran.stdout + ran.stderr
+        assert not (folder / "spawned-db-19").exists(), said
+        assert "approvals of link on db-19 given before" in said and "a row of the database role root's" in said, said
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -188,7 +189,7 @@ def test_a_withdrawn_approval_put_back_never_runs(folder: Path, how: str) -> Non
     assert _approve_as_nobody(ledger, "db-19", "nob") == 0
     approval = _load(ledger)["targets"]["db-19"]["approvals"][0]
     assert handoff("unapprove", ledger, "db-19", "--as", "ops").returncode == 0
-    [mark] = list(ledger.parent.glob(ledger.name + ".spent-0/*"))
+    [mark] = list(ledger.parent.glob(ledger.name + ".spent-0/spent-*"))
     assert json.loads(mark.read_text())["token"].startswith("withdrawn")
 
     def change(led) -> None:
@@ -261,7 +262,73 @@ def test_a_spent_mark_stands_for_its_own_intent_only(tmp_path: Path) -> None:
     assert mark is not None and mark["token"] == "sid/a" and mark["witness"].startswith("a spent mark of uid 0's")
     why = spent_marks.spend(str(ledger), "db-1", approval, "sid/b", "root")
     assert why is not None and "was already used or withdrawn (a spent mark of uid 0's" in why
+    # A mark elsewhere in the ledger's folder (another's folder) saying it is intent A's is not A's own: it refuses.
+    elsewhere = tmp_path / "another"
+    elsewhere.mkdir()
+    (elsewhere / spent_marks.mark_name("db-1", approval)).write_text(json.dumps({"token": "sid/a"}))
+    assert spent_marks.spent(str(ledger), "db-1", approval, "sid/a") is not None
     other = approval.model_copy(update={"at": "2026-12-07T02:00:00Z"})
     Path(str(ledger) + ".spent-0").chmod(0o777)
     why = spent_marks.spend(str(ledger), "db-1", other, "sid/c", "root")
     assert why is not None and "that only it may write" in why
+
+
+def test_a_withdrawal_of_a_changed_copy_still_withdraws_the_real_one(folder: Path) -> None:
+    """(review helper) The agent changes the approval's hash in the ledger just before the person's `handoff
+    unapprove`, which takes back that changed copy; then it writes the real one back. The withdrawal covered every
+    approval of the target given before it: the next engineer's run refuses the real one, and nothing ran."""
+    from engine.ledger.model import Approval
+
+    ledger = _ledger(folder)
+    assert _approve_as_nobody(ledger, "db-19", "nob") == 0
+    real = _load(ledger)["targets"]["db-19"]["approvals"][0]
+
+    def tamper(led) -> None:
+        led.targets["db-19"].approvals[0].hash += "0"
+    _as_agent(folder, lambda: _agent_writes(ledger, tamper))
+    time.sleep(1.1)  # the withdrawal is after the approval, to the second
+    out = handoff("unapprove", ledger, "db-19", "--as", "ops", env=cli_env(XDG_STATE_HOME=str(folder / "first")))
+    assert out.returncode == 0 and not _load(ledger)["targets"]["db-19"].get("approvals"), out.stdout + out.stderr
+
+    def put_back(led) -> None:
+        t = led.targets["db-19"]
+        t.approvals = [Approval.model_validate(real)]
+        t.state, t.awaiting, t.reason, t.next_action = "checked", None, None, None
+    _as_agent(folder, lambda: _agent_writes(ledger, put_back))
+    ran = handoff("run", ledger, "db-19", "link", env=cli_env(XDG_STATE_HOME=str(folder / "next-engineer")))
+    assert _runs(folder) == 0, ran.stdout + ran.stderr
+    assert "approval withdrawn: approvals of link on db-19 given before" in ran.stdout, ran.stdout
+    assert "a mark of uid 0's that approvals given until then were withdrawn" in ran.stdout, ran.stdout
+
+
+def test_something_else_where_a_mark_would_be_refuses_never_passes(folder: Path) -> None:
+    """(review helper) The agent adds a folder of its own in the ledger's folder holding a FIFO (or a link) named as
+    the mark, read by the fence as whatever it is fed. Every folder's mark counts, and what is no regular file there
+    is one that cannot be ruled out: the next engineer's run refuses; the step ran once."""
+    from engine.approvals import spent_marks
+    from engine.ledger.model import Approval
+
+    ledger = _ledger(folder)
+    assert _approve_as_nobody(ledger, "db-19", "nob") == 0
+    assert handoff("run", ledger, "db-19", "link").returncode == 0 and _runs(folder) == 1
+    approval = Approval.model_validate(_load(ledger)["targets"]["db-19"]["approvals"][0])
+    name = spent_marks.mark_name("db-19", approval)
+
+    def agent() -> None:
+        def clear(led) -> None:
+            t = led.targets["db-19"]
+            t.approvals[0].used_at = t.approvals[0].used_by = None
+            t.state, t.evidence, t.touched_at, t.reason, t.last_action = "checked", None, None, None, None
+        _agent_writes(ledger, clear)
+        _drop_from_index(ledger, {"step_start"})
+        mine = folder / "aaa"
+        mine.mkdir()
+        os.mkfifo(mine / name, 0o644)
+        (folder / "bbb").mkdir()
+        (folder / "bbb" / name).symlink_to("/dev/null")
+    _as_agent(folder, agent)
+    for mark in spent_marks.marks(str(ledger), "db-19", approval):
+        assert not mark.get("own") or "uid 0" in mark["witness"]
+    again = handoff("run", ledger, "db-19", "link", env=cli_env(XDG_STATE_HOME=str(folder / "next-engineer")))
+    assert _runs(folder) == 1, again.stdout + again.stderr
+    assert "never run twice" in again.stdout, again.stdout
