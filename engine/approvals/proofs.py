@@ -1,7 +1,7 @@
 """Where a file ledger's proofs are kept: the kernel's word that a user recorded an approval
-(engine.approvals.attest) and that one was spent (engine.approvals.spent_marks), both files of
-that user's in the sticky `<ledger>.attest/` folder. PostgreSQL keeps them in its database
-(engine.store.pg_attest); engine.store.base.Proofs is what both offer.
+(engine.approvals.attest: files of that user's in the sticky `<ledger>.attest/`) and that one
+was spent or withdrawn (engine.approvals.spent_marks: `<ledger>.spent-<uid>/`). PostgreSQL
+keeps them in its database (engine.store.pg_attest); engine.store.base.Proofs is what both offer.
 """
 
 from __future__ import annotations

@@ -123,8 +123,11 @@ def yq_in_place(args: list[str]) -> bool:
     return any(a in ("-i", "--inplace") or (a.startswith("-") and not a.startswith("--") and "i" in a[1:]) for a in args)
 
 
-# Programs that write the files named inside what they read (an archive, a patch), in their folder.
-UNPACKERS = {"tar", "bsdtar", "unzip", "cpio", "7z", "7za", "unrar", "patch", "ar", "gunzip", "gzip", "unxz", "bunzip2"}
+# Programs that write the files named inside what they read (an archive, a patch), in their folder,
+# and the option naming that folder where they have one (tar -C, unzip -d, patch -d, cpio -D).
+FOLDER_OPTION = {"tar": "-C", "bsdtar": "-C", "unzip": "-d", "patch": "-d", "cpio": "-D", "ar": "", "7z": "", "7za": "",
+                 "unrar": "", "gunzip": "", "gzip": "", "unxz": "", "bunzip2": ""}
+UNPACKERS = frozenset(FOLDER_OPTION)
 
 
 def unpacks(program: str, args: list[str]) -> bool:
@@ -167,16 +170,12 @@ def unpacks_anywhere(program: str, args: list[str]) -> bool:
 
 
 def unpack_folders(program: str, args: list[str], places: list[str]) -> list[str]:
-    """Where an unpacking program writes: its `-C DIR` / `-d DIR` / `--directory=DIR` (7z: `-oDIR`)
-    when it names one, else where it runs."""
+    """Where an unpacking program writes: the folder its option names (`tar -C DIR`, `unzip -d
+    DIR`, `--directory=DIR`, 7z's `-oDIR`), else where it runs."""
     named = []
     for i, arg in enumerate(args):
         value = None
-        if arg in ("-C", "-d", "-D") and i + 1 < len(args) and program not in ("patch", "unzip", "gzip", "gunzip"):
-            value = args[i + 1]
-        elif program == "unzip" and arg == "-d" and i + 1 < len(args):
-            value = args[i + 1]
-        elif program == "patch" and arg == "-d" and i + 1 < len(args):
+        if arg and arg == FOLDER_OPTION.get(program) and i + 1 < len(args):
             value = args[i + 1]
         elif long_option(arg, "--directory", 3):
             value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else None)

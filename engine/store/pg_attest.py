@@ -23,6 +23,7 @@ from engine.store.pg_conn import SCHEMA, SET_BY
 if TYPE_CHECKING:
     from engine.ledger.model import Approval
 
+
 class PgProofs:
     """Proofs of a PostgreSQL ledger's approvals: rows of `handoff_attest`."""
 
@@ -36,6 +37,7 @@ class PgProofs:
     def record(self, target: str, approval: Approval) -> None:
         """In the approving process, just after its approval is written (HandoffError when it cannot be)."""
         from engine.approvals.attest import proof_of
+
         name, body = proof_of(target, approval)
 
         def put(conn) -> None:
@@ -86,7 +88,7 @@ class PgProofs:
         connection's role); None when none does. Any role's row refuses: an agent's only blocks."""
         import json
 
-        from engine.approvals.spent_marks import WITHDRAWN, mark_name, witness
+        from engine.approvals.spent_marks import mark_name, refusing, witness
 
         name = mark_name(target, approval)
 
@@ -108,24 +110,19 @@ class PgProofs:
             found.append({"ts": said.get("at", recorded_at), "actor": said.get("user", "?"), "token": said.get("token"),
                           "witness": witness(said.get("token"), f"the database role {recorded_by}"),
                           "own": recorded_by == me})
-        withdrawn = [m for m in found if str(m.get("token") or "").startswith(WITHDRAWN)]
-        others = [m for m in found if not (token is not None and m["own"] and m.get("token") == token)]
-        first = withdrawn or others
-        return first[0] if first else None
+        return refusing(found, token)
 
     def spend(self, target: str, approval: Approval, token: str, user: str) -> str | None:
         """Right before the spawn of the intent `token`: a row saying `approval` is spent, as this
         connection's role (which no agent's role may delete: grant it no DELETE on handoff_attest)."""
         import json
 
-        from engine.approvals.spent_marks import mark_name
+        from engine.approvals.spent_marks import already, mark_name
         from engine.codec.timefmt import now_iso
 
         found = self.spent(target, approval, token)
         if found is not None:
-            return (f"the approval of {approval.step} by {approval.by} at {approval.at} was already used or withdrawn "
-                    f"({found['witness']}, {found['actor']} at {found['ts']}); it never authorises another run: a person "
-                    "approves again")
+            return already(approval, found)
         name = mark_name(target, approval)
         body = json.dumps({"token": token, "user": user, "at": now_iso(), "target": target, "step": approval.step,
                            "approval_at": approval.at, "by": approval.by}, sort_keys=True)
@@ -137,16 +134,15 @@ class PgProofs:
                          (self.ledger, name, body))
         self.db.run(put)
         again = self.spent(target, approval, token)  # one made meanwhile by another intent refuses this one
-        if again is not None:
-            return (f"the approval of {approval.step} by {approval.by} at {approval.at} was already used "
-                    f"({again['witness']}, {again['actor']} at {again['ts']}); it never authorises another run")
-        return None
+        return already(approval, again) if again is not None else None
 
     def withdraw_until(self, target: str, step: str, until: str) -> None:
         """`handoff unapprove`: every approval of `step` (`*`: any) on `target` given until `until` is withdrawn."""
         import json
 
-        name = "upto-" + _digest({"target": target, "step": step})
+        from engine.approvals.spent_marks import until_name
+
+        name = until_name(target, step)
 
         def put(conn) -> None:
             if conn.execute("SELECT to_regclass('handoff_attest')").fetchone()[0] is None:
@@ -159,7 +155,9 @@ class PgProofs:
         """(the latest time until which approvals of `step` on `target` were withdrawn, whose row says so), or None."""
         import json
 
-        names = ["upto-" + _digest({"target": target, "step": s}) for s in (step, "*")]
+        from engine.approvals.spent_marks import ALWAYS, until_name
+
+        names = [until_name(target, s) for s in (step, "*")]
 
         def look(conn) -> list:
             if conn.execute("SELECT to_regclass('handoff_attest')").fetchone()[0] is None:
@@ -170,16 +168,10 @@ class PgProofs:
         best: tuple[str, str] | None = None
         for recorded_by, body in self.db.run(look):
             try:
-                until = str(json.loads(body).get("until") or "9999")
+                until = str(json.loads(body).get("until") or ALWAYS)
             except (ValueError, AttributeError):
-                until = "9999"
+                until = ALWAYS
             if best is None or until > best[0]:
                 best = (until, f"a row of the database role {recorded_by}'s that approvals given until then were withdrawn")
         return best
 
-
-def _digest(fields: dict) -> str:
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode("utf-8")).hexdigest()[:40]

@@ -87,21 +87,29 @@ def _exit_zero(argv: list[str], cwd: Path) -> None:
     assert code == 0, f"handoff {' '.join(argv)} exited {code}"
 
 
+def _imported(tmp_path: Path, folder: Path, approvers: list) -> tuple[str, dict[str, str]]:
+    """A new PostgreSQL ledger imported by root (the tables stay root's), the roles set up: db-19's irreversible
+    `link` touches `folder`/spawned-db-19. (its location, root's environment)"""
+    source = tmp_path / "ledger.yaml"
+    source.write_text(yaml.safe_dump({
+        "task": "proofs in the database", "approvers": approvers,
+        "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
+                               "run": ["touch", f"{folder}/spawned-{{target}}"]}]},
+        "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}}}, sort_keys=False))
+    env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
+    location = f"{PG}#proofs-{uuid.uuid4().hex[:10]}"
+    imported = handoff_pg(env, "import", source, location)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    _roles()
+    return location, env
+
+
 def test_an_os_user_approval_forged_by_another_role_never_authorises(tmp_path: Path) -> None:
     folder = Path(tempfile.mkdtemp(prefix="pg-attest-"))  # the step's marker: outside pytest's 0700 tree
     try:
         folder.chmod(0o777)
-        name = f"pg-attest-{uuid.uuid4().hex[:10]}"
-        source = tmp_path / "ledger.yaml"
-        source.write_text(yaml.safe_dump({
-            "task": "proofs in the database", "approvers": [{"name": "nob", "os_user": "nobody"}],
-            "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
-                                   "run": ["touch", f"{folder}/spawned-{{target}}"]}]},
-            "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}}}, sort_keys=False))
-        env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
-        imported = handoff_pg(env, "import", source, f"{PG}#{name}")  # by root: the tables stay root's
-        assert imported.returncode == 0, imported.stdout + imported.stderr
-        _roles()
+        location, env = _imported(tmp_path, folder, [{"name": "nob", "os_user": "nobody"}])
+        name = location.split("#", 1)[1]
         with psycopg.connect(PG):  # the driver's modules, imported while root (the clone may sit in a 0700 folder)
             pass
 
@@ -158,30 +166,22 @@ def test_an_os_user_approval_forged_by_another_role_never_authorises(tmp_path: P
 def test_without_its_trigger_the_table_of_proofs_proves_nothing(tmp_path: Path) -> None:
     """A table whose trigger was turned off (by its owner) could hold rows naming anyone: every proof is refused,
     saying how to mend it. Put back, root's own approval (as root's role) runs."""
-    name = f"pg-trigger-{uuid.uuid4().hex[:10]}"
-    source = tmp_path / "ledger.yaml"
-    source.write_text(yaml.safe_dump({
-        "task": "the trigger", "approvers": [{"name": "op", "os_user": "root"}],
-        "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done", "run": ["touch", str(tmp_path / "ran")]}]},
-        "targets": {"db-1": {"state": "checked"}}}, sort_keys=False))
-    env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
-    location = f"{PG}#{name}"
-    assert handoff_pg(env, "import", source, location).returncode == 0
-    assert handoff_pg(env, "approve", location, "db-1", "--yes", "--as", "op").returncode == 0
+    location, env = _imported(tmp_path, tmp_path, [{"name": "op", "os_user": "root"}])
+    assert handoff_pg(env, "approve", location, "db-19", "--yes", "--as", "op").returncode == 0
     with psycopg.connect(PG, autocommit=True) as conn:
         conn.execute("ALTER TABLE handoff_attest DISABLE TRIGGER handoff_attest_by")
     try:
-        refused = handoff_pg(env, "run", location, "db-1", "link")
+        refused = handoff_pg(env, "run", location, "db-19", "link")
     finally:
         with psycopg.connect(PG, autocommit=True) as conn:
             conn.execute("ALTER TABLE handoff_attest ENABLE TRIGGER handoff_attest_by")
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "no longer has only its own trigger setting who recorded each row" in refused.stdout, refused.stdout
-    assert not (tmp_path / "ran").exists()
-    assert handoff_pg(env, "approve", location, "db-1", "--yes", "--as", "op").returncode == 0
-    ran = handoff_pg(env, "run", location, "db-1", "link")
-    assert ran.returncode == 0 and (tmp_path / "ran").exists(), ran.stdout + ran.stderr
-    assert os.path.exists(tmp_path / "ran")
+    assert not (tmp_path / "spawned-db-19").exists()
+    assert handoff_pg(env, "approve", location, "db-19", "--yes", "--as", "op").returncode == 0
+    ran = handoff_pg(env, "run", location, "db-19", "link")
+    assert ran.returncode == 0 and (tmp_path / "spawned-db-19").exists(), ran.stdout + ran.stderr
+    assert os.path.exists(tmp_path / "spawned-db-19")
 
 
 def test_an_approval_its_approver_withdrew_never_runs_for_the_next_engineer(tmp_path: Path) -> None:
@@ -191,16 +191,8 @@ def test_an_approval_its_approver_withdrew_never_runs_for_the_next_engineer(tmp_
     folder = Path(tempfile.mkdtemp(prefix="pg-withdrawn-"))
     try:
         folder.chmod(0o777)
-        name = f"pg-withdrawn-{uuid.uuid4().hex[:10]}"
-        source = tmp_path / "ledger.yaml"
-        source.write_text(yaml.safe_dump({
-            "task": "withdrawn in the database", "approvers": [{"name": "nob", "os_user": "nobody"}],
-            "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
-                                   "run": ["touch", f"{folder}/spawned-{{target}}"]}]},
-            "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}}}, sort_keys=False))
-        env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
-        assert handoff_pg(env, "import", source, f"{PG}#{name}").returncode == 0
-        _roles()
+        location, env = _imported(tmp_path, folder, [{"name": "nob", "os_user": "nobody"}])
+        name = location.split("#", 1)[1]
         with psycopg.connect(PG):
             pass
         _engine_imported()
@@ -246,17 +238,8 @@ def test_a_withdrawal_of_a_changed_copy_still_withdraws_the_real_one(tmp_path: P
     folder = Path(tempfile.mkdtemp(prefix="pg-changed-"))
     try:
         folder.chmod(0o777)
-        name = f"pg-changed-{uuid.uuid4().hex[:10]}"
-        source = tmp_path / "ledger.yaml"
-        source.write_text(yaml.safe_dump({
-            "task": "a changed copy withdrawn", "approvers": ["root"],
-            "runbook": {"steps": [{"name": "link", "from": "checked", "to": "done",
-                                   "run": ["touch", f"{folder}/spawned-{{target}}"]}]},
-            "targets": {"db-19": {"state": "checked", "checkpoint": "0/19"}}}, sort_keys=False))
-        env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
-        location = f"{PG}#{name}"
-        assert handoff_pg(env, "import", source, location).returncode == 0
-        _roles()
+        location, env = _imported(tmp_path, folder, ["root"])
+        name = location.split("#", 1)[1]
         assert handoff_pg(env, "approve", location, "db-19", "--yes").returncode == 0
         from engine.api import open_ledger
         from engine.ledger.model import Approval

@@ -269,8 +269,8 @@ def test_a_spent_mark_stands_for_its_own_intent_only(tmp_path: Path) -> None:
     assert spent_marks.spent(str(ledger), "db-1", approval, "sid/a") is not None
     other = approval.model_copy(update={"at": "2026-12-07T02:00:00Z"})
     Path(str(ledger) + ".spent-0").chmod(0o777)
-    why = spent_marks.spend(str(ledger), "db-1", other, "sid/c", "root")
-    assert why is not None and "that only it may write" in why
+    with pytest.raises(PermissionError, match="that only it may write, so this process's marks could be taken away"):
+        spent_marks.spend(str(ledger), "db-1", other, "sid/c", "root")
 
 
 def test_a_withdrawal_of_a_changed_copy_still_withdraws_the_real_one(folder: Path) -> None:
