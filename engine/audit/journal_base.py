@@ -22,6 +22,7 @@ MAX_WARNINGS = 20
 WITNESS_FIELDS = frozenset({
     "ts", "kind", "actor", "rev", "seq", "prev", "chain", "target", "step", "token", "attempt",
     "approval_hash", "approval_by", "approval_at", "hash",
+    "user", "at",  # an approval's record is found by its OS user and time too (engine.approvals.witness)
 })
 
 

@@ -121,11 +121,57 @@ def _compile(extra: tuple[str, ...]) -> Compiled:
     compiled: list[tuple[str, str | re.Pattern[str], tuple[str, ...]]] = [
         (rule.name, rule.pattern, rule.triggers) for rule in RULES]
     for pattern in extra:
-        try:
-            compiled.append((f"the ledger's redact pattern {pattern!r}", re.compile(pattern), ()))
-        except re.error as err:
-            raise BadPattern(bad_pattern_message(pattern, err)) from None
+        compiled.append((f"the ledger's redact pattern {pattern!r}", ledger_pattern(pattern), ()))
     return tuple(compiled)
+
+
+# Where a value quoted in a message starts and ends: after or before a space or punctuation.
+_QUOTED_START = r"""(?:^|(?<=[\s:=,;"'(\[{]))"""
+_QUOTED_END = r"""(?:$|(?=[\s:,;.!?"')\]}]))"""
+
+
+def ledger_pattern(pattern: str) -> re.Pattern[str]:
+    r"""A ledger's `redact:` pattern as the engine applies it. Its anchors (`^`, `$`, `\A`, `\Z`)
+    hold at a value's ends, and also where a message quotes that value (`db-1: blocked:
+    hunter22`, a status line, a page): a pattern written for the whole value (`^hunter\d+$`)
+    masks it there too, never less than the pattern says. BadPattern if it does not compile."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as err:
+        raise BadPattern(bad_pattern_message(pattern, err)) from None
+    loose = _unanchored(pattern)
+    if loose == pattern:
+        return compiled
+    try:
+        return re.compile(loose)
+    except re.error:  # an anchor inside a look-behind, say: the pattern as written
+        return compiled
+
+
+def _unanchored(pattern: str) -> str:
+    """`pattern` with each anchor outside a character class also holding at a quoted value's ends."""
+    out: list[str] = []
+    i, n, in_class, class_first = 0, len(pattern), False, 0
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            two = pattern[i : i + 2]
+            out.append(_QUOTED_START if two == "\\A" and not in_class else _QUOTED_END if two == "\\Z" and not in_class else two)
+            i += 2
+            continue
+        if in_class:
+            in_class = not (c == "]" and i > class_first)  # `]` first in a class is itself
+            out.append(c)
+        elif c == "[":
+            j = i + 1 + (pattern[i + 1 : i + 2] == "^")
+            in_class, class_first = True, j
+            out.append(pattern[i:j])
+            i = j
+            continue
+        else:
+            out.append(_QUOTED_START if c == "^" else _QUOTED_END if c == "$" else c)
+        i += 1
+    return "".join(out)
 
 
 def bad_pattern_message(pattern: str, err: re.error) -> str:
@@ -183,12 +229,14 @@ class Redactor:
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
         self.patterns = _compile(tuple(extra))
+        self.own = tuple(pattern for _name, pattern, _triggers in self.patterns if isinstance(pattern, re.Pattern))
 
-    def _live(self, value: str) -> list[tuple[str, re.Pattern[str]]]:
-        """The patterns that can match `value` (the ledger's own always can)."""
+    def _live(self, value: str, *, own: bool = True) -> list[tuple[str, re.Pattern[str]]]:
+        """The patterns that can match `value` (the ledger's own always can; `own=False`: the
+        built-in shapes only)."""
         low = value.lower()
         return [(name, re.compile(pattern)) for name, pattern, triggers in self.patterns
-                if not triggers or any(word in low for word in triggers)]
+                if (own or not isinstance(pattern, re.Pattern)) and (not triggers or any(word in low for word in triggers))]
 
     def text(self, value: str) -> str:
         for _name, pattern in self._live(value):
@@ -215,7 +263,7 @@ class Redactor:
         return value
 
     def document(self, data: Any) -> Any:
-        """`data` redacted: a big document in which no rule matches (the usual case) is
+        r"""`data` redacted: a big document in which no rule matches (the usual case) is
         returned as it is, at the cost of one scan per live rule over the distinct strings
         `value` would mask, one per line. A rule matching inside one string matches there
         too (a line's ends read as a string's ends do: `\n` is no word character and starts
@@ -223,11 +271,14 @@ class Redactor:
         would mask is missed; a match across two lines only costs the walk. Not the JSON
         text: its 10,000 repeated keys were 60% of what was scanned, and made rules live
         for words no value holds ("token"); distinct strings are 1/6 of a fleet's (states,
-        step names, "cutover done" repeated per target)."""
+        step names, "cutover done" repeated per target). The ledger's own patterns are tried
+        string by string: one may hold to a value's ends (`^hunter\d+$`, `\A`), which the
+        joined text has only once."""
         strings: dict[str, None] = {}
         _strings(data, strings)
         joined = "\n".join(strings)
-        if "PRIVATE KEY" in joined or any(pattern.search(joined) for _name, pattern in self._live(joined)):
+        if ("PRIVATE KEY" in joined or any(pattern.search(joined) for _name, pattern in self._live(joined, own=False))
+                or any(pattern.search(value) for pattern in self.own for value in strings)):
             return self.value(data)
         return data
 

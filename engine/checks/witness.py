@@ -10,8 +10,7 @@ problem, placed at the pattern, with what to do.
 
 from __future__ import annotations
 
-import re
-
+from engine.audit.redact import ledger_pattern
 from engine.checks.finding import ERROR, Finding
 from engine.checks.locate import Locator
 from engine.ledger.model import Ledger
@@ -44,7 +43,7 @@ def witness_patterns(ledger: Ledger, text: str | None, path: str) -> list[Findin
     samples = _witnesses(ledger)
     locator = Locator(text, path)
     for i, pattern in enumerate(ledger.redact):
-        compiled = re.compile(pattern)  # the model has checked it compiles
+        compiled = ledger_pattern(pattern)  # as the journal applies it; the model has checked it compiles
         hit = next(((what, value) for what, value in samples if compiled.search(value)), None)
         if hit is None:
             continue
