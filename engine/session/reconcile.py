@@ -102,6 +102,13 @@ def settle_in_flight(s: SessionContext, name: str, inflight) -> None:
     if step is None:
         _block(s, name, inflight, f"{inflight.step} was in flight but the runbook has no such step; check the real system, then `handoff reconcile`")
         return
+    started = s.handle.journal.last_of("step_start", token=token) if token else None
+    if started is not None and started.get("step") != inflight.step:
+        # The file names another step than the one the journal says this intent started (a hand
+        # edit that made an irreversible intent a reversible one would have it run again).
+        _block(s, name, inflight, f"the ledger says {inflight.step} was in flight, but the journal says this intent "
+                                  f"({token}) started {started.get('step')}; check the real system, then `handoff reconcile`")
+        return
     if inflight.host and inflight.host != s.host:
         s.out.say(f"{name}: it ran on {inflight.host}, not here; its process cannot be seen from {s.host}", target=name)
     _wait(s, name, inflight, step.timeout)

@@ -7,7 +7,7 @@ and the changed-outside flag). When the engine next writes a file that someone e
 changed, it diffs the file against that copy field by field, journals an `external_edit`
 record with the diff (values redacted) and the file's owner and mtime, and flags each
 target whose change no runbook step makes (a state no step moves it to, a new or
-revived approval, a removed intent, a removed flag) with `changed_outside: {at, fields}`.
+revived approval, a removed or changed intent, a removed flag) with `changed_outside: {at, fields}`.
 A session treats a flagged target like drift until a person runs `handoff reconcile`.
 """
 
@@ -31,11 +31,23 @@ def _fields(t: Target) -> dict[str, Any]:
     return {
         "state": t.state,
         "checkpoint": t.checkpoint,
-        "in_flight": t.in_flight.token or t.in_flight.step if t.in_flight else None,
+        "in_flight": _intent(t),
         "approvals": sorted(f"{a.step} {a.hash} by {a.by} at {a.at}" + (" used" if a.used_at else "") for a in t.approvals),
         "awaiting": t.awaiting,
         "changed_outside": bool(getattr(t, "changed_outside", None)),
     }
+
+
+def _intent(t: Target) -> str | None:
+    """The intent in flight as kept: its token and step (`TOKEN STEP`), or its step alone."""
+    if t.in_flight is None:
+        return None
+    return f"{t.in_flight.token} {t.in_flight.step}" if t.in_flight.token else t.in_flight.step
+
+
+def _same_intent(old: Any, new: Any) -> bool:
+    """`old` is `new` as an engine before stop 51 kept it: the token alone."""
+    return isinstance(old, str) and isinstance(new, str) and " " not in old and new.startswith(old + " ")
 
 
 def _entry(name: str, t: Target) -> str:
@@ -94,8 +106,10 @@ def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:
         return new not in SAFE_STATES and (old, new) not in steps
     if field == "approvals":
         return bool(set(new or []) - set(old or []))  # a new approval, or a used one made unused
-    if field in ("in_flight", "changed_outside"):
-        return bool(old) and not new  # an intent or a flag removed
+    if field == "in_flight":  # an intent removed, or made another one (a step renamed to a reversible one)
+        return bool(old) and new != old and not _same_intent(old, new)
+    if field == "changed_outside":
+        return bool(old) and not new  # a flag removed
     return False
 
 
