@@ -117,13 +117,19 @@ class Refusal:
     record: dict | None
 
 
+def spent_together(ledger: Ledger, name: str, step: Step, approval: Approval) -> list[Approval]:
+    """What a run of `step` under `approval` spends: under a `count` policy the co-approvals
+    that complete the count, then `approval` itself (the one its `step_start` names)."""
+    need = policy_for(ledger, step).count
+    return [a for a in standing(ledger, name, step, approval.hash)[:need] if a is not approval] + [approval]
+
+
 def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: Approval, ledger_arg: str,
                    used_by: str | None = None) -> Refusal | None:
     """Under the fence, inside the intent's transaction: None when `approval` (and, under a
     `count` policy, each co-approval, then marked used with it) authorises; else a
     Refusal, with the target already set to await a person (unless still settling)."""
-    need = policy_for(ledger, step).count
-    together = [a for a in standing(ledger, name, step, approval.hash)[:need] if a is not approval] + [approval]
+    together = spent_together(ledger, name, step, approval)
     for one in together:
         found = unauthorised(journal, ledger, name, one)
         if found is None:

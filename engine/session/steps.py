@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass
 
 from engine.approvals import authority
-from engine.approvals.spent_marks import WITHDRAWN
+from engine.approvals.spent_marks import WITHDRAWN, already
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError, ServiceUnavailable
 from engine.ledger import guard
 from engine.ledger.guard import Decision
-from engine.ledger.model import Evidence, InFlight, Ledger, Step
+from engine.ledger.model import Approval, Evidence, InFlight, Ledger, Step
 from engine.ledger.ops import rendered_command
 from engine.ledger.render import describe
 from engine.ledger.runbook import next_action_text
@@ -67,6 +67,7 @@ class Intent:
     decision: Decision
     rev: int
     attempt: int = 1  # a runtime that retries on another worker (Temporal) fences on the attempt too
+    co_approvals: tuple[Approval, ...] = ()  # under a `count` policy: spent (marked) with `decision.approval`
 
 
 def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decision:
@@ -74,6 +75,7 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
     name, step = action.target, action.step
     token = f"{s.sid}/{secrets.token_hex(4)}"
     stop: list[str] = []  # the stop this write met, if one had landed since the session last looked
+    co: list[Approval] = []  # the co-approvals this intent spends with its approval
 
     def fn(ledger: Ledger):
         if ledger.session is None or ledger.session.id != s.sid:
@@ -94,17 +96,13 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
             raise NoChange(decision)
         if not fresh.reversible:
             assert decision.approval is not None  # the guard allows an irreversible step only with its approval
-            used = used_before(s.handle.journal, name, decision.approval)
-            if used is not None:
-                raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
-                                               f"already used (journal: {step.name} started at {used.get('ts')})",
-                                        approval=decision.approval, used=used))
             proofs = s.handle.journal.proofs() if not s.dry_run else None
-            mark = proofs.spent(name, decision.approval) if proofs is not None else None
-            if mark is not None and not str(mark.get("token")).startswith(WITHDRAWN):  # another user's session used it
-                raise NoChange(Decision(False, f"the approval by {decision.approval.by} at {decision.approval.at} was "
-                                               f"already used ({mark['witness']}: {mark['actor']} at {mark['ts']})",
-                                        approval=decision.approval, used=mark))
+            spends = authority.spent_together(ledger, name, fresh, decision.approval)
+            for one in spends:  # under a `count` policy each co-approval too: their order in the file proves nothing
+                already = _already_used(s, name, step, one, proofs)
+                if already is not None:
+                    raise NoChange(already)
+            co[:] = [one.model_copy() for one in spends[:-1]]
             refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg,
                                                used_by=s.identity)
             if refused is not None:  # no witness, or an identity that does not verify: never spawns
@@ -131,7 +129,20 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
         s.out.say(f"{name}: {step.name} NOT started: {result.why}", rev=rev, **(result.record or {}))
         return Decision(False, result.why)
     argv, check, decision = result
-    return Intent(name, step, argv, check, token, decision, rev)
+    return Intent(name, step, argv, check, token, decision, rev, co_approvals=tuple(co))
+
+
+def _already_used(s: SessionContext, name: str, step: Step, approval, proofs) -> Decision | None:
+    """The refusal of an approval the journal or a spent mark says a run already used, or None."""
+    used = used_before(s.handle.journal, name, approval)
+    if used is not None:
+        return Decision(False, f"the approval by {approval.by} at {approval.at} was already used (journal: {step.name} "
+                               f"started at {used.get('ts')})", approval=approval, used=used)
+    mark = proofs.spent(name, approval) if proofs is not None else None
+    if mark is not None and not str(mark.get("token")).startswith(WITHDRAWN):  # another user's session used it
+        return Decision(False, f"the approval by {approval.by} at {approval.at} was already used ({mark['witness']}: "
+                               f"{mark['actor']} at {mark['ts']})", approval=approval, used=mark)
+    return None
 
 
 def used_before(journal, name: str, approval) -> dict | None:
@@ -227,8 +238,14 @@ def spend(s: SessionContext, it: Intent) -> None:
     approval = it.decision.approval
     if proofs is None or approval is None:
         return
+    spends = (*it.co_approvals, approval)  # under a `count` policy, each co-approval is marked too
     try:
-        why = proofs.spend(it.target, approval, it.token, s.identity or "?")
+        # Every one looked at before any is marked: a refused spawn marks none of them.
+        why = next((already(one, mark) for one in spends if (mark := proofs.spent(it.target, one, it.token)) is not None), None)
+        for one in spends if why is None else ():
+            why = proofs.spend(it.target, one, it.token, s.identity or "?")
+            if why:
+                break
     except (OSError, HandoffError) as err:
         why = (f"the mark that its approval is spent could not be made ({getattr(err, 'strerror', None) or err}), and "
                "an irreversible step never runs without it")

@@ -272,7 +272,8 @@ def _payloads(actor: WorkflowActor) -> list[dict[str, Any]]:
     return [{"target": i.target, "step": i.step.name, "token": i.token, "digest": step_digest(i.step),
              "attempts": 1 + (max(0, i.step.retries) if i.step.reversible else 0),
              "timeout": i.step.timeout or DEFAULT_WAIT,
-             "approval": _approval_ref(i.decision.approval) if not i.step.reversible else None} for i in actor.started]
+             "approval": _approval_ref(i.decision.approval) if not i.step.reversible else None,
+             "co": [_approval_ref(a) for a in i.co_approvals]} for i in actor.started]
 
 
 def _approval_ref(approval: Approval | None) -> list[str | None]:
@@ -317,6 +318,7 @@ def run_step(job: Job, it: dict[str, Any], attempt: int) -> dict[str, Any]:
     actor = WorkflowActor(job, [it["target"]])
     name, token = it["target"], it["token"]
     before: dict[str, Any] = {}
+    co: list[Approval] = []  # the co-approvals the decision spent with its approval (a `count` policy)
 
     def claim(ledger: Ledger):
         if not actor.holds(ledger):
@@ -336,6 +338,7 @@ def run_step(job: Job, it: dict[str, Any], attempt: int) -> dict[str, Any]:
             approval = next((a for a in t.approvals if [a.hash, a.by, a.at] == it["approval"]), None)
             if approval is None or approval_hash(name, t, step, ledger_dir=actor.ledger_dir) != approval.hash:
                 raise NoChange(f"the approval of {step.name} no longer matches the command and checkpoint")
+            co[:] = [a.model_copy() for a in t.approvals if [a.hash, a.by, a.at] in it.get("co", [])]
         before.update(host=t.in_flight.host, inflight=t.in_flight.model_copy())
         t.in_flight.attempt, t.in_flight.host = attempt, actor.host
         t.in_flight.pid = t.in_flight.pgid = None  # the earlier attempt's process, maybe on another host: noted anew
@@ -354,7 +357,8 @@ def run_step(job: Job, it: dict[str, Any], attempt: int) -> dict[str, Any]:
     if attempt > 1 and before.get("host") == actor.host:
         _wait(actor, name, before["inflight"], step.timeout)  # the earlier attempt's process, if it outlived its worker
     reason = "reversible" if step.reversible else f"approved by {approval.by}"
-    intent = Intent(name, step, argv, check, token, Decision(True, reason, approval=approval), rev, attempt=attempt)
+    intent = Intent(name, step, argv, check, token, Decision(True, reason, approval=approval), rev, attempt=attempt,
+                    co_approvals=tuple(co))
     ran = run_attempt(actor, intent, fenced_launch(actor, intent), attempt, it["attempts"])
     if ran is None:
         return {"fenced": actor.ending}
