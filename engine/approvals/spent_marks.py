@@ -73,11 +73,28 @@ def already(approval: Approval, mark: dict[str, Any]) -> str:
             "again")
 
 
-def _folders(ledger_path: str) -> tuple[str, list[str]]:
-    """(the ledger's folder, the folders in it, whatever their names); OSError when it cannot be listed."""
-    folder = os.path.dirname(os.path.realpath(ledger_path))
-    with os.scandir(folder) as entries:
-        return folder, sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+def _places(ledger_path: str) -> list[str]:
+    """The folders a mark of this ledger's may be in: the ledger's own and, where its path is a
+    symbolic link, each folder the link passes through on its way to the file. A ledger moved
+    behind a link (its files may be moved, the marks' folders may not) leaves the marks made
+    beside it where they were."""
+    places, path = [], os.path.abspath(ledger_path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        places.append(os.path.realpath(os.path.dirname(path)))
+        if not os.path.islink(path):
+            break
+        path = os.path.join(os.path.dirname(path), os.readlink(path))
+    places.append(os.path.dirname(os.path.realpath(ledger_path)))
+    return list(dict.fromkeys(places))
+
+
+def _folders(ledger_path: str) -> list[str]:
+    """Every folder in each of `_places`, whatever its name; OSError when one cannot be listed."""
+    found = []
+    for place in _places(ledger_path):
+        with os.scandir(place) as entries:
+            found += sorted(os.path.join(place, e.name) for e in entries if e.is_dir(follow_symlinks=False))
+    return found
 
 
 def _own_folder(ledger_path: str) -> str:
@@ -135,14 +152,14 @@ def marks(ledger_path: str, target: str, approval: Approval) -> list[dict[str, A
     ruled out. Read once per look: a file that says something else on each read (a FIFO)
     is never one."""
     name, uid = mark_name(target, approval), os.geteuid()
-    mine = os.path.basename(os.path.realpath(ledger_path)) + f"{SUFFIX}{uid}"
+    mine = os.path.realpath(ledger_path) + f"{SUFFIX}{uid}"
     try:
-        folder, folders = _folders(ledger_path)
+        folders = _folders(ledger_path)
     except OSError as err:
         return [_unknown(f"the ledger's folder cannot be listed ({err.strerror}), so no spent mark can be ruled out")]
     found = []
     for sub in folders:
-        path = os.path.join(folder, sub, name)
+        path = os.path.join(sub, name)
         try:
             st = os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -221,16 +238,16 @@ def withdrawn_until(ledger_path: str, target: str, step: str) -> tuple[str, str]
     """(the latest time until which approvals of `step` on `target` were withdrawn, whose mark
     says so), over every folder in the ledger's folder and `*` (any step); None when none was."""
     try:
-        folder, folders = _folders(ledger_path)
+        folders = _folders(ledger_path)
     except OSError as err:
         return (ALWAYS, f"the ledger's folder cannot be listed ({err.strerror})")
     best: tuple[str, str] | None = None
     for sub in folders:
         for name in (until_name(target, step), until_name(target, "*")):
-            until = _until_in(os.path.join(folder, sub, name))
+            until = _until_in(os.path.join(sub, name))
             if until is not None and (best is None or until > best[0]):
                 try:
-                    owner = os.lstat(os.path.join(folder, sub, name)).st_uid
+                    owner = os.lstat(os.path.join(sub, name)).st_uid
                 except OSError:
                     owner = -1
                 best = (until, f"a mark of uid {owner}'s that approvals given until then were withdrawn ({sub}/{name})")

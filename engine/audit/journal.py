@@ -55,8 +55,12 @@ GAP_SUFFIX = ".gap"
 class Journal(Sealed, JournalBase):
     """Append and read one ledger's journal file."""
 
+    # The ledger's path as the caller named it, when it gave one: its proofs are looked for
+    # along any link it passes through (engine.approvals.spent_marks._places).
+    named: str | None = None
+
     def _ledger(self) -> str:
-        return self.path.removesuffix(SUFFIX)
+        return self.named or self.path.removesuffix(SUFFIX)
 
     def ledger_file(self) -> str | None:
         return self._ledger()

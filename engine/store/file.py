@@ -549,7 +549,9 @@ class FileStore:
         """The journal beside this ledger (`<ledger>.journal.jsonl`)."""
         from engine.audit.journal import Journal, journal_path
 
-        return Journal(journal_path(self.path), read_only=read_only)
+        journal = Journal(journal_path(self.path), read_only=read_only)
+        journal.named = self.path
+        return journal
 
     # -- watching ----------------------------------------------------------------
 
