@@ -12,7 +12,7 @@ import io
 import json
 
 from engine.audit.report import COLUMNS, Report
-from engine.codec.textsafe import visible
+from engine.codec.textsafe import one_line, visible
 
 
 def _cell(value) -> str:
@@ -41,9 +41,10 @@ def to_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(_flat(report))
+    # Read in a terminal as often as in a spreadsheet: control characters spelled out (`\x1b`), as status prints them.
+    writer.writerows({column: visible(cell) for column, cell in row.items()} for row in _flat(report))
     for line in _proof_lines(report):
-        buf.write(f"# {line}\n")
+        buf.write(f"# {one_line(line)}\n")
     return buf.getvalue()
 
 
