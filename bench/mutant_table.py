@@ -1203,4 +1203,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '',
            ('tests/unit/test_spent_marks_moved.py::test_a_spent_approval_stays_spent_when_the_agent_moves_the_ledger_behind_a_symlink',),
            "the journal's proofs know the ledger's path as the person named it"),
+    Mutant('journal-behind-last-write', 'engine/checks/chain.py',
+           '    if newest >= revision:\n        return None\n',
+           '    return None\n',
+           ('tests/unit/test_journal_tail_cut.py::test_the_last_writes_record_cut_off_leaves_a_trace',),
+           "a journal whose newest write record is older than the ledger's last engine write is a break"),
 )

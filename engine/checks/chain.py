@@ -8,17 +8,46 @@ journal's file, line and seq, and what to do.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from engine.checks.finding import ERROR, Finding
 
 _SHOWN = 10  # breaks listed one by one; the rest are counted
+UNJOURNALED_GRACE = 5.0  # seconds a live writer has to journal the write it just made
 
 
 def verdict_of(handle):
-    """Verify the handle's journal against the head its ledger's last write names."""
+    """Verify the handle's journal against the head its ledger's last write names, and against
+    the revision that write made: every engine write journals a record of its revision, so a
+    journal whose newest is older lost its last records (the head the write names is the one
+    before them, so they can be cut off without touching it)."""
     record = handle.store.last_write() or {}
-    return handle.journal.verify(record.get("journal_head"))
+    verdict = handle.journal.verify(record.get("journal_head"))
+    missing = _unjournaled(handle, record)
+    if missing:
+        from engine.audit.verify import Break
+
+        verdict.breaks.append(Break(verdict.head, None, missing))  # the last record left: what followed it is gone
+    return verdict
+
+
+def _unjournaled(handle, record: dict[str, Any]) -> str | None:
+    """Why the journal lacks the records of the ledger's last engine write (file journals), or None.
+    A writer journals them right after its write: it is given a moment before that counts."""
+    highest = getattr(handle.journal, "highest_revision", None)
+    revision = record.get("revision")
+    if highest is None or not isinstance(revision, int):
+        return None
+    deadline = time.monotonic() + UNJOURNALED_GRACE
+    while (newest := highest()) < revision and time.monotonic() < deadline:
+        time.sleep(0.1)
+        revision = (handle.store.last_write() or {}).get("revision", revision)
+    if newest >= revision:
+        return None
+    return (f"the ledger's last write by the engine made revision {revision}, but the journal's newest record of a write "
+            f"is of revision {newest}: the records of the last write(s) were cut off the journal's end (or their writer "
+            "was killed between writing the ledger and journaling them)")
 
 
 def _journals(handle) -> list[tuple[str, Any, Any]]:
