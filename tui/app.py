@@ -27,6 +27,7 @@ from textual.actions import ActionParseResult
 from textual.app import App, SystemCommand
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -47,6 +48,7 @@ from tui.screens.detail import DetailScreen, HistoryLoaded
 from tui.screens.error import ErrorScreen
 from tui.screens.main import MainScreen
 from tui.since import changes, remember
+from tui.text import clean
 from tui.timefmt import Clock, utcnow
 from tui.viewer import ServedView
 
@@ -114,6 +116,12 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         # Our semantic variables for any theme, so the TCSS parses under Textual's built-in themes too.
         return {**super().get_theme_variable_defaults(), **themes.theme_defaults(self.current_theme)}
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast, whoever built it: control characters in it (a target's name, a state, an
+        engine's message) made visible, and never read as markup: ledger text is data."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     def set_theme(self, name: str | None) -> None:
         """Switch to theme `name`, or the next of ours."""

@@ -183,8 +183,7 @@ class ObserverServer(Server):
         """textual-serve's websocket handler (1.1.x), the process started with this viewer's environment."""
         self.viewers += 1  # counted for the life of the viewer's process
         websocket = web.WebSocketResponse(heartbeat=15)
-        width = _number(request.query.get("width"), 80)
-        height = _number(request.query.get("height"), 24)
+        width, height = _size(_number(request.query.get("width"), 80), _number(request.query.get("height"), 24))
         service: ViewerService | None = None
         try:
             view = self.view_for(request)
@@ -236,6 +235,18 @@ def _number(value: str | None, default: int) -> int:
         return default
 
 
+# The biggest screen a viewer gets (a 4K display at a small font is about 400 x 120): a viewer's
+# process draws, and holds, what its page asks for, and `--max-viewers` counts on each staying small.
+MAX_COLUMNS, MAX_ROWS = 500, 200
+
+
+def _size(width: Any, height: Any) -> tuple[int, int]:
+    """(columns, rows) as asked, within 1 .. MAX_COLUMNS and 1 .. MAX_ROWS (80 x 24 for what is no number)."""
+    width = width if isinstance(width, int) and not isinstance(width, bool) else 80
+    height = height if isinstance(height, int) and not isinstance(height, bool) else 24
+    return min(max(width, 1), MAX_COLUMNS), min(max(height, 1), MAX_ROWS)
+
+
 class ViewerService(AppService):
     """One viewer's process: textual-serve's environment plus who the viewer is and what the link asked for."""
 
@@ -245,6 +256,10 @@ class ViewerService(AppService):
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         return {**super()._build_environment(width=width, height=height), **self.viewer_environ}
+
+    async def set_terminal_size(self, width: int, height: int) -> None:
+        """A page's resize, within MAX_COLUMNS x MAX_ROWS."""
+        await super().set_terminal_size(*_size(width, height))
 
     async def stop(self) -> None:
         """textual-serve's stop (the viewer told to quit, then its output read to the end),

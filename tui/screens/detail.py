@@ -192,7 +192,7 @@ class DetailScreen(Screen[None]):
         pending = self.next_command
         argv.display = pending is not None
         if pending is None:
-            facts.update(Text(self.next_error or "nothing: no runbook step runs from this state", style="dim"))
+            facts.update(Text(clean(self.next_error or "nothing: no runbook step runs from this state"), style="dim"))
             return
         text = Text(end="")
         text.append(clean_line(pending.step.name), style="bold")

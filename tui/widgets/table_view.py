@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from tui.attention import DRIFT_WORD, drift, next_shown, outside
 from tui.states import MISSING, label, look, needs_human
-from tui.text import clean_line
+from tui.text import clean, clean_line
 
 if TYPE_CHECKING:
     from engine.api import Target
@@ -140,7 +140,7 @@ def filter_problem(text: str) -> str | None:
     """Why `text` is no filter a person meant (None if it is one): an `is:` word the table does
     not know, or a control character. A word that is no regular expression is not a problem:
     it is matched as the text it is (see `_term`)."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+    if any(ord(c) < 32 or ord(c) == 127 for c in text) or clean(text) != text:  # C1 (the one-byte CSI), bidi too
         return "it holds control characters"
     for word in text.split():
         for part in word.lstrip("!").split("|"):

@@ -1,0 +1,135 @@
+"""`handoff-tui serve`, end to end: a real server, real viewer processes, a websocket client.
+What a viewer's browser terminal receives is the bytes on its websocket (a review found each of
+these open; mended in tui/):
+- a shared link `?target=a` opens a's detail by itself; when a's next step cannot be rendered,
+  the engine's message quotes the step's name: its escapes are made visible;
+- a link's `?filter=` with a C1 CSI (U+009B) or an RTL override is refused, as C0 controls are;
+- a viewer's `resize` message (and the websocket's `?width=&height=`) is bounded (tui.serve
+  MAX_COLUMNS x MAX_ROWS): one observer cannot make its viewer process paint a 6000x6000 screen
+  (hundreds of MB), so `--max-viewers` bounds what the server's host spends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+from conftest import ROOT
+from test_tui_serve import free_port, wait_listening
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "s3cret-for-tests"
+PAINT = 60.0
+
+UNRENDERABLE = '''\
+task: t
+targets:
+  a: {state: queued}
+runbook:
+  steps:
+    - {name: "go\\e]0;pwned\\a", from: queued, to: done, reversible: true, run: ["echo", "{nope}"]}
+'''
+
+
+def _serve(tmp_path: Path, text: str) -> tuple[subprocess.Popen, int]:
+    folder = tmp_path / "fleet"
+    folder.mkdir(exist_ok=True)
+    ledger = folder / "ledger.yaml"
+    ledger.write_text(text, encoding="utf-8")
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"), "LANG": "C.UTF-8"}
+    server = subprocess.Popen([sys.executable, "-m", "tui.main", "serve", str(ledger), "--bind", f"127.0.0.1:{port}",
+                               "--token", TOKEN], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_listening(port)
+    return server, port
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
+
+
+async def _view(port: int, query: str, seconds: float, *, until: str | None = None,
+                then: list | None = None, size: tuple[int, int] = (120, 40)) -> str:
+    """Sign in, open the page `/?QUERY`, connect its websocket and return what the terminal received."""
+    base = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        assert (await http.get(f"{base}/?token={TOKEN}")).status == 200
+        page = await (await http.get(f"{base}/?{query}")).text()
+        url = re.search(r"ws://[^\"']+", page).group(0)
+        received = ""
+        async with http.ws_connect(f"{url}?width={size[0]}&height={size[1]}", headers={"Origin": base},
+                                   max_msg_size=0) as ws:
+            deadline = time.monotonic() + PAINT
+            while until is not None and until not in received and time.monotonic() < deadline:
+                received += await _read(ws, 0.5)
+            for message in then or []:
+                await ws.send_json(message)
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                received += await _read(ws, 0.5)
+        return received
+
+
+async def _read(ws, timeout: float) -> str:
+    try:
+        message = await ws.receive(timeout=timeout)
+    except asyncio.TimeoutError:
+        return ""
+    if message.type == aiohttp.WSMsgType.BINARY:
+        return message.data.decode("utf-8", "replace")
+    return message.data if message.type == aiohttp.WSMsgType.TEXT else ""
+
+
+async def test_a_target_link_sends_no_escape_from_the_ledger_to_the_browser(tmp_path: Path) -> None:
+    server, port = _serve(tmp_path, UNRENDERABLE)
+    try:
+        received = await _view(port, "target=a", 3.0, until="could not render")
+    finally:
+        _stop(server)
+    assert "could not render" in received
+    assert "\x1b]0;pwned" not in received, "the ledger's OSC 0 reached the viewer's terminal"
+
+
+async def test_a_filter_link_sends_no_c1_or_bidi_control_to_the_browser(tmp_path: Path) -> None:
+    server, port = _serve(tmp_path, UNRENDERABLE)
+    try:
+        # ?filter=a<U+009B>2J<U+202E>x (a C1 CSI "erase display" and an RTL override)
+        received = await _view(port, "filter=a%C2%9B2J%E2%80%AEx", 3.0, until="READ-ONLY")
+    finally:
+        _stop(server)
+    assert "READ-ONLY" in received
+    assert "\x9b" not in received and "\u202e" not in received, "the link's controls reached the viewer's terminal"
+
+
+def _viewer_rss_kb(server: subprocess.Popen) -> int:
+    out = subprocess.run(["ps", "-o", "rss=", "--ppid", str(server.pid)], capture_output=True, text=True).stdout
+    return max((int(x) for x in out.split()), default=0)
+
+
+async def test_one_viewer_cannot_make_its_process_paint_an_unbounded_screen(tmp_path: Path) -> None:
+    """The cap on viewers is the server's bound on memory (docs: ~70 MB a viewer); a resize is not clamped."""
+    server, port = _serve(tmp_path, UNRENDERABLE)
+    peak = 0
+    try:
+        task = asyncio.create_task(_view(port, "", 20.0, until="READ-ONLY",
+                                         then=[["resize", {"width": 6000, "height": 6000}]]))
+        while not task.done():
+            peak = max(peak, _viewer_rss_kb(server))
+            await asyncio.sleep(0.5)
+        received = await task
+    finally:
+        _stop(server)
+    assert "READ-ONLY" in received
+    assert peak < 250_000, f"one viewer's process grew to {peak // 1024} MB after one resize message"
