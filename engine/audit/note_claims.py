@@ -9,18 +9,25 @@ The review (`engine.audit.review`) compares these claims with the ledger. The fo
 - a heading line that is a state ("Done:", "## Done") over "- db-17" (or "* db-17", "1. db-17") items;
 - a negated state, as a claim that the target is not in it ("db-17 is not done",
   "db-20 is no longer blocked", "hasn't finished");
-- names written another way ("DB-19", "db19", "db 19", `db-19`, **db-19**), ranges
-  ("db-17..db-19"), markdown tables ("| db-19 | done |") and arrows ("db-19 -> done").
+- names written another way ("DB-19", "db19", "db 19", "db-１９", `db-19`, **db-19**, *db-19*), ranges
+  ("db-17..db-19", "db-17 through db-19", "db-17–db-19", "db-17-19"), markdown tables
+  ("| db-19 | done |"), checked task items ("- [x] db-19"), arrows ("db-19 -> done") and check
+  marks ("db-19 ✓ done");
+- a time, a date or a duration after a done word is still a claim ("db-18 done at 02:10Z");
+- "approved" ("db-21 approved"), which an approval still awaited denies.
 Not claims: a hedged state ("will be done", "may not be finished", "almost done", "once
 db-18 is done"), an order or a plan ("Next: cut over db-18", "need to complete db-19",
 "cut over db-18 once lag < 5s"), a question ("Is db-18 done?"), a state word that names an
-activity ("finished replicating", "done with the check"), and anything inside a "do not" rule.
+activity ("finished replicating", "done with the check"), and anything inside a "do not" rule
+("do not retry it, already done"); a rule ends at a comma or colon before a name
+("Don't worry, db-18 is done" claims db-18 done).
 Every regex here is linear: alternations of fixed words, no nested unbounded repeats.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from engine.ledger.model import Ledger
@@ -31,6 +38,8 @@ _SYNONYMS = {
     "awaiting_approval": r"awaiting[ _](?:human |an? )?approval|waiting (?:on|for) (?:a |an |the )?(?:human )?approval"
                          r"|awaits (?:an? )?approval|pending approval",
     "in_flight": r"in flight|running",
+    # An approval given: false while the target still awaits one ("db-21 approved, cutover can go").
+    "approved": r"approved",
 }
 # Words that may stand between a name and its state ("db-18 is now done").
 _FILL = (r"is|are|was|were|has|have|had|been|now|still|stays|stay|remains?|also|both|all|already|fully|just"
@@ -40,7 +49,7 @@ _HEDGE = re.compile(r"\b(?:not|never|no longer|yet|will|would|should|could|may|m
                     r"|about|soon|going|expected|supposed|hopefully|probably|likely|to be)\b|n['’]t\b", re.I)
 _GAP = re.compile(rf"^(?P<gap>(?:\s*(?:{_FILL}|not|never|no longer|yet|will|would|should|could|may|might|must|can"
                   rf"|cannot|almost|nearly|about|soon|going|expected|supposed|hopefully|probably|likely|be"
-                  rf"|\w+n['’]t|[=:(,–—-]))*)\s*", re.I)
+                  rf"|\w+n['’]t|[=:(,–—✓✔✅☑\ufe0f-]))*)\s*", re.I)
 # Of those, a plain negation is a claim too, that the target is not in the state ("db-17 is not done yet")...
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.I)
 # ... unless it is also hedged ("will not be done", "may not be finished").
@@ -50,7 +59,12 @@ _MAYBE = re.compile(r"\b(?:will|would|should|could|may|might|must|can|cannot|alm
 _CONDITION = re.compile(r"\b(?:once|when|whenever|until|till|after|before|if|unless|whether|wait for|waiting for"
                         r"|as soon as|in case)\s*$", re.I)
 # "finished replicating", "done with the check", "completed its check": an activity ended, not the target.
-_ACTIVITY = re.compile(r"^\s*(?:\w+ing\b|with\b|its\b|their\b|the\b|a\b|an\b|on\b|by\b|at\b|in\b)", re.I)
+# A time, a date or a duration after "on/by/at/in" says when or how long, not what: "done at 02:10Z",
+# "done in 4 minutes", "done on 2026-09-10" are claims.
+_ACTIVITY = re.compile(r"^\s*(?:\w+ing\b|with\b|its\b|their\b|the\b|a\b|an\b"
+                       r"|(?:on|by|at|in)\b(?!\s+(?:about\s+|around\s+|~\s*)?\d))", re.I)
+# ... unless a guess follows the time: "done by 04:00, hopefully", "done in 10 minutes (ETA)" is a plan.
+_ETA = re.compile(r"^\s*(?:on|by|at|in)\s+\S.{0,40}?\b(?:hopefully|probably|likely|expected|eta|estimated)\b", re.I)
 # An order or a plan before a done word is work still to do ("Next: cut over db-18", "need to complete db-19").
 _PLAN = re.compile(r"\b(?:next|then|todo|to do|please|need|needs|plan|planned|remaining|left to)\b|\bto\s*$", re.I)
 # ... and so is a condition after the names ("cut over db-18 once lag < 5s").
@@ -58,6 +72,9 @@ _LATER = re.compile(r"^\s*(?:once|when|after|if|until|as soon as|before)\b", re.
 _SEP = re.compile(r"^\s*(?:,\s*and|,|and|&|/|plus|as well as)\s*$", re.I)
 # A "do not" rule starts here: what follows is a rule, not a claim ("do not retry it, already done").
 _RULE = re.compile(r"\b(?:do not|don['’]t|dont|never|must not|mustn['’]t|should not|shouldn['’]t|no\s+\w+\s+retry)\b", re.I)
+# ... and ends at a comma, colon or dash: what comes after is read again, so "Don't worry, db-18 is
+# done" claims db-18 done while "do not retry it, already done" names no target after the comma.
+_RULE_END = re.compile(r"[,:–—]\s|\s-\s")
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|\n|;|\s+but\s+|\s+while\s+|\s+whereas\s+", re.I)
 
 
@@ -65,6 +82,11 @@ _CLAUSE = re.compile(r"(?<=[.!?])\s+|\n|;|\s+but\s+|\s+while\s+|\s+whereas\s+", 
 # dropped, `* x`/`1. x` items as `- x`, `## Done` as `Done:`, a table row's cells and an
 # arrow as a colon ("| db-19 | done |", "db-19 -> done").
 _MARKS = re.compile(r"\*\*|__|`")
+# Single-mark emphasis (*db-18*, _done_): a mark that opens after a space and closes before one, so
+# a `* item` bullet, `pg_upgrade` and `awaiting_approval` are left alone.
+_EMPHASIS = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?![\w*])|(?<![\w_])_(?=[^\s_])([^_\n]*?[^\s_])_(?![\w_])")
+# A checked task-list item ("- [x] db-18") is an item; an unchecked one stays as written.
+_CHECKED = re.compile(r"^(\s*(?:[-*+]|\d{1,3}[.)])\s+)\[[xX]\]\s+", re.M)
 _ITEM = re.compile(r"^(\s*)(?:[*+]|\d{1,3}[.)])\s+", re.M)
 _HEADING = re.compile(r"^\s*#{1,6}\s*(.+?)\s*#*\s*$", re.M)
 _ARROW = re.compile(r"\s*(?:->|=>|→)\s*")
@@ -77,13 +99,20 @@ _KEY = str.maketrans("", "", _SEPS)
 
 
 def _key(text: str) -> str:
-    return text.lower().translate(_KEY)
+    return unicodedata.normalize("NFKC", text).lower().translate(_KEY)
 
 
 def plain_text(text: str, ledger: Ledger) -> str:
     """`text` as the reader reads it: markdown made plain, and each target name written
     another way (case, separators) spelled as the ledger spells it."""
+    text = unicodedata.normalize("NFKC", text)  # full-width digits and letters ("db-１８") as plain ones
+    for name in ledger.targets:  # a name that NFKC changes ("ｗｅｂ"): as the ledger spells it
+        if not unicodedata.is_normalized("NFKC", name):
+            folded = re.escape(unicodedata.normalize("NFKC", name))
+            text = re.sub(rf"(?<![\w.-]){folded}(?![\w-])", name.replace("\\", "\\\\"), text)
     text = _MARKS.sub("", text)
+    text = _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _CHECKED.sub(r"\1", text)
     text = _ITEM.sub(r"\1- ", text)
     text = _HEADING.sub(lambda m: m.group(1).rstrip(":") + ":", text)
     text = "\n".join(line.replace("|", " : ") if line.lstrip().startswith("|") else line for line in text.split("\n"))
@@ -97,25 +126,41 @@ def plain_text(text: str, ledger: Ledger) -> str:
         if len(same) > 1 or len(key) < 3 or key not in folded or not (re.search(r"[a-z]", key) and re.search(r"\d", key)):
             continue  # two targets written alike (`db-1`, `db1`): each only as the ledger spells it
         name = same[0]
-        parts = [p for p in re.split(r"[-_. ]+", name) if p]
+        parts = [p for p in re.split(r"[-_. ]+", unicodedata.normalize("NFKC", name)) if p]
         pattern = re.compile(r"(?<![\w.-])" + _SEP_CLASS.join(re.escape(p) for p in parts) + r"(?![\w-])", re.I)
         text = pattern.sub(name.replace("\\", "\\\\"), text)  # the ledger's spelling (a backslash in it kept as one)
     return text
 
 
-_RANGE = re.compile(r"(?<![\w.-])([\w.-]*\w)\s*(?:\.\.|…)\s*([\w.-]*\w)(?![\w-])")
+_RANGE = re.compile(r"(?<![\w.-])([\w.-]*\w)(?:\s*(?:\.\.|…|–|—)\s*|\s+(?:through|thru|to|-)\s+)([\w.-]*\w)(?![\w-])",
+                    re.I)
+# "db-17-19": a name, a hyphen and the last name's number (a token, split in `_short_range`).
+_SHORT_RANGE = re.compile(r"(?<![\w.-])[\w.-]*\d-\d+(?![\w-])")
+_LAST_NUMBER = re.compile(r"\d+$")
+
+
+def _span(ledger: Ledger, first: str, last: str) -> str | None:
+    """The names from `first` to `last` in the ledger's order, or None (not both targets, or backwards)."""
+    if first not in ledger.targets or last not in ledger.targets:
+        return None
+    order = list(ledger.targets)
+    a, b = order.index(first), order.index(last)
+    return ", ".join(order[a: b + 1]) if a <= b else None
+
+
+def _short_range(ledger: Ledger, token: str) -> str | None:
+    """`db-17-19` as db-17 to db-19, when it is no target itself and both ends are."""
+    if token in ledger.targets:
+        return None
+    first, _, number = token.rpartition("-")
+    return _span(ledger, first, _LAST_NUMBER.sub(number, first))
 
 
 def _range(text: str, ledger: Ledger) -> str:
-    """`db-17..db-19` as the names from one to the other in the ledger's order (both must be targets)."""
-    def names(m: re.Match[str]) -> str:
-        order = list(ledger.targets)
-        if m.group(1) in ledger.targets and m.group(2) in ledger.targets:
-            a, b = order.index(m.group(1)), order.index(m.group(2))
-            if a <= b:
-                return ", ".join(order[a: b + 1])
-        return m.group(0)
-    return _RANGE.sub(names, text) if ".." in text or "…" in text else text
+    """`db-17..db-19`, "db-17 through db-19", "db-17–db-19", "db-17-19" as the names from one to the
+    other in the ledger's order (both must be targets): a range claims what is in its middle."""
+    text = _RANGE.sub(lambda m: _span(ledger, m.group(1), m.group(2)) or m.group(0), text)
+    return _SHORT_RANGE.sub(lambda m: _short_range(ledger, m.group(0)) or m.group(0), text)
 
 
 @dataclass(frozen=True)
@@ -180,7 +225,7 @@ class Reader:
         if hedged and not negated:
             return None
         state = self._which(m)
-        if state == "done" and _ACTIVITY.match(rest[m.end():]):
+        if state == "done" and (_ACTIVITY.match(rest[m.end():]) or _ETA.match(rest[m.end():])):
             return None
         return state, bool(negated)
 
@@ -214,22 +259,42 @@ class Reader:
             for clause in _CLAUSE.split(line):
                 if clause.rstrip().endswith("?"):
                     continue  # a question claims nothing ("Is db-18 done?")
-                rule = _RULE.search(clause)
-                clause = clause[: rule.start()] if rule else clause
-                for i, (start, end, names) in enumerate(self.groups(clause, pattern)):
-                    if _CONDITION.search(clause[:start]):
-                        continue
-                    state = self._after(clause, end) or self._before(clause, start, end)
-                    if state is None and heading and i == 0 and not clause[:start].strip(" -"):
-                        state = heading, False
-                    if state:
-                        out.extend(Claim(n, state[0], clause.strip(), state[1]) for n in names)
+                for part in self._outside_rules(clause):
+                    out.extend(self._read(part, pattern, heading))
+        return out
+
+    def _outside_rules(self, clause: str) -> list[str]:
+        """The parts of a clause outside its "do not" rules: before a rule, and after the comma, colon
+        or dash that ends one ("Don't worry, db-18 is done"; "do not retry it, already done" names none)."""
+        parts: list[str] = []
+        while (rule := _RULE.search(clause)) is not None:
+            parts.append(clause[: rule.start()])
+            end = _RULE_END.search(clause, rule.end())
+            clause = clause[end.end():] if end else ""
+        return [*parts, clause]
+
+    def _read(self, clause: str, pattern: re.Pattern[str] | None, heading: str | None) -> list[Claim]:
+        """The claims of one clause (or the part of one outside a rule), under the `heading` state if any."""
+        out: list[Claim] = []
+        for i, (start, end, names) in enumerate(self.groups(clause, pattern)):
+            if _CONDITION.search(clause[:start]):
+                continue
+            state = self._after(clause, end) or self._before(clause, start, end)
+            if state is None and heading and i == 0 and not clause[:start].strip(" -"):
+                state = heading, False
+            if state:
+                out.extend(Claim(n, state[0], clause.strip(), state[1]) for n in names)
         return out
 
 
 def holds(ledger: Ledger, claim: Claim) -> bool:
     """Whether the ledger agrees with a claim."""
     t = ledger.targets[claim.name]
+    if claim.state == "approved" and claim.state not in ledger.states():
+        # False only while it awaits an approval none has given yet (one of two given is "approved by
+        # alice"); "not approved" is not judged: the ledger does not say which targets ever needed one.
+        return claim.negated or t.state != "awaiting_approval" or any(
+            a.step == t.awaiting and not a.used_at for a in t.approvals)
     if claim.state == "in_flight":
         so = t.in_flight is not None or t.state in ("in_progress", "replicating")
     else:
