@@ -1199,7 +1199,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ('tests/unit/test_spent_marks_moved.py::test_a_spent_approval_stays_spent_when_the_agent_moves_the_ledger_behind_a_symlink',),
            "spent marks are looked for in every folder the ledger's path passes through, not only beside the real file"),
     Mutant('journal-names-ledger-as-given', 'engine/store/file.py',
-           '        journal.named = self.path\n',
+           '        journal.named = os.path.abspath(self.path)\n',
            '',
            ('tests/unit/test_spent_marks_moved.py::test_a_spent_approval_stays_spent_when_the_agent_moves_the_ledger_behind_a_symlink',),
            "the journal's proofs know the ledger's path as the person named it"),

@@ -31,8 +31,13 @@ class Break:
     why: str
 
     def text(self) -> str:
-        place = f"line {self.line} (seq {self.seq})" if self.line is not None else f"seq {self.seq}"
-        return f"{place}: {self.why}"
+        return f"{self.place()}: {self.why}"
+
+    def place(self) -> str:
+        """`line 7 (seq 512)`, `seq 512`, or `its end` (a break found at no record: records gone after the last)."""
+        if self.line is not None:
+            return f"line {self.line} (seq {self.seq})"
+        return f"seq {self.seq}" if self.seq is not None else "its end"
 
 
 @dataclass

@@ -24,11 +24,11 @@ def verdict_of(handle):
     before them, so they can be cut off without touching it)."""
     record = handle.store.last_write() or {}
     verdict = handle.journal.verify(record.get("journal_head"))
-    missing = _unjournaled(handle, record)
+    missing = None if verdict.breaks else _unjournaled(handle, record)  # one trace of a loss: the head gone says it
     if missing:
         from engine.audit.verify import Break
 
-        verdict.breaks.append(Break(verdict.head, None, missing))  # the last record left: what followed it is gone
+        verdict.breaks.append(Break(None, None, missing))  # at its end: what followed the last record is gone
     return verdict
 
 
@@ -45,6 +45,9 @@ def _unjournaled(handle, record: dict[str, Any]) -> str | None:
         revision = (handle.store.last_write() or {}).get("revision", revision)
     if newest >= revision:
         return None
+    if newest == 0:
+        return (f"the ledger's last write by the engine made revision {revision}, but the journal holds no record of "
+                "any write: it was erased or emptied")
     return (f"the ledger's last write by the engine made revision {revision}, but the journal's newest record of a write "
             f"is of revision {newest}: the records of the last write(s) were cut off the journal's end (or their writer "
             "was killed between writing the ledger and journaling them)")
@@ -73,7 +76,7 @@ def chain_findings(handle) -> list[Finding]:
     out = []
     for what, journal, verdict in _journals(handle):
         where = journal.path
-        out += [Finding(ERROR, f"{what} chain broken at seq {b.seq}: {b.why}", where, b.line, code="chain",
+        out += [Finding(ERROR, f"{what} chain broken at {f'seq {b.seq}' if b.seq is not None else 'its end'}: {b.why}", where, b.line, code="chain",
                         suggestion=f"see `handoff journal {handle.display_location} --verify`; restore the {what} from a "
                                    "copy if you have one, and find out who changed it")
                 for b in verdict.breaks[:_SHOWN]]

@@ -550,7 +550,7 @@ class FileStore:
         from engine.audit.journal import Journal, journal_path
 
         journal = Journal(journal_path(self.path), read_only=read_only)
-        journal.named = self.path
+        journal.named = os.path.abspath(self.path)
         return journal
 
     # -- watching ----------------------------------------------------------------

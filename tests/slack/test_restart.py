@@ -71,8 +71,10 @@ def test_an_irreversible_step_approved_from_slack_starts_exactly_once(tmp_path, 
     app = started(fake, [str(path)])
     view = review(app, fake, signer, ALICE)
     assert signer.post(app.url, signer.submit(view, ALICE, "db-50"))[0] == 200
-    wait_for(lambda: approved(path), what="the approval")
-    [proof] = list(Path(str(path) + ".attest").iterdir())
+    proofs = Path(str(path) + ".attest")
+    # The approving process writes the ledger, then its proof: both, before anything looks.
+    wait_for(lambda: approved(path) and proofs.is_dir() and any(proofs.iterdir()), what="the approval and its proof")
+    [proof] = list(proofs.iterdir())
     assert proof.stat().st_uid == 0 and '"target": "db-50"' in proof.read_text()
     for _ in range(3):
         out = resume(path, world=world)
