@@ -99,9 +99,9 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
             proofs = s.handle.journal.proofs() if not s.dry_run else None
             spends = authority.spent_together(ledger, name, fresh, decision.approval)
             for one in spends:  # under a `count` policy each co-approval too: their order in the file proves nothing
-                already = _already_used(s, name, step, one, proofs)
-                if already is not None:
-                    raise NoChange(already)
+                spent = _already_used(s, name, step, one, proofs)
+                if spent is not None:
+                    raise NoChange(spent)
             co[:] = [one.model_copy() for one in spends[:-1]]
             refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg,
                                                used_by=s.identity)
