@@ -15,26 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import tui_argv
 
+from tests.escape_ledgers import STATE, UNRENDERABLE
+
 pytestmark = pytest.mark.e2e
-
-UNRENDERABLE = '''\
-task: t
-targets:
-  a: {state: queued}
-runbook:
-  steps:
-    - {name: "go\\e]0;pwned\\a", from: queued, to: done, reversible: true, run: ["echo", "{nope}"]}
-'''
-
-STATE = '''\
-task: t
-targets:
-  a: {state: "held\\e]0;pwned\\a"}
-runbook:
-  states: ["held\\e]0;pwned\\a"]
-  steps:
-    - {name: go, from: "held\\e]0;pwned\\a", to: done, reversible: false, run: ["echo"]}
-'''
 
 
 def _ledger(tmp_path: Path, text: str) -> Path:

@@ -23,19 +23,12 @@ import pytest
 from conftest import ROOT
 from test_tui_serve import free_port, wait_listening
 
+from tests.escape_ledgers import UNRENDERABLE
+
 pytestmark = pytest.mark.e2e
 
 TOKEN = "s3cret-for-tests"
 PAINT = 60.0
-
-UNRENDERABLE = '''\
-task: t
-targets:
-  a: {state: queued}
-runbook:
-  steps:
-    - {name: "go\\e]0;pwned\\a", from: queued, to: done, reversible: true, run: ["echo", "{nope}"]}
-'''
 
 
 def _serve(tmp_path: Path, text: str) -> tuple[subprocess.Popen, int]:

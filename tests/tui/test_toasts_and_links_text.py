@@ -20,33 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.codec.textsafe import CONTROL_CODES
+from tests.escape_ledgers import STATE, UNRENDERABLE
 from tests.tui.helpers import LEDGER, fixed_clock, settle
 from tui.app import make_app
 from tui.screens.detail import DetailScreen
 from tui.viewer import ServedView
-
-OSC = "\x1b]0;pwned\x07"
-
-# A step whose template cannot be rendered (no {nope}); its name carries an OSC 0.
-UNRENDERABLE = '''\
-task: t
-targets:
-  a: {state: queued}
-runbook:
-  steps:
-    - {name: "go\\e]0;pwned\\a", from: queued, to: done, reversible: true, run: ["echo", "{nope}"]}
-'''
-
-# A runbook state with an OSC 0 in its name (valid: `handoff check` says ok).
-STATE = '''\
-task: t
-targets:
-  a: {state: "held\\e]0;pwned\\a"}
-runbook:
-  states: ["held\\e]0;pwned\\a"]
-  steps:
-    - {name: go, from: "held\\e]0;pwned\\a", to: done, reversible: false, run: ["echo"]}
-'''
 
 
 def raw_controls(text: str) -> list[str]:
