@@ -55,9 +55,12 @@ GAP_SUFFIX = ".gap"
 class Journal(Sealed, JournalBase):
     """Append and read one ledger's journal file."""
 
-    # The ledger's path as the caller named it, when it gave one: its proofs are looked for
-    # along any link it passes through (engine.approvals.spent_marks._places).
-    named: str | None = None
+    def __init__(self, path: str, *, ledger: str | None = None, redact: list[str] | None = None,
+                 read_only: bool = False) -> None:
+        super().__init__(path, redact=redact, read_only=read_only)
+        # The ledger's path as the caller named it (absolute), when it gave one: its proofs are
+        # looked for along any link it passes through (engine.approvals.spent_marks._places).
+        self.named = os.path.abspath(ledger) if ledger else None
 
     def _ledger(self) -> str:
         return self.named or self.path.removesuffix(SUFFIX)

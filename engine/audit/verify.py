@@ -34,9 +34,11 @@ class Break:
         return f"{self.place()}: {self.why}"
 
     def place(self) -> str:
-        """`line 7 (seq 512)`, `seq 512`, or `its end` (a break found at no record: records gone after the last)."""
-        if self.line is not None:
-            return f"line {self.line} (seq {self.seq})"
+        """`line 7 (seq 512)`, or `at` alone where no line is known."""
+        return f"line {self.line} (seq {self.seq})" if self.line is not None else self.at()
+
+    def at(self) -> str:
+        """`seq 512`, or `its end` (a break found at no record: records gone after the last)."""
         return f"seq {self.seq}" if self.seq is not None else "its end"
 
 

@@ -76,7 +76,7 @@ def chain_findings(handle) -> list[Finding]:
     out = []
     for what, journal, verdict in _journals(handle):
         where = journal.path
-        out += [Finding(ERROR, f"{what} chain broken at {f'seq {b.seq}' if b.seq is not None else 'its end'}: {b.why}", where, b.line, code="chain",
+        out += [Finding(ERROR, f"{what} chain broken at {b.at()}: {b.why}", where, b.line, code="chain",
                         suggestion=f"see `handoff journal {handle.display_location} --verify`; restore the {what} from a "
                                    "copy if you have one, and find out who changed it")
                 for b in verdict.breaks[:_SHOWN]]

@@ -133,8 +133,7 @@ class HookContext:
         if self._journal is None:
             from engine.audit.journal import Journal, journal_path
 
-            self._journal = Journal(journal_path(self.ledger_path), read_only=self.read_only)
-            self._journal.named = os.path.abspath(self.ledger_path)
+            self._journal = Journal(journal_path(self.ledger_path), ledger=self.ledger_path, read_only=self.read_only)
             self._journal.set_redact(list(self.facts.redact))
         return self._journal
 

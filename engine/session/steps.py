@@ -238,11 +238,12 @@ def spend(s: SessionContext, it: Intent) -> None:
     approval = it.decision.approval
     if proofs is None or approval is None:
         return
-    spends = (*it.co_approvals, approval)  # under a `count` policy, each co-approval is marked too
     try:
-        # Every one looked at before any is marked: a refused spawn marks none of them.
-        why = next((already(one, mark) for one in spends if (mark := proofs.spent(it.target, one, it.token)) is not None), None)
-        for one in spends if why is None else ():
+        # Under a `count` policy each co-approval is marked too. They are looked at first, and the
+        # approval is marked before them (its `spend` looks at it once more): a refused spawn marks none.
+        why = next((already(one, mark) for one in it.co_approvals
+                    if (mark := proofs.spent(it.target, one, it.token)) is not None), None)
+        for one in (approval, *it.co_approvals) if why is None else ():
             why = proofs.spend(it.target, one, it.token, s.identity or "?")
             if why:
                 break

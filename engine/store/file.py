@@ -549,9 +549,7 @@ class FileStore:
         """The journal beside this ledger (`<ledger>.journal.jsonl`)."""
         from engine.audit.journal import Journal, journal_path
 
-        journal = Journal(journal_path(self.path), read_only=read_only)
-        journal.named = os.path.abspath(self.path)
-        return journal
+        return Journal(journal_path(self.path), ledger=self.path, read_only=read_only)
 
     # -- watching ----------------------------------------------------------------
 
