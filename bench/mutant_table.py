@@ -1278,4 +1278,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "    for m in said(_COUNT):\n",
            ("tests/unit/test_note_review_fleet_words.py::test_all_and_counts_of_the_fleet_are_checked_however_they_are_worded",),
            "\"Done: 18 of 40\" is checked like \"18 of 40 done\""),
+    Mutant("cas-compare-before-exchange", "engine/store/atomic.py",
+           "    if now != expect:\n        _unlink(tmp)\n        return now\n    if not _exchange",
+           "    if False:\n        _unlink(tmp)\n        return now\n    if not _exchange",
+           ("tests/unit/test_store.py::test_a_save_made_while_the_engine_writes_is_never_swapped_out_even_for_a_moment",),
+           "a save made while the engine writes is never swapped out, not even between the two exchanges"),
 )

@@ -8,9 +8,10 @@ Compare-and-swap with people who do not take our lock (an editor's save): with
 `expect`, the new file is swapped in with Linux's atomic RENAME_EXCHANGE and what
 came out is compared with `expect`. If someone saved in between, their file is
 swapped straight back and returned, so the caller re-applies its change on top of
-it: no window between "compare" and "rename" in which a save can be lost. Where the
-filesystem cannot exchange, the compare is done as late as it can be: after the temp
-file is written and fsynced, just before the rename.
+it: no window between "compare" and "rename" in which a save can be lost. The file is
+also compared just before the swap (after the temp file is written and fsynced), so a
+save made while the engine was writing is seen there and never swapped out even for a
+moment; where the filesystem cannot exchange, that compare is the only one.
 
 Sidecars (`sidecar_of=LEDGER`) are never written through a symlink, and a new one
 takes the ledger's group and read/write bits (see engine.store.sidecar).
@@ -158,11 +159,17 @@ def _swap_in(tmp: str, target: str, data: bytes, expect: bytes | None) -> bytes 
             return b""  # the file went away under us: nothing to re-apply on
         os.replace(tmp, target)
         return None
+    # Compared first, as late as it can be (after the temp file is written and fsynced): a
+    # save that landed meanwhile is returned here and never swapped out, not even for the
+    # microseconds of the exchange below, where an editor re-reading the file would see it gone.
+    try:
+        now = _read(target)
+    except FileNotFoundError:
+        now = b""
+    if now != expect:
+        _unlink(tmp)
+        return now
     if not _exchange(tmp, target):
-        now = _read(target)  # as late as it can be: after the temp file is written and fsynced
-        if now != expect:
-            _unlink(tmp)
-            return now
         os.replace(tmp, target)
         return None
     old = _read(tmp)

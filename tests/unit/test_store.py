@@ -284,3 +284,33 @@ def test_a_big_ledger_is_written_when_no_thread_can_be_started(tmp_path, monkeyp
     record = json.loads((tmp_path / "ledger.yaml.last-write.json").read_text())
     assert record["hash"] == digest(path.read_bytes())
     assert FileStore(str(path)).read().targets["db-00007"].state == "checked"
+
+
+def test_a_save_made_while_the_engine_writes_is_never_swapped_out_even_for_a_moment(tmp_path, monkeypatch):
+    """A save that lands after the engine read the file, while its new copy is being written, is
+    seen before the swap: the engine's copy (built on the old file) is never in place, not even
+    between the two exchanges of the compare-and-swap, where an editor re-reading would see it."""
+    from engine.store import atomic
+
+    path = tmp_path / "ledger.yaml"
+    path.write_bytes(b"human_edits: 17\n")
+    seen: list[bytes] = []
+    exchange = atomic._exchange
+
+    def watched(a, b):
+        done = exchange(a, b)
+        seen.append(path.read_bytes())  # what anyone reading the file right now gets
+        return done
+
+    monkeypatch.setattr(atomic, "_exchange", watched)
+
+    def editor_saves():
+        (tmp_path / ".swp").write_bytes(b"human_edits: 18\n")
+        os.replace(tmp_path / ".swp", path)
+
+    theirs = atomic.atomic_write(str(path), b"human_edits: 17\nengine: 1\n", expect=b"human_edits: 17\n",
+                                 before_swap=editor_saves)
+    assert theirs == b"human_edits: 18\n"  # handed back for the engine to re-apply on
+    assert path.read_bytes() == b"human_edits: 18\n"
+    assert b"engine: 1\n" not in b"".join(seen), seen
+    assert [p.name for p in tmp_path.iterdir()] == ["ledger.yaml"]
