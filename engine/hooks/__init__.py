@@ -26,3 +26,8 @@ EVENTS = ("session-start", "pre-tool-use", "post-tool-use", "pre-compact", "stop
 CLAUDE_NAMES = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "post-tool-use": "PostToolUse",
                 "pre-compact": "PreCompact", "stop": "Stop", "stop-failure": "StopFailure",
                 "session-end": "SessionEnd"}
+# Seconds Claude Code waits for each (`handoff claude init` writes them). At its timeout a hook
+# is killed and the tool call runs as if it had no objection, so the hook answers by itself,
+# failing closed, well before then (engine.hooks.protocol).
+TIMEOUTS = {"pre-tool-use": 30, "post-tool-use": 30, "session-start": 60, "stop": 60, "stop-failure": 60,
+            "pre-compact": 30, "session-end": 30}

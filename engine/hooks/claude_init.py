@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from engine.errors import UsageError
-from engine.hooks import CLAUDE_NAMES, EVENTS
+from engine.hooks import CLAUDE_NAMES, EVENTS, TIMEOUTS
 from engine.store.atomic import atomic_write
 
 BEGIN = "<!-- handoff:begin (written by `handoff claude init`; edit outside these markers) -->"
@@ -29,8 +29,6 @@ MATCHERS = {"pre-tool-use": "*", "post-tool-use": "*"}  # every tool: unknown_co
 # Subagents' tool calls are reported to skip PreToolUse (anthropics/claude-code 40580, 88441),
 # so while a ledger is wired there are none: Claude Code's own deny rule, and the hook's.
 DENIED_TOOLS = ("Agent", "Task")
-TIMEOUTS = {"pre-tool-use": 30, "post-tool-use": 30, "session-start": 60, "stop": 60, "stop-failure": 60,
-            "pre-compact": 30, "session-end": 30}
 
 
 def handoff_command() -> list[str]:

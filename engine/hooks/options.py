@@ -16,6 +16,17 @@ def long_option(arg: str, full: str, shortest: int = 3) -> bool:
     return name.startswith("--") and len(name) - 2 >= min(shortest, len(full) - 2) and full.startswith(name)
 
 
+def rsync_link_dests(args: list[str]) -> list[str]:
+    """The folders `rsync --link-dest=DIR` (any prefix of it, `=DIR` or the next word) hard-links unchanged files from."""
+    out = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if long_option(arg, "--link-dest", 6):
+            out.append(arg.split("=", 1)[1] if "=" in arg else args[i + 1] if i + 1 < len(args) else ".")
+    return out
+
+
 def sed_in_place(args: list[str]) -> bool:
     for arg in args:
         if arg == "--":

@@ -18,6 +18,10 @@ wrappers), and the answer is the strictest part's: `allow` only when every part 
   engine.hooks.writes): denied, naming the engine command that does it.
 - The subagent tools (`Agent`, `Task`): denied; their tool calls may skip this hook.
 - While the ledger is paused, every `handoff run` is denied with the pause's reason.
+- Any other tool given the ledger's path (or a sidecar's, or the settings wiring these hooks),
+  an MCP server's `write_file` say, unless its name says it only looks (`read_*`, `get_*`,
+  `list_*`, ...): denied as a write.
+- A call not judged within two thirds of Claude Code's timeout: denied (engine.hooks.protocol).
 - Anything else: the ledger's `agent.unknown_commands` (`allow`: no objection, Claude
   Code's own permissions apply; `ask`: a person is asked; `deny`); reading tools (`Read`,
   `Grep`, `Glob`) are never refused.
@@ -33,7 +37,7 @@ import os
 import sys
 from typing import Any
 
-from engine.hooks import commands, judge, writes
+from engine.hooks import commands, judge, protocol, writes
 from engine.hooks.context import HookContext
 
 FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
@@ -62,12 +66,21 @@ def pre_tool_use(ctx: HookContext) -> dict[str, Any]:
     cwd = str(ctx.data.get("cwd") or os.getcwd())
     ledger_real = os.path.realpath(ctx.ledger_path)
     ctx.touch_lease()
+    with protocol.deadline("pre-tool-use"):
+        return _judged(ctx, tool, given, cwd, ledger_real)
+
+
+def _judged(ctx: HookContext, tool: str, given: dict[str, Any], cwd: str, ledger_real: str) -> dict[str, Any]:
     if tool in FILE_TOOLS:
         path = str(given.get(FILE_TOOLS[tool]) or "")
         if commands.protected(ledger_real, path, cwd):
-            if writes.engine_own(os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))):
+            real = os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
+            if writes.engine_own(real):
                 return decision("deny", f"{path} is one of the engine's own files (its per-user cache or state): "
                                         "only the engine writes them")
+            if writes.hook_settings(real):
+                return decision("deny", f"{path} wires the hooks that guard the ledger (`handoff claude init` writes it): "
+                                        "a person edits it, not the agent")
             return decision("deny", f"{path} is the ledger (or the engine's file beside it): never edit it directly. "
                                     f"Use the engine, which keeps the journal and the guard: {ENGINE_COMMANDS}")
     if tool == "Bash":
@@ -76,7 +89,31 @@ def pre_tool_use(ctx: HookContext) -> dict[str, Any]:
         return decision("deny", SUBAGENT_REASON)
     if tool in READING_TOOLS:
         return decision("none")  # reading is the agent's job, whatever unknown_commands says
+    named = None if _reads(tool) else next((p for p in _paths(given) if commands.protected(ledger_real, p, cwd)), None)
+    if named is not None:  # an MCP file server's write_file, move_file, ...
+        return decision("deny", f"{tool} is given {named}, the ledger, a file beside it or a file that guards it: "
+                                f"never change it directly. Use the engine: {ENGINE_COMMANDS}")
     return _unknown(ctx, tool)
+
+
+# A tool whose name's last word starts so only looks (`mcp__filesystem__read_text_file`, `get_file_info`).
+_LOOKING = ("read", "get", "list", "search", "view", "show", "find", "grep", "glob", "stat", "info", "describe", "head",
+            "tail", "cat", "directory_tree", "tree")
+
+
+def _reads(tool: str) -> bool:
+    return tool.rsplit("__", 1)[-1].lower().startswith(_LOOKING)
+
+
+def _paths(given: Any, depth: int = 0) -> list[str]:
+    """Every one-line string of a tool's input that may be a path (`file://` taken off), a few levels deep."""
+    if isinstance(given, str):
+        text = given.removeprefix("file://")
+        return [text] if text and len(text) <= 4096 and "\n" not in text else []
+    if depth > 4:
+        return []
+    values = given.values() if isinstance(given, dict) else given if isinstance(given, list) else ()
+    return [p for value in values for p in _paths(value, depth + 1)]
 
 
 def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, Any]:

@@ -40,13 +40,15 @@ class Command:
     into it (the text `echo ... | bash` runs is in there). A plain class, not a
     dataclass: see engine.hooks.facts."""
 
-    __slots__ = ("words", "writes_to", "stdin_text", "reads_from", "scripts", "piped_from", "depth", "container", "cwd")
+    __slots__ = ("words", "writes_to", "stdin_text", "reads_from", "opens", "scripts", "piped_from", "depth", "container",
+                 "cwd")
 
     def __init__(self, words: list[str] | None = None, *, depth: int = 0) -> None:
         self.words: list[str] = [] if words is None else words
         self.writes_to: list[str] = []
         self.stdin_text: str | None = None
         self.reads_from: str | None = None  # the file redirected into its stdin (`< FILE`)
+        self.opens: list[str] = []  # every file it opens for reading on a descriptor (`< F`, `3<F`, `exec 4<F`)
         self.scripts: list[str] = []
         self.piped_from: Command | None = None
         self.depth = depth
@@ -269,6 +271,7 @@ def split(text: str, depth: int = 0) -> list[Command]:
                     current.stdin_text = target
                 elif op == "<":
                     current.reads_from = target  # `python3 < go.py`, `bash < x.sh`: the file is its stdin
+                    current.opens.append(target)
                 elif op in (">", ">>", ">|", "<>", "&>", "&>>") or (op == ">&" and not re.fullmatch(r"\d+|-", target)):
                     current.writes_to.append(target)
             else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import glob
+import itertools
 import os
 import re
 
@@ -77,18 +78,107 @@ def is_ledger(ledger_real: str, path: str, cwd: str) -> bool:
     return _names(ledger_real, path, cwd, own=False)
 
 
+# Globs past this many matches are judged as naming the ledger (the hook cannot look at them all in time).
+GLOB_MOST = 2000
+# Per-process links: resolved in the hook's own process they name the hook's files, not the shell's.
+_PROC_PLACE = re.compile(r"/proc/[^/]+/(?:task/[^/]+/)?(cwd|root)(?:/(.*))?$", re.S)
+_PER_PROCESS = re.compile(r"/proc/[^/]+/(?:task/[^/]+/)?(?:fd|fdinfo|cwd|root|map_files)(?:/|$)|/dev/(?:fd|std(?:in|out|err))(?:/|$)")
+
+
 def _names(ledger_real: str, path: str, cwd: str, *, own: bool) -> bool:
     if not path or path.startswith("-"):
         return False
+    place = _PROC_PLACE.match(path)
+    if place:  # `/proc/self/cwd/L`, `/proc/$$/cwd/L`, `/proc/1/root/...`: the shell's folder (or root), not the hook's
+        rest = place.group(2) or "."
+        return _names(ledger_real, rest, cwd if place.group(1) == "cwd" else "/", own=own) \
+            or _named_like(ledger_real, path, own=own)
     if "$" in path or "`" in path or path.startswith(("~+", "~-")):
         return _may_name(ledger_real, path, cwd, own=own)
     full = os.path.join(cwd, os.path.expanduser(path))
     if "$" in full:  # a folder only the shell knows (`cd "$d"`, `popd`): a relative path may be anywhere
         return _may_name(ledger_real, full, "/", own=own)
-    if any(ch in path for ch in "*?["):  # a glob names whatever it matches now
-        return any(_names(ledger_real, match, cwd, own=own) for match in glob.glob(full))
+    if any(ch in path for ch in "*?["):  # a glob names whatever it matches now (past GLOB_MOST: may be the ledger)
+        matches = list(itertools.islice(glob.iglob(full), GLOB_MOST + 1))
+        return len(matches) > GLOB_MOST or any(_names(ledger_real, match, cwd, own=own) for match in matches)
     real = os.path.realpath(full)
-    return real == ledger_real or real.startswith(ledger_real + ".") or (own and engine_own(real))
+    if real == ledger_real or real.startswith(ledger_real + ".") or (own and (engine_own(real) or hook_settings(real))):
+        return True
+    # A hard link is the ledger itself under another name; a link through /proc or /dev/fd
+    # leads, in the shell, where the hook cannot follow it: judged by the name it ends in.
+    return _same_file(ledger_real, real) or (_through_per_process(full) and _named_like(ledger_real, full, own=own))
+
+
+def _named_like(ledger_real: str, path: str, *, own: bool) -> bool:
+    """Does `path` end in the ledger's name or a sidecar's (`L.*`), or run through an engine folder's tail?"""
+    base = os.path.basename(ledger_real)
+    name = os.path.basename(path.rstrip("/"))
+    return name == base or name.startswith(base + ".") or (own and _mentions(path, ledger_real))
+
+
+def _through_per_process(full: str) -> bool:
+    """Does `full`, followed link by link as the kernel would, pass through /proc/PID/{fd,cwd,root}
+    or /dev/fd (whose targets differ from process to process)?"""
+    parts = [p for p in full.split("/") if p and p != "."]
+    resolved, hops = "/", 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        if _PER_PROCESS.match(candidate + "/"):
+            return True
+        try:
+            target = os.readlink(candidate)
+        except OSError:
+            resolved = candidate
+            continue
+        hops += 1
+        if hops > 40:
+            return True  # a loop: the kernel refuses it, the hook need not tell
+        parts = [p for p in target.split("/") if p and p != "."] + parts
+        resolved = "/" if target.startswith("/") else resolved
+    return False
+
+
+def _same_file(ledger_real: str, real: str) -> bool:
+    """Is `real` a hard link to the ledger or one of its sidecars (same device and inode)?"""
+    try:
+        st = os.stat(real)
+    except OSError:
+        return False
+    return st.st_nlink > 1 and (st.st_dev, st.st_ino) in _identities(ledger_real)
+
+
+@functools.lru_cache(maxsize=4)
+def _identities(ledger_real: str) -> frozenset[tuple[int, int]]:
+    """(device, inode) of the ledger and every file beside it, looked at once per hook call."""
+    folder, base = os.path.split(ledger_real)
+    out = set()
+    try:
+        names = [n for n in os.listdir(folder) if n == base or n.startswith(base + ".")]
+    except OSError:
+        names = [base]
+    for name in names:
+        try:
+            st = os.stat(os.path.join(folder, name))
+        except OSError:
+            continue
+        out.add((st.st_dev, st.st_ino))
+    return frozenset(out)
+
+
+def hook_settings(real: str) -> bool:
+    """Is the real path `real` a Claude Code settings file that wires (or could switch off) these hooks:
+    the project's `.claude/settings.json` or `settings.local.json`, or the user's `~/.claude/settings.json`?"""
+    if not real.endswith(".json") or f"{os.sep}.claude{os.sep}" not in real:
+        return False
+    files = [os.path.join(os.path.expanduser("~"), ".claude", "settings.json")]
+    project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if project:
+        files += [os.path.join(project, ".claude", name) for name in ("settings.json", "settings.local.json")]
+    return real in {os.path.realpath(f) for f in files}
 
 
 # What only the shell knows: `$(...)`, `${...}`, `$NAME`, `$1`, backticks (the reader keeps them in the word).
@@ -145,6 +235,24 @@ def writes_ledger(commands: list[Command], ledger_real: str, cwd: str) -> str | 
         why = _one(command, ledger_real, cwd)
         if why:
             return why
+    return _through_descriptor(commands, ledger_real, cwd)
+
+
+def _through_descriptor(commands: list[Command], ledger_real: str, cwd: str) -> str | None:
+    """`cp X /dev/fd/3 3<L`, `exec 3<L; dd of=/dev/fd/3`, `cp X /dev/stdin < L`: a line that opens the
+    ledger (or a file beside it) on a descriptor and names a per-process path (/dev/fd/N, /dev/stdin,
+    /proc/self/fd/N), which reopens that very file for writing."""
+    bound = next((f for c in commands for f in c.opens for place in _places(c, cwd) if protected(ledger_real, f, place)),
+                 None)
+    if bound is None:
+        return None
+    for command in commands:
+        program, args = command.program()
+        words = command.writes_to + ([] if program in READERS else [a.split("=", 1)[-1] for a in args])  # `of=/dev/fd/3`
+        via = next((w for w in words for place in _places(command, cwd)
+                    if w and _through_per_process(os.path.join(place, os.path.expanduser(w)))), None)
+        if via is not None:
+            return f"it opens {bound} on a file descriptor and names {via}, which is that file again, open for writing"
     return None
 
 
@@ -192,12 +300,19 @@ def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
             return why
     if program == "dd" and any(a.startswith("of=") and hit(a[3:]) for a in args):
         return f"`dd` would write {next(a[3:] for a in args if a.startswith('of=') and hit(a[3:]))}"
-    if program == "cp" and any(a == "--link" or (a[:1] == "-" and a[1:2] != "-" and "l" in a[1:]) for a in args):
-        # A hard link is the ledger itself under another name: a Write or Edit there writes it (realpath cannot tell).
+    if program == "cp" and any(options.long_option(a, "--link", 1) or options.long_option(a, "--symbolic-link", 2)
+                               or (a[:1] == "-" and a[1:2] != "-" and ("l" in a[1:] or "s" in a[1:])) for a in args):
+        # A link is the ledger itself under another name: a Write or Edit there writes it.
         linked = named + [a for a in args if not a.startswith("-") for place in places
                           if os.path.realpath(ledger_real).startswith(os.path.realpath(os.path.join(place, a)).rstrip(os.sep) + os.sep)]
         if linked:
-            return f"`cp --link` would make a hard link to {linked[0]}{'' if linked[0] in named else ' (the ledger inside)'}"
+            return f"`cp --link` would make a link to {linked[0]}{'' if linked[0] in named else ' (the ledger inside)'}"
+    if program == "rsync":
+        # DIR relative to the destination (the last word), and, to be safe, to where the line runs.
+        dest = next((a for a in reversed(args) if not a.startswith("-")), ".")
+        linked_from = [p for d in options.rsync_link_dests(args) for p in (d, os.path.join(dest, d))]
+        if any(_holds_ledger(os.path.join(place, d), ledger_real) for d in linked_from for place in places):
+            return "`rsync --link-dest` would make hard links to the files of the ledger's folder, the ledger among them"
     if program in COPIERS:
         onto = [p for place in places for p in _copy_destinations(program, args, place, ledger_real)]
         if any(hit(p) for p in onto):
