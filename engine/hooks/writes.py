@@ -151,9 +151,9 @@ def _same_file(ledger_real: str, real: str) -> bool:
     return st.st_nlink > 1 and (st.st_dev, st.st_ino) in _identities(ledger_real)
 
 
-@functools.lru_cache(maxsize=4)
 def _identities(ledger_real: str) -> frozenset[tuple[int, int]]:
-    """(device, inode) of the ledger and every file beside it, looked at once per hook call."""
+    """(device, inode) of the ledger and every file beside it, as they are now (each engine write
+    swaps in a new inode; asked only about a file with more than one link, which is rare)."""
     folder, base = os.path.split(ledger_real)
     out = set()
     try:
