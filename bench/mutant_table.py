@@ -1318,7 +1318,7 @@ MUTANTS: tuple[Mutant, ...] = (
            '(own and (engine_own(real)))',
            ('tests/unit/test_hook_other_routes.py::test_the_hooks_own_settings_are_not_the_agents_to_write',),
            "the settings that wire the hooks are a person's"),
-    Mutant('hook-deadline', 'engine/hooks/protocol.py',
+    Mutant('hook-deadline', 'engine/hooks/deadline.py',
            '    signal.setitimer(signal.ITIMER_REAL, TIMEOUTS[event] * 2 / 3)\n',
            '    signal.setitimer(signal.ITIMER_REAL, 0)\n',
            ('tests/unit/test_hook_other_routes.py::test_a_judge_slower_than_the_timeout_is_answered_by_a_denial_in_time',),

@@ -37,8 +37,9 @@ import os
 import sys
 from typing import Any
 
-from engine.hooks import commands, judge, protocol, writes
+from engine.hooks import commands, judge, writes
 from engine.hooks.context import HookContext
+from engine.hooks.deadline import deadline
 
 FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 # Subagents' tool calls are reported to skip PreToolUse (anthropics/claude-code 40580, 88441):
@@ -66,7 +67,7 @@ def pre_tool_use(ctx: HookContext) -> dict[str, Any]:
     cwd = str(ctx.data.get("cwd") or os.getcwd())
     ledger_real = os.path.realpath(ctx.ledger_path)
     ctx.touch_lease()
-    with protocol.deadline("pre-tool-use"):
+    with deadline("pre-tool-use"):
         return _judged(ctx, tool, given, cwd, ledger_real)
 
 

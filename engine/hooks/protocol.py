@@ -8,14 +8,13 @@ that says the ledger could not be read), says why, and journals it when it can.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from engine.errors import HandoffError
+from engine.hooks.deadline import TooSlow
 
 
 def _handler(event: str) -> Callable:
@@ -49,31 +48,6 @@ def failed(event: str, why: str, data: dict[str, Any]) -> dict[str, Any]:
         return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text
                                        + ". Do not act on the ledger until `handoff status` works."}}
     return {"systemMessage": text}
-
-
-class TooSlow(BaseException):
-    """The hook's own deadline passed (a BaseException: no handler inside the judge swallows it)."""
-
-
-def _too_slow(signum: int, frame: Any) -> None:
-    raise TooSlow
-
-
-@contextlib.contextmanager
-def deadline(event: str) -> Iterator[None]:
-    """Judging inside this block takes at most two thirds of Claude Code's timeout for `event`:
-    at the timeout Claude Code kills the hook and runs the call unjudged, so past that the hook
-    answers by itself, failing closed (run() catches TooSlow). Only around work that reads: an
-    exception arriving there interrupts no write of the ledger or its journal."""
-    from engine.hooks import TIMEOUTS
-
-    previous = signal.signal(signal.SIGALRM, _too_slow)
-    signal.setitimer(signal.ITIMER_REAL, TIMEOUTS[event] * 2 / 3)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def run(event: str, ledger: str, stdin: TextIO, stdout: TextIO) -> int:
