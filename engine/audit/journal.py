@@ -44,7 +44,7 @@ from engine.errors import HandoffError, os_error_text
 from engine.host.console import say
 from engine.host.flock import flock_holder, take_within
 from engine.settings import seconds
-from engine.store.sidecar import open_sidecar
+from engine.store.sidecar import SidecarRefused, open_sidecar
 
 __all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings",
            "gap_record", "head_gone", "journal_head", "journal_path", "make_record", "print_warnings"]
@@ -109,12 +109,15 @@ class Journal(Sealed, JournalBase):
                 self._note_break(fd, actor)
                 self._write_gaps(fd, actor)
                 record = self._put(fd, record, drafted)
-                self.index.save()
             except OSError as err:
                 reason = os_error_text(err)
                 if rev is not None:
                     self._note_gap(gap_of(record, reason))
                 raise JournalWriteError(f"{self.path}: the journal record could not be written: {reason}", rev=rev, reason=reason) from None
+            try:
+                self.index.save()
+            except (OSError, SidecarRefused):
+                pass  # the record is in the journal: the index, made from it, catches up at the next read that can write it
         finally:
             os.close(fd)  # releases the lock
         return record

@@ -44,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with one line (its default prints usage, then exits 2)."""
 
     def error(self, message: str) -> NoReturn:  # noqa: D401 - argparse hook
-        self.exit(2, f"handoff: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"handoff: {visible(message)} (see `{visible(self.prog)} --help`)\n")  # a word given is data
 
 
 # `handoff --help` lists the commands by what an on-call engineer is doing.
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     except HandoffError as err:
         from engine.audit.redact import redact  # only a failing call pays for the rules
 
-        print(f"handoff: {redact(str(err))}", file=sys.stderr)
+        print(f"handoff: {visible(redact(str(err)))}", file=sys.stderr)  # a path or name in it is data
         code = err.exit_code
     except KeyboardInterrupt:
         code = 130

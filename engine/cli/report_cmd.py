@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from engine.errors import UsageError
+from engine.errors import UsageError, os_error_text
 
 
 def register(sub) -> None:
@@ -81,8 +81,16 @@ def cmd_report(args) -> int:
     else:
         text = audit_render.to_csv(report)
     if args.output:
-        with open(args.output, "x", encoding="utf-8") as fh:  # "x": never overwrite what is there
-            fh.write(text)
+        created = False
+        try:
+            with open(args.output, "x", encoding="utf-8") as fh:  # "x": never overwrite what is there
+                created = True
+                fh.write(text)
+        except OSError as err:  # no such folder, a read-only mount, a full disk: nothing of it is left
+            if created:
+                os.unlink(args.output)  # the part written before the disk filled
+            raise UsageError(f"{args.output} cannot be written ({os_error_text(err)}); give a file in a folder you "
+                             "can write (nothing was written)") from None
         print(f"{args.output}: {len(report.rows)} irreversible step runs; chain verified: "
               f"{'yes' if report.proof.chain_verified else 'NO'}; records lost: {len(report.proof.gaps)}")
     else:

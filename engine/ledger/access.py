@@ -1,8 +1,8 @@
 """Opening a ledger to change it: whether this user may, and the pieces a writer needs.
 
 `writable_reason` is asked before anything changes: the ledger file, its folder (a write
-replaces the file) and the files beside it that every change writes (the lock and the
-journal) must all be writable by this user, or the ledger opens read-only with the
+replaces the file) and the files beside it that a change writes (WRITTEN_BESIDE) must all
+be writable by this user, or the ledger opens read-only with the
 reason. `open_writer` is what a session uses (the CLI and TUI go through engine.api):
 the store, the journal redacting with the ledger's own patterns, and who is acting.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from engine.approvals.identity import os_user
 from engine.audit.journal_io import SUFFIX as JOURNAL_SUFFIX
 from engine.ledger.workdir import WorkingDir
-from engine.store.sidecar import cannot_write
+from engine.store.sidecar import unusable
 
 if TYPE_CHECKING:
     from engine.ledger import ops
@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 # `writable_reason` is on the Claude Code hook's fast path (engine.hooks.context).
 
 LOCK_SUFFIX = ".lock"  # engine.store.file's lock sidecar
+# The files beside a file ledger that a change writes (the lock, the journal and its index, the
+# history, the record of the last write and its kept names and fields), most of them after the
+# ledger itself: each must be usable before anything changes, or a change would be made and
+# then reported as refused. Spelled here, not imported: their modules load the model, and this
+# one is on the hook's fast path (tests/unit/test_sidecar_written_after_commit.py checks them).
+WRITTEN_BESIDE = (LOCK_SUFFIX, JOURNAL_SUFFIX, JOURNAL_SUFFIX + ".index", ".history.jsonl", ".last-write.json",
+                  ".last-write.names.json", ".last-write.targets.json", ".last-write.targets.jsonl")
 
 
 def is_url(location: str) -> bool:
@@ -40,8 +47,8 @@ def writable_reason(path: str) -> str | None:
         return f"{path} is not writable by {user}"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"the folder {folder} is not writable by {user} (writes replace the file)"
-    for beside in (real + LOCK_SUFFIX, real + JOURNAL_SUFFIX):  # every change writes both
-        reason = cannot_write(beside)
+    for suffix in WRITTEN_BESIDE:
+        reason = unusable(real + suffix)
         if reason:
             return reason
     return None

@@ -456,7 +456,7 @@ class FileStore:
             try:
                 write_record(self.record_path, real_path(self.path), ledger, new_key, record,
                              history=ledger.revision if kept else None)
-            except OSError:
+            except (OSError, SidecarRefused):
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
             try:
                 highwater.raise_mark(mark, ledger.revision, spent)
@@ -464,7 +464,7 @@ class FileStore:
                 pass  # the ledger is written; the witnesses beside it still stand
             try:
                 outside.save_fields(real_path(self.path), ledger, new_key, base=snap.digest, names=names)
-            except OSError:
+            except (OSError, SidecarRefused):
                 pass  # as for the record: the next hand edit is then journaled without its diff
             self.journaled_external_edit = bool(edit)
             if edit:

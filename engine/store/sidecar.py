@@ -76,6 +76,22 @@ def cannot_write(path: str) -> str | None:
     return f"{path} is not writable by {os_user()}; ask its owner to give the ledger's group write access (chmod g+w)"
 
 
+def unusable(path: str) -> str | None:
+    """Why the engine could not write the sidecar at `path` as it is now (a symlink, a folder,
+    not a regular file, not writable by this user), or None (also when it does not exist
+    yet). Asked before a change, so that no file the change writes after the ledger itself
+    can fail it half done."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return str(refusal(path, OSError(errno.ELOOP if stat.S_ISLNK(st.st_mode) else errno.EISDIR, "")))
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file; move it away (the engine keeps its own file there) (nothing was changed)"
+    return cannot_write(path)
+
+
 def refusal(path: str, err: OSError) -> SidecarRefused:
     """The one-line error for a sidecar that cannot be opened."""
     if err.errno == errno.ELOOP or (os.path.islink(path)):
