@@ -1326,7 +1326,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant('sidecars-looked-at-first', 'engine/ledger/access.py',
            '    for suffix in WRITTEN_BESIDE:\n',
            '    for suffix in WRITTEN_BESIDE[:2]:\n',
-           ('tests/unit/test_sidecar_written_after_commit.py::test_a_refused_write_leaves_the_ledger_unchanged',),
+           ('tests/unit/test_sidecar_written_after_commit.py::test_a_file_the_change_would_write_after_the_ledger_is_named_before_anything_changes',),
            'a change is refused before the ledger changes when a file it writes after the ledger cannot be written'),
     Mutant('index-after-record-fails-nothing', 'engine/audit/journal.py',
            '            except (OSError, SidecarRefused):\n                pass  # the record is in the journal',
