@@ -25,7 +25,7 @@ from typing import Any
 
 from engine.audit.journal_io import write_whole
 from engine.host.digests import content_digest
-from engine.store.sidecar import SidecarRefused, open_sidecar
+from engine.store.sidecar import SidecarRefused, open_sidecar, open_to_read
 
 SUFFIX = ".index"
 MARK_EVERY = 64 * 1024
@@ -134,9 +134,8 @@ class JournalIndex:
                     found = line.get("rev")
                     covered, rev = line["end"], found if isinstance(found, int) else 0
                     break
-        try:
-            fh = open(self.journal_path, "rb")
-        except FileNotFoundError:
+        fh = open_to_read(self.journal_path)
+        if fh is None:
             return covered, rev
         with fh:
             if os.fstat(fh.fileno()).st_size < covered:
@@ -199,7 +198,10 @@ class JournalIndex:
 
     def _scan(self, start: int) -> None:
         """Read the journal from `start` (a line boundary) for what the index lacks."""
-        with open(self.journal_path, "rb") as fh:
+        fh = open_to_read(self.journal_path)
+        if fh is None:
+            return
+        with fh:
             fh.seek(start)
             data = fh.read()
         position = start

@@ -44,7 +44,7 @@ from engine.errors import HandoffError, os_error_text
 from engine.host.console import say
 from engine.host.flock import flock_holder, take_within
 from engine.settings import seconds
-from engine.store.sidecar import SidecarRefused, open_sidecar
+from engine.store.sidecar import SidecarRefused, open_sidecar, open_to_read
 
 __all__ = ["MAX_WARNINGS", "SUFFIX", "Journal", "JournalBase", "JournalWriteError", "Warnings",
            "gap_record", "head_gone", "journal_head", "journal_path", "make_record", "print_warnings"]
@@ -149,11 +149,11 @@ class Journal(Sealed, JournalBase):
 
     def _write_gaps(self, fd: int, actor: str) -> None:
         """Under the journal lock: write a `journal_gap` record for each noted gap, then forget them."""
-        try:
-            with open(self._gap_path(), "rb") as fh:
-                raw = fh.read()
-        except FileNotFoundError:
+        fh = open_to_read(self._gap_path())
+        if fh is None:
             return
+        with fh:
+            raw = fh.read()
         for line in raw.splitlines():
             try:
                 gap = json.loads(line)
@@ -172,21 +172,20 @@ class Journal(Sealed, JournalBase):
 
         An unfinished last line (being written, or torn by a crash) is left for the next
         read; a line that is complete but not JSON is skipped with a warning."""
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(offset)
-                data = fh.read()
-        except FileNotFoundError:
+        fh = open_to_read(self.path)
+        if fh is None:
             return [], offset
+        with fh:
+            fh.seek(offset)
+            data = fh.read()
         return self._parse(data, offset)
 
     def stream(self) -> Iterator[dict[str, Any]]:
         """Every complete record from the start, one at a time (memory does not grow with
         the journal: the report and time travel over a million records). As `read(0)`:
         a damaged line is skipped with a warning, an unfinished last line is left."""
-        try:
-            fh = open(self.path, "rb")
-        except FileNotFoundError:
+        fh = open_to_read(self.path)
+        if fh is None:
             return
         with fh:
             offset = 0
@@ -233,12 +232,12 @@ class Journal(Sealed, JournalBase):
         window's start is not a record, and not a damaged one either)."""
         if start <= 0:
             return self.read(0)[0]
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(start - 1)
-                data = fh.read()
-        except FileNotFoundError:
+        fh = open_to_read(self.path)
+        if fh is None:
             return []
+        with fh:
+            fh.seek(start - 1)
+            data = fh.read()
         first = data.find(b"\n") + 1  # data[0] is the byte before `start`
         if first == 0:
             return []

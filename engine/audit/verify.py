@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.audit.chain import GENESIS, chain_hash, flaw, link_of
+from engine.store.sidecar import open_to_read
 
 
 @dataclass
@@ -108,10 +109,7 @@ def verify_file(path: str, head: dict[str, Any] | None = None) -> Verdict:
     seen: dict[int, str] = {}
     want = head.get("seq") if head else None
     offset = 0
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        fh = None
+    fh = open_to_read(path)
     if fh is not None:
         with fh:
             for number, raw in enumerate(fh, 1):

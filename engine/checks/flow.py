@@ -65,6 +65,18 @@ def check_flow(ctx: Context) -> None:
                 suggestion=f'runbook step {typo.name} starts from "{guess}": if that should be "{state}", correct it '
                 "there" if typo else f"add a step with `from: {state}`, or record where "
                 f"{'it really is' if one else 'they really are'} with `handoff reconcile TARGET --to STATE --reason ...`")
+    # From where targets are, the steps must lead to done: a runbook whose steps only go round
+    # (queued -> checked -> queued) keeps a session busy until its budget is spent.
+    circling: dict[str, list[str]] = {}
+    for name, state in positions.items():
+        ahead = reach({state}, steps)
+        if state in moving and state not in stuck and "done" not in ahead and ahead <= leaves:  # (a dead end: warned below)
+            circling.setdefault(state, []).append(name)
+    for state, who in circling.items():
+        first = next(i for i, s in enumerate(steps) if s.from_ == state)  # not stuck: a step leaves it
+        ctx.add(ERROR, f'the runbook steps from "{state}" never lead to done, only round: {names(who)} can never '
+                "finish", "runbook", "steps", first, "from", code="never-done",
+                suggestion="add a step towards done (`to: done`) from a state these steps reach")
     for index, step in enumerate(steps):
         state = step.to
         if state in leaves or state == "done" or state in PEOPLE_STATES or state in stuck:

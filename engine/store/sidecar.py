@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import stat
+from typing import BinaryIO
 
 from engine.approvals.identity import os_user
 from engine.errors import HandoffError
@@ -48,9 +49,9 @@ def open_sidecar(path: str, flags: int, *, ledger: str) -> int:
                 fd = os.open(path, (flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW) & ~os.O_TRUNC, mode)
                 created = True
             except FileExistsError:
-                fd = os.open(path, (flags & ~os.O_CREAT) | os.O_NOFOLLOW)
+                fd = os.open(path, (flags & ~os.O_CREAT) | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO: refused, not waited on
         else:
-            fd = os.open(path, flags | os.O_NOFOLLOW)
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as err:
         raise refusal(path, err) from None
     if created:
@@ -63,6 +64,7 @@ def open_sidecar(path: str, flags: int, *, ledger: str) -> int:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise SidecarRefused(f"{path} is not a regular file; move it away (the engine keeps its own file there)")
+    os.set_blocking(fd, True)
     return fd
 
 
@@ -92,12 +94,36 @@ def unusable(path: str) -> str | None:
     return cannot_write(path)
 
 
+def open_to_read(path: str) -> BinaryIO | None:
+    """`path` (a journal, its index, its gaps) open for reading, or None if it does not exist.
+    Never blocks (a FIFO put there is refused, not waited on) and never a traceback: a folder,
+    a pipe or a file this user may not read is a SidecarRefused saying what to do."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno in (errno.EACCES, errno.EPERM):
+            raise SidecarRefused(f"{path} cannot be read by {os_user()} ({err.strerror}); ask its owner to give the "
+                                 "ledger's group read access (chmod g+r)") from None
+        raise refusal(path, err) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        folder = stat.S_ISDIR(os.fstat(fd).st_mode)
+        os.close(fd)
+        raise refusal(path, OSError(errno.EISDIR, "")) if folder else SidecarRefused(
+            f"{path} is not a regular file; move it away (the engine keeps its own file there)")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def refusal(path: str, err: OSError) -> SidecarRefused:
     """The one-line error for a sidecar that cannot be opened."""
     if err.errno == errno.ELOOP or (os.path.islink(path)):
         return SidecarRefused(f"{path} is a symlink; the engine never follows one beside a ledger: remove it (nothing was changed)")
     if err.errno == errno.EISDIR or os.path.isdir(path):
         return SidecarRefused(f"{path} is a folder; move it away, the engine keeps its own file there (nothing was changed)")
+    if err.errno == errno.ENXIO:  # a FIFO opened to write with no reader
+        return SidecarRefused(f"{path} is not a regular file; move it away (the engine keeps its own file there)")
     if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return SidecarRefused(f"{path} cannot be written ({err.strerror}); ask the folder's owner for group write access (nothing was changed)")
     return SidecarRefused(f"{path}: {err.strerror or err}")
