@@ -33,14 +33,13 @@ def test_a_folder_where_a_journal_belongs_is_one_line(fleet, suffix, args):
     before = fleet.read_bytes()
     result = handoff(args[0], fleet, *args[1:])
     assert "Traceback" not in result.stderr, result.stderr
-    assert result.returncode in (1, 2) and side in result.stderr, result.stderr
+    assert result.returncode in (1, 2) and side in result.stderr and "move it away" in result.stderr, result.stderr
     assert fleet.read_bytes() == before
 
 
 @pytest.mark.parametrize("args", READERS, ids=lambda a: " ".join(a))
 def test_a_journal_another_user_keeps_private_is_one_line(args):
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to act as another user")
+    assert os.geteuid() == 0 and shutil.which("setpriv"), "this test acts as another user: it needs root and setpriv (README)"
     import tempfile
     from pathlib import Path
 
@@ -60,7 +59,12 @@ def test_a_journal_another_user_keeps_private_is_one_line(args):
     from tests.conftest import ROOT, cli_env
 
     env = cli_env(XDG_STATE_HOME="/tmp", HOME="/tmp")
-    result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "engine.cli.main",
-                             args[0], str(fleet), *args[1:]], capture_output=True, text=True, cwd=str(ROOT), env=env, timeout=60)
+    try:
+        result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                                 "engine.cli.main", args[0], str(fleet), *args[1:]], capture_output=True, text=True,
+                                cwd=str(ROOT), env=env, timeout=60)
+    finally:
+        shutil.rmtree(folder)
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode in (1, 2) and journal in result.stderr, result.stderr
+    assert "cannot be read by" in result.stderr and "chmod g+r" in result.stderr, result.stderr
