@@ -21,7 +21,7 @@ wrappers), and the answer is the strictest part's: `allow` only when every part 
 - Any other tool given the ledger's path (or a sidecar's, or the settings wiring these hooks),
   an MCP server's `write_file` say, unless its name says it only looks (`read_*`, `get_*`,
   `list_*`, ...): denied as a write.
-- A call not judged within two thirds of Claude Code's timeout: denied (engine.hooks.protocol).
+- A call not judged within two thirds of Claude Code's timeout: denied (engine.hooks.deadline).
 - Anything else: the ledger's `agent.unknown_commands` (`allow`: no objection, Claude
   Code's own permissions apply; `ask`: a person is asked; `deny`); reading tools (`Read`,
   `Grep`, `Glob`) are never refused.

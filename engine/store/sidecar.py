@@ -90,7 +90,7 @@ def unusable(path: str) -> str | None:
     if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
         return str(refusal(path, OSError(errno.ELOOP if stat.S_ISLNK(st.st_mode) else errno.EISDIR, "")))
     if not stat.S_ISREG(st.st_mode):
-        return f"{path} is not a regular file; move it away (the engine keeps its own file there) (nothing was changed)"
+        return f"{path} is not a regular file; move it away, the engine keeps its own file there (nothing was changed)"
     return cannot_write(path)
 
 
