@@ -5,7 +5,6 @@ denied; where a test lets bash run what the hook allowed, it shows the ledger ch
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from session_kit import demo_copy
+from test_hook_writers_spelled import _snap
 
 from engine.hooks import TIMEOUTS
 
@@ -39,11 +39,6 @@ def hook(env: dict[str, str], ledger: Path, tool: str, given: dict, cwd: Path, h
     assert p.returncode == 0, p.stderr
     answer = json.loads(p.stdout or "{}").get("hookSpecificOutput") or {}
     return answer.get("permissionDecision", "none"), answer.get("permissionDecisionReason", "")
-
-
-def _snap(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _bash(env: dict[str, str], line: str, cwd: Path) -> None:
