@@ -26,12 +26,15 @@ if TYPE_CHECKING:
 
 LOCK_SUFFIX = ".lock"  # engine.store.file's lock sidecar
 # The files beside a file ledger that a change writes (the lock, the journal and its index, the
-# history, the record of the last write and its kept names and fields), most of them after the
-# ledger itself: each must be usable before anything changes, or a change would be made and
-# then reported as refused. Spelled here, not imported: their modules load the model, and this
-# one is on the hook's fast path (tests/unit/test_sidecar_written_after_commit.py checks them).
-WRITTEN_BESIDE = (LOCK_SUFFIX, JOURNAL_SUFFIX, JOURNAL_SUFFIX + ".index", ".history.jsonl", ".last-write.json",
-                  ".last-write.names.json", ".last-write.targets.json", ".last-write.targets.jsonl")
+# history, the last write's kept names and fields), most of them after the ledger itself: each
+# must be usable before anything changes, or a change would be made and then reported as
+# refused. Not `.last-write.json`: a change marks it pending before its swap, so a refused one
+# refuses the change before anything is made, and a session meeting a damaged one must still
+# say "went back in time" when it is (tests/unit/test_witness.py). Spelled here, not imported:
+# their modules load the model, and this one is on the hook's fast path
+# (tests/unit/test_sidecar_written_after_commit.py ties them to their modules).
+WRITTEN_BESIDE = (LOCK_SUFFIX, JOURNAL_SUFFIX, JOURNAL_SUFFIX + ".index", ".history.jsonl", ".last-write.names.json",
+                  ".last-write.targets.json", ".last-write.targets.jsonl")
 
 
 def is_url(location: str) -> bool:
