@@ -36,12 +36,13 @@ def _handler(event: str) -> Callable:
     return {"session-start": events.session_start, "pre-compact": events.pre_compact, "session-end": events.session_end}[event]
 
 
-def failed(event: str, why: str, data: dict[str, Any]) -> dict[str, Any]:
-    """The fail-closed answer of `event` when the hook itself could not decide."""
+def failed(event: str, why: str, data: dict[str, Any], then: str = "refused until the ledger can be read") -> dict[str, Any]:
+    """The fail-closed answer of `event` when the hook itself could not decide (`then`: what
+    the agent is told of a denied tool call)."""
     text = f"handoff hook {event} could not check this against the ledger: {why}"
     if event == "pre-tool-use":
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                       "permissionDecisionReason": text + "; refused until the ledger can be read"}}
+                                       "permissionDecisionReason": f"{text}; {then}"}}
     if event == "stop":
         return {} if data.get("stop_hook_active") else {"decision": "block", "reason": text + "; fix that, then stop"}
     if event == "session-start":
@@ -64,7 +65,7 @@ def run(event: str, ledger: str, stdin: TextIO, stdout: TextIO) -> int:
         from engine.hooks import TIMEOUTS
 
         why = f"it could not decide within {TIMEOUTS[event] * 2 / 3:.0f} s (Claude Code would then run the call unjudged)"
-        answer = failed(event, why, data)
+        answer = failed(event, why, data, "refused: run it in smaller parts (a glob over fewer files, one command a call)")
         _journal_failure(event, ledger, why)
     except HandoffError as err:
         from engine.audit.redact import redact  # a failing call only: an answer's reason never shows a secret

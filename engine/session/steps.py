@@ -239,19 +239,27 @@ def spend(s: SessionContext, it: Intent) -> None:
     if proofs is None or approval is None:
         return
     try:
-        # Under a `count` policy each co-approval is marked too. They are looked at first, and the
-        # approval is marked before them (its `spend` looks at it once more): a refused spawn marks none.
-        why = next((already(one, mark) for one in it.co_approvals
-                    if (mark := proofs.spent(it.target, one, it.token)) is not None), None)
-        for one in (approval, *it.co_approvals) if why is None else ():
-            why = proofs.spend(it.target, one, it.token, s.identity or "?")
-            if why:
-                break
+        why = _spend_all(proofs, it, approval, s.identity or "?")
     except (OSError, HandoffError) as err:
         why = (f"the mark that its approval is spent could not be made ({getattr(err, 'strerror', None) or err}), and "
                "an irreversible step never runs without it")
     if why:
         raise Fenced(why)
+
+
+def _spend_all(proofs, it: Intent, approval: Approval, user: str) -> str | None:
+    """Mark the approval and, under a `count` policy, each co-approval spent; why one may not be,
+    or None. The co-approvals are looked at first and the approval is marked first (its own
+    `spend` looks at it): a refused spawn marks none of them."""
+    for one in it.co_approvals:
+        mark = proofs.spent(it.target, one, it.token)
+        if mark is not None:
+            return already(one, mark)
+    for one in (approval, *it.co_approvals):
+        why = proofs.spend(it.target, one, it.token, user)
+        if why:
+            return why
+    return None
 
 
 def fenced_launch(s: SessionContext, it: Intent):

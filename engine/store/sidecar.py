@@ -107,10 +107,10 @@ def open_to_read(path: str) -> BinaryIO | None:
             raise SidecarRefused(f"{path} cannot be read by {os_user()} ({err.strerror}); ask its owner to give the "
                                  "ledger's group read access (chmod g+r)") from None
         raise refusal(path, err) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        folder = stat.S_ISDIR(os.fstat(fd).st_mode)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise refusal(path, OSError(errno.EISDIR, "")) if folder else SidecarRefused(
+        raise refusal(path, OSError(errno.EISDIR, "")) if stat.S_ISDIR(mode) else SidecarRefused(
             f"{path} is not a regular file; move it away (the engine keeps its own file there)")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
