@@ -203,8 +203,16 @@ def admit(ledger: Ledger, who_name: str, who_user: str, signed: Signed | None, e
         return who_name, "none"
     entry = verified_entry(ledger, who_name)
     if entry is None:
-        if any(_same(who_user, n) for n in plain_names(ledger)):
-            return who_name, "none"
+        login = next((n for n in plain_names(ledger) if _same(who_user, n)), None)
+        if login is not None:
+            # A plain name is an OS login: the login is the person, whatever --as says (one login
+            # under two names would count as two people under `count`).
+            if not _same(who_name, login):
+                raise Refused(f"OS user {who_user!r} approves as {login} (a plain OS login in this ledger's approvers), "
+                              f"not as {who_name!r}: run it without --as, or make {who_name} a verified approver "
+                              f"({{name: {who_name}, os_user: LOGIN}} or ssh_key); nothing was approved",
+                              title="Not that person")
+            return login, "none"
         names = ", ".join(a if isinstance(a, str) else a.name for a in approvers) or "none"
         raise Refused(f"OS user {who_user!r} is not in this ledger's approvers ({names}), nor is {who_name!r}; "
                       "a verified approver names themselves with --as NAME", title="Not an approver")
@@ -245,7 +253,7 @@ def recheck(ledger: Ledger, name: str, approval: Approval) -> str | None:
         return None
     entry = verified_entry(ledger, approval.by)
     if entry is None:
-        if any(_same(approval.user, n) for n in plain_names(ledger)):
+        if _same(approval.by, approval.user) and any(_same(approval.user, n) for n in plain_names(ledger)):
             return None
         return f"{approval.by} (OS user {approval.user}) is not in this ledger's approvers"
     if approval.via == "slack":

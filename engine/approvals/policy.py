@@ -61,9 +61,9 @@ def requesters(journal, ledger: Ledger, name: str) -> set[str]:
         for kind in ("session_start", "claude_session_start"):
             record = journal.last_of(kind, session=sid) if journal is not None else None
             if record:
-                names.update(str(record[k]).strip().casefold() for k in ("by", "user") if record.get(k))
-                if record.get("user"):
-                    names.add(STARTED_AS + str(record["user"]).strip().casefold())
+                names.update(str(record[k]).strip().casefold() for k in ("by", "user", "starter") if record.get(k))
+                # `starter`: the OS user who started a Temporal workflow (its workers journal its start as theirs)
+                names.update(STARTED_AS + str(record[k]).strip().casefold() for k in ("user", "starter") if record.get(k))
     return names
 
 

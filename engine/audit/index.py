@@ -38,7 +38,7 @@ INDEXED: dict[str, tuple[str, ...]] = {
     "intent_cancelled": ("target", "cancels", "ts"),  # ... and cancelled when the write did not happen
     "gate": ("target", "step", "actor", "user", "ts"),  # who asked: never the approver (engine.approvals.policy)
     # ... and who started the session that asked (never one of a count's people), however far back
-    "session_start": ("session", "by", "user", "ts"),
+    "session_start": ("session", "by", "user", "starter", "ts"),
     "claude_session_start": ("session", "by", "user", "ts"),
     # A witness whose record was lost: checked at every fence (engine.approvals.witness), so never a scan.
     "journal_gap": ("target", "lost_kind", "lost", "ts"),

@@ -82,6 +82,7 @@ def _ledger_id(writer) -> str:
 
 def resume_temporal(args) -> int:
     require()
+    from engine.approvals.identity import os_user
     from engine.codec.textsafe import visible
     from engine.lease.rules import lease_state
     from engine.ledger.access import open_writer
@@ -107,6 +108,7 @@ def resume_temporal(args) -> int:
         wid = workflow_id(_ledger_id(writer))
         job = {"ledger": location, "workflow_id": wid, "address": address, "namespace": args.namespace,
                "task_queue": args.task_queue, "actor": writer.actor, "poll": poll_seconds(),
+               "starter": os_user(),  # the workers journal who started it: never one of a count's approvers
                "heartbeat_timeout": heartbeat_timeout(), "idle": idle_seconds(), "history_max": history_max()}
         if args.planner == "claude":  # the workers need the model's credential; the brief comes from the ledger
             job["planner"] = {"name": "claude", "model": args.model, "max_tokens": args.max_tokens,

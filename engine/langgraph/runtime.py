@@ -67,7 +67,7 @@ class Run:
         try:
             actor.out.say(f"langgraph thread {self.thread} holds the ledger (checkpointer {_shown(self.url)}, "
                           f"keeping {self.keep} checkpoints; planner {self._state()['planner']})", kind="session_start",
-                          runtime="langgraph")
+                          runtime="langgraph", by=self.job.get("actor"))  # who started it: never one of a count's approvers
             if previous.status in ("dead", "stale"):
                 actor.out.say(f"took over the lease: {previous.detail}", kind="lease_takeover", previous=previous.holder)
             actor.note_at_start, actor.started_iso = actor.store.read().handoff_note, _now()

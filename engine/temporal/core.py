@@ -110,7 +110,8 @@ def take_lease(job: Job) -> dict[str, Any]:
     actor = WorkflowActor(job)
     ledger = actor.store.read()
     actor.out.say(f"temporal workflow {actor.sid} holds the ledger (started by {handle.who}; task queue {job['task_queue']} "
-                  f"at {job['address']}, namespace {job['namespace']})", kind="session_start", rev=rev, runtime="temporal")
+                  f"at {job['address']}, namespace {job['namespace']})", kind="session_start", rev=rev, runtime="temporal",
+                  by=handle.actor, starter=job.get("starter"))  # the person who started it: never one of a count's approvers
     if previous.status in ("dead", "stale"):
         actor.out.say(f"took over the lease: {previous.detail}", kind="lease_takeover", previous=previous.holder)
         actor.page("lease_takeover", f"temporal workflow {actor.sid} took over from {previous.detail}")

@@ -131,10 +131,9 @@ def test_a_forged_signature_or_none_never_spawns(signed) -> None:
     _save(ledger, data)
     result = handoff("run", ledger, "db-19", "link")
     assert result.returncode == 1 and "the signature does not verify" in result.stdout + result.stderr
-    # db-18 approved while alice was a plain approver; then the ledger makes her sign: the old approval is unsigned.
+    # db-18 approved as alice while the ledger named no approvers; then it makes her sign: the old approval is unsigned.
     data = _load(ledger)
-    keys = data["approvers"]
-    data["approvers"] = ["root"]
+    keys = data.pop("approvers")
     _save(ledger, data)
     assert _approve(ledger, "db-18").returncode == 0
     data = _load(ledger)
@@ -257,10 +256,10 @@ def test_an_os_user_approver_must_run_as_that_user() -> None:
         assert ledger.read_bytes() == before
         ran = handoff("run", ledger, "db-19", "link")
         assert ran.returncode == 0, ran.stdout + ran.stderr
-        # db-18 approved by root as nob while the approvers were plain names; then nob must be nobody: refused at the fence.
+        # db-18 approved by root as nob while the ledger named no approvers; then nob must be nobody: refused at the fence.
+        # (Under a plain `root` entry root approves as root only: test_plain_login_approves_as_itself.)
         data = _load(ledger)
-        entries = data["approvers"]
-        data["approvers"] = ["root"]
+        entries = data.pop("approvers")
         _save(ledger, data)
         assert handoff("approve", ledger, "db-18", "--yes", "--as", "nob").returncode == 0
         data = _load(ledger)
@@ -272,6 +271,33 @@ def test_an_os_user_approver_must_run_as_that_user() -> None:
         assert not (folder / "spawned-db-18").exists()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_plain_login_approves_as_itself(tmp_path: Path) -> None:
+    """A plain name in `approvers:` is an OS login: the login is the person. `--as` another name is refused (one
+    login under two names would count as two people under `count`), the ledger unchanged; without `--as` the
+    approval is the login's; and an approval recorded under another name for that login is refused at the fence."""
+    ledger = _ledger(tmp_path, ["root"])
+    before = ledger.read_bytes()
+    refused = handoff("approve", ledger, "db-18", "--yes", "--as", "mallory1")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert ("OS user 'root' approves as root (a plain OS login in this ledger's approvers), not as 'mallory1': run it "
+            "without --as") in refused.stderr
+    assert ledger.read_bytes() == before
+    assert handoff("approve", ledger, "db-19", "--yes").returncode == 0
+    assert _load(ledger)["targets"]["db-19"]["approvals"][0]["by"] == "root"
+    # Given as mallory1 while the ledger named no approvers, then held against the plain `root` entry: refused.
+    data = _load(ledger)
+    entries = data.pop("approvers")
+    _save(ledger, data)
+    assert handoff("approve", ledger, "db-18", "--yes", "--as", "mallory1").returncode == 0
+    data = _load(ledger)
+    data["approvers"] = entries
+    _save(ledger, data)
+    ran = handoff("run", ledger, "db-18", "link")
+    assert ran.returncode == 1 and "mallory1 (OS user root) is not in this ledger's approvers" in ran.stdout, ran.stdout
+    assert not (tmp_path / "spawned-db-18").exists()
+    assert handoff("run", ledger, "db-19", "link").returncode == 0 and (tmp_path / "spawned-db-19").exists()
 
 
 @pytest.mark.parametrize("approvers,said", [(None, "no approvers: anyone but the asker may approve"),
