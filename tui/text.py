@@ -15,12 +15,18 @@ from typing import Any
 from rich.text import Text
 
 from engine.api import one_line as _one_line
-from engine.api import visible
+from engine.api import shell_word, visible
 
 
 def clean(value: Any) -> str:
     """`value` as a str with every control character (but newline and tab) made visible."""
     return visible(value, pictures=True)
+
+
+def argument(value: Any) -> str:
+    """One argument of a command as one shell word: quoted, and a newline or control inside it
+    written as its escape (`$'web-02\\n'`), so it is one line and reads as what runs."""
+    return shell_word(value)
 
 
 def clean_line(value: Any) -> str:

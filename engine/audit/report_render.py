@@ -12,6 +12,7 @@ import io
 import json
 
 from engine.audit.report import COLUMNS, Report
+from engine.codec.jsontext import json_line
 from engine.codec.textsafe import one_line, visible
 
 
@@ -33,7 +34,7 @@ def _flat(report: Report) -> list[dict[str, str]]:
 
 def to_json(report: Report) -> str:
     """The report as one JSON document."""
-    return json.dumps(report.as_dict(), ensure_ascii=False, indent=2) + "\n"
+    return json_line(report.as_dict(), indent=2) + "\n"
 
 
 def to_csv(report: Report) -> str:

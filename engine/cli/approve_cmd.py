@@ -21,15 +21,15 @@ import json
 import sys
 
 from engine.api import DRIFT_PREFIX, checkpoint_drift
-from engine.codec.textsafe import visible
+from engine.codec.textsafe import shell_word, visible
 from engine.errors import ApprovalChanged, UsageError
 
 
 def show(pending, target: str, out=sys.stdout) -> None:
     """The command an approval would bind, for a person to read."""
     kind = "IRREVERSIBLE" if pending.irreversible else "reversible"
-    lines = [f"{target}: {pending.step.name} ({kind}) would run:"]
-    lines += [f"    {visible(arg)}" for arg in pending.argv]
+    lines = [f"{visible(target)}: {visible(pending.step.name)} ({kind}) would run:"]
+    lines += [f"    {shell_word(arg)}" for arg in pending.argv]  # one line per argument, quoted: nothing reads alike
     lines.append(f"  checkpoint: {visible(pending.checkpoint or '-')}")
     lines.append(f"  hash: {pending.hash}")
     print("\n".join(lines), file=out, flush=True)
@@ -50,7 +50,8 @@ def read_answer(prompt: str) -> str:
 
 
 def _ask(target: str, anyway: bool = False) -> bool:
-    return read_answer(f"Type {visible(target)} to approve it{' anyway' if anyway else ''} (anything else cancels): ") == target
+    typed = read_answer(f"Type {visible(target)} to approve it{' anyway' if anyway else ''} (anything else cancels): ")
+    return bool(typed) and typed == target  # "" is also Ctrl-C and end of input: never a yes
 
 
 def drift_warning(name: str, reason: str) -> str:

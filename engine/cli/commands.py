@@ -14,6 +14,7 @@ import tempfile
 from typing import Any
 
 from engine.cli.arguments import open_handle
+from engine.codec.jsontext import json_line
 from engine.errors import HandoffError, UsageError
 
 
@@ -248,11 +249,11 @@ def cmd_status(args) -> int:
         from engine.version import version
 
         data = {"version": version(), **data, "needs_person": needs_a_person(ledger)}  # version: which handoff wrote this
-        from engine.codec.jsontext import dumps
+        from engine.codec.jsontext import dumps, escaped
 
         # One write: json.dump to a stream makes one write call per token (~700k at 10k targets).
         safe = redactor.document(data)  # a secret written in by hand is not shown either
-        sys.stdout.write(dumps(safe) + "\n")
+        sys.stdout.write(escaped(dumps(safe)) + "\n")
         return 0
     from engine.codec.textsafe import one_line
     from engine.ledger.render import describe
@@ -411,7 +412,7 @@ def _note_json(args) -> int:
     else:
         data = None if ledger.handoff_note is None else {
             "note": ledger.handoff_note, "by": ledger.handoff_note_by, "at": ledger.handoff_note_at}
-    print(json.dumps(handle.journal.redactor.value(data), ensure_ascii=False))
+    print(json_line(handle.journal.redactor.value(data)))
     return 0
 
 
@@ -494,7 +495,7 @@ def cmd_journal(args) -> int:
 
         return print_verdict(handle, args.json)
     records, offset = journal.read(0)
-    emit = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_record
+    emit = json_line if args.json else format_record
     if not args.follow:  # one buffered stream (a long journal is not a write per line)
         for record in records:
             print(emit(record))

@@ -12,10 +12,11 @@ of which those set now are listed). Beside a ledger it writes only its own sidec
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
+
+from engine.codec.jsontext import json_line
 
 
 def register(sub) -> None:
@@ -52,7 +53,7 @@ def cmd_info(args) -> int:
 
     data = facts()
     if args.json:
-        print(redact(json.dumps(data, ensure_ascii=False)))
+        print(redact(json_line(data)))
         return 0
     lines = [
         f"handoff {data['version']} (python {data['python']})",

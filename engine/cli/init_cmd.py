@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from engine.codec.jsontext import json_line
 from engine.errors import UsageError
 
 SCHEMA_FILE = "ledger.schema.json"
@@ -55,9 +56,8 @@ def cmd_init(args) -> int:
 
     found = templates()
     if args.list and args.json:
-        import json
 
-        print(json.dumps([{"name": n, "summary": summary(p), "path": str(p)} for n, p in found.items()], ensure_ascii=False))
+        print(json_line([{"name": n, "summary": summary(p), "path": str(p)} for n, p in found.items()]))
         return 0
     if args.list:
         width = max(len(n) for n in found)

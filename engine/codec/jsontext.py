@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from engine.codec.textsafe import _CONTROL
+
 _OPTIONS = orjson.OPT_NON_STR_KEYS  # a key YAML read as a number or a boolean, as json.dumps spells it
 
 
@@ -55,3 +57,25 @@ def plain(value: Any) -> Any:
         if out == value:
             return out
     return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def escaped(text: str) -> str:
+    """JSON text with every character a terminal must not get raw (engine.codec.textsafe: bidi,
+    zero-width, C1, DEL, tags) written as its `\\uXXXX` escape: the same JSON to a program that
+    reads it, nothing hidden or reordered for a person who reads it (or pipes it to a pager)."""
+    if text.isascii() and "\x7f" not in text:
+        return text  # JSON escapes C0 itself; the rest is all above ASCII
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # as a UTF-16 surrogate pair, as JSON spells what is past the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_line(value: Any, **options: Any) -> str:
+    """`value` as JSON text for a terminal or a pipe a person may read: json's own, `escaped`."""
+    return escaped(json.dumps(value, ensure_ascii=False, **options))

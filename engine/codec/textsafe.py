@@ -1,55 +1,50 @@
 """Ledger text is data: make every control character visible before it reaches a terminal.
 
 This is the one place that decides which characters are dangerous on a terminal: every
-C0/C1 control but newline and tab, DEL, the Unicode line and paragraph separators
-(U+2028/2029), the bidi marks, embeddings, overrides and isolates ("Trojan Source"),
-and the zero-width and invisible characters that hide text (U+200B..U+200D, U+2060..U+2064,
-U+180E, U+FEFF), and the characters that draw nothing yet change what runs: the soft
-hyphen (U+00AD), the combining grapheme joiner (U+034F), the Hangul fillers (U+115F,
-U+1160, U+3164, U+FFA0), the variation selectors (U+FE00..U+FE0F, U+E0100..U+E01EF) and
-the tag characters (U+E0000..U+E007F). A target name or note can then never move the
-cursor, change colours, set the window title, read backwards or hide text from the
-operator, and an approver sees every character of the argv they approve.
+control (Unicode category Cc) but newline and tab, every format character (Cf: the bidi
+marks, embeddings, overrides and isolates of "Trojan Source", the zero-width joiners, the
+soft hyphen, the BOM, the tag characters and the rarer format controls terminals and Rich
+draw as nothing), the line and paragraph separators (Zl, Zp), and the rest of Unicode's
+default-ignorable characters, which draw nothing yet change what runs: the combining
+grapheme joiner (U+034F), the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), the Khmer
+inherent vowels (U+17B4, U+17B5), the Mongolian free variation selectors (U+180B..U+180F),
+the variation selectors (U+FE00..U+FE0F, U+E0100..U+E01EF) and the ranges Unicode keeps
+ignorable for the future (U+FFF0..U+FFF8, U+E0000..U+E0FFF). A target name or note can then
+never move the cursor, change colours, set the window title, read backwards or hide text
+from the operator, and an approver sees every character of the argv they approve. The
+ranges are written out (a scan of Unicode's categories at import would cost ~0.2 s in every
+process); tests/unit/test_textsafe.py derives them from `unicodedata` again and compares.
 
 Two spellings of the same set: the CLI writes `\\x1b` / `\\u202e` (copy-pastable into a
 bug report), the TUI writes one visible cell per C0 control from Unicode's Control
-Pictures block (`␛`) and `<U+202E>` for the rest (`pictures=True`).
+Pictures block (`␛`) and `<U+202E>` for the rest (`pictures=True`). One argument of a command
+is one shell word in both (`shell_word`: `$'web-02\\n'`), so it stays one line and can be pasted.
 """
 
 from __future__ import annotations
 
 import re
 
-# Characters that are never sent to a terminal as they are.
-_CODES: tuple[int, ...] = (
-    *range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0),  # C0 (but \t \n), DEL, C1
-    0x061C, 0x180E,                                             # Arabic letter mark, Mongolian vowel separator
-    *range(0x200B, 0x2010),                                     # zero-width space/joiners, LRM, RLM
-    0x2028, 0x2029,                                             # line and paragraph separators
-    *range(0x202A, 0x202F),                                     # bidi embeddings and overrides
-    *range(0x2060, 0x2065), *range(0x2066, 0x206A),             # word joiner, invisible operators, isolates
-    0xFEFF,                                                     # zero-width no-break space (BOM)
-    0x00AD, 0x034F,                                             # soft hyphen, combining grapheme joiner
-    0x115F, 0x1160, 0x3164, 0xFFA0,                             # Hangul fillers (blank, yet letters)
-    *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0),           # variation selectors
-    *range(0xE0000, 0xE0080),                                   # tag characters (invisible ASCII copies)
+# Characters that are never sent to a terminal as they are: inclusive ranges.
+_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0008), (0x000B, 0x001F), (0x007F, 0x009F),      # C0 (but \t \n), DEL, C1
+    (0x00AD, 0x00AD), (0x034F, 0x034F),                        # soft hyphen, combining grapheme joiner
+    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD),      # Arabic number signs, letter mark, end of ayah
+    (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),      # Syriac abbreviation mark, Arabic marks
+    (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),      # Hangul fillers, Khmer vowels, Mongolian selectors
+    (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x206F),      # zero-width, LRM/RLM, separators, bidi, invisibles
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),      # Hangul filler, variation selectors, BOM
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB),                        # halfwidth filler, interlinear annotations
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x13438),  # Kaithi marks, Egyptian format controls
+    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),                    # shorthand and musical format controls
+    (0xE0000, 0xE0FFF),                                        # tags, variation selectors supplement, reserved
 )
+_CODES: tuple[int, ...] = tuple(code for a, b in _RANGES for code in range(a, b + 1))
 CONTROL_CODES: frozenset[int] = frozenset(_CODES)
 
 
-def _ranges(codes: frozenset[int]) -> str:
-    """The codes as a character class of ranges (one per run): a class of ~600 single
-    characters cost ~27 us a search, this one under 1."""
-    runs: list[list[int]] = []
-    for code in sorted(codes):
-        if runs and code == runs[-1][1] + 1:
-            runs[-1][1] = code
-        else:
-            runs.append([code, code])
-    return "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in runs)
-
-
-_CONTROL = re.compile(f"[{_ranges(CONTROL_CODES)}]")
+# One class of ranges: a class of single characters cost ~27 us a search, this one under 1.
+_CONTROL = re.compile("[" + "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in _RANGES) + "]")
 
 
 def _escape(code: int) -> str:
@@ -66,8 +61,22 @@ def _picture(code: int) -> str:
     return f"<U+{code:04X}>"
 
 
-_ESCAPES = {code: _escape(code) for code in _CODES}
-_PICTURES = {code: _picture(code) for code in _CODES}
+class _Table(dict):
+    """str.translate's table for CONTROL_CODES, filled as codes are met (4,000 of them)."""
+
+    def __init__(self, spell) -> None:
+        super().__init__()
+        self.spell = spell
+
+    def __missing__(self, code: int) -> str:
+        if code not in CONTROL_CODES:
+            raise LookupError(code)  # translate leaves the character as it is
+        self[code] = spelled = self.spell(code)
+        return spelled
+
+
+_ESCAPES = _Table(_escape)
+_PICTURES = _Table(_picture)
 
 
 def visible(text: object, *, pictures: bool = False) -> str:
@@ -93,3 +102,20 @@ def one_line(text: object, width: int | None = None, *, pictures: bool = False) 
     if width is not None and len(value) > width:
         value = value[: max(0, width - 1)] + "…"
     return value
+
+
+_WORD_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shell_word(arg: object) -> str:
+    """`arg` as one shell word a person reads and can paste: shlex's quoting where that is
+    enough (`'a b'`, `''`), and where the argument holds a newline, a tab or a character of
+    CONTROL_CODES, bash's `$'...'` with each of those written as its escape (`$'web-02\\n'`,
+    `$'\\u202e'`): one argument is always one line, and two different argvs never read alike."""
+    import shlex
+
+    text = "" if arg is None else (arg if isinstance(arg, str) else str(arg))
+    if "\n" not in text and "\t" not in text and (text.isascii() and text.isprintable() or not _CONTROL.search(text)):
+        return shlex.quote(text)
+    spelled = "".join(_WORD_ESCAPES.get(c) or (_escape(ord(c)) if ord(c) in CONTROL_CODES else c) for c in text)
+    return f"$'{spelled}'"

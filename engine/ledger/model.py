@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from pydantic.json_schema import JsonDict, JsonValue
 
 from engine.audit.redact import BadPattern, check_patterns
+from engine.codec.textsafe import CONTROL_CODES
 
 # pydantic looks for plugins (its `pydantic` entry-point group) when it builds its first class,
 # reading the metadata of every installed distribution: 9 ms of every process that reads a
@@ -96,6 +97,11 @@ def _pattern(value: str) -> str:
     except BadPattern as err:
         raise ValueError(str(err)) from None
     return value
+
+
+def _unseen(name: str) -> bool:
+    """Only spaces and characters that draw nothing (engine.codec.textsafe)."""
+    return all(c.isspace() or ord(c) in CONTROL_CODES for c in name)
 
 
 class Node(BaseModel):
@@ -250,6 +256,14 @@ class Step(Node):
     touches: bool = True
 
     _split = field_validator("run", "check", "verify", mode="before")(_argv)
+
+    @field_validator("name")
+    @classmethod
+    def _typable(cls, value: str) -> str:
+        # Approving a batch means typing the step's name: one nobody can see could pass with nothing typed.
+        if not value.strip() or _unseen(value):
+            raise ValueError(f"step name {value!r} is nothing a person can see or type; give the step a name")
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -442,6 +456,15 @@ class Ledger(Node):
             return str(value)
         return value
 
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, value: int) -> int:
+        # The engine counts its writes from 0; below 0 is a hand edit, not an old copy.
+        if value < 0:
+            raise ValueError(f"revision is {value}, but the engine counts its writes from 0: put back the "
+                             "revision the engine last wrote (`handoff journal` shows its writes), or 0 for a new ledger")
+        return value
+
     @field_validator("approvers", mode="before")
     @classmethod
     def _approvers(cls, value: Any) -> Any:
@@ -498,6 +521,9 @@ class Ledger(Node):
         known = self.states()
         pairs = self.targets.items() if names is None else ((n, self.targets[n]) for n in names if n in self.targets)
         for name, target in pairs:
+            if not name.strip() or not (name.isascii() and name.isprintable()) and _unseen(name):
+                raise ValueError(f"target {name!r} has no name a person can see or type: the typed-name check "
+                                 "before an irreversible step could pass with nothing typed; give it a name")
             if target.state not in known:
                 raise ValueError(
                     f"target {name!r} is in state {target.state!r}, which neither the "

@@ -81,8 +81,8 @@ def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, pyt
 
 def describe(argv: list[str]) -> str:
     """A readable one-line form of an argv (quoted like a shell would need, for people only)."""
-    import shlex
+    from engine.codec.textsafe import shell_word
 
-    return " ".join(shlex.quote(a) for a in argv)
+    return " ".join(shell_word(a) for a in argv)
 
 

@@ -9,12 +9,12 @@ escapes) before it is printed.
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from typing import Any, TextIO
 
 from engine.audit.journal import Journal, JournalWriteError, make_record
+from engine.codec.jsontext import json_line
 from engine.codec.textsafe import visible
 from engine.codec.timefmt import now_iso
 from engine.errors import HandoffError
@@ -82,7 +82,7 @@ class Out:
 
     def _emit(self, record: dict[str, Any]) -> None:
         if self.json_mode:
-            line = json.dumps(record, ensure_ascii=False)
+            line = json_line(record)
         else:
             ts = str(record.get("ts", ""))
             clock = ts[11:19] if len(ts) >= 19 else ts

@@ -28,10 +28,10 @@ def to_ledger(data: Any, path: str, text: str) -> Ledger:
         where = ".".join(str(p) for p in loc)
         line = column = None
         if not loc and isinstance(data.get("targets"), dict):
-            # A whole-ledger check (the unknown-state one) names its target: point at its state.
+            # A whole-ledger check (an unknown state, a name nobody can type) names its target: point at it.
             for name in data["targets"]:
-                if f"target {str(name)!r} is in state" in message:
-                    loc = ("targets", name, "state")
+                if message.startswith(f"target {str(name)!r} "):
+                    loc = ("targets", name, "state") if f"target {str(name)!r} is in state" in message else ("targets", name)
                     break
         # A missing field is reported at the mapping that lacks it.
         at = loc[:-1] if first.get("type") == "missing" else loc

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import sys
 import threading
 import time
@@ -31,6 +30,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from engine.codec.jsontext import json_line
 from engine.errors import HandoffError
 from engine.temporal.names import HANDED_OFF, WORKFLOW, poll_seconds
 
@@ -91,7 +91,7 @@ async def follow(handle: WorkflowHandle, journal, offset: int, *, json_mode: boo
         for record in records:
             if not json_mode and record.get("kind") in QUIET:
                 continue
-            if not say(json.dumps(record, ensure_ascii=False) if json_mode else format_record(record), stream):
+            if not say(json_line(record) if json_mode else format_record(record), stream):
                 waiter.cancel()
                 return 0
         if ended:

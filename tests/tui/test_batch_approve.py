@@ -329,8 +329,8 @@ async def test_ledger_text_in_the_dialog_is_data(tmp_path: Path) -> None:
         await open_batch(pilot, ["web-02", "web-[b]05"])
         text = screen_text(app)
         assert "2/2 web-[b]05  step cutover  checkpoint 0/␛[2J" in text
-        # The argv, one argument a line, shell-quoted where it needs it.
-        assert "   'web-[b]05'" in text and "   '0/␛[2J'" in text and "\x1b" not in text
+        # The argv, one argument a line, shell-quoted where it needs it; a control inside one is its escape.
+        assert "   'web-[b]05'" in text and "   $'0/\\x1b[2J'" in text and "\x1b" not in text
 
 
 async def test_the_dialog_fits_80x24(tmp_path: Path) -> None:

@@ -38,6 +38,9 @@ REFUSED = {
     "python_name_of_from": ("task: t\nrunbook:\n  steps:\n    - {name: check, from_: queued, to: checked, run: [x]}\n"
                             "targets:\n  a: {state: queued}\n", ":4:7:",
                             ["`from_` is not a key of a runbook step: write `from:`"]),
+    # Below 0 is no old copy (which would be "went back in time"): the engine never wrote it.
+    "negative_revision": ("task: t\nrevision: -3\ntargets:\n  a: {state: queued}\n", ":2:11:",
+                          ["revision is -3, but the engine counts its writes from 0", "or 0 for a new ledger"]),
     "tab_indent_named": ("task: t\n\ttargets:\n  a: {state: queued}\n", ":2:1:",
                          ["tab character", "; YAML indents with spaces only, so replace the tab with spaces"]),
 }

@@ -53,3 +53,23 @@ def test_one_line_is_visible_with_newlines_and_tabs_folded(text: str, width: int
     if width is not None and len(value) > width:
         value = value[: max(0, width - 1)] + "…"
     assert one_line(text, width, pictures=pictures) == value
+
+
+def test_the_ranges_are_every_character_unicode_says_draws_nothing() -> None:
+    """CONTROL_CODES is Cc (but newline and tab), Cf, Zl and Zp, and the rest of Unicode's
+    Default_Ignorable_Code_Point (the combining grapheme joiner, the Hangul fillers, the Khmer
+    inherent vowels, the Mongolian and other variation selectors, the reserved ranges): derived
+    here from this Python's Unicode database, so a character a new Unicode adds to those
+    categories fails this test until the written-out ranges take it."""
+    import unicodedata
+
+    derived = {code for code in range(0x110000) if unicodedata.category(chr(code)) in ("Cc", "Cf", "Zl", "Zp")}
+    derived -= {0x09, 0x0A}
+    ignorable = {0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, 0x2065, *range(0x180B, 0x1810),
+                 *range(0xFE00, 0xFE10), *range(0xFFF0, 0xFFF9), *range(0xE0000, 0xE1000)}
+    missing = sorted((derived | ignorable) - CONTROL_CODES)
+    assert missing == [], [f"U+{code:04X} {unicodedata.name(chr(code), '?')}" for code in missing]
+    extra = sorted(CONTROL_CODES - derived - ignorable)
+    assert extra == [], [f"U+{code:04X}" for code in extra]
+    for code in (0x180B, 0x17B4, 0x206A, 0xFFF9, 0x1BCA0, 0x1D173, 0x13430, 0xE0041):  # what a review found drawn as nothing
+        assert visible(f"cutover{chr(code)}") != f"cutover{chr(code)}"

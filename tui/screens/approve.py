@@ -276,7 +276,8 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
     def _confirmed(self) -> bool:
         if not self.irreversible:
             return True
-        return self.query_one("#confirm", Input).value == self.target_name
+        typed = self.query_one("#confirm", Input).value
+        return bool(typed) and typed == self.target_name  # nothing typed never confirms, whatever the name
 
     def _wrong_name(self) -> None:
         typed = self.query_one("#confirm", Input).value

@@ -187,7 +187,7 @@ class BatchApproveScreen(ModalScreen[BatchResult | None]):
     def _problem(self) -> str | None:
         """What is wrong with what was typed (None: both right)."""
         step, count = self._typed()
-        if step != self.step:
+        if not step or step != self.step:  # nothing typed never confirms, whatever the step is called
             hint = f" (you typed {clean_line(step)!r})" if step else ""
             return f"✗ Type the step's name exactly to approve it{hint}"
         if count != str(self.count):

@@ -1,21 +1,22 @@
 """An argv, one argument per line, exactly as it will run.
 
 Each argument is shell-quoted only when it needs it (so a space or an empty
-argument shows), control characters are visible, and an argument too long for
+argument shows), a newline or a control character inside one is written as its
+escape (`$'web-02\\n'`, engine.api.shell_word), so one argument is one line and an
+argument can never push the next one out of sight, and an argument too long for
 the width wraps with `↪` in front of each continuation, so the tail of a long
 argument (`…-really-long-name`) can never be mistaken for a flag of its own.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from rich.cells import cell_len
 from rich.text import Text
 from textual.widget import Widget
 
-from tui.text import clean
+from tui.text import argument
 
 FIRST = "  "       # before an argument
 CONTINUED = "↪ "   # before each wrapped piece of the same argument
@@ -26,7 +27,7 @@ def argv_lines(argv: Sequence[str], width: int) -> list[tuple[str, str]]:
     room = max(4, width - cell_len(FIRST))
     lines: list[tuple[str, str]] = []
     for arg in argv:
-        text = clean(shlex.quote(str(arg)))
+        text = argument(arg)  # one line: a newline inside it is `$'...\n'`, never a line of its own
         pieces, piece, used = [], "", 0
         for char in text:
             size = cell_len(char)
