@@ -32,7 +32,7 @@ from engine.audit.time_travel import WHAT as REBUILT_FROM
 from engine.audit.time_travel import head_rev
 from engine.audit.time_travel import state_at as _state_at
 from engine.bundled import demo_dir
-from engine.codec.textsafe import one_line, visible
+from engine.codec.textsafe import one_line, shell_word, visible
 from engine.codec.timefmt import age_text, now_iso, parse_time
 from engine.errors import (
     ApprovalChanged,
@@ -281,6 +281,11 @@ class LedgerHandle:
         except JournalWriteError as err:
             raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in the journal: {err.reason}; "
                                     "the next journal record notes the gap" + self._unwitnessed(records)) from None
+        lost = getattr(self.store, "history_lost", None)  # a file ledger's history journal (PostgreSQL's commits with it)
+        if lost:
+            raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in its history journal: {lost}; "
+                                    f"`handoff show --at {revision}` cannot rebuild it, and the next write keeps the whole "
+                                    "ledger there again")
         self._mark_withdrawn([r for r in records if r["kind"] == "unapproval"], revision)
         if holder and holder[0] is not None and holder[0].runtime == "temporal":
             from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
@@ -602,5 +607,5 @@ __all__ = [
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
-    "parse_time", "redact", "started", "version", "visible",
+    "parse_time", "redact", "shell_word", "started", "version", "visible",
 ]

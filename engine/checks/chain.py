@@ -68,7 +68,29 @@ def _journals(handle) -> list[tuple[str, Any, Any]]:
 
             journal.breaks.append(Break(0, None, f"the journal holds no records, but the history journal beside it holds "
                                                  f"{kept.records} of the engine's writes: the journal was erased"))
+        elif kept.records and not journal.breaks:
+            # Cut short with them, it names no lost head either; the twin still knows the newest write.
+            from engine.audit.verify import Break
+
+            behind = _behind_history(handle, history)
+            if behind:
+                journal.breaks.append(Break(None, None, behind))
     return out
+
+
+def _behind_history(handle, history) -> str | None:
+    """Why the journal lacks the records of a write the history journal recorded, or None. The
+    history's record is written with the ledger, the journal's just after: a moment is given."""
+    highest, recorded = getattr(handle.journal, "highest_revision", None), getattr(history, "highest_revision", None)
+    if highest is None or recorded is None:
+        return None
+    wanted, deadline = recorded(), time.monotonic() + UNJOURNALED_GRACE
+    while (newest := highest()) < wanted and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if newest >= wanted:
+        return None
+    return (f"the history journal beside it records the engine's write of revision {wanted}, but the journal's newest "
+            f"record of a write is of revision {newest}: the records of the last write(s) were cut off the journal's end")
 
 
 def chain_findings(handle) -> list[Finding]:

@@ -11,10 +11,10 @@ usage error: exit 2, one line, and nothing is written.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from engine.codec.jsontext import json_line
 from engine.errors import UsageError, os_error_text
 
 
@@ -99,7 +99,7 @@ def cmd_report(args) -> int:
 
 
 def _retry_to(handle) -> dict[str, str]:
-    return {s.name: s.from_ for s in handle.load().runbook.steps}
+    return {s.name: s.from_ for s in handle.load().steps()}  # a ledger without a runbook has none
 
 
 def _writes(handle):
@@ -142,9 +142,9 @@ def cmd_show(args) -> int:
     code = 1 if then.gap or not _chain_holds(handle) else 0
     if args.json:
         targets = state_at(handle.journal.stream(), rev, _retry_to(handle))
-        print(json.dumps({"revision": rev, "written": then.written, "ledger": then.data, "why": then.why or None,
+        print(json_line({"revision": rev, "written": then.written, "ledger": then.data, "why": then.why or None,
                           "rebuilt_from_seq": then.seqs or None, "what": WHAT,
-                          "targets": {n: t.as_dict() for n, t in targets.items()}}, ensure_ascii=False))
+                          "targets": {n: t.as_dict() for n, t in targets.items()}}))
         return code
     if then.data is not None:
         text, _ = emit_document(then.data)

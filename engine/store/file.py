@@ -194,6 +194,7 @@ class FileStore:
         self.record_path = sidecar(path, ".last-write.json")
         self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
+        self.history_lost: str | None = None  # why the last write's history record is missing (None: it is there)
         self.journaled_external_edit = False  # ... and did it journal that edit itself?
         self.patience = 0.0  # no database to wait out (engine.store.base.Store)
         self._history: history.History | None = None  # the history journal each write's `ledger_write` record goes to (opened once)
@@ -452,7 +453,8 @@ class FileStore:
             seal(ledger.targets, targets)  # what was known of the snapshot it came from carries over
             self._known = (new_key, self._known_after(snap.digest, parsed, doc, ledger, names))
             failpoints.reached("after-ledger-swap")  # tests: killed before the journal and the record
-            kept = self._journal_write(ledger, parsed.data, doc.data, names, snap, record)
+            self.history_lost = self._journal_write(ledger, parsed.data, doc.data, names, snap, record)
+            kept = self.history_lost is None
             try:
                 write_record(self.record_path, real_path(self.path), ledger, new_key, record,
                              history=ledger.revision if kept else None)
@@ -512,9 +514,10 @@ class FileStore:
         return known
 
     def _journal_write(self, ledger: Ledger, before: dict, after: dict, names: set[str] | None, snap: Snapshot,
-                       record: dict[str, Any] | None) -> bool:
+                       record: dict[str, Any] | None) -> str | None:
         """This write's `ledger_write` record: a diff on the revision read when the journal
-        holds that one (the last write was ours and journaled), else the whole ledger."""
+        holds that one (the last write was ours and journaled), else the whole ledger. Why it
+        could not be written, or None."""
         ours = record is not None and record.get("hash") == snap.digest and record.get("history") == snap.ledger.revision
         if self._history is None:
             self._history = history.file_journal(self.path)

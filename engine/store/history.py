@@ -86,22 +86,23 @@ def fields(before: dict[str, Any], after: dict[str, Any], names: Iterable[str] |
 
 
 def record(journal, ledger, before: dict[str, Any], after: dict[str, Any], names: Iterable[str] | None,
-           base: int | None, *, conn=None) -> bool:
+           base: int | None, *, conn=None) -> str | None:
     """Journal the write that made `ledger` (its revision; `after` is its document's data)
     from revision `base` (None: the journal does not hold `base`, so the whole document is
-    journaled). False when the record could not be written: the journal notes the gap,
-    and the next write journals the whole ledger again. With `conn` (PostgreSQL) the
-    record goes into that transaction: it commits with the ledger's row, or neither does."""
+    journaled). None when written; why not when the record could not be written: the
+    journal notes the gap, and the next write journals the whole ledger again. With `conn`
+    (PostgreSQL) the record goes into that transaction: it commits with the ledger's row, or
+    neither does."""
     body = fields(before, after, names, base)
     journal.set_redact(ledger.redact)
     if conn is not None:
         journal.append_in(conn, KIND, message(ledger.revision, body), actor=ACTOR, rev=ledger.revision, **body)
-        return True
+        return None
     try:
         journal.append(KIND, message(ledger.revision, body), actor=ACTOR, rev=ledger.revision, **body)
-    except HandoffError:
-        return False  # the ledger is written; `show --at` says this revision is not in the journal
-    return True
+    except HandoffError as err:
+        return getattr(err, "reason", None) or err.message  # the ledger is written: the command says so (exit 1)
+    return None
 
 
 def message(revision: int, record: dict[str, Any]) -> str:
