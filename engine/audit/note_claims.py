@@ -8,11 +8,15 @@ The review (`engine.audit.review`) compares these claims with the ledger. The fo
   "Completed: db-17, db-18", "Failed: db-23" (a state other than done only with a colon);
 - a heading line that is a state ("Done:", "## Done") over "- db-17" (or "* db-17", "1. db-17") items;
 - a negated state, as a claim that the target is not in it ("db-17 is not done",
-  "db-20 is no longer blocked", "hasn't finished");
+  "db-20 is no longer blocked", "hasn't finished", "isn’t blocked");
+- a runbook step said done, as a claim that the target has reached that step's `to` or gone past
+  it ("db-19 cutover done", "db-19's cutover is complete": db-19 is done);
+- the past tense of a job's verb as a done word ("db-19 upgraded", "Migrated db-19"), unless the
+  ledger has it as a state of its own;
 - names written another way ("DB-19", "db19", "db 19", "db-１９", `db-19`, **db-19**, *db-19*), ranges
   ("db-17..db-19", "db-17 through db-19", "db-17–db-19", "db-17-19"), markdown tables
-  ("| db-19 | done |"), checked task items ("- [x] db-19"), arrows ("db-19 -> done") and check
-  marks ("db-19 ✓ done");
+  ("| db-19 | done |", "| db-19 | ✅ |"), checked task items ("- [x] db-19"), arrows ("db-19 -> done")
+  and check marks ("db-19 ✓ done", "db-19 ✅"), as `engine.audit.note_text` makes them plain;
 - a time, a date or a duration after a done word is still a claim ("db-18 done at 02:10Z");
 - "approved" ("db-21 approved"), which an approval still awaited denies.
 Not claims: a hedged state ("will be done", "may not be finished", "almost done", "once
@@ -27,14 +31,14 @@ Every regex here is linear: alternations of fixed words, no nested unbounded rep
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from engine.ledger.model import Ledger
 
 DONE_WORDS = r"done|finished|complete|completed|cut over"
+# What a job does, in the past tense: a target "upgraded" or "rolled out" is finished (`done_words`).
+_JOB_VERBS = ("upgraded", "migrated", "rolled out", "deployed", "rotated")
 _SYNONYMS = {
-    "done": DONE_WORDS,
     "awaiting_approval": r"awaiting[ _](?:human |an? )?approval|waiting (?:on|for) (?:a |an |the )?(?:human )?approval"
                          r"|awaits (?:an? )?approval|pending approval",
     "in_flight": r"in flight|running",
@@ -47,9 +51,10 @@ _FILL = (r"is|are|was|were|has|have|had|been|now|still|stays|stay|remains?|also|
 # A hedge or negation in that gap or before the state means it is no claim.
 _HEDGE = re.compile(r"\b(?:not|never|no longer|yet|will|would|should|could|may|might|must|can|cannot|almost|nearly"
                     r"|about|soon|going|expected|supposed|hopefully|probably|likely|to be)\b|n['’]t\b", re.I)
-_GAP = re.compile(rf"^(?P<gap>(?:\s*(?:{_FILL}|not|never|no longer|yet|will|would|should|could|may|might|must|can"
+# A contraction comes first: "is" alone would leave "n't" of "isn't" behind and end the gap.
+_GAP = re.compile(rf"^(?P<gap>(?:\s*(?:\w+n['’]t\b|{_FILL}|not|never|no longer|yet|will|would|should|could|may|might|must|can"
                   rf"|cannot|almost|nearly|about|soon|going|expected|supposed|hopefully|probably|likely|be"
-                  rf"|\w+n['’]t|[=:(,–—✓✔✅☑\ufe0f-]))*)\s*", re.I)
+                  rf"|[=:(,–—✓✔✅☑\ufe0f-]))*)\s*", re.I)
 # Of those, a plain negation is a claim too, that the target is not in the state ("db-17 is not done yet")...
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.I)
 # ... unless it is also hedged ("will not be done", "may not be finished").
@@ -78,106 +83,51 @@ _RULE_END = re.compile(r"[,:–—]\s|\s-\s")
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|\n|;|\s+but\s+|\s+while\s+|\s+whereas\s+", re.I)
 
 
-# Markdown a note may be written in, read as the plain forms above: emphasis and code marks
-# dropped, `* x`/`1. x` items as `- x`, `## Done` as `Done:`, a table row's cells and an
-# arrow as a colon ("| db-19 | done |", "db-19 -> done").
-_MARKS = re.compile(r"\*\*|__|`")
-# Single-mark emphasis (*db-18*, _done_): a mark that opens after a space and closes before one, so
-# a `* item` bullet, `pg_upgrade` and `awaiting_approval` are left alone.
-_EMPHASIS = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?![\w*])|(?<![\w_])_(?=[^\s_])([^_\n]*?[^\s_])_(?![\w_])")
-# A checked task-list item ("- [x] db-18") is an item; an unchecked one stays as written.
-_CHECKED = re.compile(r"^(\s*(?:[-*+]|\d{1,3}[.)])\s+)\[[xX]\]\s+", re.M)
-_ITEM = re.compile(r"^(\s*)(?:[*+]|\d{1,3}[.)])\s+", re.M)
-_HEADING = re.compile(r"^\s*#{1,6}\s*(.+?)\s*#*\s*$", re.M)
-_ARROW = re.compile(r"\s*(?:->|=>|→)\s*")
-# How else a name is written: any case, a separator left out or another one ("DB-19", "db19",
-# "db 19", a non-breaking hyphen). Only names with a letter and a digit: "a" or "alpha" would
-# turn the words of a sentence into targets.
-_SEPS = "-_. \u00a0\u2010\u2011\u2012\u2013\u2014\u2212"
-_SEP_CLASS = "[-_.\\s\u00a0\u2010\u2011\u2012\u2013\u2014\u2212]?"
-_KEY = str.maketrans("", "", _SEPS)
-
-
-def _key(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower().translate(_KEY)
-
-
-def plain_text(text: str, ledger: Ledger) -> str:
-    """`text` as the reader reads it: markdown made plain, and each target name written
-    another way (case, separators) spelled as the ledger spells it."""
-    text = unicodedata.normalize("NFKC", text)  # full-width digits and letters ("db-１８") as plain ones
-    for name in ledger.targets:  # a name that NFKC changes ("ｗｅｂ"): as the ledger spells it
-        if not unicodedata.is_normalized("NFKC", name):
-            folded = re.escape(unicodedata.normalize("NFKC", name))
-            text = re.sub(rf"(?<![\w.-]){folded}(?![\w-])", name.replace("\\", "\\\\"), text)
-    text = _MARKS.sub("", text)
-    text = _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)
-    text = _CHECKED.sub(r"\1", text)
-    text = _ITEM.sub(r"\1- ", text)
-    text = _HEADING.sub(lambda m: m.group(1).rstrip(":") + ":", text)
-    text = "\n".join(line.replace("|", " : ") if line.lstrip().startswith("|") else line for line in text.split("\n"))
-    text = _ARROW.sub(": ", text)
-    text = _range(text, ledger)
-    folded = _key(text)
-    keys: dict[str, list[str]] = {}
-    for name in ledger.targets:
-        keys.setdefault(_key(name), []).append(name)
-    for key, same in keys.items():
-        if len(same) > 1 or len(key) < 3 or key not in folded or not (re.search(r"[a-z]", key) and re.search(r"\d", key)):
-            continue  # two targets written alike (`db-1`, `db1`): each only as the ledger spells it
-        name = same[0]
-        parts = [p for p in re.split(r"[-_. ]+", unicodedata.normalize("NFKC", name)) if p]
-        pattern = re.compile(r"(?<![\w.-])" + _SEP_CLASS.join(re.escape(p) for p in parts) + r"(?![\w-])", re.I)
-        text = pattern.sub(name.replace("\\", "\\\\"), text)  # the ledger's spelling (a backslash in it kept as one)
-    return text
-
-
-_RANGE = re.compile(r"(?<![\w.-])([\w.-]*\w)(?:\s*(?:\.\.|…|–|—)\s*|\s+(?:through|thru|to|-)\s+)([\w.-]*\w)(?![\w-])",
-                    re.I)
-# "db-17-19": a name, a hyphen and the last name's number (a token, split in `_short_range`).
-_SHORT_RANGE = re.compile(r"(?<![\w.-])[\w.-]*\d-\d+(?![\w-])")
-_LAST_NUMBER = re.compile(r"\d+$")
-
-
-def _span(ledger: Ledger, first: str, last: str) -> str | None:
-    """The names from `first` to `last` in the ledger's order, or None (not both targets, or backwards)."""
-    if first not in ledger.targets or last not in ledger.targets:
-        return None
-    order = list(ledger.targets)
-    a, b = order.index(first), order.index(last)
-    return ", ".join(order[a: b + 1]) if a <= b else None
-
-
-def _short_range(ledger: Ledger, token: str) -> str | None:
-    """`db-17-19` as db-17 to db-19, when it is no target itself and both ends are."""
-    if token in ledger.targets:
-        return None
-    first, _, number = token.rpartition("-")
-    return _span(ledger, first, _LAST_NUMBER.sub(number, first))
-
-
-def _range(text: str, ledger: Ledger) -> str:
-    """`db-17..db-19`, "db-17 through db-19", "db-17–db-19", "db-17-19" as the names from one to the
-    other in the ledger's order (both must be targets): a range claims what is in its middle."""
-    text = _RANGE.sub(lambda m: _span(ledger, m.group(1), m.group(2)) or m.group(0), text)
-    return _SHORT_RANGE.sub(lambda m: _short_range(ledger, m.group(0)) or m.group(0), text)
-
-
 @dataclass(frozen=True)
 class Claim:
     """One target said to be in one state (`state` is a ledger state or "in_flight"), or,
-    `negated`, said not to be ("db-17 is not done", "db-20 is no longer blocked")."""
+    `negated`, said not to be ("db-17 is not done", "db-20 is no longer blocked"); `onward`: in
+    it or past it, as a step said done says of its `to` ("db-18 link done": replicating or later)."""
 
     name: str
     state: str
     sentence: str
     negated: bool = False
+    onward: bool = False
+
+
+# (state, whether it is denied, whether a later state is as good): what a name list is said to be.
+Said = tuple[str, bool, bool]
+
+
+def _job_verbs(ledger: Ledger) -> list[str]:
+    """The job's verbs that say done in this ledger: one it has as a state of its own (the k8s
+    template's `upgraded`) says that state instead."""
+    states = {s.replace("_", " ") for s in ledger.states()}
+    return [v for v in _JOB_VERBS if v not in states]
+
+
+def done_words(ledger: Ledger) -> str:
+    """The words that say a target is done in this ledger (a regex alternation)."""
+    return "|".join([DONE_WORDS, *_job_verbs(ledger)])
+
+
+def onward(ledger: Ledger, state: str) -> set[str]:
+    """`state` and every state the runbook's steps lead to from it."""
+    reached, todo = {state}, [state]
+    while todo:
+        here = todo.pop()
+        for step in ledger.steps():
+            if step.from_ == here and step.to not in reached:
+                reached.add(step.to)
+                todo.append(step.to)
+    return reached
 
 
 def _phrases(ledger: Ledger) -> list[tuple[str, str]]:
     """(state, regex) pairs, longest first so "in_progress" wins over a shorter word."""
     pairs = [(s, re.escape(s).replace("_", "[ _]")) for s in sorted(ledger.states(), key=len, reverse=True)]
-    return pairs + list(_SYNONYMS.items())
+    return [*pairs, ("done", done_words(ledger)), *_SYNONYMS.items()]
 
 
 class Reader:
@@ -188,6 +138,15 @@ class Reader:
         self.pairs = _phrases(ledger)
         alternatives = "|".join(f"(?P<s{i}>{p})" for i, (_, p) in enumerate(self.pairs))
         self.state = re.compile(rf"(?:{alternatives})(?![\w-])", re.I)
+        # "db-19 cutover done", "db-19's cutover is done": a step's name between a name and a done word.
+        steps = sorted(ledger.steps(), key=lambda step: len(step.name), reverse=True)
+        self.steps = {step.name.lower(): step.to for step in steps}
+        names = "|".join(re.escape(step.name).replace("_", "[ _]") for step in steps)
+        self.step = re.compile(rf"(?:['’]s)?[\s:–—-]*(?P<step>{names})(?![\w-])", re.I) if names else None
+        verbs = "|".join(_job_verbs(ledger))
+        # "Finished the cutover of db-18" is a claim; "Upgraded the kernel on db-18" is not: a job's verb only right before.
+        self.done_before = re.compile(rf"(?:^|[\s(])(?:(?P<w>{DONE_WORDS})\s*[:–—-]?\s*(?:with\s+|the\s+[\w-]+\s+(?:of|on|for)\s+)?"
+                                      + (rf"|(?P<v>{verbs})\s*[:–—-]?\s*" if verbs else "") + ")$", re.I)
 
     def _names_in(self, text: str) -> re.Pattern[str] | None:
         """A pattern of the target names that occur in `text` at all, longest first: a
@@ -210,15 +169,18 @@ class Reader:
                 out.append((m.start(), m.end(), [m.group(0)]))
         return out
 
-    def _after(self, clause: str, end: int) -> tuple[str, bool] | None:
-        """(the state claimed right after a name list, whether it is denied), or None."""
+    def _after(self, clause: str, end: int) -> Said | None:
+        """The state claimed right after a name list, or None."""
         rest = clause[end: end + 80]
-        if rest.startswith(("'s", "’s")):
-            return None  # "db-18's check is done" speaks of the check
+        step = self.step.match(rest) if self.step else None
+        if step:
+            rest = rest[step.end():]  # a step said done: its `to` reached ("db-19 cutover done")
+        elif rest.startswith(("'s", "’s")):
+            return None  # "db-18's disk is full" speaks of something else
         gap = _GAP.match(rest)
         assert gap is not None  # _GAP matches the empty string too
         m = self.state.match(rest, gap.end())
-        if not m:
+        if not m or (step and self._which(m) != "done"):
             return None
         hedged = _HEDGE.search(gap.group("gap"))
         negated = hedged is not None and _NEGATION.search(gap.group("gap")) and not _MAYBE.search(gap.group("gap"))
@@ -227,20 +189,23 @@ class Reader:
         state = self._which(m)
         if state == "done" and (_ACTIVITY.match(rest[m.end():]) or _ETA.match(rest[m.end():])):
             return None
-        return state, bool(negated)
+        if step:
+            return self.steps[step.group("step").lower().replace(" ", "_")], bool(negated), True
+        return state, bool(negated), False
 
-    def _before(self, clause: str, start: int, end: int) -> tuple[str, bool] | None:
+    def _before(self, clause: str, start: int, end: int) -> Said | None:
         """The state claimed by a verb or a "State:" label right before a name list, or None."""
         head = clause[:start]
-        m = re.search(rf"(?:^|[\s(])(?P<w>{DONE_WORDS})\s*[:–—-]?\s*(?:with\s+|the\s+[\w-]+\s+(?:of|on|for)\s+)?$", head, re.I)
-        lead = head[max(0, m.start("w") - 30): m.start("w")] if m else ""
+        m = self.done_before.search(head)
+        at = (m.start("w") if m.group("w") else m.start("v")) if m else 0
+        lead = head[max(0, at - 30): at]
         if m and not _HEDGE.search(lead) and not _CONDITION.search(lead) and not _PLAN.search(lead) \
                 and not _LATER.match(clause[end:]):
-            return "done", False
+            return "done", False, False
         m = re.match(r"^\s*(?:-\s*)?(?P<label>[\w ]{2,40}?)\s*:\s*$", head)
         if m:
             s = self.state.fullmatch(m.group("label"))
-            return (self._which(s), False) if s else None
+            return (self._which(s), False, False) if s else None
         return None
 
     def claims(self, text: str) -> list[Claim]:
@@ -281,9 +246,9 @@ class Reader:
                 continue
             state = self._after(clause, end) or self._before(clause, start, end)
             if state is None and heading and i == 0 and not clause[:start].strip(" -"):
-                state = heading, False
+                state = heading, False, False
             if state:
-                out.extend(Claim(n, state[0], clause.strip(), state[1]) for n in names)
+                out.extend(Claim(n, state[0], clause.strip(), state[1], state[2]) for n in names)
         return out
 
 
@@ -297,6 +262,8 @@ def holds(ledger: Ledger, claim: Claim) -> bool:
             a.step == t.awaiting and not a.used_at for a in t.approvals)
     if claim.state == "in_flight":
         so = t.in_flight is not None or t.state in ("in_progress", "replicating")
+    elif claim.onward:
+        so = ledger.position(claim.name) in onward(ledger, claim.state)
     else:
         so = claim.state in (t.state, ledger.position(claim.name))
     return so != claim.negated

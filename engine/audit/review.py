@@ -10,10 +10,10 @@ handoff note before a human sees it". This one is code, so it runs on every note
   approval), or said not to be in the one it is in ("db-17 is not done"), in any of the
   forms `engine.audit.note_claims` reads ("db-18 done.", "Finished db-18", "Completed:
   db-17, db-18", "DB-19 done", "| db-19 | done |"), never one in a "do not ..." rule;
-- nothing it says of the whole fleet is false: "nothing in flight", "nothing else is in
-  flight" (else than the targets it speaks of as in flight), "no approvals pending", "nothing
-  is waiting on approval", "all done", "all 40 dbs done", "all verified", "12 of 40 done",
-  "12 out of 40 done", "Done: 12 of 40";
+- nothing it says of the whole fleet is false, in any of the forms `engine.audit.fleet_claims`
+  reads: "nothing else is in flight" (else than the targets it speaks of as in flight), "no
+  approvals pending", "Nothing blocked", "No failures", "all done", "12 of 40 done", a pasted
+  `handoff status` line ("17 done, 1 replicating, 20 queued, 1 blocked, 1 failed");
 - the previous note's rules ("Do NOT retry link on db-18 ...") that still apply (a
   target they name is not done, or they name none) are kept by meaning
   (`engine.audit.note_rules`): some sentence of the new note prohibits the same action on the
@@ -28,27 +28,20 @@ from __future__ import annotations
 import re
 
 from engine.audit import note_rules
-from engine.audit.note_claims import Reader, holds, plain_text
+from engine.audit.fleet_claims import LIST_MAX, fleet_claims
+from engine.audit.note_claims import Reader, holds, onward
 from engine.audit.note_rules import rules_in
+from engine.audit.note_text import named, plain_text
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.ledger.model import Ledger
 
 REVIEWER = "Reviewer:"
-LIST_MAX = 5
-_TOKEN = re.compile(r"[\w.-]+")
-_SIMPLE_NAME = re.compile(r"^[\w.-]+$")
 
 
 def judged(note: str) -> str:
     """The part of a note a review judges: everything before a `Reviewer:` line."""
     match = re.search(r"(?m)^\s*Reviewer\b.*$", note or "")
     return (note or "")[: match.start()] if match else (note or "")
-
-
-def named(text: str, ledger: Ledger) -> list[str]:
-    """Target names the text mentions, in ledger order."""
-    tokens = {tok.rstrip(".") for tok in _TOKEN.findall(text)} | set(_TOKEN.findall(text))
-    return [n for n in ledger.targets if (n in tokens if _SIMPLE_NAME.match(n) else n in text)]
 
 
 def _since(ledger: Ledger, name: str, since: str | None) -> bool:
@@ -85,7 +78,8 @@ def contradictions(text: str, ledger: Ledger) -> list[str]:
         if not holds(ledger, claim):
             t = ledger.targets[claim.name]
             actual = t.state + (f", {t.in_flight.step} in flight" if t.in_flight else ", nothing in flight")
-            said = ("not " if claim.negated else "") + claim.state.replace("_", " ")
+            later = " or past it" if claim.onward and len(onward(ledger, claim.state)) > 1 else ""
+            said = ("not " if claim.negated else "") + claim.state.replace("_", " ") + later
             found.append(f"the note says {claim.name} is {said}; the ledger says {actual}")
     return list(dict.fromkeys(found))
 
@@ -118,83 +112,6 @@ def dropped_rules(text: str, previous: str | None, ledger: Ledger) -> list[str]:
             out.append(f'the note reverses the previous rule "{rule.strip()}": it says "{reversal.strip()}"')
         elif not kept:
             out.append(f'the previous note\'s rule still applies but is missing: "{rule.strip()}"')
-    return out
-
-
-# What a note says of the whole fleet: nothing in flight, no approval waiting, all in a state, N of M in one.
-# "else" (`other`) says the note named some already: those it names where it speaks of them are left out.
-_NONE_IN_FLIGHT = re.compile(r"\b(?:nothing|no (?:steps?|targets?|commands?|work))(?:['’]s)?(?P<other>\s+else)?"
-                             r"\s+(?:(?:is|are|was|still|currently|now)\s+)*(?:in flight|running)\b", re.I)
-_NONE_AWAITING = re.compile(r"\bno (?:pending |outstanding )?approvals?(?:\s+(?:are\s+|is\s+)?(?:pending|waiting|outstanding))?"
-                            r"(?=\s*(?:[.;,!]|$))|\bnothing(?:['’]s)?(?P<other>\s+else)?\s+(?:(?:is|currently|still|now)\s+)*"
-                            r"(?:awaits|awaiting|waits (?:on|for)|waiting (?:on|for))\s+(?:an? |the )?(?:human )?approval",
-                            re.I | re.M)
-# Words with which a note speaks of a target in flight or awaiting approval, for "nothing else ...".
-_FLYING_WORDS = re.compile(r"\b(?:in flight|running|started|in progress|under ?way)\b", re.I)
-_WAITING_WORDS = re.compile(r"\b(?:approv|await|wait)", re.I)
-_WORD = re.compile(r"[\w-]+")
-# "all done", "all targets are verified", "4 of 40 dbs done": the fleet, not "all checks completed".
-_FLEET = r"(?:(?:the\s+)?(?:targets?|dbs?|databases?|hosts?|services?|clusters?|nodes?|instances?|of them)\s+)?"
-# "All 40 databases done": with a count, only when it is the fleet's size ("all 17 dbs done" counts some).
-_ALL = re.compile(rf"\b(?:all|every)\s+(?:(?P<n>\d+)\s+)?{_FLEET}(?:are\s+|is\s+|were\s+)?(?:now\s+)?"
-                  r"(?P<w>done|finished|complete|completed|verified)\b|\beverything\s+(?:is\s+)?(?P<w2>done|finished|complete)\b",
-                  re.I)
-_COUNT = re.compile(rf"\b(?P<n>\d+)\s*(?:out of|of|/)\s*(?P<total>\d+)\s+{_FLEET}(?:are\s+|is\s+)?"
-                    r"(?P<state>done|verified|failed|blocked)\b", re.I)
-# "Done: 18 of 40." (the state first): only when nothing but a fleet word follows the count.
-_COUNT_LABEL = re.compile(r"\b(?P<state>done|verified|failed|blocked)\s*:\s*(?P<n>\d+)\s*(?:out of|of|/)\s*(?P<total>\d+)"
-                          r"(?P<rest>[^.,;:!?()\n]*)", re.I)
-_FLEET_ONLY = re.compile(_FLEET, re.I)
-_FLEET_HEDGE = re.compile(r"\b(?:once|when|until|after|if|unless|before|not|never|no longer|will|should|to be)\b[^.!?\n]*$", re.I)
-
-
-def _spoken_of(sentence: str, name: str, step: str, words: re.Pattern[str], ledger: Ledger) -> bool:
-    """Whether a sentence names `name` beside `words` or its step ("db-19 check running", "db-21
-    awaits approval"); "db-19 queued" does not speak of db-19's check."""
-    return name in sentence and name in named(sentence, ledger) and bool(
-        words.search(sentence) or step.lower() in {w.lower() for w in _WORD.findall(sentence)})
-
-
-def _denied(matches: list[re.Match[str]], members: dict[str, str], words: re.Pattern[str], text: str,
-            ledger: Ledger) -> list[str]:
-    """The members (name: its step) a "nothing ..." sentence wrongly leaves out: all of them, or with
-    "else" ("Nothing else is in flight") those the note does not speak of elsewhere."""
-    for m in matches:
-        sentences = note_rules.sentences(text) if m.group("other") else []
-        left = [n for n, step in members.items() if not any(_spoken_of(s, n, step, words, ledger) for s in sentences)]
-        if left:
-            return left
-    return []
-
-
-def fleet_claims(text: str, ledger: Ledger) -> list[str]:
-    """Sentences about the whole fleet the ledger denies (a condition or a hedge before one is no claim)."""
-    out: list[str] = []
-
-    def said(pattern: re.Pattern[str]) -> list[re.Match[str]]:
-        return [m for m in pattern.finditer(text) if not _FLEET_HEDGE.search(text[max(0, m.start() - 60): m.start()])
-                and not text[m.end(): m.end() + 1] == "?"]
-
-    flying = {n: t.in_flight.step for n, t in ledger.targets.items() if t.in_flight is not None}
-    if left := _denied(said(_NONE_IN_FLIGHT), flying, _FLYING_WORDS, text, ledger):
-        out.append(f"the note says nothing is in flight; the ledger has {', '.join(left[:LIST_MAX])} in flight")
-    waiting = {n: t.awaiting or "" for n, t in ledger.targets.items() if t.state == "awaiting_approval"}
-    if left := _denied(said(_NONE_AWAITING), waiting, _WAITING_WORDS, text, ledger):
-        out.append(f"the note says no approval is waiting; {', '.join(left[:LIST_MAX])} await one")
-    for m in said(_ALL):
-        if m.group("n") and int(m.group("n")) != len(ledger.targets):
-            continue  # "all 17 dbs done", "all 3 done": some the note counted, not the fleet
-        word = (m.group("w") or m.group("w2")).lower()
-        state = "verified" if word == "verified" else "done"
-        short = [n for n, t in ledger.targets.items() if t.state != state and not (state == "verified" and t.state == "done")]
-        if short:
-            out.append(f"the note says all are {state}; the ledger has {len(short)} that are not ({', '.join(short[:LIST_MAX])})")
-    labels = [m for m in said(_COUNT_LABEL) if not m.group("rest").strip() or _FLEET_ONLY.fullmatch(m.group("rest").strip() + " ")]
-    for m in said(_COUNT) + labels:
-        n, total, state = int(m.group("n")), int(m.group("total")), m.group("state").lower()
-        have = sum(1 for t in ledger.targets.values() if t.state == state)
-        if (n, total) != (have, len(ledger.targets)):
-            out.append(f"the note says {n} of {total} are {state}; the ledger has {have} of {len(ledger.targets)}")
     return out
 
 

@@ -5,6 +5,10 @@ Ledger text is data: it goes into `plain_text` objects, which Slack never format
 one exception, the argv in a code block (mrkdwn), has `&`, `<`, `>` escaped as Slack
 asks and backticks swapped for a look-alike, so a value can neither close the block
 nor make a link or a mention. Control characters are made visible (engine.codec.textsafe).
+
+The argv is shown whole, one argument a line as engine.codec.textsafe.shell_word writes it,
+over as many sections as it needs; one too long for Slack's limits is not shown at all,
+the message says so, and it cannot be approved from Slack (engine.slack.decide).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.api import one_line, visible
+from engine.codec.textsafe import shell_word
 
 REVIEW, REJECT = "handoff_review", "handoff_reject"
 APPROVE_VIEW, REJECT_VIEW = "handoff_approve", "handoff_reject_view"
@@ -46,16 +51,69 @@ class Request:
                           separators=(",", ":"))
 
 
+CODE_ROOM = 2900  # escaped characters of code in one section (Slack takes 3,000, with our label and fences)
+CODE_SECTIONS = 40  # a message holds 50 blocks: the request's other blocks need at most 7 of them
+COMMAND = "Command, exactly as it will run:"
+TOO_LONG = ("This command is too long for Slack to show whole, so it cannot be approved from Slack: read it and "
+            "approve it on a terminal with `handoff approve` or in the TUI.")
+
+
 def text(value: object, width: int = 2900) -> dict[str, Any]:
-    """A plain_text object: Slack never reads markup in it."""
-    return {"type": "plain_text", "text": (visible(value) or " ")[:width], "emoji": False}
+    """A plain_text object: Slack never reads markup in it. A value cut to `width` ends in "…"."""
+    value = visible(value) or " "
+    return {"type": "plain_text", "text": value if len(value) <= width else value[:width - 1] + "\u2026", "emoji": False}
 
 
-def code(argv: list[str]) -> str:
-    """The argv as a mrkdwn code block, one argument a line, escaped (see the module)."""
-    lines = [mrkdwn(visible(a)).replace("`", "\u02cb")
-             for a in argv]
-    return "```" + "\n".join(lines)[:2900] + "```"
+def _escaped(line: str) -> str:
+    return mrkdwn(line).replace("`", "\u02cb")
+
+
+def code(lines: list[str]) -> str:
+    """Lines as one mrkdwn code block, escaped (see the module)."""
+    return "```" + "\n".join(_escaped(line) for line in lines) + "```"
+
+
+def _pieces(line: str) -> list[str]:
+    """`line` cut where its escaped text would pass CODE_ROOM (never inside an escape)."""
+    pieces, piece, used = [], "", 0
+    for char in line:
+        size = len(_escaped(char))
+        if used + size > CODE_ROOM:
+            pieces.append(piece)
+            piece, used = "", 0
+        piece += char
+        used += size
+    return [*pieces, piece]
+
+
+def _chunks(argv: list[str]) -> list[tuple[bool, list[str]]]:
+    """The argv's lines packed into code blocks of CODE_ROOM escaped characters: (whether the
+    block goes on with the argument the block before it ended with, its lines)."""
+    chunks: list[tuple[bool, list[str]]] = [(False, [])]
+    used = 0  # escaped characters in the last block, with the newline before each line but its first
+    for arg in argv:
+        for n, piece in enumerate(_pieces(shell_word(arg))):
+            size = len(_escaped(piece))
+            if n or (chunks[-1][1] and used + 1 + size > CODE_ROOM):
+                chunks.append((n > 0, []))
+            used = used + 1 + size if chunks[-1][1] else size
+            chunks[-1][1].append(piece)
+    return chunks
+
+
+def command(argv: list[str]) -> list[dict[str, Any]]:
+    """The sections that show the argv whole (see the module), or the one that says it cannot."""
+    chunks = _chunks(argv)
+    if len(chunks) > CODE_SECTIONS:
+        return [{"type": "section", "text": text(TOO_LONG)}]
+    labels = [COMMAND] + ["(the same argument, continued)" if going_on else "(continued)" for going_on, _ in chunks[1:]]
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": f"{label}\n{code(lines)}"}}
+            for label, (_, lines) in zip(labels, chunks, strict=True)]
+
+
+def shown_whole(argv: list[str]) -> bool:
+    """Whether Slack can show the argv whole; only then can it be approved from Slack."""
+    return len(_chunks(argv)) <= CODE_SECTIONS
 
 
 def _env_cue(environment: str | None) -> str:
@@ -74,7 +132,7 @@ def request_blocks(r: Request, *, outcome: str | None = None) -> list[dict[str, 
         {"type": "header", "text": text(head, 150)},
         {"type": "section", "text": text(f"Ledger: {r.task}")},
         {"type": "section", "fields": [text(f"{k}: {one_line(v, 200)}") for k, v in facts]},
-        {"type": "section", "text": {"type": "mrkdwn", "text": "Command, exactly as it will run:\n" + code(r.argv)}},
+        *command(r.argv),
     ]
     if r.invariants:
         lines = [f"{label}: {one_line(t, 150)} ({one_line(v, 60)})" for label, t, v in r.invariants]
@@ -82,8 +140,9 @@ def request_blocks(r: Request, *, outcome: str | None = None) -> list[dict[str, 
     if r.policy:
         blocks.append({"type": "section", "text": text(f"Policy: {r.policy}")})
     if outcome is None:
+        review = [{"type": "button", "action_id": REVIEW, "style": "primary", "text": text("Review"), "value": r.ref()}]
         blocks.append({"type": "actions", "block_id": "decide", "elements": [
-            {"type": "button", "action_id": REVIEW, "style": "primary", "text": text("Review"), "value": r.ref()},
+            *(review if shown_whole(r.argv) else []),
             {"type": "button", "action_id": REJECT, "style": "danger", "text": text("Reject"), "value": r.ref()},
         ]})
     else:
@@ -92,18 +151,20 @@ def request_blocks(r: Request, *, outcome: str | None = None) -> list[dict[str, 
 
 
 def mrkdwn(value: str) -> str:
-    """Ledger text for a field Slack reads as mrkdwn (a message's top-level `text`): `&`, `<`
-    and `>` escaped, so `<!channel>`, `<@U0...>` or `<http://x|click>` stay text."""
+    """Ledger text for a message's top-level `text`: `&`, `<` and `>` escaped (Slack reads them
+    even with `mrkdwn: false`), so `<!channel>`, `<@U0...>` or `<http://x|click>` stay text."""
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def fallback(r: Request, outcome: str | None = None) -> str:
-    """The message's `text` (notifications, screen readers): plain, one line, escaped (mrkdwn)."""
+    """The message's `text` (notifications, screen readers): one line, escaped (mrkdwn), posted
+    with `mrkdwn: false` so `*`, `_`, `~` and backticks in ledger text format nothing."""
     return mrkdwn(one_line(f"[{r.task}] {r.target}: {r.step} " + (outcome or f"awaits approval (hash {r.hash})"), 300))
 
 
 def reminder(r: Request, due: int, waited: str) -> str:
-    """A reminder in the request's thread (mrkdwn, no blocks): one line, escaped."""
+    """A reminder in the request's thread (no blocks): one line, escaped, posted with `mrkdwn: false`
+    (ledger text is never markup)."""
     return mrkdwn(one_line(f"reminder {due}: {r.target}: {r.step} still awaits approval ({waited}); hash {r.hash}", 300))
 
 
@@ -122,7 +183,7 @@ def approve_view(r: Request, *, channel: str | None, ts: str | None) -> dict[str
         "title": text("Approve step", 24), "submit": text("Approve", 24), "close": text("Cancel", 24),
         "blocks": [
             {"type": "section", "text": text(f"{r.target}: {r.step} (IRREVERSIBLE) in {_env_cue(r.environment)}")},
-            {"type": "section", "text": {"type": "mrkdwn", "text": code(r.argv)}},
+            *command(r.argv),
             {"type": "section", "fields": [text(f"Checkpoint: {r.checkpoint or '-'}"), text(f"Approval hash: {r.hash}"),
                                            text(f"Ledger revision: {r.revision}")]},
             {"type": "input", "block_id": CONFIRM_BLOCK, "label": text(f"Type {r.target} to approve it", 150),
@@ -143,6 +204,11 @@ def reject_view(r: Request, *, channel: str | None, ts: str | None) -> dict[str,
              "element": {"type": "plain_text_input", "action_id": REASON_INPUT, "multiline": True}},
         ],
     }
+
+
+def said(message: str) -> list[dict[str, Any]]:
+    """What a person is told privately, as a plain_text block: chat.postEphemeral has no `mrkdwn: false`."""
+    return [{"type": "section", "text": text(message)}]
 
 
 def typed(payload: dict[str, Any], block: str, action: str) -> str:

@@ -5,7 +5,8 @@ delivery key before acking (engine.slack.app.Hub.receive); here, in order:
 1. the Slack user maps to an approver through `approvers:` (ids only);
 2. the approver is not the requester (and the step's policy allows them);
 3. the target still awaits that step with the hash (and revision) the person saw,
-   else "the command changed; review again" and the message is refreshed;
+   else "the command changed; review again" and the message is refreshed; and an
+   approval only of a command Slack could show whole (else: approve it on a terminal);
 4. approve through engine.api's `approve` (the same operation, lock, fencing and
    journal as `handoff approve --expect-hash`), `via: slack`;
 5. the delivery is marked done, then the message edited and the person told.
@@ -15,10 +16,11 @@ Every refusal is an ephemeral message to the person and a `slack_refused` journa
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from typing import Any
 
-from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, SlackId
+from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, SlackId, one_line
 from engine.host import failpoints
 from engine.slack import blocks
 from engine.slack.ledgers import Watched, approved_by, message_key, request
@@ -47,7 +49,8 @@ class Decider:
         """An ephemeral message to the person who clicked (only they see it)."""
         if slack.channel:
             try:
-                self.web.call("chat.postEphemeral", channel=slack.channel, user=slack.user, text=blocks.mrkdwn(text[:2900]))
+                self.web.call("chat.postEphemeral", channel=slack.channel, user=slack.user,
+                              text=blocks.mrkdwn(one_line(text, 2900)), blocks=blocks.said(text))
             except SlackFailed as err:  # telling is best effort: the journal has the record, the message the outcome
                 self.say(f"cannot tell {slack.user}: {err}")
 
@@ -79,7 +82,9 @@ class Decider:
             self.refuse(w, slack, ref.get("t"), err.message)
             return
         r = request(w, ledger, ref.get("t", ""))
-        why = self._elsewhere(w, ledger, channel, ts, r) or self._stale(ledger, ref.get("t", ""), ref.get("s"), ref.get("h"), None, r)
+        why = self._elsewhere(w, ledger, channel, ts, r) or \
+            self._stale(ledger, ref.get("t", ""), ref.get("s"), ref.get("h"), None, r) or \
+            self._unshown(w, r, act.get("action_id") == blocks.REVIEW)
         if why or r is None:  # _stale always says why when there is no request
             self.refuse(w, slack, ref.get("t"), why or "no request")
             self.sync(w)
@@ -114,6 +119,16 @@ class Decider:
             return f"the ledger changed since you looked (revision {revision}, now {r.revision}); review again"
         return None
 
+    @staticmethod
+    def _unshown(w: Watched, r, approving: bool) -> str | None:
+        """Why this approval cannot come from Slack: Slack could not show the command whole, so
+        the person would approve what they never saw (None: it did, or this is not an approval)."""
+        if not approving or blocks.shown_whole(r.argv):
+            return None
+        return (f"the command of {r.target}: {r.step} is too long for Slack to show whole, so it cannot be approved "
+                f"from Slack; read it and approve it on a terminal: handoff approve "
+                f"{shlex.quote(w.handle.display_location)} {shlex.quote(r.target)} (or in the TUI)")
+
     # -- submissions ---------------------------------------------------------------
 
     def submission(self, key: str, payload: dict[str, Any]) -> str:
@@ -132,7 +147,8 @@ class Decider:
             return self.refuse(w, slack, name, err.message)
         r = request(w, ledger, name)
         why = self._elsewhere(w, ledger, meta.get("c"), meta.get("ts"), r) or \
-            self._stale(ledger, name, meta.get("s"), meta.get("h"), meta.get("rev"), r)  # 3
+            self._stale(ledger, name, meta.get("s"), meta.get("h"), meta.get("rev"), r) or \
+            self._unshown(w, r, view.get("callback_id") == blocks.APPROVE_VIEW)  # 3
         if why:
             out = self.refuse(w, slack, name, why)
             self.sync(w)

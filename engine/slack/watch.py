@@ -63,7 +63,7 @@ def sync(w: Watched, web: Web, *, now: float | None = None, err: TextIO = sys.st
 def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Ledger, err: TextIO) -> None:
     gone = expired(ledger, r, now)
     try:
-        sent = web.call("chat.postMessage", channel=channel, text=blocks.fallback(r, gone),
+        sent = web.call("chat.postMessage", channel=channel, text=blocks.fallback(r, gone), mrkdwn=False,
                         blocks=blocks.request_blocks(r, outcome=gone))
     except SlackFailed as error:
         console.say(f"handoff slack: {w.handle.display_location}: cannot post the request for {r.target}: {error}", err)
@@ -115,6 +115,6 @@ def _remind(w: Watched, web: Web, ledger: Ledger, key: str, msg: dict, r: Reques
         return
     due = int((now - since) // every)
     if due > int(msg.get("reminded") or 0):
-        web.call("chat.postMessage", channel=msg["channel"], thread_ts=msg["ts"],
+        web.call("chat.postMessage", channel=msg["channel"], thread_ts=msg["ts"], mrkdwn=False,
                  text=blocks.reminder(r, due, span(now - since - (now - since) % every)))
         w.state.note_message(key, reminded=due)

@@ -35,3 +35,25 @@ def test_a_reminder_cannot_mention_the_channel(tmp_path, fake, started):
     text = replies[0]["text"]
     assert text.startswith("reminder 2: db-1 "), text
     assert "<!channel>" not in text and "<@U0BOB>" not in text, text
+
+
+def test_formatting_marks_in_ledger_text_format_nothing(tmp_path, fake, signer, started):
+    """A target named with `~`, `*` and backticks: the request message is posted with `mrkdwn: false`
+    (its fallback `text` shows the name as typed), and what the approver is told privately is a
+    plain_text block, as typed."""
+    import yaml
+
+    from tests.slack.kit import ALICE, load, review, wait_for
+
+    name = "db-1 ~db-2~ *approve* `db-4`"
+    path = ledger(tmp_path)
+    data = load(path)
+    data["targets"] = {name: data["targets"]["db-1"]}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    app = started(fake, [str(path)])
+    msg = posted(fake)
+    assert fake.of("chat.postMessage")[0]["mrkdwn"] is False and name in msg["text"]
+    assert signer.post(app.url, signer.submit(review(app, fake, signer, ALICE), ALICE, name))[0] == 200
+    told = wait_for(lambda: fake.of("chat.postEphemeral"), what="alice told")[0]
+    assert [b["text"]["type"] for b in told["blocks"]] == ["plain_text"]
+    assert told["blocks"][0]["text"]["text"].startswith(f"{name}: cutover approved by alice")

@@ -89,3 +89,48 @@ def test_a_bot_token_slack_refuses_ends_the_process_with_what_to_check(tmp_path,
                                                           "HANDOFF_SLACK_API_URL": fake.api_url})
     assert out.returncode == 2 and "Slack refused the bot token" in out.stderr and "SLACK_BOT_TOKEN" in out.stderr
     assert "xoxb-wrong-token-1234" not in out.stderr + out.stdout
+
+
+def _blank_env(fake) -> dict[str, str]:
+    return {"HANDOFF_SLACK_API_URL": fake.api_url, **{n: "" for n in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
+                                                                   "SLACK_SIGNING_SECRET", "SLACK_APP_ID")}}
+
+
+def test_a_secrets_file_in_a_folder_others_may_write_is_refused_and_nothing_is_touched(tmp_path, fake):
+    """A 0600 file in a folder made 0777 (not sticky): another user could replace it with their own
+    signing secret. Exit 2 naming the folder and `chmod go-w`; the ledger unchanged, no sidecar."""
+    path = ledger(tmp_path)
+    before = path.read_text()
+    folder = tmp_path / "open"
+    folder.mkdir()
+    folder.chmod(0o777)
+    secrets = folder / "slack.env"
+    secrets.write_text(f"SLACK_BOT_TOKEN={fake.bot_token}\nSLACK_APP_TOKEN={fake.app_token}\nSLACK_APP_ID={APP_ID}\n")
+    secrets.chmod(0o600)
+    out = _slack(str(path), "--secrets", str(secrets), env=_blank_env(fake))
+    assert out.returncode == 2, out.stderr
+    assert f"--secrets {secrets}: the folder {folder} " in out.stderr and f"chmod go-w {folder}" in out.stderr
+    assert path.read_text() == before and not Path(str(path) + ".slack.jsonl").exists()
+
+
+def test_a_secrets_file_owned_by_another_user_is_refused_and_nothing_is_touched(tmp_path, fake):
+    """A 0600 file owned by `nobody` (root only: to give it away): exit 2 naming the file, its owner
+    and the `chown` to run; the ledger unchanged, no sidecar."""
+    import pwd
+
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to give the file to another user")
+    path = ledger(tmp_path)
+    before = path.read_text()
+    secrets = tmp_path / "slack.env"
+    secrets.write_text(f"SLACK_BOT_TOKEN={fake.bot_token}\nSLACK_APP_TOKEN={fake.app_token}\nSLACK_APP_ID={APP_ID}\n")
+    secrets.chmod(0o600)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(secrets, nobody.pw_uid, nobody.pw_gid)
+    out = _slack(str(path), "--secrets", str(secrets), env=_blank_env(fake))
+    assert out.returncode == 2, out.stderr
+    assert f"--secrets {secrets}: it is owned by nobody, not by root" in out.stderr
+    assert f"chown root {secrets} && chmod 600 {secrets}" in out.stderr
+    assert path.read_text() == before and not Path(str(path) + ".slack.jsonl").exists()
