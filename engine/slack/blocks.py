@@ -18,8 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.api import one_line, visible
-from engine.codec.textsafe import shell_word
+from engine.api import one_line, shell_word, visible
 
 REVIEW, REJECT = "handoff_review", "handoff_reject"
 APPROVE_VIEW, REJECT_VIEW = "handoff_approve", "handoff_reject_view"
