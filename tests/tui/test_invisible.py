@@ -27,5 +27,6 @@ async def test_the_approval_dialog_spells_out_hidden_characters(tmp_path: Path) 
         assert app.screen.pending.argv[2] == f"x{HIDDEN}y"  # what runs is unchanged: only what is shown is spelled out
         screen = screen_text(app)
     assert not any(c in screen for c in HIDDEN)
-    assert "x<U+E0041><U+00AD><U+034F><U+3164><U+FE0F><U+E0100><U+200B>y" in screen.replace("\n", "")
+    # One argument, one shell word: each hidden character as its escape (engine.api.shell_word).
+    assert "$'x\\U000e0041\\xad\\u034f\\u3164\\ufe0f\\U000e0100\\u200by'" in screen.replace("\n", "")
     assert path.read_bytes() == before

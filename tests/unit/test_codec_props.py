@@ -16,6 +16,7 @@ from engine.codec.canonical import emit_document
 from engine.codec.document import parse_document
 from engine.codec.fast import FastReader
 from engine.codec.splice import Change, splice
+from engine.codec.textsafe import CONTROL_CODES
 from engine.errors import LedgerInvalid
 from engine.ledger.model import BASE_STATES
 from engine.store.convert import to_data
@@ -32,6 +33,8 @@ TRICKY = st.sampled_from(
 )
 TEXT = st.one_of(TRICKY, st.text(_CHARS, max_size=40), st.text(_CHARS, min_size=150, max_size=400))
 KEY = st.one_of(TRICKY, st.text(_CHARS, min_size=1, max_size=20))
+# A target's or a step's name: one a person can see and type (the engine refuses the others, engine.ledger.model).
+NAME = KEY.filter(lambda s: s.strip() != "" and not all(c.isspace() or ord(c) in CONTROL_CODES for c in s))
 SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63), st.floats(allow_nan=False, allow_infinity=False), TEXT)
 VALUE = st.recursive(
     SCALAR,
@@ -65,7 +68,7 @@ def targets(draw):
 
 @st.composite
 def ledgers(draw):
-    data = {"task": draw(TEXT), "targets": draw(st.dictionaries(KEY, targets(), max_size=6))}
+    data = {"task": draw(TEXT), "targets": draw(st.dictionaries(NAME, targets(), max_size=6))}
     if draw(st.booleans()):
         data["handoff_note"] = draw(TEXT)
     if draw(st.booleans()):

@@ -43,7 +43,7 @@ from engine.store.file import FileStore, decode
 from tests.conftest import ARTICLE, RUNBOOK_LEDGER
 from tests.unit import hand_written
 from tests.unit.hand_written_nested import nested_ledgers
-from tests.unit.test_codec_props import KEY, TEXT, VALUE
+from tests.unit.test_codec_props import KEY, NAME, TEXT, VALUE
 from tests.unit.test_codec_props import ledgers as data_ledgers
 
 # ---------------------------------------------------------------- comparison
@@ -174,7 +174,7 @@ def target_op(draw):
     if kind == "replace":
         return (kind, i, Target(state=draw(STATES), checkpoint=draw(OPT_TEXT), reason=draw(OPT_TEXT)))
     if kind == "add":
-        return (kind, draw(KEY), Target(state=draw(STATES), checkpoint=draw(OPT_TEXT), last_action=draw(OPT_TEXT)))
+        return (kind, draw(NAME), Target(state=draw(STATES), checkpoint=draw(OPT_TEXT), last_action=draw(OPT_TEXT)))
     if kind == "validate_new":
         data = {"state": draw(STATES), **draw(st.dictionaries(EXTRA_KEY, VALUE, max_size=3))}
         for f in draw(st.lists(st.sampled_from(TARGET_FIELDS), max_size=3)):
@@ -200,7 +200,7 @@ def top_op(draw):
     if kind == "invariant_dict":
         return (kind, draw(st.dictionaries(KEY, VALUE, min_size=1, max_size=3)))
     if kind == "step_add":
-        return (kind, Step(name=draw(TEXT), **{"from": "queued"}, to="checked", run=draw(st.lists(TEXT, min_size=1, max_size=3)),
+        return (kind, Step(name=draw(NAME), **{"from": "queued"}, to="checked", run=draw(st.lists(TEXT, min_size=1, max_size=3)),
                            reversible=draw(st.booleans()), timeout=draw(st.none() | st.floats(0.1, 1e5)),
                            description=draw(OPT_TEXT)))
     if kind == "runbook_state":

@@ -32,11 +32,15 @@ def test_approve_records_both_identities_and_releases_the_gate():
 
 
 def test_approvers_list_is_checked_against_the_os_user():
-    """With `approvers`, the OS user must be listed; the --as name does not help."""
+    """With `approvers`, the OS user must be listed; the --as name does not help, and a listed login approves as
+    itself only."""
     l = fleet(approvers=["carol"])
     with pytest.raises(Refused, match="OS user 'bob' is not in this ledger's approvers"):
         ops.approve(l, "db-1", ops.Who("carol", "bob"), step=None, comment=None, ledger_dir="/srv")
-    ops.approve(l, "db-1", ops.Who("anyone", "carol"), step=None, comment=None, ledger_dir="/srv")
+    with pytest.raises(Refused, match="OS user 'carol' approves as carol .*, not as 'anyone'"):
+        ops.approve(l, "db-1", ops.Who("anyone", "carol"), step=None, comment=None, ledger_dir="/srv")
+    approval, _ = ops.approve(l, "db-1", ops.Who("carol", "carol"), step=None, comment=None, ledger_dir="/srv")
+    assert approval.by == "carol"
 
 
 def test_no_self_approval_by_the_asker():
