@@ -14,13 +14,11 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from engine.audit.journal import journal_path
 from tests.conftest import cli_env, handoff
-
-PAGE = 4096
+from tests.unit.test_disk_full import PAGE, disk  # noqa: F401  (disk: a 1 MiB tmpfs, root only)
 
 
 def _cut_journal_after(journal: Path, revision: int) -> list[dict]:
@@ -90,22 +88,7 @@ def test_a_revision_the_history_journal_could_not_record_is_not_reported_as_reco
     assert "history" in result.stderr and f"revision {revision}" in result.stderr, result.stderr
 
 
-@pytest.fixture
-def disk(tmp_path):
-    """A 1 MiB tmpfs mounted for this test (unmounted after), as tests/unit/test_disk_full.py does."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.fail(f"cannot mount a small tmpfs ({made.stderr.strip()}): this test needs root")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def test_a_full_disk_that_loses_the_history_record_is_not_reported_as_recorded(disk: Path) -> None:
+def test_a_full_disk_that_loses_the_history_record_is_not_reported_as_recorded(disk: Path) -> None:  # noqa: F811
     """A 1,500-target ledger edited by hand (a comment added): the next engine write journals the whole
     ledger in the history journal (~130 KB), far more than the new ledger file or the journal's `pause`
     record need. With room for those but not for that, `handoff pause` says "ledger paused", exit 0;
