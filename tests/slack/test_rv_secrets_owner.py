@@ -27,6 +27,7 @@ def test_a_secrets_file_owned_by_another_user_is_refused(tmp_path, fake):
         raise AssertionError("this test needs root (to give the file to another user)")
     agent = pwd.getpwnam("nobody")
     path = ledger(tmp_path)
+    before = path.read_text()
     secrets = tmp_path / "slack.env"
     secrets.write_text(f"SLACK_BOT_TOKEN={fake.bot_token}\nSLACK_SIGNING_SECRET={AGENT_SECRET}\nSLACK_APP_ID={APP_ID}\n")
     secrets.chmod(0o600)
@@ -61,9 +62,11 @@ def test_a_secrets_file_owned_by_another_user_is_refused(tmp_path, fake):
             raise AssertionError(
                 f"handoff slack started with a secrets file owned by {agent.pw_name} (uid {agent.pw_uid}), and a request "
                 f"signed with the secret that user wrote was recorded as alice's approval: {approved(path)[0]['msg']}")
-        assert proc.returncode == 2, "".join(lines)
-        assert str(secrets) in "".join(lines) and "nobody" in "".join(lines), "".join(lines)
-        assert not approved(path)
+        said = "".join(lines)
+        assert proc.returncode == 2, said
+        assert f"--secrets {secrets}: it is owned by nobody, not by root" in said, said
+        assert f"chown root {secrets} && chmod 600 {secrets}" in said, said
+        assert path.read_text() == before and not os.path.exists(f"{path}.slack.jsonl")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 15)
