@@ -281,9 +281,9 @@ class LedgerHandle:
         except JournalWriteError as err:
             raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in the journal: {err.reason}; "
                                     "the next journal record notes the gap" + self._unwitnessed(records)) from None
-        lost = getattr(self.store, "history_lost", None)  # a file ledger's history journal (PostgreSQL's commits with it)
-        if lost:
-            raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in its history journal: {lost}; "
+        if self.store.history_lost:  # a file ledger's history journal (PostgreSQL's commits with the ledger)
+            raise JournalIncomplete(f"recorded in the ledger (revision {revision}) but NOT in its history journal: "
+                                    f"{self.store.history_lost}; "
                                     f"`handoff show --at {revision}` cannot rebuild it, and the next write keeps the whole "
                                     "ledger there again")
         self._mark_withdrawn([r for r in records if r["kind"] == "unapproval"], revision)

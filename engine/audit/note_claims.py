@@ -112,6 +112,11 @@ def done_words(ledger: Ledger) -> str:
     return "|".join([DONE_WORDS, *_job_verbs(ledger)])
 
 
+def _step_key(name: str) -> str:
+    """A step's name as a note may write it: any case, `_` or a space alike ("cut_over", "Cut over")."""
+    return name.lower().replace("_", " ")
+
+
 def onward(ledger: Ledger, state: str) -> set[str]:
     """`state` and every state the runbook's steps lead to from it."""
     reached, todo = {state}, [state]
@@ -140,7 +145,7 @@ class Reader:
         self.state = re.compile(rf"(?:{alternatives})(?![\w-])", re.I)
         # "db-19 cutover done", "db-19's cutover is done": a step's name between a name and a done word.
         steps = sorted(ledger.steps(), key=lambda step: len(step.name), reverse=True)
-        self.steps = {step.name.lower(): step.to for step in steps}
+        self.steps = {_step_key(step.name): step.to for step in steps}
         names = "|".join(re.escape(step.name).replace("_", "[ _]") for step in steps)
         self.step = re.compile(rf"(?:['’]s)?[\s:–—-]*(?P<step>{names})(?![\w-])", re.I) if names else None
         verbs = "|".join(_job_verbs(ledger))
@@ -190,7 +195,7 @@ class Reader:
         if state == "done" and (_ACTIVITY.match(rest[m.end():]) or _ETA.match(rest[m.end():])):
             return None
         if step:
-            return self.steps[step.group("step").lower().replace(" ", "_")], bool(negated), True
+            return self.steps[_step_key(step.group("step"))], bool(negated), True
         return state, bool(negated), False
 
     def _before(self, clause: str, start: int, end: int) -> Said | None:

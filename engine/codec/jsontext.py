@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from engine.codec.textsafe import _CONTROL
+from engine.codec.textsafe import CONTROL
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS  # a key YAML read as a number or a boolean, as json.dumps spells it
 
@@ -65,7 +65,7 @@ def escaped(text: str) -> str:
     reads it, nothing hidden or reordered for a person who reads it (or pipes it to a pager)."""
     if text.isascii() and "\x7f" not in text:
         return text  # JSON escapes C0 itself; the rest is all above ASCII
-    return _CONTROL.sub(_escape, text)
+    return CONTROL.sub(_escape, text)
 
 
 def _escape(match) -> str:

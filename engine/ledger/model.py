@@ -261,7 +261,7 @@ class Step(Node):
     @classmethod
     def _typable(cls, value: str) -> str:
         # Approving a batch means typing the step's name: one nobody can see could pass with nothing typed.
-        if not value.strip() or _unseen(value):
+        if _unseen(value):  # empty too
             raise ValueError(f"step name {value!r} is nothing a person can see or type; give the step a name")
         return value
 

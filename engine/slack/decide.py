@@ -16,11 +16,10 @@ Every refusal is an ephemeral message to the person and a `slack_refused` journa
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable
 from typing import Any
 
-from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, SlackId, one_line
+from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, SlackId, one_line, shell_word
 from engine.host import failpoints
 from engine.slack import blocks
 from engine.slack.ledgers import Watched, approved_by, message_key, request
@@ -127,7 +126,7 @@ class Decider:
             return None
         return (f"the command of {r.target}: {r.step} is too long for Slack to show whole, so it cannot be approved "
                 f"from Slack; read it and approve it on a terminal: handoff approve "
-                f"{shlex.quote(w.handle.display_location)} {shlex.quote(r.target)} (or in the TUI)")
+                f"{shell_word(w.handle.display_location)} {shell_word(r.target)} (or in the TUI)")
 
     # -- submissions ---------------------------------------------------------------
 

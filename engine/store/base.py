@@ -116,6 +116,7 @@ class Store(Protocol):
     path: str  # what a person is shown: the file, or the database and the ledger's name
     read_only: bool
     saw_external_edit: bool  # did the last transaction start from a hand edit? (file store; never in PostgreSQL)
+    history_lost: str | None  # why the last write's history record is missing (file store; PostgreSQL's commits with it)
     journaled_external_edit: bool  # ... and did that transaction journal the edit itself?
     on_lock_wait: Callable[[str], bool] | None  # holder text -> keep waiting past the lock timeout?
     patience: float  # seconds a brief outage of the store's database is ridden out (a file store has none: 0)

@@ -86,6 +86,7 @@ class PostgresStore:
         self.db = Db(self.url)
         self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
         self.saw_external_edit = self.journaled_external_edit = False  # nobody edits a row by hand
+        self.history_lost: str | None = None  # the history record is in the ledger's own transaction: never lost alone
         self._cache: tuple[str, Any, Ledger | None] | None = None
 
     @property

@@ -52,3 +52,18 @@ def test_what_counts_something_else_or_part_of_the_fleet_is_no_fleet_claim() -> 
                  "db-20 blocked (PLAT-4412), db-27 failed; nothing else blocked or failed.", "This shift: 1 done, 1 failed.",
                  "Upgraded the extensions on db-18.", "Checks ✅."]:
         assert findings(fine, ledger) == [], fine
+
+
+def test_a_step_named_with_spaces_or_underscores_said_done_is_read() -> None:
+    """A step's name written with spaces (`cut over now`) or as `cut_over` spelled with a space: the claim
+    is read against the step's `to`, and a true one passes (a space in the name once raised KeyError)."""
+    from engine.audit.review import review
+    from engine.ledger.model import Ledger
+
+    for step in ("cut over now", "cut_over"):
+        ledger = Ledger.model_validate({"task": "t", "runbook": {"steps": [{"name": step, "from": "queued", "to": "done",
+                                                                           "run": ["x"]}]},
+                                        "targets": {"db-19": {"state": "queued"}, "db-17": {"state": "done"}}})
+        said = step.replace("_", " ")
+        assert review(f"db-19 {said} done.", ledger, previous=None, since=None), step
+        assert review(f"db-17 {said} done.", ledger, previous=None, since=None) == [], step
