@@ -1448,4 +1448,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '    return out',
            ('tests/unit/test_note_review_record_misses.py::test_a_status_line_count_is_checked',),
            'a pasted status line with wrong counts is flagged'),
+    Mutant('note-step-key', 'engine/audit/note_claims.py',
+           '    return name.lower().replace("_", " ")',
+           '    return name.lower()',
+           ('tests/unit/test_note_review_true_wordings.py::test_a_step_named_with_spaces_or_underscores_said_done_is_read',),
+           'a step said done is read however its name is spaced'),
 )
