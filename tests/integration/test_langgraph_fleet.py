@@ -36,6 +36,9 @@ TARGETS = {"db-18": {"state": "replicating", "checkpoint": "0/9A3F2C10"}, "db-19
            "db-22": {"state": "queued"}}
 TO_DO = ("db-18", "db-19", "db-21", "db-22")
 KILL_SPEED = "3"
+# A reversible step's window at speed 3 (check: 0.5 s) can pass between two polls on a loaded
+# machine (each poll reads the journal and scans the processes); at speed 1 it lasts 1.5 s.
+REVERSIBLE_KILL_SPEED = "1"
 ONE_AT_A_TIME = ["never run cutover on a db whose state != verified", "never touch more than 1 db concurrently",
                  "pause if error_rate_5m > 0.5%"]
 
@@ -119,7 +122,8 @@ def test_kill9_mid_node_resumes_where_it_left(tmp_path: Path, checkpointer) -> N
     world = tmp_path / "world"
     killed: list[str] = []
     want = IRREVERSIBLE  # alternate: kill under an irreversible step, then under a reversible one
-    # Speed 3 while it is killed: slow enough for the test to see each step's window.
+    # Speed 3 while an irreversible step is wanted (it waits for its approval, so the test is
+    # there when it starts), 1 while a reversible one is: slow enough to see each step's window.
     proc = _runtime(ledger, url, world, HANDOFF_SIM_SPEED=KILL_SPEED)
     try:
         t0 = time.monotonic()
@@ -137,7 +141,8 @@ def test_kill9_mid_node_resumes_where_it_left(tmp_path: Path, checkpointer) -> N
                 proc.wait(10)
                 killed.append(f"{victim[0]}:{victim[1]}")
                 want = ("check", "replicate") if want is IRREVERSIBLE else IRREVERSIBLE
-                proc = _runtime(ledger, url, world, HANDOFF_SIM_SPEED=KILL_SPEED if len(killed) < 4 else "50")
+                speed = "50" if len(killed) == 4 else KILL_SPEED if want is IRREVERSIBLE else REVERSIBLE_KILL_SPEED
+                proc = _runtime(ledger, url, world, HANDOFF_SIM_SPEED=speed)
                 continue
             _approve_waiting(ledger, world)
             time.sleep(0.05)
