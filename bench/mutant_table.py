@@ -1453,4 +1453,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '    return name.lower()',
            ('tests/unit/test_note_review_true_wordings.py::test_a_step_named_with_spaces_or_underscores_said_done_is_read',),
            'a step said done is read however its name is spaced'),
+    Mutant('note-lookalikes', 'engine/audit/note_text.py',
+           '    text = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)',
+           '    text = unicodedata.normalize("NFKC", text)',
+           ('tests/unit/test_note_review_lookalikes.py',),
+           'a note claim written in Cyrillic or Greek lookalike letters is read as it looks'),
 )

@@ -34,17 +34,37 @@ _SEP_CLASS = "[-_.\\s\u00a0\u2010\u2011\u2012\u2013\u2014\u2212]?"
 _KEY = str.maketrans("", "", _SEPS)
 
 
+# Letters a reader takes for Latin ones: Cyrillic, Greek and Armenian lookalikes ("dоne" with a
+# Cyrillic о reads "done"). NFKC leaves them alone; the review reads them as they look.
+_LOOKALIKES = str.maketrans({
+    # Cyrillic
+    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y", "\u0445": "x",
+    "\u0456": "i", "\u0458": "j", "\u0455": "s", "\u0501": "d", "\u04bb": "h", "\u051b": "q", "\u051d": "w",
+    "\u043a": "k", "\u0410": "A", "\u0412": "B", "\u0415": "E", "\u041a": "K", "\u041c": "M", "\u041d": "H",
+    "\u041e": "O", "\u0420": "P", "\u0421": "C", "\u0422": "T", "\u0425": "X", "\u0423": "Y", "\u0406": "I",
+    "\u0408": "J", "\u0405": "S",
+    # Greek
+    "\u03bf": "o", "\u03b1": "a", "\u03bd": "v", "\u03b9": "i", "\u03ba": "k", "\u03c1": "p", "\u0391": "A",
+    "\u0392": "B", "\u0395": "E", "\u0396": "Z", "\u0397": "H", "\u0399": "I", "\u039a": "K", "\u039c": "M",
+    "\u039d": "N", "\u039f": "O", "\u03a1": "P", "\u03a4": "T", "\u03a5": "Y", "\u03a7": "X",
+    # Armenian, and Latin's dotless i
+    "\u0585": "o", "\u057d": "u", "\u0578": "n", "\u0131": "i",
+})
+
+
 def _key(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower().translate(_KEY)
+    return unicodedata.normalize("NFKC", text).translate(_LOOKALIKES).lower().translate(_KEY)
 
 
 def plain_text(text: str, ledger: Ledger) -> str:
     """`text` as the reader reads it: markdown made plain, and each target name written
     another way (case, separators) spelled as the ledger spells it."""
-    text = unicodedata.normalize("NFKC", text)  # full-width digits and letters ("db-１８") as plain ones
-    for name in ledger.targets:  # a name that NFKC changes ("ｗｅｂ"): as the ledger spells it
-        if not unicodedata.is_normalized("NFKC", name):
-            folded = re.escape(unicodedata.normalize("NFKC", name))
+    # Full-width digits and letters ("db-１８") as plain ones, lookalike letters as the Latin they look like.
+    text = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    for name in ledger.targets:  # a name that this changes ("ｗｅｂ", "сервер-1"): as the ledger spells it
+        folded_name = unicodedata.normalize("NFKC", name).translate(_LOOKALIKES)
+        if folded_name != name:
+            folded = re.escape(folded_name)
             text = re.sub(rf"(?<![\w.-]){folded}(?![\w-])", name.replace("\\", "\\\\"), text)
     text = _MARKS.sub("", text)
     text = _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)
