@@ -23,6 +23,7 @@ from engine.host import console, failpoints
 from engine.slack import blocks
 from engine.slack.decide import Decider
 from engine.slack.ledgers import Watched
+from engine.slack.refusals import Refusals
 from engine.slack.secrets import Secrets
 from engine.slack.verify import identity_problem
 from engine.slack.watch import sync
@@ -61,6 +62,7 @@ class Hub:
                          "no request of it is posted until one is added")
         self.queue: queue.Queue = queue.Queue()
         self.stopping = threading.Event()
+        self.refusals = Refusals()
         self.decider = Decider(self.ledgers, self.web, self._sync, now, self.say)
         # What only this app holds (HTTP mode's signing secret, Socket Mode's app token): a delivery is
         # recorded with a MAC under it, so a line written into the Slack record by whoever can write beside
@@ -111,12 +113,25 @@ class Hub:
 
     def unauthentic(self, payload: dict[str, Any] | None, why: str) -> None:
         """A request that is not Slack's (HTTP: bad signature or old timestamp): nothing is done;
-        stderr says so, and so does the journal of the ledger it names, if it names one."""
-        self.say(f"refused a request: {why}")
+        stderr says so, and so does the journal of the ledger it names, if it names one. At most
+        once a minute each: the rest are counted and written down together (engine.slack.refusals)."""
         w = self._ledger_of(payload) if isinstance(payload, dict) else None
+        if not self.refusals.admit(w.key if w is not None else ""):
+            return
+        self.say(f"refused a request: {why}")
         if w is not None:
             w.handle.journal.append("slack_refused", f"a request claiming to be Slack's was refused: {why}",
                                     actor="handoff-slack", why=why)
+
+    def counted_refusals(self, *, all_of_them: bool = False) -> None:
+        """Write down the refusals only counted in a minute that is over (all of them: the process ends)."""
+        for key, n in self.refusals.due(all_of_them=all_of_them):
+            text = (f"{n} more request(s) claiming to be Slack's were refused in the last minute "
+                    "(written down together: one record a minute at most)")
+            self.say(f"refused {n} more request(s) in the last minute")
+            w = self.ledgers.get(key)
+            if w is not None:
+                w.handle.journal.append("slack_refused", text, actor="handoff-slack", count=n)
 
     def received(self, payload: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
         """(taken, the ack body) for an authentic request. Not taken when its delivery could
@@ -175,6 +190,7 @@ class Hub:
                         w.state.finish(key, out)
                 for w in self.ledgers.values():
                     self._sync(w)
+                self.counted_refusals()
             except SlackFailed as error:
                 self.say(str(error))
             except Exception as error:  # noqa: BLE001 - a long-running process says what went wrong and goes on
@@ -199,4 +215,5 @@ def run(locations: list[str], secrets: Secrets, *, http: str | None) -> int:
         hub.work()
     finally:
         stop()
+        hub.counted_refusals(all_of_them=True)
     return 0
