@@ -1468,4 +1468,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '        pass',
            ('tests/slack/test_forged_flood.py',),
            'the refusals only counted are written down when the process ends'),
+    Mutant('run-release-journaled', 'engine/cli/run_cmd.py',
+           '            if released is not None:\n                actor.out.record(',
+           '            if False:\n                actor.out.record(',
+           ('tests/unit/test_run_keeps_chain.py',),
+           "`handoff run` journals giving the lease back (check found the journal behind the ledger)"),
 )

@@ -53,10 +53,14 @@ def cmd_run(args) -> int:
     holder = claude or new_session_id()
     lease = leasing.claude_code_lease(holder, user=writer.actor) if claude else \
         leasing.session_lease(holder, user=writer.actor, planner="handoff run")
-    leasing.acquire(writer.store, args.ledger, lease, phase=f"handoff run {args.target}")
+    previous, taken = leasing.acquire(writer.store, args.ledger, lease, phase=f"handoff run {args.target}")
     # A person running a step asks for its approval in their own name: they cannot approve it themselves.
     actor = StepActor(writer, holder, ledger_arg=args.ledger, json=args.json,
                       identity=None if claude else writer.actor)
+    # Every write of the engine's has its journal record (its revision): `handoff check` finds a
+    # journal behind the ledger's last write otherwise.
+    actor.out.record("lease_take", f"handoff run {args.target} ({holder}) holds the lease"
+                     + (f" (took it over: {previous.detail})" if previous.status in ("dead", "stale") else ""), rev=taken)
     beat = HeartbeatThread(writer.store.heartbeat(), holder, state_fn=lambda: {"phase": f"handoff run {args.target}"})
     beat.start()
     actor.beat = beat
@@ -68,4 +72,6 @@ def cmd_run(args) -> int:
     finally:
         beat.stop()
         if not claude:
-            leasing.release(writer.store, holder)
+            released = leasing.release(writer.store, holder)
+            if released is not None:
+                actor.out.record("lease_release", f"handoff run {args.target} ({holder}) gave the lease back", rev=released)

@@ -176,12 +176,12 @@ class HookContext:
             self.holder = state
             return state
         try:
-            leasing.acquire(self.store, self.ledger_path, leasing.claude_code_lease(self.session_id, user=os_user()),
-                            phase=f"claude code: {self.event}")
+            _previous, taken = leasing.acquire(self.store, self.ledger_path, leasing.claude_code_lease(self.session_id, user=os_user()),
+                                               phase=f"claude code: {self.event}")
         except LeaseHeld as err:  # taken in the same instant by someone else
             self.holder = LeaseState("live", "another holder", err.message, None)
             return self.holder
         self._ledger = None  # changed by taking the lease: read again (its facts kept) at the next use
         self.say("lease_take", f"Claude Code session {self.session_id} holds the lease"
-                 + (f" (took it over: {state.detail})" if state.status in ("dead", "stale") else ""))
+                 + (f" (took it over: {state.detail})" if state.status in ("dead", "stale") else ""), rev=taken)
         return None

@@ -219,3 +219,14 @@ def test_bad_input_or_a_broken_ledger_fails_closed(fleet, stdin) -> None:
     broken = bash(ledger, world, "ls")
     kind, reason = verdict(broken)
     assert kind == "deny" and "ledger.yaml" in reason and ledger.read_bytes() == before
+
+
+def test_the_lease_a_hook_takes_is_journaled_with_its_revision(fleet) -> None:
+    """Taking the lease is a write of the ledger: its journal record carries the revision, so
+    `handoff check` run while the Claude Code session holds it finds the journal whole."""
+    ledger, world = fleet
+    assert verdict(bash(ledger, world, "ls"))[0] in ("allow", "none")
+    taken = [r for r in journal(ledger) if r.get("kind") == "lease_take"]
+    assert taken and taken[-1].get("rev") == load(ledger)["revision"], taken
+    checked = handoff("check", str(ledger), world=world)
+    assert "journal chain broken" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
