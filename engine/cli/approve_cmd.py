@@ -37,16 +37,52 @@ def show(pending, target: str, out=sys.stdout) -> None:
 
 def read_answer(prompt: str) -> str:
     """One line typed on the terminal, stripped ("" on end of input or Ctrl-C)."""
-    # A plain line read, not input(): readline's own terminal handling can swallow Ctrl-C.
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
     try:
-        typed = sys.stdin.readline()
+        typed = _typed_line(prompt)
     except KeyboardInterrupt:
         typed = ""
     if not typed.endswith("\n"):
         print("", file=sys.stderr)  # Ctrl-D or Ctrl-C left the cursor on the prompt's line
     return typed.strip()
+
+
+def _typed_line(prompt: str) -> str:
+    """Write `prompt` and read one line, as the terminal hands it over (one line per read in its
+    line mode). Not input() (readline's own terminal handling can swallow Ctrl-C), nor a plain
+    readline(): a Ctrl-C typed the instant the prompt appears, before the read blocks, sets
+    Python's flag but wakes nothing, and the prompt waited for ever. Signals are also written to
+    a pipe the read waits on beside the terminal, from before the prompt is shown."""
+    import os
+    import select
+    import signal
+
+    sys.stdout.write(prompt)
+    try:
+        wake_r, wake_w = os.pipe()
+    except OSError:
+        sys.stdout.flush()
+        return sys.stdin.readline()
+    try:
+        os.set_blocking(wake_w, False)
+        try:
+            previous = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: no wake-up pipe to be had
+            sys.stdout.flush()
+            return sys.stdin.readline()
+        try:
+            sys.stdout.flush()
+            fd = sys.stdin.fileno()
+            while True:
+                ready, _, _ = select.select([fd, wake_r], [], [])
+                if wake_r in ready and signal.SIGINT in os.read(wake_r, 64):
+                    raise KeyboardInterrupt
+                if fd in ready:
+                    return os.read(fd, 65536).decode("utf-8", "replace")
+        finally:
+            signal.set_wakeup_fd(previous)
+    finally:
+        os.close(wake_r)
+        os.close(wake_w)
 
 
 def _ask(target: str, anyway: bool = False) -> bool:
