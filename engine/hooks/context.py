@@ -82,7 +82,7 @@ class HookContext:
         says (its folder), without importing engine.ledger.ops and the model."""
         if self._writer is not None or not self._is_file():
             return self.writer.ledger_dir
-        return os.path.dirname(os.path.abspath(self.ledger_path))
+        return os.path.dirname(os.path.realpath(self.ledger_path))
 
     @property
     def ledger(self) -> Ledger:

@@ -20,7 +20,7 @@ from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.ledger.model import Approval, Ledger, Pause, PreviousNote, Step, Target
-from engine.ledger.render import approval_hash, describe, fields_for, render
+from engine.ledger.render import approval_hash, describe, render, step_fields
 from engine.ledger.touched import is_touched
 
 Records = list[dict[str, Any]]
@@ -87,7 +87,7 @@ def rendered_command(ledger: Ledger, name: str, step: Step, ledger_dir: str, pyt
     """The exact argv `step` would run for target `name`."""
     if not step.run:
         raise Refused(f"runbook step {step.name} has no `run` command", title="Runbook incomplete")
-    values = fields_for(name, ledger.targets[name], ledger_dir=ledger_dir, python=python or sys.executable)
+    values = step_fields(name, ledger.targets[name], step, ledger_dir=ledger_dir, python=python or sys.executable)
     return render(step.run, values, what=f"step {step.name}")
 
 
@@ -398,4 +398,5 @@ def request_stop(ledger: Ledger, who: Who) -> Records:
 
 
 def ledger_dir(path: str) -> str:
-    return os.path.dirname(os.path.abspath(path))
+    """The ledger's real folder (links resolved): where its steps run and what an approval binds."""
+    return os.path.dirname(os.path.realpath(path))

@@ -14,7 +14,6 @@ import sys
 
 from engine.errors import Refused
 from engine.ledger.model import Step, Target
-from engine.ledger.workdir import WorkingDir
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -32,6 +31,15 @@ def fields_for(name: str, target: Target | None, *, ledger_dir: str, python: str
         ledger_dir=ledger_dir,
         python=python or sys.executable,
     )
+    return values
+
+
+def step_fields(name: str, target: Target | None, step: Step, *, ledger_dir: str, python: str | None = None) -> dict[str, str]:
+    """The values `step`'s command is rendered with: `fields_for`, with `{state}` the step's `from`
+    state (the state it runs in: a target awaiting its approval shows and binds the command
+    that will run, not one naming `awaiting_approval`)."""
+    values = fields_for(name, target, ledger_dir=ledger_dir, python=python)
+    values["state"] = step.from_
     return values
 
 
@@ -63,18 +71,18 @@ def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, pyt
     """What an approval is bound to: everything that decides what the approved step does.
 
     The step's command for this target exactly as it will run (every value rendered in,
-    `{ledger_dir}` and `{python}` too: a ledger copied to another folder would otherwise
-    run another folder's script under the same approval), its timeout, and the target's
-    checkpoint. An irreversible step has no `until` and no retries (the runbook is
-    refused otherwise), so nothing else changes what one approval lets happen. Every
-    caller passes the `ledger_dir` (and `python`) the command is rendered with."""
-    if isinstance(ledger_dir, WorkingDir):
-        # A database ledger's `{ledger_dir}` is each process's working folder: the approver's
-        # and the runner's differ, so the hash binds the template there, not one folder.
-        ledger_dir = "{ledger_dir}"
-    values = fields_for(name, target, ledger_dir=ledger_dir, python=python)
+    `{ledger_dir}` and `{python}` too), the folder it runs in (the ledger's real folder; a
+    database ledger's is the working folder of the process), its timeout, and the target's
+    checkpoint. The folder is bound whether or not the command names it: a script named
+    relative to it (`link.py`), a copy of the ledger in another folder or a folder link
+    switched to another release would otherwise run another folder's script under the same
+    approval. `{state}` is the step's `from` state, the state it runs in. An irreversible
+    step has no `until` and no retries (the runbook is refused otherwise), so nothing else
+    changes what one approval lets happen. Every caller passes the `ledger_dir` (and
+    `python`) the command is rendered with and run in."""
+    values = step_fields(name, target, step, ledger_dir=ledger_dir, python=python)
     argv = render(step.run or [], values, what=f"step {step.name}")
-    blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or ""},
+    blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or "", "cwd": str(ledger_dir)},
                       ensure_ascii=False, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:16]
 

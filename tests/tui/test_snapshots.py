@@ -7,6 +7,10 @@ after looking at the new SVGs.
 
 from __future__ import annotations
 
+import fcntl
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,13 +19,26 @@ from tests.tui.helpers import LEDGER, fixed_clock, settle
 from tui.app import make_app
 
 
+# One folder per test, the same in every run: an approval's hash binds the folder its step runs in, and
+# the approval modal shows the hash. A lock keeps two suites on one machine (snapshots are one xdist
+# group) apart.
+FIXED = Path(tempfile.gettempdir()) / "handoff-tui-snapshots"
+
+
 @pytest.fixture
-def rel_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The test fleet at a relative path, so the header reads the same on every machine."""
-    (tmp_path / "fleet").mkdir()
-    (tmp_path / "fleet" / "ledger.yaml").write_text(LEDGER, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    return "fleet/ledger.yaml"
+def rel_ledger(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The test fleet at a relative path in a fixed folder, so the header and the hash read the same on every machine."""
+    FIXED.mkdir(mode=0o700, exist_ok=True)
+    home = FIXED / request.node.name
+    with open(FIXED / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(home, ignore_errors=True)
+        (home / "fleet").mkdir(parents=True)
+        (home / "fleet" / "ledger.yaml").write_text(LEDGER, encoding="utf-8")
+        monkeypatch.chdir(home)
+        yield "fleet/ledger.yaml"
+        monkeypatch.chdir(FIXED)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 async def _settled(pilot) -> None:

@@ -90,8 +90,9 @@ def _spent_after_a_backup(tmp_path: Path) -> tuple[Path, Path, dict, Path]:
 
 def test_a_backup_restored_in_another_folder_never_runs_the_spent_approval_again(tmp_path):
     """The same backup untarred somewhere else: another path, so another high-water identity with no mark of its
-    own; but its approval is the one spent on the real targets, and the list of spent approvals kept for every
-    ledger refuses it."""
+    own. Its approval was given for the command run in the first folder: an approval binds the folder its step
+    runs in, so here it approves nothing and the step waits for a new approval (the spent list kept for every
+    ledger is the next fence: test_a_restored_folder_given_an_id_by_hand_...)."""
     ledger, runs, env, tar = _spent_after_a_backup(tmp_path)
     elsewhere = tmp_path / "restored" / "ops"
     elsewhere.mkdir(parents=True)
@@ -100,7 +101,8 @@ def test_a_backup_restored_in_another_folder_never_runs_the_spent_approval_again
     assert yaml.safe_load(copy.read_text())["targets"]["a"]["state"] == "checked"
     again = handoff("resume", "--ledger", copy, env=env)
     assert _runs(runs) == 1, again.stdout + again.stderr
-    assert "was already used" in again.stdout + again.stderr, again.stdout + again.stderr
+    assert "a: link requires approval" in again.stdout, again.stdout + again.stderr
+    assert yaml.safe_load(copy.read_text())["targets"]["a"]["state"] == "awaiting_approval"
 
 
 def test_a_restored_folder_given_an_id_by_hand_never_runs_the_spent_approval_again(tmp_path):
