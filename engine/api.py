@@ -52,6 +52,7 @@ from engine.host.userstate import advance_user_state, load_user_state, save_user
 from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
+from engine.ledger.drift import DRIFT_PREFIX, DRIFT_UNCHECKED, checkpoint_drift, drift_line, drift_said
 from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
 from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, SessionLease, Target
 from engine.ledger.ops import PendingCommand
@@ -103,15 +104,9 @@ class TimelinePage:
     target: str | None = None
 
 
-# How engine.session.reconcile.verify_target words a recorded checkpoint mismatch (the
-# target's reason); every later session refuses the target until it is reconciled.
-DRIFT_PREFIX = "checkpoint drift:"
-
-
-def checkpoint_drift(target: Target) -> str | None:
-    """The recorded checkpoint mismatch of `target` (its reason), or None."""
-    reason = getattr(target, "reason", None) or ""
-    return reason if reason.startswith(DRIFT_PREFIX) else None
+# DRIFT_PREFIX, checkpoint_drift, drift_line, drift_said and DRIFT_UNCHECKED live in
+# engine.ledger.drift (engine.ledger.ops binds an approval to the drift shown) and are
+# imported above, for every caller that took them from here.
 
 
 
@@ -358,10 +353,12 @@ class LedgerHandle:
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
                 expect_hash: str | None = None, key: str | None = None, slack: SlackId | None = None,
-                expect_revision: int | None = None) -> Approval:
+                expect_revision: int | None = None, expect_drift: Any = DRIFT_UNCHECKED) -> Approval:
         """Approve `target`'s irreversible step. With `expect_hash` (what the approver was
         shown), a changed command or checkpoint raises ApprovalChanged and records nothing;
-        with `expect_revision` too, so does any write to the ledger since.
+        with `expect_revision` too, so does any write to the ledger since; with `expect_drift`
+        (the checkpoint drift the approver was shown: None for none, else its text, as
+        `checkpoint_drift` gives it), so does a drift recorded, changed or reconciled since.
         An approver with an `ssh_key` signs with `key` (a key file) or the ssh-agent at
         SSH_AUTH_SOCK (engine.approvals.signing). `slack`: the approval comes from Slack
         (engine.slack), by this identity, which must map to `actor` in `approvers:`."""
@@ -378,7 +375,7 @@ class LedgerHandle:
                 raise ApprovalChanged(f"{target}: the ledger changed since you looked (revision {expect_revision}, now "
                                       f"{ledger.revision}); nothing was approved: look again", seen=expect_hash or "", now=None)
             done = ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
-                               expect_hash=expect_hash, signed=signed, slack=slack,
+                               expect_hash=expect_hash, signed=signed, slack=slack, expect_drift=expect_drift,
                                requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
             proved[:] = [kernel_proves(ledger, done[0])]
             return done
@@ -433,13 +430,14 @@ class LedgerHandle:
         return select(ledger, pattern, step, self.ledger_dir, self.actor, refusal)
 
     def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
-                      key: str | None = None) -> list[Approval]:
+                      key: str | None = None, expect_drift: dict[str, str | None] | None = None) -> list[Approval]:
         """Approve `step` on each target of `expect` (name -> the hash the approver was
         shown): one approval and one journal record per target, each checked as
         `approve` checks one; any refused target refuses the whole batch (nothing recorded).
         The hashes are the binding (the command and checkpoint each approver saw), as in the
         TUI's batch dialog and `handoff approve --targets`: a write elsewhere in the ledger
-        does not refuse it."""
+        does not refuse it. `expect_drift` (name -> the checkpoint drift shown for it, None
+        for none; a target left out had none shown) binds each target's drift too."""
         self.refuse_agent("approve", ", ".join(expect))
         from engine.approvals.batch import approve_all
         from engine.approvals.policy import requesters
@@ -450,7 +448,7 @@ class LedgerHandle:
         def change(ledger: Ledger):
             asked = {n: requesters(self.journal, ledger, n) for n in expect if n in ledger.targets}
             return approve_all(ledger, expect, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
-                               signed=signed, requested_by=asked)
+                               signed=signed, requested_by=asked, expect_drift=expect_drift)
 
         return self._change(change)
 
@@ -603,7 +601,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 
 
 __all__ = [
-    "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "checkpoint_drift", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
+    "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "DRIFT_UNCHECKED", "checkpoint_drift", "drift_line", "drift_said", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",

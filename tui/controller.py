@@ -12,6 +12,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from engine.ledger.drift import DRIFT_UNCHECKED
 from tui.messages import Snapshot
 
 if TYPE_CHECKING:
@@ -168,16 +169,20 @@ class Controller:
 
     # -- mutations (each raises ReadOnly / Refused / Conflict from the engine) ---
 
-    def approve(self, target: str, step: str | None, comment: str | None, expect_hash: str | None = None) -> str:
-        """Approve what the operator saw: the engine refuses if `expect_hash` no longer matches."""
-        self.handle.approve(target, step=step, comment=comment or None, expect_hash=expect_hash)
+    def approve(self, target: str, step: str | None, comment: str | None, expect_hash: str | None = None,
+                expect_drift: Any = DRIFT_UNCHECKED) -> str:
+        """Approve what the operator saw: the engine refuses if `expect_hash` no longer matches,
+        or the target's checkpoint drift is not `expect_drift` (the one shown; None: none)."""
+        self.handle.approve(target, step=step, comment=comment or None, expect_hash=expect_hash, expect_drift=expect_drift)
         return f"Approved {step or 'the awaiting step'} on {target}"
 
-    def approve_batch(self, expect: dict[str, str], step: str, comment: str | None) -> str:
+    def approve_batch(self, expect: dict[str, str], step: str, comment: str | None,
+                      expect_drift: dict[str, str | None] | None = None) -> str:
         """Approve `step` on every target of `expect` (name -> the hash the operator saw), all
         or none: the engine's batch (the one `handoff approve --targets` uses) refuses the whole
-        batch if one target's hash, a policy or an identity check fails."""
-        approvals = self.handle.approve_batch(expect, step=step, comment=comment or None)
+        batch if one target's hash or drift (`expect_drift`: name -> the drift shown), a policy
+        or an identity check fails."""
+        approvals = self.handle.approve_batch(expect, step=step, comment=comment or None, expect_drift=expect_drift)
         return f"Approved {step} on {len(approvals)} target(s), one approval each: {', '.join(expect)}"
 
     def reject(self, target: str, reason: str) -> str:

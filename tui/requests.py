@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.message import Message
 
-from engine.api import Conflict, HandoffError, ReadOnly, Refused
+from engine.api import DRIFT_UNCHECKED, Conflict, HandoffError, ReadOnly, Refused
 from tui.messages import NoteConflict, RetryRefused
 
 if TYPE_CHECKING:
@@ -44,10 +44,12 @@ class Approve(Request):
     step: str | None
     comment: str | None
     expect_hash: str | None  # the hash of the command and checkpoint the dialog showed
+    expect_drift: object = DRIFT_UNCHECKED  # the checkpoint drift the dialog showed (None: none)
     verb: ClassVar[str] = "approve"
 
     def run(self, controller: Controller) -> str:
-        return controller.approve(self.target, self.step, self.comment, expect_hash=self.expect_hash)
+        return controller.approve(self.target, self.step, self.comment, expect_hash=self.expect_hash,
+                                  expect_drift=self.expect_drift)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class ApproveBatch(Request):
     step: str
     expect: tuple[tuple[str, str], ...]  # (target, hash shown), in the order the dialog listed them
     comment: str | None
+    drift: tuple[tuple[str, str | None], ...] | None = None  # (target, drift shown: None for none); None: unbound
     verb: ClassVar[str] = "approve the marked targets"
 
     @property
@@ -67,7 +70,8 @@ class ApproveBatch(Request):
         return [name for name, _ in self.expect]
 
     def run(self, controller: Controller) -> str:
-        return controller.approve_batch(dict(self.expect), self.step, self.comment)
+        return controller.approve_batch(dict(self.expect), self.step, self.comment,
+                                        expect_drift=dict(self.drift) if self.drift is not None else None)
 
 
 @dataclass(frozen=True)

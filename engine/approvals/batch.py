@@ -6,19 +6,20 @@ and hash is shown and checked (`expect` carries the hash the person was shown), 
 requester rule and the step's policy (count, verified approvers) are applied per target
 by `engine.ledger.ops.approve`, and each approval gets its own journal record. A target
 the approver asked for is left out when the batch is shown, as one already approved is. The batch is
-one transaction: if any target's approval is refused (its command or checkpoint
-changed since it was shown, it no longer waits, its requester is the approver), the
+one transaction: if any target's approval is refused (its command, checkpoint or
+checkpoint drift changed since it was shown, it no longer waits, its requester is the approver), the
 whole batch is refused, every refused target is named, and nothing is recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from engine.approvals.policy import policy_for, standing
 from engine.errors import Refused
+from engine.ledger.drift import DRIFT_UNCHECKED
 from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.ops import PendingCommand, Records, Who, approve, pending_command, same_person
 
@@ -81,18 +82,22 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
 
 
 def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, comment: str | None, ledger_dir: str,
-                signed: dict, requested_by: dict[str, set[str]]) -> tuple[list[Approval], Records]:
+                signed: dict, requested_by: dict[str, set[str]],
+                expect_drift: Mapping[str, str | None] | None = None) -> tuple[list[Approval], Records]:
     """Approve `step` on every target of `expect` (name -> the hash the approver was
     shown), in one change of `ledger`: every approval or none (Refused naming each
-    target that was refused, and why)."""
+    target that was refused, and why). `expect_drift` (name -> the checkpoint drift shown
+    for it; a name left out: none was shown) binds each target's drift as `approve` does;
+    without it, no target's approval is bound to a drift."""
     approvals: list[Approval] = []
     records: Records = []
     refused: list[str] = []
     for name, digest in expect.items():
         try:
             approval, recs = approve(ledger, name, who, step=step, comment=comment, ledger_dir=ledger_dir,
-                                     expect_hash=digest, signed=signed.get(name), requested_by=requested_by.get(name))
-        except Refused as err:  # ApprovalChanged too: what it would run is not what was shown
+                                     expect_hash=digest, signed=signed.get(name), requested_by=requested_by.get(name),
+                                     expect_drift=DRIFT_UNCHECKED if expect_drift is None else expect_drift.get(name))
+        except Refused as err:  # ApprovalChanged too: what it would run, or its drift, is not what was shown
             refused.append(f"{name}: {err.message}")
             continue
         approvals.append(approval)

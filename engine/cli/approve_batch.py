@@ -4,8 +4,9 @@ For people who have looked: every matched target's command (one argument a line)
 checkpoint and hash is printed, and those the pattern matches but the batch leaves out
 are named with why. On a terminal the person types the step's name and then how many
 targets, or nothing is approved (`--yes` skips both); elsewhere what was printed is
-approved. One approval per target, each bound to the hash printed for it and checked
-as a single approval is (engine.approvals.batch); one refused target refuses them all.
+approved. One approval per target, each bound to the hash printed for it and to the
+drift warned of for it (none, or that one), and checked as a single approval is
+(engine.approvals.batch); one refused target refuses them all.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def cmd_approve_batch(args) -> int:
               file=sys.stderr)
         return 1
     expect = {name: pending.hash for name, pending in picked.chosen}
-    approvals = handle.approve_batch(expect, step=args.step, comment=args.comment, key=getattr(args, "key", None))
+    shown = {name: checkpoint_drift(ledger.targets[name]) for name in expect}  # the drift warned of, or none
+    approvals = handle.approve_batch(expect, step=args.step, comment=args.comment, key=getattr(args, "key", None),
+                                     expect_drift=shown)
     for name, approval in zip(expect, approvals, strict=True):
         verified = f", verified: {approval.verified}" if approval.verified and approval.verified != "none" else ""
         print(visible(f"{name}: {approval.step} approved by {approval.by} ({approval.user}) at {approval.at}; "

@@ -11,6 +11,8 @@
 - A target whose checkpoint drifted (engine.api.checkpoint_drift): a warning first;
   on a terminal the name typed approves it anyway; elsewhere only `--yes` does (else
   exit 1, nothing recorded). Sessions refuse it until `handoff reconcile` either way.
+  The approval is bound to the drift warned of (none, or that one): a drift recorded,
+  changed or reconciled after the warning (while the name is typed) refuses it, exit 1.
 - `--targets PATTERN` (with `--step`): a batch (engine.cli.approve_batch).
 Whatever the path, what was approved (argv, checkpoint, hash) is printed.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import sys
 
-from engine.api import DRIFT_PREFIX, checkpoint_drift
+from engine.api import checkpoint_drift, drift_said
 from engine.codec.textsafe import shell_word, visible
 from engine.errors import ApprovalChanged, UsageError
 
@@ -92,7 +94,7 @@ def _ask(target: str, anyway: bool = False) -> bool:
 
 def drift_warning(name: str, reason: str) -> str:
     """What a person is told before approving a target whose checkpoint drifted."""
-    said = reason.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()
+    said = drift_said(reason)
     return (f"WARNING: {name}'s checkpoint drifted: {said}. Sessions refuse {name} until "
             f"`handoff reconcile` records where it really is, approved or not")
 
@@ -119,7 +121,7 @@ def cmd_approve(args) -> int:
         return 1
     try:
         approval = handle.approve(args.target, step=args.step, comment=args.comment, expect_hash=expect or pending.hash,
-                                  key=getattr(args, "key", None))
+                                  key=getattr(args, "key", None), expect_drift=drifted)  # the drift warned of, or none
     except ApprovalChanged as err:
         if err.now is not None and expect is None:
             print("You were shown:", file=sys.stderr)

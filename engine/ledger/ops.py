@@ -19,6 +19,7 @@ from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
 from engine.errors import ApprovalChanged, Conflict, Refused
+from engine.ledger.drift import DRIFT_UNCHECKED, checkpoint_drift, drift_refusal
 from engine.ledger.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.ledger.render import approval_hash, describe, render, step_fields
 from engine.ledger.touched import is_touched
@@ -121,11 +122,16 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
 
 def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str,
             expect_hash: str | None = None, signed: Signed | None = None,
-            requested_by: set[str] | None = None, slack: SlackId | None = None) -> tuple[Approval, Records]:
+            requested_by: set[str] | None = None, slack: SlackId | None = None,
+            expect_drift: Any = DRIFT_UNCHECKED) -> tuple[Approval, Records]:
     """Record an approval bound to the exact command and checkpoint, and release the gate.
 
     `expect_hash`: the hash of the command the approver was shown; if what would be
     approved now differs, nothing is recorded (ApprovalChanged shows what is there now).
+    `expect_drift`: the checkpoint drift the approver was shown (None: none; else its text,
+    engine.ledger.drift.checkpoint_drift); if the target's drift now is another (one recorded,
+    changed or reconciled since), nothing is recorded (ApprovalChanged, naming the target).
+    Left out (DRIFT_UNCHECKED), the approval is not bound to a drift.
     `signed`: the approver's signature over the approval (engine.approvals.approvers).
     `requested_by`: who asked (engine.approvals.policy.requesters): under a `count`
     policy none of them may approve; until `count` people did, the target keeps awaiting.
@@ -147,6 +153,10 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
             f"(hash {pending.hash}). Nothing was approved: look again, then approve what is there now",
             seen=expect_hash, now=pending,
         )
+    if expect_drift is not DRIFT_UNCHECKED and checkpoint_drift(target) != expect_drift:
+        # The drift is in no hash: a drift the approver was not shown is never approved unseen.
+        raise ApprovalChanged(drift_refusal(name, expect_drift, checkpoint_drift(target)),
+                              seen=expect_hash or "", now=None)
     by, verified, at = admit_signed(ledger, name, who.name, who.user, pending.step.name, pending.hash, pending.checkpoint,
                                     signed, slack)
     requester_rule(ledger, name, the_step, who, by, requested_by, verified=verified)

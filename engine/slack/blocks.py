@@ -9,6 +9,12 @@ nor make a link or a mention. Control characters are made visible (engine.codec.
 The argv is shown whole, one argument a line as engine.codec.textsafe.shell_word writes it,
 over as many sections as it needs; one too long for Slack's limits is not shown at all,
 the message says so, and it cannot be approved from Slack (engine.slack.decide).
+
+A target whose checkpoint drifted gets the TUI's warning (engine.api.drift_line: the
+mismatch, "Sessions refuse this target until it is reconciled; approve anyway?") in the
+message and the Review modal, whose label and button then say "anyway"; the modal carries
+a digest of the drift it showed (`d`), and the approval is bound to that drift
+(engine.slack.decide, engine.ledger.drift).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.api import one_line, shell_word, visible
+from engine.api import drift_line, one_line, shell_word, visible
 
 REVIEW, REJECT = "handoff_review", "handoff_reject"
 APPROVE_VIEW, REJECT_VIEW = "handoff_approve", "handoff_reject_view"
@@ -43,6 +49,7 @@ class Request:
     invariants: list[tuple[str, str, str]]  # (status label, text, value)
     revision: int
     policy: str | None = None
+    drift: str | None = None  # the target's recorded checkpoint drift (engine.api.checkpoint_drift), redacted
 
     def ref(self) -> str:
         """What a button carries: which request it is, as the person saw it."""
@@ -115,6 +122,16 @@ def shown_whole(argv: list[str]) -> bool:
     return len(_chunks(argv)) <= CODE_SECTIONS
 
 
+def drift_digest(drift: str | None) -> str | None:
+    """What a Review modal carries of the drift it showed (None: it showed none)."""
+    return hashlib.sha256(drift.encode()).hexdigest()[:16] if drift else None
+
+
+def _drift_block(r: Request) -> list[dict[str, Any]]:
+    """The TUI's drift warning, as plain text (none when the checkpoint did not drift)."""
+    return [{"type": "section", "text": text(drift_line(r.drift))}] if r.drift else []
+
+
 def _env_cue(environment: str | None) -> str:
     if environment and environment.lower().startswith("prod"):
         return f"\u26a0 {environment.upper()} (production)"
@@ -131,6 +148,7 @@ def request_blocks(r: Request, *, outcome: str | None = None) -> list[dict[str, 
         {"type": "header", "text": text(head, 150)},
         {"type": "section", "text": text(f"Ledger: {r.task}")},
         {"type": "section", "fields": [text(f"{k}: {one_line(v, 200)}") for k, v in facts]},
+        *(_drift_block(r) if outcome is None else []),
         *command(r.argv),
     ]
     if r.invariants:
@@ -170,22 +188,25 @@ def reminder(r: Request, due: int, waited: str) -> str:
 def shown_digest(r: Request, outcome: str | None) -> str:
     """What the message shows, minus the revision: a write to another target never edits it."""
     data = json.dumps([r.target, r.step, r.argv, r.checkpoint, r.hash, r.asked_by, r.since, r.environment, r.invariants,
-                       r.policy, outcome], ensure_ascii=True)
+                       r.policy, outcome] + ([r.drift] if r.drift else []), ensure_ascii=True)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
 def approve_view(r: Request, *, channel: str | None, ts: str | None) -> dict[str, Any]:
     """The Review modal: the command and hash again, and the target's name to type (as the TUI asks)."""
-    meta = {"l": r.ledger_key, "t": r.target, "s": r.step, "h": r.hash, "rev": r.revision, "c": channel, "ts": ts}
+    meta = {"l": r.ledger_key, "t": r.target, "s": r.step, "h": r.hash, "rev": r.revision, "c": channel, "ts": ts,
+            "d": drift_digest(r.drift)}
+    anyway = " anyway" if r.drift else ""
     return {
         "type": "modal", "callback_id": APPROVE_VIEW, "private_metadata": json.dumps(meta, separators=(",", ":")),
-        "title": text("Approve step", 24), "submit": text("Approve", 24), "close": text("Cancel", 24),
+        "title": text("Approve step", 24), "submit": text(f"Approve{anyway}", 24), "close": text("Cancel", 24),
         "blocks": [
             {"type": "section", "text": text(f"{r.target}: {r.step} (IRREVERSIBLE) in {_env_cue(r.environment)}")},
+            *_drift_block(r),
             *command(r.argv),
             {"type": "section", "fields": [text(f"Checkpoint: {r.checkpoint or '-'}"), text(f"Approval hash: {r.hash}"),
                                            text(f"Ledger revision: {r.revision}")]},
-            {"type": "input", "block_id": CONFIRM_BLOCK, "label": text(f"Type {r.target} to approve it", 150),
+            {"type": "input", "block_id": CONFIRM_BLOCK, "label": text(f"Type {r.target} to approve it{anyway}", 150),
              "element": {"type": "plain_text_input", "action_id": CONFIRM_INPUT}},
         ],
     }

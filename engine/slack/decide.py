@@ -5,8 +5,10 @@ delivery key before acking (engine.slack.app.Hub.receive); here, in order:
 1. the Slack user maps to an approver through `approvers:` (ids only);
 2. the approver is not the requester (and the step's policy allows them);
 3. the target still awaits that step with the hash (and revision) the person saw,
-   else "the command changed; review again" and the message is refreshed; and an
-   approval only of a command Slack could show whole (else: approve it on a terminal);
+   else "the command changed; review again" and the message is refreshed; its checkpoint
+   drift is the one the modal showed (none, or that one: the modal said "approve anyway"),
+   else "the checkpoint drift changed; review again"; and an approval only of a command
+   Slack could show whole (else: approve it on a terminal);
 4. approve through engine.api's `approve` (the same operation, lock, fencing and
    journal as `handoff approve --expect-hash`), `via: slack`;
 5. the delivery is marked done, then the message edited and the person told.
@@ -19,7 +21,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from engine.api import ApprovalChanged, HandoffError, LedgerHandle, Refused, SlackId, one_line, shell_word
+from engine.api import (
+    ApprovalChanged,
+    HandoffError,
+    LedgerHandle,
+    Refused,
+    SlackId,
+    checkpoint_drift,
+    one_line,
+    shell_word,
+)
 from engine.host import failpoints
 from engine.slack import blocks
 from engine.slack.ledgers import Watched, approved_by, message_key, request
@@ -27,6 +38,7 @@ from engine.slack.watch import expired
 from engine.slack.web import SlackFailed
 
 CHANGED = "the command changed; review again"
+DRIFT_CHANGED = "the checkpoint drift changed since the Review you answered (a drift recorded, changed or reconciled); review again"
 
 
 class Decider:
@@ -119,6 +131,14 @@ class Decider:
         return None
 
     @staticmethod
+    def _drift_moved(r, meta: dict[str, Any], approving: bool) -> str | None:
+        """Why an approval cannot stand on the modal answered: the drift it showed (its digest, `d`;
+        none in a modal that showed none) is not the target's now (None: it is, or this is no approval)."""
+        if not approving or r is None or blocks.drift_digest(r.drift) == meta.get("d"):
+            return None
+        return DRIFT_CHANGED
+
+    @staticmethod
     def _unshown(w: Watched, r, approving: bool) -> str | None:
         """Why this approval cannot come from Slack: Slack could not show the command whole, so
         the person would approve what they never saw (None: it did, or this is not an approval)."""
@@ -147,6 +167,7 @@ class Decider:
         r = request(w, ledger, name)
         why = self._elsewhere(w, ledger, meta.get("c"), meta.get("ts"), r) or \
             self._stale(ledger, name, meta.get("s"), meta.get("h"), meta.get("rev"), r) or \
+            self._drift_moved(r, meta, view.get("callback_id") == blocks.APPROVE_VIEW) or \
             self._unshown(w, r, view.get("callback_id") == blocks.APPROVE_VIEW)  # 3
         if why:
             out = self.refuse(w, slack, name, why)
@@ -162,8 +183,9 @@ class Decider:
                 handle.reject(name, reason, slack=slack)
                 done = f"{name}: {meta.get('s')} rejected by {approver}: {reason}"
             else:
+                # Bound, under the lock, to the drift the modal showed: the one read here, whose digest matched (3).
                 a = handle.approve(name, step=meta.get("s"), expect_hash=meta.get("h"), expect_revision=meta.get("rev"),
-                                   slack=slack)  # 4
+                                   slack=slack, expect_drift=checkpoint_drift(ledger.targets[name]))  # 4
                 done = f"{name}: {a.step} approved by {a.by} at {a.at}, hash {a.hash}"
         except ApprovalChanged:
             out = self.refuse(w, slack, name, CHANGED)

@@ -11,7 +11,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from engine.api import HandoffError, Ledger, LedgerHandle, describe_request, redact
+from engine.api import HandoffError, Ledger, LedgerHandle, checkpoint_drift, describe_request, redact
 from engine.codec.timefmt import parse_iso
 from engine.slack.blocks import Request
 from engine.slack.state import State
@@ -57,10 +57,12 @@ def request(w: Watched, ledger: Ledger, name: str) -> Request | None:
         return None  # a template that cannot render: `handoff check` says why; nothing to approve here
     patterns = ledger.redact
     invariants = [(s.label, redact(s.text, patterns), redact(str(s.value), patterns)) for s in w.handle.invariants(ledger)]
+    drifted = checkpoint_drift(t)
     return Request(ledger_key=w.key, task=redact(ledger.task, patterns), target=name, step=pending.step.name,
                    argv=[redact(a, patterns) for a in pending.argv], checkpoint=redact(pending.checkpoint or "", patterns) or None,
                    hash=pending.hash, asked_by=t.awaiting_by, since=t.awaiting_since, environment=ledger.environment,
-                   invariants=invariants, revision=ledger.revision, policy=describe_request(ledger, name, w.handle.ledger_dir, w.handle.journal))
+                   invariants=invariants, revision=ledger.revision, policy=describe_request(ledger, name, w.handle.ledger_dir, w.handle.journal),
+                   drift=redact(drifted, patterns) if drifted else None)
 
 
 def approved_by(ledger: Ledger, name: str, step: str, digest: str, since: str | None) -> str | None:

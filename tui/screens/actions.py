@@ -94,7 +94,8 @@ class LedgerActions:
 
         def done(result: ApproveResult | None) -> None:
             if result is not None:
-                self.app.submit(Approve(self._revision(), name, result.step, result.comment, result.expect_hash))
+                self.app.submit(Approve(self._revision(), name, result.step, result.comment, result.expect_hash,
+                                        result.expect_drift))
 
         self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants, len(ledger.invariants),
                                            environment=ledger.environment,

@@ -9,7 +9,9 @@ says so at once and keeps the focus on the name.
 The dialog follows the live ledger (`follow`): when the target's state, command
 or checkpoint changes under it, it says what changed and disables Approve until
 the operator looks again (ctrl+r). The approval carries the hash of what was
-shown, and the engine refuses it if that is no longer what would run.
+shown and the checkpoint drift shown (none, or that one), and the engine refuses it
+if either is no longer so: a drift recorded before the file watcher's next reading is
+never approved unseen.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from engine.api import DRIFT_PREFIX, HandoffError
+from engine.api import HandoffError, drift_said
 from tui.attention import drift
 from tui.policy import policy_lines
 from tui.screens.invariants import InvariantsScreen
@@ -47,18 +49,20 @@ def drift_text(drifted: str | None) -> Text:
     if not drifted:
         return Text("")
     text = Text("⚠ CHECKPOINT DRIFT: ", style="bold", end="")
-    text.append(clean_line(drifted.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()))
+    text.append(clean_line(drift_said(drifted)))  # Slack shows the same words (engine.api.drift_line)
     text.append(". Sessions refuse this target until it is reconciled; approve anyway?")
     return text
 
 
 @dataclass
 class ApproveResult:
-    """The operator's yes: which step, the hash of the command they saw, and an optional comment."""
+    """The operator's yes: which step, the hash of the command they saw, an optional comment,
+    and the checkpoint drift they were shown (None: none)."""
 
     step: str
     comment: str | None
     expect_hash: str
+    expect_drift: str | None = None
 
 
 class ApproveScreen(ModalScreen[ApproveResult | None]):
@@ -312,7 +316,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
                         severity="warning", markup=False)
             return
         comment = self.query_one("#comment", Input).value.strip() or None
-        self.dismiss(ApproveResult(self.pending.step.name, comment, self.pending.hash))
+        self.dismiss(ApproveResult(self.pending.step.name, comment, self.pending.hash, self.drifted))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -6,8 +6,9 @@ hash, and a drifted target gets the single dialog's drift warning. As
 `handoff approve --step STEP --targets PATTERN` asks on a terminal, the person types the
 step's name and then how many targets; Approve stays disabled until both are right.
 
-The yes carries each target's hash (`BatchResult`); the engine records one approval per
-target or none. The dialog follows the live ledger: once a target's command, checkpoint
+The yes carries each target's hash and the drift shown for it (`BatchResult`); the engine
+records one approval per target or none, and refuses the batch if a target's drift is no
+longer the one shown (a drift recorded before the next reading reached `follow`). The dialog follows the live ledger: once a target's command, checkpoint
 or drift changes, or it leaves the file, it says which and holds (the engine would refuse
 the batch anyway); Esc, then `A` again, shows it as it is now. Writes elsewhere in the
 ledger (a session busy on other targets) neither hold nor refuse it.
@@ -48,11 +49,13 @@ class BatchItem:
 
 @dataclass(frozen=True)
 class BatchResult:
-    """The operator's yes: the step, (target, hash shown) for each, and an optional comment."""
+    """The operator's yes: the step, (target, hash shown) for each, an optional comment, and
+    (target, drift shown: None for none) for each."""
 
     step: str
     expect: tuple[tuple[str, str], ...]
     comment: str | None
+    drift: tuple[tuple[str, str | None], ...] = ()
 
 
 class BatchApproveScreen(ModalScreen[BatchResult | None]):
@@ -230,7 +233,8 @@ class BatchApproveScreen(ModalScreen[BatchResult | None]):
                         severity="warning", markup=False)
             return
         comment = self.query_one("#comment", Input).value.strip() or None
-        self.dismiss(BatchResult(self.step, tuple((i.name, i.pending.hash) for i in self.items), comment))
+        self.dismiss(BatchResult(self.step, tuple((i.name, i.pending.hash) for i in self.items), comment,
+                                 tuple((i.name, drift(i.target)) for i in self.items)))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

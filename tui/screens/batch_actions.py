@@ -126,6 +126,6 @@ class BatchActions:
 
         def done(result: BatchResult | None) -> None:
             if result is not None:
-                self.app.submit(ApproveBatch(revision, result.step, result.expect, result.comment))
+                self.app.submit(ApproveBatch(revision, result.step, result.expect, result.comment, result.drift))
 
         self.app.push_screen(BatchApproveScreen(step, items, revision, environment=ledger.environment), done)
