@@ -34,6 +34,8 @@ def show(pending, target: str, out=sys.stdout) -> None:
     lines += [f"    {shell_word(arg)}" for arg in pending.argv]  # one line per argument, quoted: nothing reads alike
     lines.append(f"  checkpoint: {visible(pending.checkpoint or '-')}")
     lines.append(f"  hash: {pending.hash}")
+    if pending.folder:
+        lines.append(f"  runs in: {shell_word(pending.folder)}")
     print("\n".join(lines), file=out, flush=True)
 
 

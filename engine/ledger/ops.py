@@ -73,6 +73,7 @@ class PendingCommand:
     irreversible: bool
     checkpoint: str | None
     hash: str
+    folder: str = ""  # where it runs (its working folder), bound by the hash too
 
 
 def pending_command(ledger: Ledger, name: str, ledger_dir: str, step: str | None = None) -> PendingCommand:
@@ -81,7 +82,7 @@ def pending_command(ledger: Ledger, name: str, ledger_dir: str, step: str | None
     argv = rendered_command(ledger, name, the_step, ledger_dir)
     target = ledger.targets[name]
     return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint,
-                          approval_hash(name, target, the_step, ledger_dir=ledger_dir))
+                          approval_hash(name, target, the_step, ledger_dir=ledger_dir), str(ledger_dir))
 
 
 def rendered_command(ledger: Ledger, name: str, step: Step, ledger_dir: str, python: str | None = None) -> list[str]:

@@ -177,6 +177,7 @@ def test_on_a_terminal_approve_shows_the_command_and_asks_for_the_name(ledger: P
     code, out = _approve_on_a_terminal(ledger, typed=b"db-1\n")
     assert code == 0, out
     assert "link (IRREVERSIBLE) would run:" in out and "    echo\r\n    link\r\n    db-1" in out and "checkpoint: 0/AA" in out
+    assert f"runs in: {ledger.parent.resolve()}\r\n" in out  # the folder the hash binds, shown
     assert "approved by alice" in out
 
 
