@@ -52,7 +52,8 @@ MUTANTS: tuple[Mutant, ...] = (
            (F + "test_a_holder_whose_heartbeat_was_replaced_starts_nothing",),
            "a holder that cannot beat (or was taken over) spawns nothing"),
     Mutant("spawn-approval", STEPS,
-           "why = authority.launch_refusal(s.handle.journal, ledger, name, it.decision.approval)",
+           "why = authority.launch_refusal(s.handle.journal, ledger, name, it.decision.approval,\n"
+           "                                           digest=approval_digest(name, t, it.step, ledger_dir=s.ledger_dir))",
            "why = None",
            (F + "test_an_approval_taken_off_the_target_after_the_intent_fences_the_spawn",
             W + "test_the_spawn_itself_checks_the_witness_again"),
@@ -122,7 +123,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "an approval without its journal record never authorises"),
     Mutant("intent-witness", STEPS,
            "refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg,\n"
-           "                                               used_by=s.identity)",
+           "                                               used_by=s.identity, digest=approval_digest(name, ledger.targets[name], fresh,\n"
+           "                                                                                          ledger_dir=s.ledger_dir))",
            "refused = None",
            (I + "test_an_approval_without_its_witness_gets_no_intent",
             W + "test_a_hand_written_approval_is_refused_and_nothing_spawns"),
@@ -1498,4 +1500,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '',
            ('tests/slack/test_drift_shown_in_slack.py',),
            'a Slack review that showed another drift (or none) approves nothing'),
+    Mutant('whole-digest-fence', 'engine/approvals/authority.py',
+           '    if digest is not None and isinstance(kept, str) and kept != digest:',
+           '    if False:',
+           ('tests/unit/test_short_hash_collision.py',),
+           "the fence compares the approved command's whole digest, not only the 16 hex digits shown"),
 )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from engine.approvals.approvers import kernel_proves, recheck
 from engine.approvals.policy import policy_for, standing
 from engine.approvals.spent_marks import WITHDRAWN
-from engine.approvals.witness import approval_recorded, lost_record, withdrawal
+from engine.approvals.witness import approval_record, lost_record, withdrawal
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.ledger.model import Approval, Ledger, Step
 
@@ -48,14 +48,18 @@ def _copy_of_a_used_one(ledger: Ledger, name: str, approval: Approval) -> Approv
     return used[-1] if len(used) > (1 if approval.used_at else 0) else None
 
 
-def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now: float | None = None) -> Unauthorised | None:
-    """None when `approval` may authorise the spawn of its step on `name`; else why not."""
+def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now: float | None = None,
+                 digest: str | None = None) -> Unauthorised | None:
+    """None when `approval` may authorise the spawn of its step on `name`; else why not.
+    `digest`: the whole sha256 of what would run now (engine.ledger.render.approval_digest),
+    compared with the one the approval's record keeps: the hash in the ledger is only its start."""
     twin = _copy_of_a_used_one(ledger, name, approval)
     if twin is not None:
         return Unauthorised(f"approval already used: the approval of {approval.step} by {approval.by} at {approval.at} "
                             f"stands twice on {name}, and one was used ({twin.used_at}), so it never authorises another "
                             "run: a person approves again")
-    if not approval_recorded(journal, name, approval):
+    record = approval_record(journal, name, approval)
+    if record is None:
         at = parse_iso(approval.at)
         age = (time.time() if now is None else now) - at if at is not None else None
         settling = age is not None and 0 <= age < RECORDING_GRACE
@@ -69,6 +73,12 @@ def unauthorised(journal, ledger: Ledger, name: str, approval: Approval, *, now:
             f"approval not recorded by the engine: the approval of {approval.step} by {approval.by} at {approval.at} "
             "has no journal record of its own (written into the file by hand?), so it never authorises a run",
             settling=settling)
+    kept = record.get("digest")
+    if digest is not None and isinstance(kept, str) and kept != digest:
+        return Unauthorised(f"approval for another command: the approval of {approval.step} by {approval.by} at {approval.at} "
+                            f"was given for a command whose whole digest is {kept[:24]}..., and what would run now is "
+                            f"{digest[:24]}... (only their first {len(approval.hash)} hex digits, the hash shown, agree), so "
+                            "it never authorises a run: a person looks at the command and approves again")
     proofs = journal.proofs()
     mark = proofs.spent(name, approval) if proofs is not None else None
     if mark is not None and str(mark.get("token")).startswith(WITHDRAWN):  # for every user, whatever the journal says
@@ -125,13 +135,14 @@ def spent_together(ledger: Ledger, name: str, step: Step, approval: Approval) ->
 
 
 def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: Approval, ledger_arg: str,
-                   used_by: str | None = None) -> Refusal | None:
+                   used_by: str | None = None, *, digest: str | None = None) -> Refusal | None:
     """Under the fence, inside the intent's transaction: None when `approval` (and, under a
     `count` policy, each co-approval, then marked used with it) authorises; else a
-    Refusal, with the target already set to await a person (unless still settling)."""
+    Refusal, with the target already set to await a person (unless still settling).
+    `digest`: the whole digest of the command about to run (see `unauthorised`)."""
     together = spent_together(ledger, name, step, approval)
     for one in together:
-        found = unauthorised(journal, ledger, name, one)
+        found = unauthorised(journal, ledger, name, one, digest=digest)
         if found is None:
             continue
         if found.settling:  # the approving command writes its record right after the ledger
@@ -147,7 +158,7 @@ def check_in_fence(journal, ledger: Ledger, name: str, step: Step, approval: App
     return None
 
 
-def launch_refusal(journal, ledger: Ledger, name: str, approval: Approval | None) -> str | None:
+def launch_refusal(journal, ledger: Ledger, name: str, approval: Approval | None, *, digest: str | None = None) -> str | None:
     """At the spawn itself (the fence's lock held): why the intent's approval no longer
     authorises, or None. It must still be on the target, marked used, and still pass."""
     if approval is None:
@@ -156,5 +167,5 @@ def launch_refusal(journal, ledger: Ledger, name: str, approval: Approval | None
     mine = [a for a in (target.approvals if target else []) if (a.hash, a.by, a.at) == (approval.hash, approval.by, approval.at)]
     if not mine:
         return f"the approval of {approval.step} by {approval.by} at {approval.at} is no longer in the ledger"
-    found = unauthorised(journal, ledger, name, mine[0])
+    found = unauthorised(journal, ledger, name, mine[0], digest=digest)
     return found.why if found is not None else None

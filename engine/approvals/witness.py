@@ -18,9 +18,14 @@ def _fields(approval: Approval) -> dict:
     return {"step": approval.step, "hash": approval.hash, "actor": approval.by, "user": approval.user, "at": approval.at}
 
 
+def approval_record(journal, target: str, approval: Approval) -> dict | None:
+    """The engine's own journal record of exactly this approval, or None."""
+    return journal.last_of("approval", target=target, **_fields(approval))
+
+
 def approval_recorded(journal, target: str, approval: Approval) -> bool:
     """Does the journal hold the engine's own record of exactly this approval?"""
-    return journal.last_of("approval", target=target, **_fields(approval)) is not None
+    return approval_record(journal, target, approval) is not None
 
 
 def withdrawn_fields(approval: Approval) -> dict:

@@ -32,7 +32,7 @@ MARK_EVERY = 64 * 1024
 # kind -> the fields its entry keeps: what lookups match on, and what callers read back.
 INDEXED: dict[str, tuple[str, ...]] = {
     "step_start": ("target", "step", "token", "attempt", "approval_hash", "approval_by", "approval_at", "ts", "actor"),
-    "approval": ("target", "step", "hash", "actor", "user", "at", "ts"),
+    "approval": ("target", "step", "hash", "actor", "user", "at", "ts", "digest"),  # digest: compared, not matched
     "unapproval": ("target", "step", "hash", "approval_by", "approval_at", "ts"),
     "unapproval_intent": ("target", "step", "hash", "approval_by", "approval_at", "ts"),  # journaled before the write
     "intent_cancelled": ("target", "cancels", "ts"),  # ... and cancelled when the write did not happen

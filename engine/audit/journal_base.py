@@ -21,7 +21,7 @@ MAX_WARNINGS = 20
 # never found again); `handoff check` refuses such a pattern (engine.checks.witness).
 WITNESS_FIELDS = frozenset({
     "ts", "kind", "actor", "rev", "seq", "prev", "chain", "target", "step", "token", "attempt",
-    "approval_hash", "approval_by", "approval_at", "hash",
+    "approval_hash", "approval_by", "approval_at", "hash", "digest",
     "user", "at",  # an approval's record is found by its OS user and time too (engine.approvals.witness)
 })
 

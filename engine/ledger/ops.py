@@ -21,7 +21,7 @@ from engine.codec.timefmt import now_iso
 from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.ledger.drift import DRIFT_UNCHECKED, checkpoint_drift, drift_refusal
 from engine.ledger.model import Approval, Ledger, Pause, PreviousNote, Step, Target
-from engine.ledger.render import approval_hash, describe, render, step_fields
+from engine.ledger.render import SHORT, approval_digest, describe, render, step_fields
 from engine.ledger.touched import is_touched
 
 Records = list[dict[str, Any]]
@@ -74,6 +74,7 @@ class PendingCommand:
     checkpoint: str | None
     hash: str
     folder: str = ""  # where it runs (its working folder), bound by the hash too
+    digest: str = ""  # the whole sha256 `hash` begins (engine.ledger.render.approval_digest)
 
 
 def pending_command(ledger: Ledger, name: str, ledger_dir: str, step: str | None = None) -> PendingCommand:
@@ -81,8 +82,8 @@ def pending_command(ledger: Ledger, name: str, ledger_dir: str, step: str | None
     the_step = approval_step(ledger, name, step)
     argv = rendered_command(ledger, name, the_step, ledger_dir)
     target = ledger.targets[name]
-    return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint,
-                          approval_hash(name, target, the_step, ledger_dir=ledger_dir), str(ledger_dir))
+    digest = approval_digest(name, target, the_step, ledger_dir=ledger_dir)
+    return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint, digest[:SHORT], str(ledger_dir), digest)
 
 
 def rendered_command(ledger: Ledger, name: str, step: Step, ledger_dir: str, python: str | None = None) -> list[str]:
@@ -217,7 +218,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
            + (f" ({comment})" if comment else "")) + (f"; {so_far}" if so_far else "")
     # `at` names this approval among others of the same hash: the witness (engine.approvals) matches on it.
     records.append(_record("approval", msg, name, step=the_step.name, hash=approval.hash, user=who.user, comment=comment,
-                           argv=pending.argv, checkpoint=target.checkpoint, at=approval.at, verified=approval.verified,
+                           argv=pending.argv, digest=pending.digest, checkpoint=target.checkpoint, at=approval.at, verified=approval.verified,
                            signed=approval.signed, sig=approval.sig, via=approval.via, slack=approval.slack))
     return approval, records
 

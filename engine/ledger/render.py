@@ -15,6 +15,7 @@ import sys
 from engine.errors import Refused
 from engine.ledger.model import Step, Target
 
+SHORT = 16  # hex digits of an approval's hash people see (engine.ledger.render.approval_hash)
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -67,7 +68,7 @@ def render(template: list[str], values: dict[str, str], *, what: str = "command"
     return [fill(str(arg)) for arg in template]
 
 
-def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, python: str | None = None) -> str:
+def approval_digest(name: str, target: Target, step: Step, *, ledger_dir: str, python: str | None = None) -> str:
     """What an approval is bound to: everything that decides what the approved step does.
 
     The step's command for this target exactly as it will run (every value rendered in,
@@ -79,12 +80,22 @@ def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, pyt
     approval. `{state}` is the step's `from` state, the state it runs in. An irreversible
     step has no `until` and no retries (the runbook is refused otherwise), so nothing else
     changes what one approval lets happen. Every caller passes the `ledger_dir` (and
-    `python`) the command is rendered with and run in."""
+    `python`) the command is rendered with and run in.
+
+    This is the whole sha256, which the approval's journal record keeps and the fence
+    compares before a spawn; people see and type its first SHORT hex digits
+    (`approval_hash`), which alone an agent writing the runbook could match with another
+    command by trying ~2^32 of them."""
     values = step_fields(name, target, step, ledger_dir=ledger_dir, python=python)
     argv = render(step.run or [], values, what=f"step {step.name}")
     blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or "", "cwd": str(ledger_dir)},
                       ensure_ascii=False, sort_keys=True).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()[:16]
+    return hashlib.sha256(blob).hexdigest()
+
+
+def approval_hash(name: str, target: Target, step: Step, *, ledger_dir: str, python: str | None = None) -> str:
+    """What an approval shows and the ledger keeps: the first SHORT hex digits of `approval_digest`."""
+    return approval_digest(name, target, step, ledger_dir=ledger_dir, python=python)[:SHORT]
 
 
 def describe(argv: list[str]) -> str:

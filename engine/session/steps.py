@@ -36,7 +36,7 @@ from engine.ledger import guard
 from engine.ledger.guard import Decision
 from engine.ledger.model import Approval, Evidence, InFlight, Ledger, Step
 from engine.ledger.ops import rendered_command
-from engine.ledger.render import describe
+from engine.ledger.render import approval_digest, describe
 from engine.ledger.runbook import next_action_text
 from engine.planners.autopilot import Action
 from engine.session.already import already_happened
@@ -104,7 +104,8 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
                     raise NoChange(spent)
             co[:] = [one.model_copy() for one in spends[:-1]]
             refused = authority.check_in_fence(s.handle.journal, ledger, name, fresh, decision.approval, s.ledger_arg,
-                                               used_by=s.identity)
+                                               used_by=s.identity, digest=approval_digest(name, ledger.targets[name], fresh,
+                                                                                          ledger_dir=s.ledger_dir))
             if refused is not None:  # no witness, or an identity that does not verify: never spawns
                 if refused.record is None:
                     raise NoChange(Decision(False, refused.why, settling=True))
@@ -280,7 +281,8 @@ def fenced_launch(s: SessionContext, it: Intent):
         if why:
             raise Fenced(f"this session {why}")
         if not it.step.reversible:  # the approval's witness and identity, again, at the spawn itself
-            why = authority.launch_refusal(s.handle.journal, ledger, name, it.decision.approval)
+            why = authority.launch_refusal(s.handle.journal, ledger, name, it.decision.approval,
+                                           digest=approval_digest(name, t, it.step, ledger_dir=s.ledger_dir))
             if why:
                 raise Fenced(why)
 
