@@ -41,7 +41,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("HANDOFF_APPROVERS_FILE", None, "the host's approvers table where /etc/handoff-tui/approvers.yaml does not exist: for tests (an agent chooses its own environment; link the /etc path instead)", unit="text"),
     Setting("HANDOFF_SLACK_API_URL", "https://slack.com/api/", "where `handoff slack` reaches Slack's Web API (tests point it at a local fake)",
             unit="text"),
-    Setting("HANDOFF_SERVE_TOKEN", None, "the default `--token` of `handoff-tui serve` (observers open the page with it once)",
+    Setting("HANDOFF_SERVE_TOKEN", None, "the token of `handoff-tui serve` (observers open the page with it once), kept off the command line; `--token-file`/`--token` win over it",
             unit="text"),
     Setting("HANDOFF_SERVE_SEEN_AFTER", 15.0, "a `handoff-tui serve` viewer's tab open this long counts as a look: their \"since you last looked\" mark advances"),
     Setting("HANDOFF_WRITE_BYTECODE", None, "`0` stops the engine writing its own bytecode under PYTHONDONTWRITEBYTECODE",

@@ -2,7 +2,7 @@
 
     handoff-tui LEDGER [--read-only] [--as NAME] [--theme NAME] [--no-bell]
     handoff-tui --demo [DIR]
-    handoff-tui serve LEDGER [--bind HOST:PORT] (--token TOKEN | --trust-header NAME) [--max-viewers N]
+    handoff-tui serve LEDGER [--bind HOST:PORT] [--public-url URL] (--token-file PATH | --trust-header NAME) [--max-viewers N]
 
 A missing, unreadable or invalid ledger is one line on stderr
 (`handoff-tui: file:line:col: reason`) and exit 2, before the screen opens.
@@ -53,17 +53,30 @@ def serve_main(argv: list[str]) -> int:
                                      "Share a view as URL/?target=NAME or URL/?filter=TEXT.")
     parser.add_argument("ledger", help="path to ledger.yaml (or a postgresql:// location)")
     parser.add_argument("--bind", default="127.0.0.1:8080", metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
-    parser.add_argument("--token", default=os.environ.get("HANDOFF_SERVE_TOKEN"),
-                        help="viewers open the page with ?token=TOKEN once (default: $HANDOFF_SERVE_TOKEN)")
+    parser.add_argument("--token-file", metavar="PATH",
+                        help="viewers open the page with ?token=TOKEN once: TOKEN is this file's first line "
+                             "(or set HANDOFF_SERVE_TOKEN)")
+    parser.add_argument("--token", help="the token itself: VISIBLE TO EVERY LOCAL USER (ps); prefer --token-file "
+                                        "or HANDOFF_SERVE_TOKEN")
     parser.add_argument("--trust-header", metavar="NAME",
                         help="accept a request carrying this header (set by an authenticating reverse proxy only)")
+    parser.add_argument("--public-url", metavar="URL",
+                        help="the address browsers open, e.g. the proxy's https://handoff.example.com (default: "
+                             "http://HOST:PORT of --bind); the page's websocket goes there and must come from it")
     parser.add_argument("--max-viewers", type=int, default=8, metavar="N", help="at most N viewers at once (default 8)")
     args = parser.parse_args(argv)
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():
         parser.error(f"--bind {args.bind!r}: give HOST:PORT, like 127.0.0.1:8080")
-    if not args.token and not args.trust_header:
-        parser.error("give --token (or HANDOFF_SERVE_TOKEN) or --trust-header: an observer page is never open to all")
+    if args.token and args.token_file:
+        parser.error("give --token-file or --token, not both")
+    if args.token:
+        print("handoff-tui serve: warning: --token on the command line is visible to every local user (ps); "
+              "use --token-file PATH or HANDOFF_SERVE_TOKEN", file=sys.stderr, flush=True)
+    token = args.token or (_read_token(parser, args.token_file) if args.token_file else None)
+    token = token or os.environ.get("HANDOFF_SERVE_TOKEN") or None
+    if not token and not args.trust_header:
+        parser.error("give --token-file (or HANDOFF_SERVE_TOKEN) or --trust-header: an observer page is never open to all")
     from engine.api import HandoffError, open_ledger, redact
 
     try:
@@ -72,13 +85,28 @@ def serve_main(argv: list[str]) -> int:
         print(f"handoff-tui: {redact(str(error))}", file=sys.stderr)
         return 2
     try:
-        from tui.serve import ObserverServer
+        from tui.serve import ObserverServer, public_url_problem
     except ImportError as error:
         print(f"handoff-tui serve needs the serve extra (pip install 'handoff-tui[serve]'): {error}", file=sys.stderr)
         return 2
-    ObserverServer(args.ledger, host, int(port), token=args.token, trust_header=args.trust_header,
-                   max_viewers=args.max_viewers).serve()
+    public_url = args.public_url.rstrip("/") if args.public_url else None
+    if public_url is not None and (problem := public_url_problem(public_url)):
+        parser.error(f"--public-url {args.public_url!r}: {problem}")
+    ObserverServer(args.ledger, host, int(port), token=token, trust_header=args.trust_header,
+                   max_viewers=args.max_viewers, public_url=public_url).serve()
     return 0
+
+
+def _read_token(parser: argparse.ArgumentParser, path: str) -> str:
+    """The first line of `path`, without its line end: the serve token, kept off the command line."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            token = file.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as error:
+        parser.error(f"--token-file {path}: {error}")
+    if not token.strip():
+        parser.error(f"--token-file {path}: its first line is empty; write the token there")
+    return token
 
 
 def prepare_demo(target: str) -> Path:

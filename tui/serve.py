@@ -3,11 +3,14 @@
 Built on textual-serve (the `serve` extra): every viewer's browser tab gets its own
 `handoff-tui LEDGER --read-only` process, so nothing a viewer types can change the
 ledger. In front of it, one aiohttp middleware:
-- **authentication**, required: a token (`--token`, or HANDOFF_SERVE_TOKEN), given once as
+- **authentication**, required: a token (HANDOFF_SERVE_TOKEN, `--token-file`, or `--token`, which
+  every local user can read in `ps`), given once as
   `?token=` and then kept in an HttpOnly cookie (the page redirects to its URL without the
   token, so a link copied from the address bar never carries it), and/or a header set by an
   authenticating reverse proxy (`--trust-header X-Forwarded-User`; only behind such a proxy);
-- an **Origin check** on the websocket (a page on another site cannot drive a viewer);
+- an **Origin check** on the websocket (a page on another site cannot drive a viewer): the page's
+  Origin is the public URL, the one browsers reach (`--public-url`, behind a proxy), else
+  http://HOST:PORT of `--bind`; the page sends its websocket there too;
 - a **cap on viewers** (`--max-viewers`, default 8: each viewer is a process of about 70 MB).
 The page is our own copy of textual-serve's template without its Google Fonts link; its
 font, script and styles are served from here. Refusals are plain HTTP errors that say why.
@@ -38,6 +41,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp_jinja2
 from aiohttp import WSCloseCode, web
@@ -65,13 +69,15 @@ class ObserverServer(Server):
     """textual-serve's server, always read-only, behind authentication, an Origin check and a viewer cap."""
 
     def __init__(self, ledger: str, host: str, port: int, *, token: str | None, trust_header: str | None,
-                 max_viewers: int = MAX_VIEWERS) -> None:
+                 max_viewers: int = MAX_VIEWERS, public_url: str | None = None) -> None:
         if not token and not trust_header:
-            raise ValueError("serve needs --token (or HANDOFF_SERVE_TOKEN) or --trust-header: an observer page is never open to all")
+            raise ValueError("serve needs --token-file (or HANDOFF_SERVE_TOKEN) or --trust-header: an observer page is never open to all")
         # A shell line (textual-serve starts it with a shell): every word quoted, the mode fixed; `exec`, so
         # the process the server holds is the viewer itself (ViewerService.stop kills that one when it hangs).
         command = "exec " + shlex.join([sys.executable, "-m", "tui.main", ledger, "--read-only"])
-        super().__init__(command, host=host, port=port, title="handoff-tui (read-only)", templates_path=TEMPLATES)
+        super().__init__(command, host=host, port=port, title="handoff-tui (read-only)", templates_path=TEMPLATES,
+                         public_url=public_url)
+        self.origin = origin_of(self.public_url)
         self.token = token
         self.trust_header = trust_header
         self.max_viewers = max_viewers
@@ -132,10 +138,10 @@ class ObserverServer(Server):
         any script is a wrong token, never a server error."""
         if self.token:
             given = request.query.get("token")
-            if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
+            if given is not None and hmac.compare_digest(_utf8(given), _utf8(self.token)):
                 return True, True
             cookie = request.cookies.get(COOKIE)
-            if cookie is not None and hmac.compare_digest(cookie.encode(), self._cookie_value().encode()):
+            if cookie is not None and hmac.compare_digest(_utf8(cookie), self._cookie_value().encode()):
                 return True, False
             return False, False
         if self.trust_header and request.headers.get(self.trust_header, "").strip():
@@ -145,7 +151,7 @@ class ObserverServer(Server):
     def _cookie_value(self) -> str:
         """What the sign-in cookie holds: an HMAC of the token, never the token (a cookie goes to
         every port of the host name, and a service there may log it)."""
-        return hmac.new((self.token or "").encode(), b"handoff-tui serve: signed-in browser", "sha256").hexdigest()
+        return hmac.new(_utf8(self.token or ""), b"handoff-tui serve: signed-in browser", "sha256").hexdigest()
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -156,9 +162,9 @@ class ObserverServer(Server):
             raise web.HTTPUnauthorized(text=f"handoff-tui serve: not authenticated; open the page with {how}\n")
         if request.path == "/ws" or request.path.startswith("/ws/"):
             origin = request.headers.get("Origin", "")
-            if origin != self.public_url:
+            if origin.lower() != self.origin:
                 raise web.HTTPForbidden(text=f"handoff-tui serve: websocket from origin {origin or '(none)'!r} refused; "
-                                             f"only {self.public_url} may connect\n")
+                                             f"only {self.origin} may connect (behind a proxy: --public-url)\n")
             if self.viewers >= self.max_viewers:
                 raise web.HTTPServiceUnavailable(text=f"handoff-tui serve: {self.max_viewers} viewers already; "
                                                       "close a tab or start the server with a larger --max-viewers\n")
@@ -226,6 +232,40 @@ class ObserverServer(Server):
 
     def initialize_logging(self) -> None:
         """textual-serve's rich logging is not ours to print; errors still reach stderr."""
+
+
+def _utf8(text: str) -> bytes:
+    """A header's or query's text as bytes: aiohttp keeps a byte that is not UTF-8 as a lone
+    surrogate, which no plain `encode()` takes; kept as that byte, it is just a wrong value."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def public_url_problem(url: str) -> str | None:
+    """Why `url` cannot be the address browsers reach the server at (None if it can): it must be
+    http(s)://HOST[:PORT][/PATH], no user, query or fragment."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is no number
+    except ValueError as error:
+        return str(error)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "give http(s)://HOST[:PORT], the address browsers open (the proxy's)"
+    if parts.username is not None or parts.query or parts.fragment or "?" in url or "#" in url:
+        return "no user, query or fragment: only http(s)://HOST[:PORT][/PATH]"
+    return None
+
+
+def origin_of(url: str) -> str:
+    """The Origin a browser sends for a page at `url`: scheme://host[:port], lower case, no default port."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # `--bind ::1:8080` made `http://::1:8080`: compared as it is
+        return url.lower()
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    shown = "" if port is None or port == {"http": 80, "https": 443}.get(parts.scheme) else f":{port}"
+    return f"{parts.scheme}://{host}{shown}".lower()
 
 
 def _number(value: str | None, default: int) -> int:

@@ -2,6 +2,10 @@
 
 Ledger text is data: CSV and JSON carry it as values, and HTML escapes every value
 (`html.escape`); the HTML page has inline CSS only, no script, font or image fetched.
+A CSV text cell that a spreadsheet would take for a formula (it starts with `=`, `+`, `-`,
+`@`, a tab or a carriage return: a probe's output, a target's name, a reason) gets a `'`
+in front, as OWASP's CSV-injection rule says: the auditor's spreadsheet shows the text and
+runs nothing. Numbers (an exit code of -9) are written as they are.
 """
 
 from __future__ import annotations
@@ -32,6 +36,16 @@ def _flat(report: Report) -> list[dict[str, str]]:
     return out
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula
+
+
+def _not_formula(text: str, value) -> str:
+    """`text` (the cell of `value`) as a spreadsheet shows it as text: `'` before a formula's start."""
+    if isinstance(value, int | float) or not text.startswith(_FORMULA_START):
+        return text  # a number (bool too) is ours, never a formula
+    return "'" + text
+
+
 def to_json(report: Report) -> str:
     """The report as one JSON document."""
     return json_line(report.as_dict(), indent=2) + "\n"
@@ -42,8 +56,10 @@ def to_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
-    # Read in a terminal as often as in a spreadsheet: control characters spelled out (`\x1b`), as status prints them.
-    writer.writerows({column: visible(cell) for column, cell in row.items()} for row in _flat(report))
+    # Read in a terminal as often as in a spreadsheet: control characters spelled out (`\x1b`), as status prints them;
+    # opened in a spreadsheet, no text cell is a formula.
+    writer.writerows({column: _not_formula(visible(cell), data.__dict__[column]) for column, cell in row.items()}
+                     for row, data in zip(_flat(report), report.rows, strict=True))
     for line in _proof_lines(report):
         buf.write(f"# {one_line(line)}\n")
     return buf.getvalue()

@@ -33,7 +33,8 @@ def verdict_of(handle):
 
 
 def _unjournaled(handle, record: dict[str, Any]) -> str | None:
-    """Why the journal lacks the records of the ledger's last engine write (file journals), or None.
+    """Why the journal lacks the records of the ledger's last engine write (its last-write record, or a
+    PostgreSQL ledger row's revision), or None.
     A writer journals them right after its write: it is given a moment before that counts."""
     highest = getattr(handle.journal, "highest_revision", None)
     revision = record.get("revision")
@@ -53,8 +54,9 @@ def _unjournaled(handle, record: dict[str, Any]) -> str | None:
             "was killed between writing the ledger and journaling them)")
 
 
-def _journals(handle) -> list[tuple[str, Any, Any]]:
-    """(what, verdict) for the journal and the history journal (engine.store.history) beside it."""
+def journals(handle) -> list[tuple[str, Any, Any]]:
+    """(what, journal, verdict) for the journal and the history journal (engine.store.history)
+    beside it: the one check behind `handoff journal --verify`, `check` and `report`."""
     out = [("journal", handle.journal, verdict_of(handle))]
     opened = getattr(handle.store, "open_history", None)
     if opened is not None:
@@ -93,10 +95,22 @@ def _behind_history(handle, history) -> str | None:
             f"record of a write is of revision {newest}: the records of the last write(s) were cut off the journal's end")
 
 
+def one_verdict(handle):
+    """`journals` as one verdict: the journal's, with each break of the history journal
+    beside it, named so (`handoff report`'s proof, `show` and `diff`)."""
+    from engine.audit.verify import Break
+
+    checked = journals(handle)
+    verdict = checked[0][2]
+    for what, journal, kept in checked[1:]:
+        verdict.breaks += [Break(b.seq, b.line, f"{what} {journal.path}: {b.why}") for b in kept.breaks]
+    return verdict
+
+
 def chain_findings(handle) -> list[Finding]:
     """One problem per break (the first few) of either journal, placed at its line."""
     out = []
-    for what, journal, verdict in _journals(handle):
+    for what, journal, verdict in journals(handle):
         where = journal.path
         out += [Finding(ERROR, f"{what} chain broken at {b.at()}: {b.why}", where, b.line, code="chain",
                         suggestion=f"see `handoff journal {handle.display_location} --verify`; restore the {what} from a "
@@ -112,7 +126,7 @@ def print_verdict(handle, as_json: bool) -> int:
     history journal beside it, or one ok line each; exit 1 on a break in either."""
     from engine.codec.textsafe import visible
 
-    checked = _journals(handle)
+    checked = journals(handle)
     if as_json:
         verdict = checked[0][2]
         body = {"ok": all(v.ok for _, _, v in checked), "records": verdict.records, "sealed": verdict.sealed,

@@ -12,7 +12,9 @@ usage error: exit 2, one line, and nothing is written.
 from __future__ import annotations
 
 import os
+import re
 import sys
+from datetime import timedelta
 
 from engine.codec.jsontext import json_line
 from engine.errors import UsageError, os_error_text
@@ -24,7 +26,8 @@ def register(sub) -> None:
                                       "who approved, and proof that no journal record is missing")
     p.add_argument("ledger", help="the ledger file (or its postgresql:// location)")
     p.add_argument("--from", dest="start", metavar="T", help="from this time (ISO, UTC when no zone: 2026-09-09T14:00Z)")
-    p.add_argument("--to", dest="end", metavar="T", help="up to this time (inclusive)")
+    p.add_argument("--to", dest="end", metavar="T", help="up to this time, inclusive: a date, hour or minute includes all of it "
+                                                        "(2026-09-30T23:59Z: up to 23:59:59)")
     p.add_argument("--format", choices=("csv", "json", "html"), default="csv", help="the form (default csv)")
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (refused if FILE exists) instead of printing")
     p.set_defaults(handler=cmd_report)
@@ -41,6 +44,9 @@ def register(sub) -> None:
 
 
 def _when(text: str | None, flag: str):
+    """The instant `--from` starts at, or the last instant `--to` covers: `--to` names a
+    whole day, hour, minute or second and includes all of it (`--to 2026-09-30T23:59Z` is
+    up to 23:59:59.999999, so a run started at 23:59:30 is in September's report)."""
     from engine.codec.timefmt import parse_time
 
     if text is None:
@@ -48,7 +54,21 @@ def _when(text: str | None, flag: str):
     stamp = parse_time(text)
     if stamp is None:
         raise UsageError(f"{flag} {text!r} is not a time; give an ISO time like 2026-09-09T14:00Z; nothing was written")
-    return stamp
+    return stamp + _named_unit(text) - _MICROSECOND if flag == "--to" else stamp
+
+
+_MICROSECOND = timedelta(microseconds=1)
+_UNIT = {0: timedelta(days=1), 2: timedelta(hours=1), 4: timedelta(minutes=1), 6: timedelta(seconds=1)}
+
+
+def _named_unit(text: str) -> timedelta:
+    """How long the time `text` names (it parsed): a day for a date alone, an hour, a
+    minute or a second by the digits of its time; none (an instant) with a fraction."""
+    time_part = re.match(r"\s*[^Tt ]*(?:[Tt ]([0-9:]*)([.,]?))?", text)
+    digits, fraction = (time_part.group(1) or "", time_part.group(2)) if time_part else ("", "")
+    if fraction:
+        return _MICROSECOND
+    return _UNIT.get(sum(c.isdigit() for c in digits), _MICROSECOND)
 
 
 def _open(location: str):
@@ -64,7 +84,7 @@ def cmd_report(args) -> int:
     or a record is known to be lost (a `journal_gap`)."""
     from engine.audit import report_render as audit_render
     from engine.audit.report import build
-    from engine.checks.chain import verdict_of
+    from engine.checks.chain import one_verdict
 
     start, end = _when(args.start, "--from"), _when(args.end, "--to")
     if start and end and start > end:
@@ -73,7 +93,7 @@ def cmd_report(args) -> int:
         raise UsageError(f"{args.output} already exists; give a new file name (nothing was written)")
     handle = _open(args.ledger)
     irreversible = {s.name for s in handle.load().runbook.steps if not s.reversible}
-    report = build(handle.journal.stream(), verdict_of(handle), irreversible=irreversible, start=start, end=end)
+    report = build(handle.journal.stream(), one_verdict(handle), irreversible=irreversible, start=start, end=end)
     if args.format == "json":
         text = audit_render.to_json(report)
     elif args.format == "html":
@@ -111,14 +131,13 @@ def _writes(handle):
 
 
 def _chain_holds(handle) -> bool:
-    """Verify both journals a rebuild comes from; a break is said on stderr (what is
-    rebuilt may have been changed) and makes the command exit 1."""
-    from engine.checks.chain import verdict_of
+    """Verify both journals a rebuild comes from (as `handoff journal --verify` does); a
+    break is said on stderr (what is rebuilt may have been changed) and makes the command exit 1."""
+    from engine.checks.chain import journals
     from engine.codec.textsafe import visible
 
     ok = True
-    for journal, verdict in ((handle.journal, verdict_of(handle)),
-                             (handle.store.open_history(), handle.store.open_history().verify())):
+    for _, journal, verdict in journals(handle):
         ok = ok and verdict.ok
         for b in verdict.breaks[:10]:
             print(visible(f"warning: the journal's chain is broken at {journal.path}: {b.text()}; what is rebuilt "

@@ -87,6 +87,15 @@ class PgJournal(JournalBase):
                            "AND record->>'target' IS NULL ORDER BY seq DESC LIMIT 1", (self.ledger, "ledger_write")).fetchone()
         return row[0] if row and isinstance(row[0], int) else None
 
+    def highest_revision(self) -> int:
+        """The highest ledger revision the journal records (0 if none), as the file journal's
+        index keeps it: a journal whose newest is below the ledger row's revision, or below
+        the history rows', lost its last records (engine.checks.chain)."""
+        sql = ("SELECT max((record->>'rev')::numeric) FROM handoff_journal WHERE ledger = %s "
+               "AND jsonb_typeof(record->'rev') = 'number'")
+        found = self.db.run(lambda conn: conn.execute(sql, (self.ledger,)).fetchone()[0])
+        return int(found) if found is not None else 0
+
     def _select(self, where: str, params: tuple, order: str = "ASC", limit: int | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT seq, record FROM handoff_journal WHERE ledger = %s {where} ORDER BY seq {order}"
         if limit:

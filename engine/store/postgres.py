@@ -29,7 +29,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
-from engine.approvals.identity import hostname
+from engine.approvals.identity import hostname, os_user
 from engine.codec.document import parse_document
 from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
@@ -331,6 +331,10 @@ class PostgresStore:
             )
             stored = parse_document(body, self.path)  # what the row now says, journaled whole
             self._journal_write(conn, to_ledger(stored.data, self.path, body), {}, stored.data, None, None)
+            # Like every engine write, journaled with its revision: a journal whose newest record is older was cut.
+            PgJournal(self.db, self.name).append_in(
+                conn, "import", f"ledger imported at revision {revision}" + (" over the one there" if row else ""),
+                actor=os_user(), rev=revision)
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
             return revision
 
@@ -339,9 +343,10 @@ class PostgresStore:
     def export_text(self) -> str:
         return self.db.run(self._row)[1]
 
-    def last_write(self) -> None:
-        """None: the database row is its own record of the last write (no sidecar)."""
-        return None
+    def last_write(self) -> dict[str, Any]:
+        """The row's revision: the database row is its own record of the last write (no
+        sidecar), and every engine write, an import too, journals a record of its revision."""
+        return {"revision": self.db.run(self._row)[0]}
 
     def heartbeat(self) -> PgHeartbeat:
         return PgHeartbeat(self.db, self.name)

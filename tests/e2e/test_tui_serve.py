@@ -173,7 +173,7 @@ async def test_an_observer_page_behind_a_token_in_chromium(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--bind", "127.0.0.1:1"], "give --token (or HANDOFF_SERVE_TOKEN) or --trust-header"),
+    (["--bind", "127.0.0.1:1"], "give --token-file (or HANDOFF_SERVE_TOKEN) or --trust-header"),
     (["--token", "x", "--bind", "nowhere"], "--bind 'nowhere': give HOST:PORT"),
 ])
 def test_serve_refuses_to_start_open_or_misbound(tmp_path: Path, args: list[str], says: str) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from tui.attention import DRIFT_WORD, drift, next_shown, outside
 from tui.states import MISSING, label, look, needs_human
 from tui.text import clean, clean_line
+from tui.widgets.filter_pattern import pattern_of
 
 if TYPE_CHECKING:
     from engine.api import Target
@@ -93,30 +94,17 @@ def order_with_missing(previous: list[str], names: list[str], gone: list[str]) -
 Term = tuple[str, str, "re.Pattern[str] | None"]  # (kind, text, pattern): kind is state, is or text
 
 
-# A pattern Python's backtracking engine may take for ever on (`(.*.*)*@`, `(a|aa)+$`, `.*.*.*x`): a
-# repeated group, a back-reference, or more than one unbounded repeat. A filter arrives in a link
-# (`?filter=`) as well as from the keyboard, and a match cannot be stopped once it runs: such a
-# word is matched as the text it is, as a word that is no regular expression is.
-_RISKY = re.compile(r"\)[*+{]|\\\d|\(\?P=")
-_UNBOUNDED = re.compile(r"(?<!\\)[*+]|\{\d*,\}")
-
-
 def _term(word: str) -> Term:
     if word.startswith("state:"):
         return ("state", word[6:], None)
     if word.startswith("is:"):
         return ("is", word[3:], None)
-    if len(word) <= 200 and not _RISKY.search(word) and len(_UNBOUNDED.findall(word)) <= 1:
-        try:
-            return ("text", word, re.compile(word, re.IGNORECASE | re.MULTILINE))
-        except re.error:  # `web-0(` is no regular expression: matched as the text it is
-            pass
-    return ("text", word, re.compile(re.escape(word), re.IGNORECASE))
+    return ("text", word, pattern_of(word))
 
 
 def compile_filter(text: str) -> list[tuple[bool, list[Term]]]:
-    """Words of a filter, k9s style: each a regular expression (one that could backtrack for ever is
-    taken as plain text: see `_RISKY`; or `state:PREFIX`, or
+    """Words of a filter, k9s style: each a regular expression of a language whose search cannot run
+    away (anything beyond it is matched as plain text: see `tui.widgets.filter_pattern`); or `state:PREFIX`, or
     `is:attention` / `is:drifted` / `is:outside`); `!word` must not match; `a|b` matches either side. Each field
     of a row is one line of the text searched, so `^` and `$` anchor to a field."""
     out = []
@@ -139,7 +127,7 @@ IS_KINDS: dict[str, Callable[[Row], bool]] = {
 def filter_problem(text: str) -> str | None:
     """Why `text` is no filter a person meant (None if it is one): an `is:` word the table does
     not know, or a control character. A word that is no regular expression is not a problem:
-    it is matched as the text it is (see `_term`)."""
+    it is matched as the text it is (see `tui.widgets.filter_pattern`)."""
     if any(ord(c) < 32 or ord(c) == 127 for c in text) or clean(text) != text:  # C1 (the one-byte CSI), bidi too
         return "it holds control characters"
     for word in text.split():
