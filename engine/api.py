@@ -257,7 +257,9 @@ class LedgerHandle:
 
         try:
             (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
-        except BaseException:
+        except BaseException as err:
+            if isinstance(err, HandoffError) and self.store.unsettled:
+                raise self._unsettled(err, bool(first)) from None  # it may be in: no intent is cancelled
             self._cancel(first.values())  # refused, failed or interrupted: nothing was withdrawn
             raise
         self._cancel(intent for key, intent in first.items() if key not in {_record_key(r) for r in records})
@@ -330,6 +332,20 @@ class LedgerHandle:
             except JournalWriteError:
                 pass
 
+    def _unsettled(self, err: HandoffError, withdrawal: bool) -> HandoffError:
+        """`err` of a write whose COMMIT was sent and whether the server applied it cannot be told
+        (engine.store.postgres `_settle`: one it could tell is done or undone, and said so), saying
+        what stands meanwhile. A withdrawal's intent stays in the journal: the approval it names
+        authorises nothing, whatever the ledger holds (engine.approvals.witness), the safe side."""
+        where = shlex.quote(self.display_location)
+        then = ("the withdrawal's intent stays in the journal, so the approvals it names authorise nothing: approve "
+                "again if they are still wanted" if withdrawal else
+                "if it is in, its journal record is not (an approval without one authorises nothing)")
+        err.message = (f"{err.message}; {self.store.unsettled}: {then}. Look with `handoff show {where}` "
+                       "before you try again")
+        err.args = (err.message,)
+        return err
+
     def _unwitnessed(self, records: list[dict[str, Any]]) -> str:
         """What to do about approvals among `records` that have no journal record: they never
         authorise a run (engine.approvals.witness), so they must be given again."""
@@ -350,6 +366,22 @@ class LedgerHandle:
 
         refuse_if_agent(self.journal, command, flag=flag, target=target, ledger=self.display_location, actor=self.actor,
                         user=self.os_user, rev=self._snapshot.ledger.revision if self._snapshot else None)
+
+    def give_id(self, purpose: str, new: str) -> str:
+        """The ledger's `id`: `new` (a UUID) written in a write of its own (journaled as
+        `ledger_id`, saying `purpose`) when it has none yet; an id once written is kept."""
+        from engine.store.transact import NoChange
+
+        def give(ledger: Ledger):
+            if ledger.id:
+                raise NoChange(ledger.id)
+            ledger.id = new
+            return ledger.id, [{"kind": "ledger_id", "msg": f"ledger id {ledger.id} written: {purpose}"}]
+
+        try:
+            return self._change(give)
+        except NoChange as kept:
+            return kept.value
 
     def approve(self, target: str, *, step: str | None = None, comment: str | None = None,
                 expect_hash: str | None = None, key: str | None = None, slack: SlackId | None = None,

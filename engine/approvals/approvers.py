@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import uuid
 from dataclasses import dataclass
 
 from engine.approvals import host_table, sshsig
@@ -287,9 +286,11 @@ def admit_signed(ledger: Ledger, name: str, who_name: str, who_user: str, step: 
     `digest`) now, or Refused: `admit`, plus a signature's freshness and single use."""
     at = now_iso()
     fields = (sshsig.parse_payload(signed.payload) or {}) if signed else {}
-    # A ledger with no id yet takes the one its first signed approval names (engine.approvals.signing).
-    new_id = fields.get("ledger") if ledger.id is None and _is_uuid(fields.get("ledger")) else None
-    expect = {"ledger": ledger.id or new_id, "target": name, "step": step, "hash": digest, "checkpoint": checkpoint}
+    if signed is not None and ledger.id is None:  # never taken from the signature: any ledger's would do
+        raise Refused("this ledger has no `id`, and a signature names the ledger it approves: `handoff approve` gives "
+                      "the ledger its id in a write of its own before it signs (check that nothing removes the `id`), "
+                      "then sign again; nothing was approved", title="Ledger has no id")
+    expect = {"ledger": ledger.id, "target": name, "step": step, "hash": digest, "checkpoint": checkpoint}
     by, verified = admit(ledger, who_name, who_user, signed, expect, slack)
     if signed is None:
         return by, verified, at
@@ -300,16 +301,7 @@ def admit_signed(ledger: Ledger, name: str, who_name: str, who_user: str, step: 
                       title="Stale signature")
     if any(a.sig == signed.sig for a in ledger.targets[name].approvals):
         raise Refused("this signature was already given for an approval; sign again", title="Signature reused")
-    if new_id:
-        ledger.id = new_id
     return by, verified, fields["at"]
-
-
-def _is_uuid(text: object) -> bool:
-    try:
-        return isinstance(text, str) and str(uuid.UUID(text)) == text
-    except ValueError:
-        return False
 
 
 SIGNED_FRESH = 600.0  # seconds a signature may take from signing to recording: never a replay of an old one

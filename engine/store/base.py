@@ -117,6 +117,7 @@ class Store(Protocol):
     read_only: bool
     saw_external_edit: bool  # did the last transaction start from a hand edit? (file store; never in PostgreSQL)
     history_lost: str | None  # why the last write's history record is missing (file store; PostgreSQL's commits with it)
+    unsettled: str | None  # why the last failed write may yet be in (PostgreSQL: its COMMIT's reply lost, unasked)
     journaled_external_edit: bool  # ... and did that transaction journal the edit itself?
     on_lock_wait: Callable[[str], bool] | None  # holder text -> keep waiting past the lock timeout?
     patience: float  # seconds a brief outage of the store's database is ridden out (a file store has none: 0)

@@ -195,6 +195,7 @@ class FileStore:
         self.filelock = FileLock(self.lock_path, real_path(path))
         self.saw_external_edit = False  # did the last transaction start from a hand edit?
         self.history_lost: str | None = None  # why the last write's history record is missing (None: it is there)
+        self.unsettled: str | None = None  # a file's write is in or not: never unknown (PostgreSQL's may be)
         self.journaled_external_edit = False  # ... and did it journal that edit itself?
         self.patience = 0.0  # no database to wait out (engine.store.base.Store)
         self._history: history.History | None = None  # the history journal each write's `ledger_write` record goes to (opened once)

@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -87,6 +88,7 @@ class PostgresStore:
         self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
         self.saw_external_edit = self.journaled_external_edit = False  # nobody edits a row by hand
         self.history_lost: str | None = None  # the history record is in the ledger's own transaction: never lost alone
+        self.unsettled: str | None = None  # why the last write may or may not be in (transact)
         self._cache: tuple[str, Any, Ledger | None] | None = None
 
     @property
@@ -152,11 +154,45 @@ class PostgresStore:
         if self.read_only:
             raise ReadOnly("this view is read-only; nothing can be changed from it")
         marks: list = []
-        sent: list = []  # (revision, text, fn's result) of the attempt whose UPDATE reached the server
-        done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks, sent)),
-                           retry=None if patient else _never)
+        sent: list = []  # (revision, text, fn's result, transaction id) of each attempt whose UPDATE reached the server
+        self.unsettled = None
+        try:
+            done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks, sent)),
+                               retry=None if patient else _never)
+        except HandoffError:
+            landed = self._settle(sent) if sent else -1
+            if landed is None:
+                self.unsettled = "the write's COMMIT was sent, and whether the server applied it cannot be told"
+            if landed is None or landed < 0:
+                raise
+            revision, _, result, _ = sent[landed]
+            done, marks[:] = (result, revision), marks[landed:landed + 1]
         self._raise_mark(marks)
         return done
+
+    def _settle(self, sent: list) -> int | None:
+        """After a write that failed once its UPDATE had reached the server (a connection
+        dropped at the COMMIT, a retry given up): which attempt of `sent` the server
+        committed (its index), -1 when none did, None when that cannot be told. The
+        server's own word on each attempt's transaction (`txid_status`), asked on a new
+        connection; one still in progress (the server has not yet seen its client go) is
+        waited for as a lock is (HANDOFF_LOCK_TIMEOUT)."""
+        xids = [s[3] for s in sent]
+        deadline = time.monotonic() + lock_timeout()
+        while True:
+            try:
+                said = self.db.run(lambda conn: [r[0] for r in conn.execute(
+                    "SELECT txid_status(x) FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(x, i) ORDER BY i",
+                    (xids,)).fetchall()], autocommit=True, retry=_never)
+            except HandoffError:
+                return None
+            if "committed" in said:
+                return max(i for i, status in enumerate(said) if status == "committed")
+            if all(status == "aborted" for status in said):
+                return -1
+            if None in said or time.monotonic() > deadline:
+                return None
+            time.sleep(0.2)
 
     @staticmethod
     def _raise_mark(marks: list) -> None:
@@ -275,18 +311,19 @@ class PostgresStore:
             text = doc.text
         except ValueError as err:  # an unknown state, text YAML cannot hold, a failed read-back
             raise Refused(str(err), title="Cannot write that") from None
-        updated = conn.execute(
-            "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s",
+        updated = conn.execute(  # the transaction's id: whether it committed can be asked after a lost reply (_settle)
+            "UPDATE handoff_ledger SET revision = %s, body = %s, updated_at = now() WHERE name = %s AND revision = %s "
+            "RETURNING txid_current()",
             (ledger.revision, text, self.name, revision),
-        ).rowcount
-        if updated != 1:
+        ).fetchone()
+        if updated is None:
             raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
         self._journal_write(conn, ledger, parsed.data, doc.data, names, revision)
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
         if marks is not None:
             marks.append((mark, ledger.revision, spent))
         if sent is not None:
-            sent.append((ledger.revision, text, result))
+            sent.append((ledger.revision, text, result, updated[0]))
         return result, ledger.revision
 
     def _journal_write(self, conn, ledger: Ledger, before: dict, after: dict, names: set[str] | None, base: int | None) -> None:
