@@ -2,11 +2,12 @@
 
 Per step `approvals: {count, remind_after, escalate_after, expire_after}` and ledger-wide
 `approval_policy:` (the step's fields win; engine.ledger.model.ApprovalPolicy):
-- `count`: that many distinct people (by the name the approval records), none of them
-  the requester: the session that asked (`awaiting_by`) and whoever started it (its
-  `session_start` / `claude_session_start` record). Until then the target keeps
-  awaiting, its next_action saying "1 of 2 approvals". Distinct names prove distinct
-  people only with verified approvers (engine.approvals.approvers).
+- `count`: that many distinct people, none of them the requester: the session that
+  asked (`awaiting_by`) and whoever started it (written with the request as
+  `awaiting_started_by`/`_as`, and in its `session_start` / `claude_session_start`
+  record). Until then the target keeps awaiting, its next_action saying "1 of 2
+  approvals". People are told apart by what proves them (engine.approvals.persons):
+  distinct names are distinct people only with verified approvers.
 - `remind_after`: every so long, the same notify targets are paged again;
 - `escalate_after`: once, the next `notify` entry (after the ones paged for approvals);
 - `expire_after`: the request ends: the target is blocked with "approval request
@@ -16,6 +17,8 @@ The session sends the reminders, escalations and expiries (engine.session.tendin
 
 from __future__ import annotations
 
+from engine.approvals.approvers import table
+from engine.approvals.persons import proven_by
 from engine.ledger.model import Approval, ApprovalPolicy, Ledger, Step
 
 
@@ -29,13 +32,17 @@ def policy_for(ledger: Ledger, step: Step) -> ApprovalPolicy:
 
 
 def standing(ledger: Ledger, name: str, step: Step, digest: str) -> list[Approval]:
-    """The unused approvals of `step` on `name` bound to `digest`, one per person (the first)."""
-    seen, out = set(), []
+    """The unused approvals of `step` on `name` bound to `digest`, one per person (the first):
+    by what proves who gave them (engine.approvals.persons), not only by name."""
+    approvers = table(ledger)
+    seen: set[str] = set()
+    out = []
     for approval in ledger.targets[name].approvals:
-        key = approval.by.strip().casefold()
-        if approval.step == step.name and not approval.used_at and approval.hash == digest and key not in seen:
-            seen.add(key)
-            out.append(approval)
+        if approval.step == step.name and not approval.used_at and approval.hash == digest:
+            ids = proven_by(approvers, approval)
+            if not ids & seen:
+                seen |= ids
+                out.append(approval)
     return out
 
 
@@ -43,7 +50,9 @@ def requesters(journal, ledger: Ledger, name: str) -> set[str]:
     """Names (case-folded) that asked for `name`'s approval: never approvers under a count.
     Also `os-user:U` when a person asked (`handoff run --as NAME`) running as OS user U,
     and `started-as:U` for the OS user who started the session that asked: an approval
-    verified by that uid under another name is theirs too (ops.requester_rule)."""
+    verified by that uid under another name is theirs too (ops.requester_rule). The starter
+    is read from the request itself (`awaiting_started_by`/`_as`, and the gate's record), and
+    from the last `session_start` of the asking session's id."""
     target = ledger.targets[name]
     asked = target.awaiting_by
     names = {asked.strip().casefold()} if asked else set()
@@ -56,6 +65,15 @@ def requesters(journal, ledger: Ledger, name: str) -> set[str]:
         names.add(by.strip().casefold())
         if gate and gate.get("user"):
             names.add(ASKED_AS + str(gate["user"]).strip().casefold())
+    # Who started the session that asked, written with the request (engine.session.gates): in the
+    # ledger, found even when that session's start never reached the journal, and in the gate's record.
+    starters = [(target.awaiting_started_by, target.awaiting_started_as)]
+    if gate:
+        starters.append((gate.get("started_by"), gate.get("started_as")))
+    for started_by, started_as in starters:
+        names.update(str(v).strip().casefold() for v in (started_by, started_as) if v)
+        if started_as:
+            names.add(STARTED_AS + str(started_as).strip().casefold())
     sids = {a.removeprefix("agent:") for a in (asked, by if by.startswith("agent:") else None) if a}
     for sid in sorted(sids):
         for kind in ("session_start", "claude_session_start"):

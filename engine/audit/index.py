@@ -36,7 +36,8 @@ INDEXED: dict[str, tuple[str, ...]] = {
     "unapproval": ("target", "step", "hash", "approval_by", "approval_at", "ts"),
     "unapproval_intent": ("target", "step", "hash", "approval_by", "approval_at", "ts"),  # journaled before the write
     "intent_cancelled": ("target", "cancels", "ts"),  # ... and cancelled when the write did not happen
-    "gate": ("target", "step", "actor", "user", "ts"),  # who asked: never the approver (engine.approvals.policy)
+    # who asked (and who started the session that asked): never the approver (engine.approvals.policy)
+    "gate": ("target", "step", "actor", "user", "started_by", "started_as", "ts"),
     # ... and who started the session that asked (never one of a count's people), however far back
     "session_start": ("session", "by", "user", "starter", "ts"),
     "claude_session_start": ("session", "by", "user", "ts"),

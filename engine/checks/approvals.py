@@ -60,3 +60,15 @@ def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[t
                  "set the roles up so (docs/operating.md, Approvals and identity), or give them an ssh_key as well: "
                  "{name: alice, os_user: alice, ssh_key: \"ssh-ed25519 ...\"}")]
     return []
+
+
+def shared_approvers(ledger: Ledger) -> list[str]:
+    """One sentence per OS user, ssh key or Slack id that proves two entries of the approvers
+    table (two names on one login, a plain login also an entry's `os_user`): one person to the
+    engine, whose approvals count once under `count` (engine.approvals.persons)."""
+    if not any(not step.reversible for step in ledger.steps()):
+        return []
+    from engine.approvals.approvers import table
+    from engine.approvals.persons import shared_proofs
+
+    return shared_proofs(table(ledger))

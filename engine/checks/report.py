@@ -4,7 +4,7 @@ contradict each other, invariants violated now, and the analysis (engine.checks)
 from __future__ import annotations
 
 from engine.checks.analyse import analyse, source_text
-from engine.checks.approvals import stale_approvals, unverified_approvers
+from engine.checks.approvals import shared_approvers, stale_approvals, unverified_approvers
 from engine.checks.chain import chain_findings
 from engine.checks.finding import ERROR, NOTICE, WARNING, Finding
 from engine.checks.locate import Locator
@@ -39,5 +39,9 @@ def check_findings(handle, snap, statuses, contradictions: list[str], path: str,
     line, column = locator.key("approvers") if snap.ledger.approvers is not None else (None, None)
     who = [Finding(NOTICE, message, path, line, column, suggestion=fix, code="unverified-approvers")
            for message, fix in unverified_approvers(snap.ledger, on_database=handle.is_url)]
-    return out + chain_findings(handle) + witness_patterns(snap.ledger, text, path) + found + stale + failed + who
+    shared = [Finding(WARNING, message, path, line, column, code="shared-approver-identity",
+                      suggestion="give each person their own os_user or ssh_key, or keep one entry per person "
+                                 "(docs/operating.md, Approvals and identity)")
+              for message in shared_approvers(snap.ledger)]
+    return out + chain_findings(handle) + witness_patterns(snap.ledger, text, path) + found + stale + failed + shared + who
 

@@ -190,6 +190,10 @@ class Target(Node):
     in_flight: InFlight | None = None
     awaiting: str | None = None
     awaiting_by: str | None = None
+    # Who started the session that asked (its `--as` name, its OS user): written with the
+    # request, so the starter rule holds when that session's start is not in the journal.
+    awaiting_started_by: str | None = None
+    awaiting_started_as: str | None = None
     awaiting_since: str | None = None
     approvals: list[Approval] = Field(default_factory=list)
     evidence: Evidence | None = None

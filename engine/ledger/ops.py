@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from engine.approvals.approvers import Signed, SlackId, admit_signed, table, verified_entry
+from engine.approvals.persons import one_person
 from engine.approvals.policy import ASKED_AS, STARTED_AS, asked_for_it, policy_for, progress, standing
 from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
@@ -164,21 +165,6 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     requester_rule(ledger, name, the_step, who, by, requested_by, verified=verified)
     need = policy_for(ledger, the_step).count
     records: Records = []
-    for existing in list(target.approvals):
-        if existing.step != the_step.name or existing.used_at:
-            continue
-        if existing.hash == pending.hash and need > 1 and not same_person(existing.by, by):
-            continue  # a co-approval: `need` distinct people approve the same command
-        if existing.hash == pending.hash:
-            raise Refused(
-                f"{name} already holds an unused approval of {the_step.name} by {existing.by} at {existing.at}; "
-                "withdraw it first with `handoff unapprove`",
-                title="Already approved",
-            )
-        # It can never be used (the command or checkpoint changed since): this one replaces it.
-        target.approvals.remove(existing)
-        records.append(_record("unapproval", f"{name}: stale approval of {existing.step} by {existing.by} "
-                                             f"(hash {existing.hash}) replaced", name, **withdrawn_fields(existing)))
     approval = Approval(
         by=by,
         user=who.user,
@@ -193,6 +179,31 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         via="slack" if slack else None,
         slack=slack.record() if slack else None,
     )
+    for existing in list(target.approvals):
+        if existing.step != the_step.name or existing.used_at:
+            continue
+        # Under a `count`, people are told apart by what proves them (engine.approvals.persons), not by name.
+        shown = one_person(table(ledger), existing, approval) if existing.hash == pending.hash and need > 1 else None
+        if existing.hash == pending.hash and need > 1 and shown is None:
+            continue  # a co-approval: `need` distinct people approve the same command
+        if shown is not None and not same_person(existing.by, by):
+            raise Refused(
+                f"{name}: {the_step.name} was already approved by that person: {existing.by} at {existing.at}, and "
+                f"{by} is proved by the same {shown}. It needs {need} different people: someone else approves it "
+                f"(if {by} and {existing.by} are two people, give each their own os_user or ssh_key in `approvers:`); "
+                "nothing was approved",
+                title="Already approved by that person",
+            )
+        if existing.hash == pending.hash:
+            raise Refused(
+                f"{name} already holds an unused approval of {the_step.name} by {existing.by} at {existing.at}; "
+                "withdraw it first with `handoff unapprove`",
+                title="Already approved",
+            )
+        # It can never be used (the command or checkpoint changed since): this one replaces it.
+        target.approvals.remove(existing)
+        records.append(_record("unapproval", f"{name}: stale approval of {existing.step} by {existing.by} "
+                                             f"(hash {existing.hash}) replaced", name, **withdrawn_fields(existing)))
     target.approvals.append(approval)
     have = standing(ledger, name, the_step, pending.hash)
     if need > 1:
@@ -211,6 +222,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
         if target.state == "awaiting_approval":
             target.state = the_step.from_
             target.awaiting = target.awaiting_by = target.awaiting_since = None
+            target.awaiting_started_by = target.awaiting_started_as = None
         target.next_action = f"{the_step.name} approved by {' and '.join(a.by for a in have[:need])}; the next session runs it"
         so_far = progress(need, need) if need > 1 else ""
     target.changed_at = approval.at
@@ -289,6 +301,7 @@ def _block(ledger: Ledger, name: str, reason: str) -> None:
     target.state = "blocked"
     target.reason = reason
     target.awaiting = target.awaiting_by = target.awaiting_since = None
+    target.awaiting_started_by = target.awaiting_started_as = None
     target.changed_at = now_iso()
 
 

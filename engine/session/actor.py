@@ -52,6 +52,7 @@ class Actor:
         self.ledger_arg = ledger_arg  # as the user named it: shown in `handoff approve ...` hints
         self.sid = holder_id
         self.identity = identity or f"agent:{holder_id}"  # never a person's name: approving it is never self-approval
+        self.started_as: str | None = os_user()  # the OS user who started this holder (a gate writes it down)
         self.host = hostname()
         self.dry_run = dry_run
         self.ending: str | None = None

@@ -39,6 +39,7 @@ class SessionContext(Protocol):
     ledger_arg: str  # as the user named it: shown in hints
     sid: str
     identity: str
+    started_as: str | None  # the OS user who started this holder
     host: str
     dry_run: bool
     ending: str | None

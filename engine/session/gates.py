@@ -87,6 +87,9 @@ def gate(s: SessionContext, action, argv: list[str], decision) -> bool:
         if ledger.session is None or ledger.session.id != s.sid:
             raise NoChange(False)
         t.state, t.awaiting, t.awaiting_by = "awaiting_approval", step.name, s.identity
+        # Who started the asking session goes with the request: never one of a count's people, even
+        # when its start record never reached the journal (engine.approvals.policy.requesters).
+        t.awaiting_started_by, t.awaiting_started_as = s.handle.actor, s.started_as
         t.awaiting_since = t.changed_at = now_iso()
         t.next_action = f"a human approves {step.name}: handoff approve {s.ledger_arg} {name}"
         return True
@@ -97,7 +100,8 @@ def gate(s: SessionContext, action, argv: list[str], decision) -> bool:
     paged = s.page("approval_needed", f"{name}: {step.name} requires approval (irreversible): {describe(argv)}. "
                                       f"{decision.reason}. Approve with: handoff approve {s.ledger_arg} {name}")
     s.out.say(f"{name}: {step.name} requires approval (irreversible). {_capital(_paged(s, paged))}.", target=name,
-              kind="gate", step=step.name, argv=argv, hash=decision.hash, reason=decision.reason)
+              kind="gate", step=step.name, argv=argv, hash=decision.hash, reason=decision.reason,
+              started_by=s.handle.actor, started_as=s.started_as)
     s.out.say(f"ledger updated: {name}.state = awaiting_approval", target=name, kind="transition", rev=rev,
                  to="awaiting_approval", step=step.name)
     return True

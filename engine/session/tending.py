@@ -76,6 +76,7 @@ def _expire(s: SessionContext, name: str, step: Step, since: str, after: float) 
             raise NoChange(False)  # approved, rejected or asked again meanwhile: that stands
         t.state, t.reason = "blocked", why
         t.awaiting = t.awaiting_by = t.awaiting_since = None
+        t.awaiting_started_by = t.awaiting_started_as = None
         t.next_action = f"a person decides: approve it again from {step.from_} (`handoff unblock`), or leave it"
         t.changed_at = now_iso()
         return True

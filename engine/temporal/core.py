@@ -58,6 +58,7 @@ class WorkflowActor(Actor):
         handle = open_writer(job["ledger"], actor=job.get("actor"))
         super().__init__(handle, job["workflow_id"], ledger_arg=job["ledger"])
         self.job = job
+        self.started_as = job.get("starter")  # who started the workflow, not the worker's OS user
         self.started: list[Intent] = []
         self.workers = {name: None for name in running}  # what runs now, as attempt() counts it
         self.handoff_at = 0.75  # the Claude planner's hand-off point (engine.temporal.planning)

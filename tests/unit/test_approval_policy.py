@@ -67,6 +67,25 @@ def test_two_people_none_of_them_the_requester(tmp_path: Path) -> None:
     assert all(a["used_at"] for a in _target(ledger)["approvals"])  # both spent: neither can help a second run
 
 
+def test_the_starter_of_the_asking_session_is_carried_with_the_request(tmp_path: Path) -> None:
+    """The gate writes who started the asking session beside `awaiting_by`, and its journal record
+    carries it too: with the session's id started again by dave (as every run of a Temporal ledger
+    shares one id) and the ledger's note of the starter edited away, carol is still the starter."""
+    ledger = _ledger(tmp_path, {"count": 2})
+    asked = handoff("resume", "--ledger", ledger, "--as", "carol")
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    target = _target(ledger)
+    assert target["awaiting_started_by"] == "carol" and target["awaiting_started_as"], target
+    sid = target["awaiting_by"].removeprefix("agent:")
+    open_ledger(str(ledger), actor="dave").journal.append("session_start", f"session {sid} started by dave",
+                                                           actor=f"agent:{sid}", session=sid, by="dave", user="dave")
+    data = yaml.safe_load(ledger.read_text())
+    del data["targets"]["db-19"]["awaiting_started_by"], data["targets"]["db-19"]["awaiting_started_as"]
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False))
+    carol = handoff("approve", ledger, "db-19", "--yes", "--as", "carol")
+    assert carol.returncode == 1 and "needs 2 people other than the requester" in carol.stderr, carol.stdout + carol.stderr
+
+
 def _pages(folder: Path) -> list[str]:
     log = folder / "pages.log"
     return log.read_text().splitlines() if log.exists() else []

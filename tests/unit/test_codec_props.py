@@ -42,7 +42,8 @@ VALUE = st.recursive(
     max_leaves=12,
 )
 KNOWN_TARGET = {"state", "checkpoint", "last_action", "next_action", "verified_at", "reason", "changed_at", "touched_at",
-                "in_flight", "awaiting", "awaiting_by", "awaiting_since", "approvals", "evidence"}
+                "in_flight", "awaiting", "awaiting_by", "awaiting_started_by", "awaiting_started_as", "awaiting_since",
+                "approvals", "evidence"}
 KNOWN_TOP = {"task", "owner_shift", "started", "environment", "revision", "paused", "session", "budget", "invariants",
              "approvers", "notify", "metrics", "redact", "runbook", "targets", "handoff_note", "handoff_note_by",
              "handoff_note_at"}

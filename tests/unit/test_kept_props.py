@@ -123,7 +123,7 @@ def documents(draw) -> str:
 
 OPT_TEXT = st.one_of(st.none(), TEXT)
 TARGET_FIELDS = ["checkpoint", "last_action", "next_action", "verified_at", "reason", "changed_at", "touched_at",
-                 "awaiting", "awaiting_by", "awaiting_since"]
+                 "awaiting", "awaiting_by", "awaiting_started_by", "awaiting_started_as", "awaiting_since"]
 STATES = st.sampled_from(["queued", "checked", "in_progress", "replicating", "verified", "done", "failed", "blocked"])
 EXTRA_KEY = KEY.filter(lambda k: k not in Target.model_fields and k not in dir(Target) and not k.startswith("_"))
 
