@@ -12,7 +12,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from engine.ledger.drift import DRIFT_UNCHECKED
+from engine.api import DRIFT_UNCHECKED
 from tui.messages import Snapshot
 
 if TYPE_CHECKING:

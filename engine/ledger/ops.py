@@ -24,6 +24,7 @@ from engine.ledger.drift import DRIFT_UNCHECKED, checkpoint_drift, drift_refusal
 from engine.ledger.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.ledger.render import SHORT, approval_digest, describe, render, step_fields
 from engine.ledger.touched import is_touched
+from engine.ledger.workdir import WorkingDir
 
 Records = list[dict[str, Any]]
 
@@ -84,7 +85,8 @@ def pending_command(ledger: Ledger, name: str, ledger_dir: str, step: str | None
     argv = rendered_command(ledger, name, the_step, ledger_dir)
     target = ledger.targets[name]
     digest = approval_digest(name, target, the_step, ledger_dir=ledger_dir)
-    return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint, digest[:SHORT], str(ledger_dir), digest)
+    folder = "" if isinstance(ledger_dir, WorkingDir) else str(ledger_dir)  # a database ledger has none of its own
+    return PendingCommand(the_step, argv, not the_step.reversible, target.checkpoint, digest[:SHORT], folder, digest)
 
 
 def rendered_command(ledger: Ledger, name: str, step: Step, ledger_dir: str, python: str | None = None) -> list[str]:

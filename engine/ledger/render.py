@@ -14,6 +14,7 @@ import sys
 
 from engine.errors import Refused
 from engine.ledger.model import Step, Target
+from engine.ledger.workdir import WorkingDir
 
 SHORT = 16  # hex digits of an approval's hash people see (engine.ledger.render.approval_hash)
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -72,9 +73,10 @@ def approval_digest(name: str, target: Target, step: Step, *, ledger_dir: str, p
     """What an approval is bound to: everything that decides what the approved step does.
 
     The step's command for this target exactly as it will run (every value rendered in,
-    `{ledger_dir}` and `{python}` too), the folder it runs in (the ledger's real folder; a
-    database ledger's is the working folder of the process), its timeout, and the target's
-    checkpoint. The folder is bound whether or not the command names it: a script named
+    `{ledger_dir}` and `{python}` too: a database ledger's is the working folder of the
+    process, so its approval runs only from that folder), the folder a file ledger's step runs
+    in (its real folder), its timeout, and the target's checkpoint. A file ledger's folder is
+    bound whether or not the command names it: a script named
     relative to it (`link.py`), a copy of the ledger in another folder or a folder link
     switched to another release would otherwise run another folder's script under the same
     approval. `{state}` is the step's `from` state, the state it runs in. An irreversible
@@ -88,8 +90,12 @@ def approval_digest(name: str, target: Target, step: Step, *, ledger_dir: str, p
     command by trying ~2^32 of them."""
     values = step_fields(name, target, step, ledger_dir=ledger_dir, python=python)
     argv = render(step.run or [], values, what=f"step {step.name}")
-    blob = json.dumps({"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or "", "cwd": str(ledger_dir)},
-                      ensure_ascii=False, sort_keys=True).encode("utf-8")
+    what = {"argv": argv, "timeout": step.timeout, "checkpoint": target.checkpoint or ""}
+    if not isinstance(ledger_dir, WorkingDir):
+        # A database ledger has no folder of its own: each process runs its steps where it was
+        # started, so only a `{ledger_dir}` its command names (rendered above) binds one.
+        what["cwd"] = str(ledger_dir)
+    blob = json.dumps(what, ensure_ascii=False, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()
 
 

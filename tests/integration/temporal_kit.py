@@ -101,9 +101,9 @@ def handoff_proc(*args: str, world: Path, **extra_env: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT), start_new_session=True)
 
 
-def handoff_run(*args: str, world: Path, timeout: float = 60, **extra_env: str) -> subprocess.CompletedProcess:
+def handoff_run(*args: str, world: Path, timeout: float = 60, cwd: Path = ROOT, **extra_env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "engine.cli.main", *args], env={**temporal_env(world), **extra_env},
-                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
+                          capture_output=True, text=True, timeout=timeout, cwd=str(cwd))
 
 
 class Workers:

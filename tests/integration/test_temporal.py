@@ -369,7 +369,10 @@ def test_a_postgres_ledger_driven_by_workers(tmp_path: Path, server: Server) -> 
             exported = handoff_run("export", location, world=world)
             for name, t in yaml.safe_load(exported.stdout)["targets"].items():
                 if t.get("state") == "awaiting_approval":
-                    approved = handoff_run("approve", location, name, "--yes", "--as", "human-oncall", world=world)
+                    # From the workers' folder: a database ledger's `{ledger_dir}` is the folder a command runs in,
+                    # and an approval binds the command as its approver saw it rendered.
+                    approved = handoff_run("approve", location, name, "--yes", "--as", "human-oncall", world=world,
+                                           cwd=source.parent)
                     assert approved.returncode in (0, 1), approved.stderr
             time.sleep(0.3)
         out, err = follow.communicate()

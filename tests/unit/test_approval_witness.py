@@ -39,8 +39,12 @@ FORGE = textwrap.dedent("""\
     from engine.ledger.render import approval_hash
     path, by, at = sys.argv[1], sys.argv[2], sys.argv[3]
     name = sys.argv[4] if len(sys.argv) > 4 else "db-19"
-    # The folder the step runs in: the ledger's real one, or (a database ledger's) the runner's working folder.
-    folder = sys.argv[5] if len(sys.argv) > 5 else os.path.dirname(os.path.realpath(path))
+    # The folder the step runs in: the ledger's real one, or (a database ledger's, "db") the runner's working folder.
+    if len(sys.argv) > 5:
+        from engine.ledger.workdir import WorkingDir
+        folder = WorkingDir(os.getcwd())
+    else:
+        folder = os.path.dirname(os.path.realpath(path))
     data = yaml.safe_load(open(path))
     ledger = Ledger.model_validate(data)
     digest = approval_hash(name, ledger.targets[name], ledger.step("link"), ledger_dir=folder)
@@ -141,7 +145,7 @@ def test_the_witness_is_found_in_a_postgresql_journal_too(tmp_path: Path) -> Non
     forged_file = tmp_path / "forged.yaml"
     forged_file.write_text(yaml.safe_dump(data, sort_keys=False))
     subprocess.run([sys.executable, str(tmp_path / "forge.py"), str(forged_file), "alice", "2026-09-10T02:00:00Z", "db-18",
-                    str(ROOT)], check=True, env=cli_env())  # `handoff run` below runs in ROOT
+                    "db"], check=True, env=cli_env(), cwd=str(ROOT))  # `handoff run` below runs in ROOT
     assert handoff("import", forged_file, url, "--replace").returncode == 0
     refused = handoff("run", url, "db-18", "link")
     assert refused.returncode == 1 and "approval not recorded by the engine" in refused.stdout + refused.stderr
