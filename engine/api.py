@@ -52,7 +52,7 @@ from engine.host.userstate import advance_user_state, load_user_state, save_user
 from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
-from engine.ledger.drift import DRIFT_PREFIX, DRIFT_UNCHECKED, checkpoint_drift, drift_line, drift_said
+from engine.ledger.drift import DRIFT_HEADING, DRIFT_PREFIX, DRIFT_UNCHECKED, checkpoint_drift, drift_line, drift_said
 from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
 from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, SessionLease, Target
 from engine.ledger.ops import PendingCommand
@@ -104,7 +104,7 @@ class TimelinePage:
     target: str | None = None
 
 
-# DRIFT_PREFIX, checkpoint_drift, drift_line, drift_said and DRIFT_UNCHECKED live in
+# DRIFT_HEADING, DRIFT_PREFIX, checkpoint_drift, drift_line, drift_said and DRIFT_UNCHECKED live in
 # engine.ledger.drift (engine.ledger.ops binds an approval to the drift shown) and are
 # imported above, for every caller that took them from here.
 
@@ -633,7 +633,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 
 
 __all__ = [
-    "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_PREFIX", "DRIFT_UNCHECKED", "checkpoint_drift", "drift_line", "drift_said", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
+    "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_HEADING", "DRIFT_PREFIX", "DRIFT_UNCHECKED", "checkpoint_drift", "drift_line", "drift_said", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",

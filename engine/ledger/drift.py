@@ -41,11 +41,13 @@ def drift_said(drifted: str) -> str:
     return drifted.removeprefix(DRIFT_PREFIX).split(". Resolve with")[0].strip()
 
 
+DRIFT_HEADING = "\u26a0 CHECKPOINT DRIFT: "  # what the warning's line starts with (the TUI makes it bold)
+
+
 def drift_line(drifted: str) -> str:
-    """The words the TUI's approval dialogs show for a drifted target (tui.screens.approve.drift_text),
-    as one plain line: Slack shows the same."""
-    return (f"\u26a0 CHECKPOINT DRIFT: {drift_said(drifted)}. Sessions refuse this target until it is reconciled; "
-            "approve anyway?")
+    """The words an approval shows for a drifted target, as one plain line: the TUI's dialogs
+    (tui.screens.approve.drift_text) and Slack's request and Review modal."""
+    return f"{DRIFT_HEADING}{drift_said(drifted)}. Sessions refuse this target until it is reconciled; approve anyway?"
 
 
 def drift_refusal(name: str, shown: str | None, now: str | None) -> str:

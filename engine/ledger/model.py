@@ -201,6 +201,12 @@ class Target(Node):
     # sessions treat it like drift until a person runs `handoff reconcile`.
     changed_outside: dict[str, Any] | None = None
 
+    def clear_request(self) -> None:
+        """It no longer awaits an approval: the step asked for, who asked, who started the
+        asking session and since when all go with the request."""
+        self.awaiting = self.awaiting_by = self.awaiting_since = None
+        self.awaiting_started_by = self.awaiting_started_as = None
+
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

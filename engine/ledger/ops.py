@@ -223,8 +223,7 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     else:
         if target.state == "awaiting_approval":
             target.state = the_step.from_
-            target.awaiting = target.awaiting_by = target.awaiting_since = None
-            target.awaiting_started_by = target.awaiting_started_as = None
+            target.clear_request()
         target.next_action = f"{the_step.name} approved by {' and '.join(a.by for a in have[:need])}; the next session runs it"
         so_far = progress(need, need) if need > 1 else ""
     target.changed_at = approval.at
@@ -302,8 +301,7 @@ def _block(ledger: Ledger, name: str, reason: str) -> None:
         target.touched_at = now_iso()  # stays counted as touched while blocked
     target.state = "blocked"
     target.reason = reason
-    target.awaiting = target.awaiting_by = target.awaiting_since = None
-    target.awaiting_started_by = target.awaiting_started_as = None
+    target.clear_request()
     target.changed_at = now_iso()
 
 

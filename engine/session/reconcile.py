@@ -317,8 +317,7 @@ def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | No
                 t.touched_at = t.touched_at or now
             t.state = to
             t.in_flight = None
-            t.awaiting = t.awaiting_by = t.awaiting_since = None
-            t.awaiting_started_by = t.awaiting_started_as = None
+            t.clear_request()
             if to == "done":
                 t.touched_at = None
         t.checkpoint = probe.value if probe is not None and probe.ok else (None if to is not None and probe is not None else t.checkpoint)

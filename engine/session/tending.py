@@ -75,8 +75,7 @@ def _expire(s: SessionContext, name: str, step: Step, since: str, after: float) 
         if t is None or t.state != "awaiting_approval" or t.awaiting_since != since:
             raise NoChange(False)  # approved, rejected or asked again meanwhile: that stands
         t.state, t.reason = "blocked", why
-        t.awaiting = t.awaiting_by = t.awaiting_since = None
-        t.awaiting_started_by = t.awaiting_started_as = None
+        t.clear_request()
         t.next_action = f"a person decides: approve it again from {step.from_} (`handoff unblock`), or leave it"
         t.changed_at = now_iso()
         return True

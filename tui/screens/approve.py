@@ -28,7 +28,7 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from engine.api import HandoffError, drift_said
+from engine.api import DRIFT_HEADING, HandoffError, drift_line
 from tui.attention import drift
 from tui.policy import policy_lines
 from tui.screens.invariants import InvariantsScreen
@@ -48,9 +48,8 @@ def drift_text(drifted: str | None) -> Text:
     the batch dialog gives each drifted target the same words."""
     if not drifted:
         return Text("")
-    text = Text("⚠ CHECKPOINT DRIFT: ", style="bold", end="")
-    text.append(clean_line(drift_said(drifted)))  # Slack shows the same words (engine.api.drift_line)
-    text.append(". Sessions refuse this target until it is reconciled; approve anyway?")
+    text = Text(clean_line(drift_line(drifted)), end="")  # the words Slack shows too
+    text.stylize("bold", 0, len(DRIFT_HEADING))
     return text
 
 
