@@ -91,6 +91,7 @@ def open_writer(location: str, *, actor: str | None = None) -> Writer:
     name = actor or user
     reason = None if is_url(location) else writable_reason(location)
     store = open_store(location, read_only=reason is not None)
+    store.read_file_alone()  # a driver decides on every target: never on what a cache file says of them
     journal = store.open_journal(read_only=reason is not None)
     journal.set_redact(store.read().redact)
     return Writer(location, store, journal, name, ops.Who(name, user), ledger_dir(location), reason)

@@ -126,6 +126,8 @@ class Store(Protocol):
 
     def read(self) -> Ledger: ...
 
+    def read_file_alone(self) -> None: ...  # take nothing from the per-user parse cache (file store; PostgreSQL keeps none)
+
     def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False,
                  patient: bool = True) -> tuple[T, int]: ...  # patient=False: a database out of reach is not waited for
 

@@ -96,6 +96,17 @@ def as_written(targets: dict[str, Target], doc: Parsed) -> dict[str, Target]:
     return {name: targets[name] for name in in_file}
 
 
+def _target_alone(text: str, name: str, path: str) -> object:
+    """What a target's text (its lines in the file) says alone; None if it says nothing
+    readable (then it is not what a cache entry said of it)."""
+    try:
+        parsed = parse_document("targets:\n" + text + "\n", path)
+    except LedgerInvalid:
+        return None
+    targets = parsed.data.get("targets") if isinstance(parsed.data, dict) else None
+    return targets.get(name) if isinstance(targets, dict) else None
+
+
 def sidecar(path: str, suffix: str) -> str:
     """`ledger.yaml` -> `ledger.yaml<suffix>` beside the real file."""
     return real_path(path) + suffix
@@ -198,6 +209,7 @@ class FileStore:
         self.unsettled: str | None = None  # a file's write is in or not: never unknown (PostgreSQL's may be)
         self.journaled_external_edit = False  # ... and did it journal that edit itself?
         self.patience = 0.0  # no database to wait out (engine.store.base.Store)
+        self._disk_cache = True  # may a read take targets from the per-user parse cache? (`read_file_alone`)
         self._history: history.History | None = None  # the history journal each write's `ledger_write` record goes to (opened once)
 
     # -- reading -----------------------------------------------------------------
@@ -229,7 +241,7 @@ class FileStore:
             text = decode(raw, self.path)
             previous = next(iter(self._cache.values()), None)
             from_disk = previous is None
-            known = previous.known() if previous else parse_cache.load(real_path(self.path))
+            known = previous.known() if previous else parse_cache.load(real_path(self.path)) if self._disk_cache else {}
             try:
                 parsed = parse_document(text, self.path, known)
             except LedgerInvalid:
@@ -327,6 +339,29 @@ class FileStore:
                 f"Restore the newest copy, or run `handoff check {self.path} --accept-rollback` if this is meant.")
         return snap, parsed
 
+    def read_file_alone(self) -> None:
+        """From now on, take nothing from the per-user parse cache: read the file itself.
+        The cache is a file of the process's user, in the folder its environment names, so
+        an agent's user can write its own: an entry mapping a target's very text to other
+        data (a failed target `queued`, a touched one free) would be believed. A process
+        that drives the ledger (engine.ledger.access.open_writer) decides on every target,
+        so it reads the file alone from its start; its first read writes the cache again."""
+        self._disk_cache = False
+        if any(p.from_disk_cache for p in self._cache.values()):
+            self._cache, self._known = {}, (None, {})
+
+    def _as_the_file_says(self, parsed: _Parse, names: set[str] | None) -> bool:
+        """Does the file's own text say of each target a write changes (`names`; None: all)
+        what the per-user parse cache said? A write never builds on the cache's word: the
+        engine would write a forged target's data back as its own, with no trace."""
+        if not parsed.from_disk_cache:
+            return True
+        for name in parsed.targets if names is None else names:
+            text = parsed.lines.get(name)
+            if text is not None and not parse_cache.same_data(parsed.targets.get(name), _target_alone(text, name, self.path)):
+                return False
+        return True
+
     def _file_and_record(self) -> tuple[bytes, dict[str, Any] | None]:
         """The file and the write record that goes with it: under the shared lock (writers
         hold the lock while they write both), or, when it cannot be had, the record read
@@ -423,6 +458,10 @@ class FileStore:
             targets = ledger.targets
             try:
                 ledger.targets, names = written(targets)
+                if not self._as_the_file_says(parsed, names):
+                    parse_cache.forget(real_path(self.path))  # the first read after this writes it again
+                    self.read_file_alone()
+                    continue  # the change again, on what the file says
                 check_states(snap.ledger, ledger, names)
                 spent = highwater.newly_spent(snap.ledger, ledger, ledger.targets if names is None else names)
                 used = highwater.already_spent(mark, spent)

@@ -145,6 +145,9 @@ class PostgresStore:
     def read(self) -> Ledger:
         return self.snapshot().ledger
 
+    def read_file_alone(self) -> None:
+        """Nothing to do: a database ledger keeps no per-user parse cache."""
+
     def transact(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False,
                  patient: bool = True) -> tuple[T, int]:
         """Apply `fn` to the ledger row under the writers' lock; returns (fn's result, revision).
