@@ -221,11 +221,13 @@ class LedgerHandle:
         return {name: then.as_dict() for name, then in _state_at(records, rev, retry_to).items()}
 
     def journal_breaks(self) -> list[str]:
-        """Where the journal's hash chain breaks, one line each (empty: intact). Reads the
-        whole journal: for a banner checked now and then, not on every refresh."""
-        from engine.checks.chain import verdict_of
+        """Where the journal's hash chain breaks, one line each (empty: intact), with the
+        history journal beside it (a journal erased or cut short with its index and the
+        last-write record): what `handoff check` says. Reads the whole journal: for a banner
+        checked now and then, not on every refresh."""
+        from engine.checks import chain
 
-        return [b.text() for b in verdict_of(self).breaks]
+        return [b.text() for b in chain.one_verdict(self).breaks]
 
     # -- changing ----------------------------------------------------------------
 

@@ -37,9 +37,9 @@ from engine.audit.journal_base import (
     gap_record,
     make_record,
 )
-from engine.audit.journal_io import SUFFIX, encode, journal_path, write_whole
+from engine.audit.journal_io import HISTORY_SUFFIX, SUFFIX, encode, journal_path, write_whole
 from engine.audit.sealed import Sealed
-from engine.audit.tail import head_gone, journal_head
+from engine.audit.tail import head_gone, journal_head, last_record
 from engine.errors import HandoffError, os_error_text
 from engine.host.console import say
 from engine.host.flock import flock_holder, take_within
@@ -61,6 +61,7 @@ class Journal(Sealed, JournalBase):
         # The ledger's path as the caller named it (absolute), when it gave one: its proofs are
         # looked for along any link it passes through (engine.approvals.spent_marks._places).
         self.named = os.path.abspath(ledger) if ledger else None
+        self._seen: tuple[int, int, bytes] | None = None  # (inode, offset, the bytes before it) of the last read
 
     def _ledger(self) -> str:
         return self.named or self.path.removesuffix(SUFFIX)
@@ -106,7 +107,7 @@ class Journal(Sealed, JournalBase):
                 raise JournalWriteError(f"{self.path}: the journal record could not be written: {busy}", rev=rev, reason=busy)
             try:
                 self.index.refresh()
-                self._note_break(fd, actor)
+                self._note_break(fd, actor, rev)
                 self._write_gaps(fd, actor)
                 record = self._put(fd, record, drafted)
             except OSError as err:
@@ -130,6 +131,23 @@ class Journal(Sealed, JournalBase):
         if take_within(fd, fcntl.LOCK_EX, limit):
             return None
         return f"the journal's lock has been held for more than {limit:g}s by {flock_holder(fd)}"
+
+    def _erased(self, rev: int | None) -> str | None:
+        """Why this journal, which records no write yet, was erased, or None. Erased with its index and the last-write
+        record, nothing else says so once a write starts a new chain: the history journal beside
+        the ledger does, holding earlier writes while the write of revision `rev` going in was
+        kept whole (`full`: its store found no record of the write before it). A ledger's first
+        write goes into both; a noted gap explains a journal never written."""
+        if rev is None or os.path.exists(self._gap_path()):
+            return None
+        history = os.path.realpath(self._ledger()) + HISTORY_SUFFIX
+        if _lines(history, 2) < 2:
+            return None
+        newest = _newest(history)
+        if newest is None or newest.get("rev") != rev or "full" not in newest:
+            return None  # a write that followed on from one the engine recorded: this journal was never written
+        return ("the journal holds no record of a write, but the history journal beside it holds earlier writes of "
+                "the engine: the journal was erased (its index and last-write record with it)")
 
     # -- gaps: ledger changes whose record could not be written --------------------
 
@@ -171,14 +189,36 @@ class Journal(Sealed, JournalBase):
         """Complete records from byte `offset`; returns them and the offset to read from next.
 
         An unfinished last line (being written, or torn by a crash) is left for the next
-        read; a line that is complete but not JSON is skipped with a warning."""
+        read; a line that is complete but not JSON is skipped with a warning. A journal cut
+        short or replaced since this reader reached `offset` (`journal --follow`, the screen's
+        log: shorter than that, another file, other bytes before it) is said, and read again
+        from its start."""
         fh = open_to_read(self.path)
         if fh is None:
             return [], offset
         with fh:
+            if offset and not self._same_file(fh.fileno(), offset):
+                self.warnings.add(f"{self.path}: the journal was cut short or replaced since it was read up to byte "
+                                  f"{offset} (see `handoff journal --verify`); read again from its start")
+                offset = 0
             fh.seek(offset)
             data = fh.read()
-        return self._parse(data, offset)
+            records, end = self._parse(data, offset)
+            seen = min(64, end)
+            self._seen = (os.fstat(fh.fileno()).st_ino, end, os.pread(fh.fileno(), seen, end - seen))
+        return records, end
+
+    def _same_file(self, fd: int, offset: int) -> bool:
+        """Is the file at `fd` still the journal this reader read up to `offset` (its inode, and
+        the bytes it read last before `offset`)? An offset it did not reach itself is taken as given."""
+        st = os.fstat(fd)
+        if offset > st.st_size:
+            return False
+        seen = self._seen
+        if seen is None or seen[1] != offset:
+            return True
+        ino, _, tail = seen
+        return st.st_ino == ino and os.pread(fd, len(tail), offset - len(tail)) == tail
 
     def stream(self) -> Iterator[dict[str, Any]]:
         """Every complete record from the start, one at a time (memory does not grow with
@@ -289,6 +329,37 @@ class Journal(Sealed, JournalBase):
             if start == 0 or window >= 64 * 1024 * 1024:
                 return None
             window *= 4
+
+
+def _lines(path: str, most: int) -> int:
+    """How many whole lines the file at `path` holds, counted up to `most` (a line of a
+    history journal can be a whole ledger: read in chunks, never parsed); 0 when it cannot be read."""
+    try:
+        fh = open_to_read(path)
+    except SidecarRefused:
+        return 0  # said where the history journal is read (`check`, `journal --verify`)
+    if fh is None:
+        return 0
+    count = 0
+    with fh:
+        while count < most and (chunk := fh.read(1 << 20)):
+            count += chunk.count(b"\n")
+    return min(count, most)
+
+
+def _newest(path: str) -> dict[str, Any] | None:
+    """The last whole record of the journal file at `path`, or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        found = last_record(fd, os.fstat(fd).st_size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return found[0] if found else None
 
 
 def print_warnings(journal: Journal) -> None:

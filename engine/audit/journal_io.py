@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 SUFFIX = ".journal.jsonl"
+HISTORY_SUFFIX = ".history.jsonl"  # its twin beside the same ledger (engine.store.history)
 
 
 def journal_path(ledger_path: str) -> str:

@@ -35,6 +35,8 @@ class Sealed:
 
         def _window(self, start: int) -> list[dict[str, Any]]: ...
 
+        def _erased(self, rev: int | None) -> str | None: ...
+
     @property
     def index(self) -> JournalIndex:
         """The witness index beside this journal (engine.audit.index), kept per process."""
@@ -58,9 +60,10 @@ class Sealed:
         self.index.note(record, record["seq"] + len(line))
         return record
 
-    def _note_break(self, fd: int, actor: str) -> None:
+    def _note_break(self, fd: int, actor: str, rev: int | None = None) -> None:
         """Under the lock: if the journal's end shows a break (cut short, its last record
-        changed or moved), write a `chain_break` record saying so before anything else."""
+        changed or moved, emptied), write a `chain_break` record saying so before anything
+        else (the record going in next is of revision `rev`)."""
         end = os.lseek(fd, 0, os.SEEK_END)
         sealed = sealed_tail(fd, end)  # a last line whose bytes hash to its chain: it was not changed
         last = None if sealed else last_record(fd, end)
@@ -82,6 +85,8 @@ class Sealed:
         missing = None
         if why is None:
             why, missing = self._head_gone(fd, end)
+        if why is None and self.index.rev == 0:  # the journal records no write (empty, or lines of no revision)
+            why = self._erased(rev)
         if why is not None:
             self._put(fd, make_record(self.redactor, "chain_break", f"journal chain broken before this record: {why}",
                                       actor=actor, rev=None, target=None, fields={"missing_head": missing}))

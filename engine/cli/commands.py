@@ -511,6 +511,7 @@ def cmd_journal(args) -> int:
             return 0
     print_warnings(journal)
     for record in journal.follow(offset, until=console.gone):
+        print_warnings(journal)  # a journal cut short or replaced under the follower says so first
         if not console.say(emit(record)):
             return 0
     return 0

@@ -195,6 +195,7 @@ class FileStore:
     def __init__(self, path: str, *, read_only: bool = False) -> None:
         self.location = path
         self.path = path
+        self.real = real_path(path)  # the file opened: its lock, records and journals are beside it
         self.read_only = read_only
         self._cache: dict[str, _Parse] = {}
         # (content hash, line text -> validated target) of the last read or write: one pair,
@@ -215,12 +216,23 @@ class FileStore:
     # -- reading -----------------------------------------------------------------
 
     def _raw(self) -> bytes:
+        self._where_opened()
         # Only a regular file, opened without blocking (a FIFO would hang every command).
         with os.fdopen(open_ledger_file(self.path), "rb") as fh:
             raw = read_capped(fh, MAX_BYTES)
             if len(raw) > MAX_BYTES:  # only MAX_BYTES + 1 were read: say how big it really is
                 raise too_big(os.fstat(fh.fileno()).st_size, self.path)
             return raw
+
+    def _where_opened(self) -> None:
+        """The path still leads to the file this store opened. A folder link switched under a
+        long-running process (`current -> releases/2`) made it read and write the other folder's
+        ledger while its lock, last-write record, history, journal and `{ledger_dir}` stayed with
+        the first: refused, as a file that cannot be read."""
+        now = real_path(self.path)
+        if now != self.real:
+            raise LedgerInvalid(f"now leads to {now}, not to {self.real} that this process opened (a folder link was "
+                                "switched?); nothing acts on it: open it again", path=self.path)
 
     def _digest(self, raw: bytes) -> str:
         """`digest(raw)`, remembered for the last bytes hashed: the same bytes (compared

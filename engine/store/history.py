@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.audit.journal import Journal
+from engine.audit.journal_io import HISTORY_SUFFIX
 from engine.codec.jsontext import plain
 from engine.errors import HandoffError
 
 KIND = "ledger_write"
 ACTOR = "engine (store)"
-SUFFIX = ".history.jsonl"
+SUFFIX = HISTORY_SUFFIX
 _NAMED = 10  # targets named in a record's message; the rest are counted
 
 
@@ -46,6 +47,9 @@ class History(Journal):
 
     def _head_gone(self, fd: int, end: int) -> tuple[str | None, int | None]:
         return None, None  # the ledger's last-write record names the journal's head, not this one's
+
+    def _erased(self, rev: int | None) -> str | None:
+        return None  # the twin of the journal: what says the journal was erased, not the other way round
 
 
 def file_journal(ledger_path: str, *, read_only: bool = False) -> History:
