@@ -119,7 +119,8 @@ def resume_langgraph(args) -> int:
         raise ServiceUnavailable(f"the checkpointer database does not answer: {str(err).strip()}") from None
     tid = thread_id(_ledger_id(writer))
     holder = holder_id(tid)
-    lease = leasing.session_lease(holder, user=writer.actor, planner=planner["name"], runtime="langgraph")
+    lease = leasing.session_lease(holder, user=writer.actor, planner=planner["name"], runtime="langgraph",
+                                  allow_unenforced=True if args.allow_unenforced else None)
     try:
         previous, _rev = _acquire(writer.store, args.ledger, lease)
     except LeaseHeld as err:

@@ -9,11 +9,12 @@ command and checkpoint. Prompts drift; this does not.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from engine.approvals.policy import policy_for, progress, standing
-from engine.ledger.invariants import InvariantStatus, parse_all
-from engine.ledger.model import Approval, Ledger, Step
+from engine.ledger.invariants import Invariant, InvariantStatus, not_enforced, parse_all
+from engine.ledger.model import METRIC_MAX_AGE, Approval, Ledger, Step
 from engine.ledger.render import approval_hash
 from engine.ledger.touched import is_touched, quiet, touched, touched_states
 
@@ -71,6 +72,11 @@ def check(
     if ledger.paused is not None:
         why = ledger.paused.why or "no reason given"
         return Decision(False, f"ledger paused by {ledger.paused.by or 'someone'}: {why}")
+    invariants = parse_all(ledger)
+    unread = not_enforced(ledger, invariants)
+    if unread is not None:
+        return Decision(False, f"invariant not understood, so it cannot be enforced: {unread.text} ({unread.problem}); "
+                               "nothing starts until it is written in a form the engine reads (`handoff check --explain`)")
     if target.in_flight is not None:
         return Decision(False, f"{name} already has {target.in_flight.step} in flight")
     if not step.reversible and (step.until or step.retries > 0):
@@ -80,7 +86,7 @@ def check(
     position = ledger.position(name)
     if position != step.from_:
         return Decision(False, f"{name} is {position}; {step.name} runs only from {step.from_}")
-    for inv in parse_all(ledger):
+    for inv in invariants:
         if inv.kind == "precondition" and inv.step == step.name and position != inv.state:
             return Decision(False, f"invariant: {inv.text} ({name} is {position})")
         if inv.kind == "max_touched" and inv.limit is not None:
@@ -92,9 +98,9 @@ def check(
                 count = len(touched(ledger))
                 if count + 1 > inv.limit:
                     return Decision(False, f"invariant: {inv.text} (touched {count}/{inv.limit}; {name} would make {count + 1})")
-    for status in statuses or []:
-        if status.kind == "metric" and status.status == "violated":
-            return Decision(False, f"invariant: {status.text} ({status.value})")
+    refused = _metric_refusal(ledger, invariants, statuses)
+    if refused is not None:
+        return refused
     if not step.reversible:
         approval, why = valid_approval(ledger, name, step, ledger_dir=ledger_dir)
         digest = approval_hash(name, target, step, ledger_dir=ledger_dir)
@@ -105,3 +111,28 @@ def check(
             return Decision(False, reason, needs_approval=True, hash=digest)
         return Decision(True, f"approved by {approval.by} ({approval.user}) at {approval.at}", approval=approval, hash=digest)
     return Decision(True, "reversible step; invariants hold")
+
+
+def _metric_refusal(ledger: Ledger, invariants: list[Invariant], statuses: list[InvariantStatus] | None) -> Decision | None:
+    """Each pause threshold of `ledger` judged on `statuses`: refused when one is violated,
+    when `statuses` were read for other invariants (edited since: no reading judged this one),
+    or when the reading that said ok is now older than its metric's max_age. (`statuses`
+    None: the caller judges no metric.) A refusal of the last two kinds settles: read again."""
+    if statuses is None:
+        return None
+    judged = {st.invariant: st for st in statuses if st.kind == "metric" and st.invariant is not None}
+    for inv in invariants:
+        if inv.kind != "metric":
+            continue
+        status = judged.get(inv)
+        if status is None:
+            return Decision(False, f"invariant: {inv.text} (changed since the metrics were read; reading them again)",
+                            settling=True)
+        if status.status == "violated":
+            return Decision(False, f"invariant: {status.text} ({status.value})")
+        metric = ledger.metrics.get(inv.metric or "")
+        max_age = metric.max_age if metric is not None else METRIC_MAX_AGE
+        if status.status == "ok" and status.read_at is not None and time.time() - status.read_at > max_age:
+            return Decision(False, f"invariant: {inv.text} (its reading is now older than max_age; reading it again)",
+                            settling=True)
+    return None

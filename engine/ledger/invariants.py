@@ -96,6 +96,7 @@ class InvariantStatus:
     age: float | None = None
     invariant: Invariant | None = field(default=None, repr=False)
     stale: bool = False  # unknown because the last reading is older than the metric's max_age
+    read_at: float | None = None  # epoch time of the metric reading judged (the guard ages it again)
 
     @property
     def label(self) -> str:
@@ -268,6 +269,15 @@ def parse_all(ledger: Ledger) -> list[Invariant]:
     return [parse(item) for item in ledger.invariants]
 
 
+def not_enforced(ledger: Ledger, invariants: list[Invariant] | None = None) -> Invariant | None:
+    """An invariant the engine does not understand, unless the lease's holder was started
+    with --allow-unenforced: nothing starts past it, also one written (or garbled) after a
+    run started (a session refuses to start on one)."""
+    if ledger.session is not None and ledger.session.allow_unenforced:
+        return None
+    return next((inv for inv in (parse_all(ledger) if invariants is None else invariants) if inv.kind == "unenforced"), None)
+
+
 MetricReader = Callable[[str], "tuple[float, bool, float] | None"]
 """name -> (value, is_percent, epoch time read) of the last reading, or None."""
 
@@ -312,9 +322,9 @@ def _metric_status(inv: Invariant, ledger: Ledger, readings: MetricReader | None
         source = "no reading yet" if inv.metric in ledger.metrics else f"no source: add metrics.{inv.metric}.run"
         return InvariantStatus(inv.text, inv.kind, "unknown", f"{inv.metric} {source}", invariant=inv)
     value, percent, at = reading
-    age = max(0.0, now - at)
+    age = abs(now - at)  # a reading dated ahead (its host's clock runs fast) is as far from now as one behind
     unit = "%" if percent else ""
-    shown = f"{inv.metric} {value:g}{unit} ({age_text(age)} ago)"
+    shown = f"{inv.metric} {value:g}{unit} ({age_text(age)} {'ago' if at <= now + 1 else 'ahead of this clock'})"
     metric = ledger.metrics.get(inv.metric or "")
     max_age = metric.max_age if metric is not None else METRIC_MAX_AGE
     if age > max_age:
@@ -324,7 +334,7 @@ def _metric_status(inv: Invariant, ledger: Ledger, readings: MetricReader | None
     if percent != inv.percent:
         return InvariantStatus(inv.text, inv.kind, "unknown", f"{shown}: reading and threshold differ in unit", age, inv)
     violated = holds(value, inv.op or ">", inv.value or 0.0)
-    return InvariantStatus(inv.text, inv.kind, "violated" if violated else "ok", shown, age, inv)
+    return InvariantStatus(inv.text, inv.kind, "violated" if violated else "ok", shown, age, inv, read_at=at)
 
 
 def journal_readings(journal) -> MetricReader:

@@ -87,6 +87,9 @@ def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) 
         s.out.say(f"{name}: cannot render {step.name}: {err}", target=name, kind="warning")
         return Attempt("refused", f"cannot render {step.name}: {err}")
     decision = guard.check(ledger, name, step, statuses=s.statuses, ledger_dir=s.ledger_dir)
+    if decision.settling:  # the readings judged other invariants, or aged: read again, then decide
+        s.settling = True
+        return Attempt("settling", decision.reason)
     busy_itself = name in ledger.targets and ledger.targets[name].in_flight is not None
     if not decision.allowed and not decision.needs_approval and s.workers and not busy_itself:
         # Refused now; would it pass once the running reversible steps end?

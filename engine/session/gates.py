@@ -53,6 +53,8 @@ def check_invariants(s: SessionContext, ledger: Ledger, *, acting: bool) -> bool
             got = readings.get(name)
             shown = f"{name} {got[0]:g}{'%' if got[1] else ''}" if got else f"{name} unreadable"
             parts.append(f"{shown} {st.status}")
+        elif st.status == "unenforced":
+            parts.append(f'"{st.text}" not understood')
     text = "invariant check: " + (", ".join(parts) or "no invariants to check")
     if text != s.last_invariants or (acting and time.monotonic() - s.invariants_said_at >= RESAY_AFTER):
         s.out.say(text, kind="invariants", statuses=[{"text": s.text, "status": s.status, "value": s.value} for s in s.statuses])

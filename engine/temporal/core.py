@@ -100,7 +100,7 @@ def take_lease(job: Job) -> dict[str, Any]:
     if handle.read_only:
         return {"code": 2, "ending": f"cannot drive this ledger: {handle.read_only_reason}"}
     lease = leasing.session_lease(job["workflow_id"], user=handle.actor, planner=_planner_name(job), runtime="temporal",
-                                  with_pid=False, temporal=_ref(job))
+                                  with_pid=False, temporal=_ref(job), allow_unenforced=job.get("allow_unenforced") or None)
     lease.host = None  # the workflow runs wherever its workers are
     try:
         previous, rev = leasing.acquire(handle.store, job["ledger"], lease, phase="temporal workflow starting")
