@@ -23,6 +23,7 @@ WITNESS_FIELDS = frozenset({
     "ts", "kind", "actor", "rev", "seq", "prev", "chain", "target", "step", "token", "attempt",
     "approval_hash", "approval_by", "approval_at", "hash", "digest",
     "user", "at",  # an approval's record is found by its OS user and time too (engine.approvals.witness)
+    "body_digest",  # what a PostgreSQL ledger's row held after a write (engine.store.postgres)
 })
 
 

@@ -115,7 +115,7 @@ class Store(Protocol):
     location: str
     path: str  # what a person is shown: the file, or the database and the ledger's name
     read_only: bool
-    saw_external_edit: bool  # did the last transaction start from a hand edit? (file store; never in PostgreSQL)
+    saw_external_edit: bool  # did the last transaction start from a hand edit? (a file's, or a row changed in SQL)
     history_lost: str | None  # why the last write's history record is missing (file store; PostgreSQL's commits with it)
     unsettled: str | None  # why the last failed write may yet be in (PostgreSQL: its COMMIT's reply lost, unasked)
     journaled_external_edit: bool  # ... and did that transaction journal the edit itself?

@@ -90,14 +90,18 @@ def fields(before: dict[str, Any], after: dict[str, Any], names: Iterable[str] |
 
 
 def record(journal, ledger, before: dict[str, Any], after: dict[str, Any], names: Iterable[str] | None,
-           base: int | None, *, conn=None) -> str | None:
+           base: int | None, *, conn=None, journal_head: int | None = None, body_digest: str | None = None) -> str | None:
     """Journal the write that made `ledger` (its revision; `after` is its document's data)
     from revision `base` (None: the journal does not hold `base`, so the whole document is
     journaled). None when written; why not when the record could not be written: the
     journal notes the gap, and the next write journals the whole ledger again. With `conn`
     (PostgreSQL) the record goes into that transaction: it commits with the ledger's row, or
-    neither does."""
+    neither does. PostgreSQL's also name the seq of the ledger's journal's newest row then
+    (`journal_head`) and the digest of the text the row now holds (`body_digest`)."""
     body = fields(before, after, names, base)
+    for key, value in (("journal_head", journal_head), ("body_digest", body_digest)):
+        if value is not None:
+            body[key] = value
     journal.set_redact(ledger.redact)
     if conn is not None:
         journal.append_in(conn, KIND, message(ledger.revision, body), actor=ACTOR, rev=ledger.revision, **body)

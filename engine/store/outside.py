@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Iterable
 from datetime import UTC
 from typing import Any
 
@@ -83,9 +84,17 @@ def last_written(ledger_path: str) -> dict[str, Any] | None:
 def _from_history(ledger_path: str) -> dict[str, Any] | None:
     """Each target's trust fields at the last write the journal's history holds (one read of
     the journal: only when the kept copy is gone); None when it holds none."""
-    from engine.store.history import file_journal, ledger_at
+    from engine.store.history import file_journal
 
-    records = list(file_journal(ledger_path, read_only=True).stream())
+    return written_in(file_journal(ledger_path, read_only=True).stream())
+
+
+def written_in(history: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """Each target's trust fields at the last write a history journal's records hold (name ->
+    fields); None when they hold none."""
+    from engine.store.history import ledger_at
+
+    records = list(history)
     then = ledger_at(records, max((r["rev"] for r in records if isinstance(r.get("rev"), int)), default=0))
     targets = (then.data or {}).get("targets") if then.data is not None else None
     if not isinstance(targets, dict):
@@ -118,8 +127,12 @@ def changes(ledger_path: str, ledger: Ledger) -> list[dict[str, Any]] | None:
     write: [{target, field, old, new, untrusted}], or None when neither the kept copy nor the
     journal's history holds that write."""
     saved = last_written(ledger_path)
-    if saved is None:
-        return None
+    return None if saved is None else diff(saved, ledger)
+
+
+def diff(saved: dict[str, Any], ledger: Ledger) -> list[dict[str, Any]]:
+    """The field diff of `ledger` against `saved`, what the engine last wrote of each target's
+    trust fields: [{target, field, old, new, untrusted}]."""
     out = []
     for name in sorted(set(saved) | set(ledger.targets)):
         before = saved.get(name)

@@ -83,9 +83,30 @@ class PgJournal(JournalBase):
 
     def last_write_rev(self, conn) -> int | None:
         """The revision of this ledger's newest `ledger_write` record (engine.store.history), in `conn`."""
-        row = conn.execute("SELECT record->'rev' FROM handoff_journal WHERE ledger = %s AND record->>'kind' = %s "
-                           "AND record->>'target' IS NULL ORDER BY seq DESC LIMIT 1", (self.ledger, "ledger_write")).fetchone()
-        return row[0] if row and isinstance(row[0], int) else None
+        return self.last_write(conn)[0]
+
+    def last_write(self, conn) -> tuple[int | None, int | None]:
+        """(revision, `journal_head`) of this history journal's newest `ledger_write` record, in `conn`."""
+        row = conn.execute("SELECT record->'rev', record->'journal_head' FROM handoff_journal WHERE ledger = %s "
+                           "AND record->>'kind' = %s AND record->>'target' IS NULL ORDER BY seq DESC LIMIT 1",
+                           (self.ledger, "ledger_write")).fetchone()
+        if row is None:
+            return None, None
+        return tuple(value if isinstance(value, int) and not isinstance(value, bool) else None for value in row)  # type: ignore[return-value]
+
+    def head_after(self, conn, named: int | None, revision: int) -> int | None:
+        """Inside a ledger write's transaction: this journal's newest seq (what the write's
+        history record names as the journal's head), after noting a `chain_break` when the
+        record the last write named so (seq `named`) is gone. Rows are never deleted by the
+        engine: a head gone means the journal's rows were deleted (cut off its end, or all of
+        them); once the next write had chained on to what was left, nothing else said so."""
+        if named is not None and conn.execute("SELECT 1 FROM handoff_journal WHERE ledger = %s AND seq = %s",
+                                              (self.ledger, named)).fetchone() is None:
+            self.append_in(conn, "chain_break", "journal chain broken before this record: the ledger's write before "
+                           f"revision {revision} named the journal's record at seq {named} as its newest, and it is gone: "
+                           "records were deleted from the journal (cut off its end, or all of them erased)",
+                           actor="engine (store)", missing_head=named)
+        return conn.execute("SELECT max(seq) FROM handoff_journal WHERE ledger = %s", (self.ledger,)).fetchone()[0]
 
     def highest_revision(self) -> int:
         """The highest ledger revision the journal records (0 if none), as the file journal's

@@ -36,7 +36,7 @@ from engine.codec.splice import splice
 from engine.errors import HandoffError, LedgerInvalid, ReadOnly, Refused
 from engine.lease.heartbeat import beat_record
 from engine.ledger.model import Ledger
-from engine.store import highwater, history
+from engine.store import highwater, history, outside
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.bulk import first_read
 from engine.store.convert import change, check_states, to_ledger
@@ -61,6 +61,7 @@ __all__ = ["CHANNEL", "SCHEMA", "Db", "PgHeartbeat", "PgJournal", "PostgresStore
            "split_location"]
 
 T = TypeVar("T")
+Written = tuple[int | None, str | None]  # what the newest write the history rows record made: (revision, text's digest)
 CHANNEL = "handoff_ledger"
 _LOCK_CLASS = 0x68616E64  # "hand": the first key of every ledger's advisory lock
 
@@ -86,7 +87,7 @@ class PostgresStore:
         self.read_only = read_only
         self.db = Db(self.url)
         self.on_lock_wait: Callable[[str], bool] | None = None  # holder text -> keep waiting?
-        self.saw_external_edit = self.journaled_external_edit = False  # nobody edits a row by hand
+        self.saw_external_edit = self.journaled_external_edit = False  # a row edited in SQL: journaled in the write (_apply)
         self.history_lost: str | None = None  # the history record is in the ledger's own transaction: never lost alone
         self.unsettled: str | None = None  # why the last write may or may not be in (transact)
         self._cache: tuple[str, Any, Ledger | None] | None = None
@@ -100,19 +101,28 @@ class PostgresStore:
         """Ride out database outages this long (the journal shares the setting)."""
         self.db.patience = seconds
 
-    def _row(self, conn, *, lock: bool = False) -> tuple[int, str]:
+    def _row(self, conn, *, lock: bool = False) -> tuple[int, str, Written]:
+        """(revision, body) of the ledger's row and what the newest write its history rows record
+        (engine.store.history) made: its revision and the digest of its text. One statement: one
+        moment of the database."""
         from psycopg.errors import UndefinedTable
 
-        sql = "SELECT revision, body FROM handoff_ledger WHERE name = %s" + (" FOR UPDATE" if lock else "")
+        sql = ("SELECT l.revision, l.body, h.rev, h.body_digest FROM handoff_ledger l LEFT JOIN LATERAL ("
+               "SELECT record->'rev' AS rev, record->>'body_digest' AS body_digest FROM handoff_journal WHERE ledger = %s "
+               "AND record->>'kind' = 'ledger_write' AND record->>'target' IS NULL ORDER BY seq DESC LIMIT 1) h ON true "
+               "WHERE l.name = %s" + (" FOR UPDATE OF l" if lock else ""))
         try:
-            row = conn.execute(sql, (self.name,)).fetchone()
+            row = conn.execute(sql, (history.pg_name(self.name), self.name)).fetchone()
         except UndefinedTable:
             raise LedgerInvalid(f"no handoff tables in this database; import a ledger first with `handoff import FILE {self.path}`", path=self.path) from None
         if row is None:
             raise LedgerInvalid(f"no ledger named {self.name!r} here; import one with `handoff import FILE {self.path}`", path=self.path)
-        return row[0], row[1]
+        rev = row[2] if isinstance(row[2], int) and not isinstance(row[2], bool) else None
+        return row[0], row[1], (rev, row[3])
 
-    def _parse(self, body: str, *, fresh: bool = False) -> tuple[Snapshot, Any]:
+    def _parse(self, body: str, *, fresh: bool = False, journaled: Written = (None, None)) -> tuple[Snapshot, Any]:
+        """The row's `body` as a snapshot; `journaled` is what the newest write its history rows
+        record made (`_row`): a row below it went back in time, another text was edited by hand."""
         key = digest(body.encode("utf-8"))
         with first_read():  # a process's first read: no cyclic collections while it builds (engine.store.bulk)
             if self._cache and self._cache[0] == key and not fresh:
@@ -125,13 +135,25 @@ class PostgresStore:
                 if not fresh:
                     self._cache = (key, parsed, ledger)
         snap = Snapshot(ledger, key)
-        late = highwater.behind(self._mark(ledger), ledger.revision)  # the row restored from a backup
+        # The row restored from a backup: below this user's mark, or below the engine's newest write its history rows record.
+        late = highwater.behind(self._mark(ledger), ledger.revision) or self._behind_history(ledger.revision, journaled[0])
         if late:
             snap.rollback.append(late)
             snap.warnings.append(f"{self.path} went back in time: {late}. It may hold approvals already used; nothing "
                                  f"acts on it. Restore the newest copy, or run `handoff check {self.path} "
                                  "--accept-rollback` if this is meant.")
+        # Changed outside the engine (an UPDATE of the row): the next write diffs it against the engine's last, journals
+        # it and flags what no step would do, as a file ledger's hand edit (engine.store.outside).
+        snap.external_edit = isinstance(journaled[1], str) and journaled[1] != key and not late
         return snap, parsed
+
+    def _behind_history(self, revision: int, journaled: int | None) -> str | None:
+        """A rollback sentence when the row's `revision` is below the newest write its history
+        rows record (`journaled`, read with the row): whoever reads it, whatever this user has seen."""
+        if journaled is None or revision >= journaled:
+            return None
+        return (f"its revision is {revision}, lower than the engine's newest write its history rows record (revision "
+                f"{journaled}, in {history.pg_name(self.name)}): the row may have been restored from a backup")
 
     def _mark(self, ledger: Ledger) -> str:
         """The key of this ledger's per-user high-water mark (engine.store.highwater)."""
@@ -139,8 +161,8 @@ class PostgresStore:
         return highwater.identity(ledger, self.path)
 
     def snapshot(self) -> Snapshot:
-        _, body = self.db.run(self._row)
-        return self._parse(body)[0]
+        _, body, journaled = self.db.run(self._row)
+        return self._parse(body, journaled=journaled)[0]
 
     def read(self) -> Ledger:
         return self.snapshot().ledger
@@ -159,6 +181,7 @@ class PostgresStore:
         marks: list = []
         sent: list = []  # (revision, text, fn's result, transaction id) of each attempt whose UPDATE reached the server
         self.unsettled = None
+        self.saw_external_edit = self.journaled_external_edit = False
         try:
             done = self.db.run(lambda conn: self._locked(conn, lambda: self._apply(conn, fn, accept_rollback, marks, sent)),
                                retry=None if patient else _never)
@@ -227,8 +250,8 @@ class PostgresStore:
         spawned: list[T] = []
 
         def work(conn):
-            _, body = self._row(conn, lock=True)
-            snap = self._parse(body, fresh=True)[0]
+            _, body, journaled = self._row(conn, lock=True)
+            snap = self._parse(body, fresh=True, journaled=journaled)[0]
             if snap.rollback:  # a row restored from a backup can hold our lease and intent: refused, as in the file store
                 raise Refused(snap.warnings[-1], title="Ledger went back in time")
             check(snap.ledger)
@@ -293,16 +316,19 @@ class PostgresStore:
         done, and its result is that attempt's. Applied again, `fn` would meet its own
         change as someone else's: a step's intent refused as "already in flight", its
         outcome as "cleared by someone else"."""
-        revision, body = self._row(conn, lock=True)
+        revision, body, journaled = self._row(conn, lock=True)
         if sent and (revision, body) == sent[-1][:2]:
             return sent[-1][2], revision
-        snap, parsed = self._parse(body, fresh=True)
+        snap, parsed = self._parse(body, fresh=True, journaled=journaled)
         if snap.rollback and not accept_rollback:
             raise Refused(snap.warnings[-1], title="Ledger went back in time")
         ledger = cow_ledger(snap.ledger)
+        edit = self._edit(snap) if snap.external_edit else None
+        # A person accepting a rollback has looked at the row: journaled, not flagged.
+        flagged = outside.flag(ledger, edit) if edit and not accept_rollback else []
         result = fn(ledger)
         mark = self._mark(ledger)
-        ledger.revision = max(ledger.revision, revision, highwater.read_mark(mark)["revision"]) + 1
+        ledger.revision = max(ledger.revision, revision, highwater.read_mark(mark)["revision"], journaled[0] or 0) + 1
         try:
             ledger.targets, names = written(ledger.targets)
             check_states(snap.ledger, ledger, names)
@@ -321,7 +347,12 @@ class PostgresStore:
         ).fetchone()
         if updated is None:
             raise Refused("the ledger changed underneath (revision moved); try again", title="Changed underneath")
-        self._journal_write(conn, ledger, parsed.data, doc.data, names, revision)
+        # A row edited by hand is kept whole in the history: no diff of the engine's own is the edit's.
+        self._journal_write(conn, ledger, parsed.data, doc.data, names, None if snap.external_edit else revision,
+                            digest(text.encode("utf-8")))
+        if snap.external_edit:
+            self._journal_edit(conn, ledger, edit, flagged)
+        self.saw_external_edit = self.journaled_external_edit = snap.external_edit
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
         if marks is not None:
             marks.append((mark, ledger.revision, spent))
@@ -329,18 +360,42 @@ class PostgresStore:
             sent.append((ledger.revision, text, result, updated[0]))
         return result, ledger.revision
 
-    def _journal_write(self, conn, ledger: Ledger, before: dict, after: dict, names: set[str] | None, base: int | None) -> None:
+    def _edit(self, snap: Snapshot) -> list[dict[str, Any]] | None:
+        """The field diff of a row edited by hand against the engine's last write, as its history
+        rows rebuild it (one read of them: only after such an edit); None when they cannot."""
+        saved = outside.written_in(self.open_history().stream())
+        return None if saved is None else outside.diff(saved, snap.ledger)
+
+    def _journal_edit(self, conn, ledger: Ledger, found: list[dict[str, Any]] | None, flagged: list[str]) -> None:
+        """The `external_edit` record of a row edited by hand, in the write's own transaction."""
+        targets = sorted({c["target"] for c in found or []})
+        msg = (f"the ledger's row was changed outside the engine before revision {ledger.revision}: "
+               + (f"{len(found or [])} field change(s) on {', '.join(targets[:10]) + (' ...' if len(targets) > 10 else '') or 'no target'}"
+                  if found is not None else "what changed cannot be told (the history rows do not rebuild the last write)"))
+        if flagged:
+            msg += f"; not trusted until `handoff reconcile`: {', '.join(flagged[:10])}"
+        PgJournal(self.db, self.name, redact=ledger.redact).append_in(
+            conn, "external_edit", msg, actor="outside the engine", rev=ledger.revision, changes=(found or [])[:1000],
+            flagged=flagged)
+
+    def _journal_write(self, conn, ledger: Ledger, before: dict, after: dict, names: set[str] | None, base: int | None,
+                       body_digest: str) -> None:
         """This write's `ledger_write` record (engine.store.history), in the write's own
         transaction: a diff on revision `base` when the journal's newest one is that
-        revision, else the whole ledger."""
+        revision, else the whole ledger. It names the journal's newest row (`journal_head`),
+        which the next write finds there, or notes that the journal's rows were deleted."""
         journal = PgJournal(self.db, history.pg_name(self.name))
-        ours = base is not None and journal.last_write_rev(conn) == base
-        history.record(journal, ledger, before, after, names, base if ours else None, conn=conn)
+        last, named = journal.last_write(conn)
+        ours = base is not None and last == base
+        head = PgJournal(self.db, self.name).head_after(conn, named, ledger.revision)  # the journal's rows cut under it are noted
+        history.record(journal, ledger, before, after, names, base if ours else None, conn=conn, journal_head=head,
+                       body_digest=body_digest)
 
     def import_text(self, text: str, *, replace: bool = False) -> int:
         """Create the ledger from YAML text (validated first). Over an existing ledger only
         with `replace`, never while a live holder has its lease, and the revision never
-        goes backwards (the imported text gets one above the stored one)."""
+        goes backwards (the imported text gets one above the stored one, and above the newest
+        write the history rows record)."""
         from engine.lease.rules import lease_state
 
         parsed = parse_document(text, self.path)
@@ -349,6 +404,9 @@ class PostgresStore:
 
         def work(conn):
             row = conn.execute("SELECT revision, body FROM handoff_ledger WHERE name = %s FOR UPDATE", (self.name,)).fetchone()
+            # Above the stored row's revision and any write the history rows record (a row deleted by hand, imported again).
+            written = PgJournal(self.db, history.pg_name(self.name)).last_write_rev(conn)
+            floor = max(row[0] if row is not None else -1, written if written is not None else -1)
             body, revision = text, ledger.revision
             if row is not None:
                 if not replace:
@@ -360,17 +418,18 @@ class PostgresStore:
                 if state.status == "live":
                     raise Refused(f"{state.detail} holds this ledger; stop it (`handoff stop {self.path}`) before "
                                   "replacing the ledger under it. Nothing was changed", title="Ledger in use")
-                if ledger.revision <= row[0]:
-                    bumped = ledger.model_copy()
-                    bumped.revision = revision = row[0] + 1
-                    body = splice(parsed, change(ledger, bumped, set())).text
+            if ledger.revision <= floor:
+                bumped = ledger.model_copy()
+                bumped.revision = revision = floor + 1
+                body = splice(parsed, change(ledger, bumped, set())).text
             conn.execute(
                 "INSERT INTO handoff_ledger (name, revision, body) VALUES (%s, %s, %s) "
                 "ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, body = EXCLUDED.body, updated_at = now()",
                 (self.name, revision, body),
             )
             stored = parse_document(body, self.path)  # what the row now says, journaled whole
-            self._journal_write(conn, to_ledger(stored.data, self.path, body), {}, stored.data, None, None)
+            self._journal_write(conn, to_ledger(stored.data, self.path, body), {}, stored.data, None, None,
+                                digest(body.encode("utf-8")))
             # Like every engine write, journaled with its revision: a journal whose newest record is older was cut.
             PgJournal(self.db, self.name).append_in(
                 conn, "import", f"ledger imported at revision {revision}" + (" over the one there" if row else ""),

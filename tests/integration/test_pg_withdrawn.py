@@ -26,4 +26,11 @@ def test_a_withdrawn_approval_written_back_into_the_row_never_runs(tmp_path: Pat
     ran = handoff_pg(fresh, "run", location, "a", "link", "--as", "bob")
     said = ran.stdout + ran.stderr
     assert not runs.exists(), said
+    assert "changed outside the engine" in said, said  # the row's edit is seen first, and flagged
+    # A person accepts the edited row as it is: the approval it revived is still withdrawn.
+    accepted = handoff_pg(fresh, "reconcile", location, "a", "--to", "checked", "--reason", "looked", "--as", "bob")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    ran = handoff_pg(fresh, "run", location, "a", "link", "--as", "bob")
+    said = ran.stdout + ran.stderr
+    assert not runs.exists(), said
     assert "approval withdrawn" in said, said

@@ -1,0 +1,120 @@
+"""A PostgreSQL ledger row put back to an older revision (a backup of the `handoff_ledger`
+table restored, or an `UPDATE` by a role that may write it) is refused for every user, not
+only for those whose per-user high-water mark saw the newer one.
+
+What happened: alice approved `a`'s irreversible `link`, then blocked `a` for an incident.
+The row was restored to the revision before the block. For alice the row "went back in
+time"; for bob, the next engineer (his own state folder: his mark never saw the ledger),
+`handoff check` said "ok" and `handoff resume` ran `link` on the target a person had
+blocked. The history rows (`LEDGER#history`, written with every revision of the row) still
+record the newer write: a row below them is now refused as a rollback whoever reads it,
+until a person accepts it (`handoff check --accept-rollback`).
+
+Real server (HANDOFF_TEST_PG), real `handoff` processes, the restore done in SQL.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import yaml
+
+from tests.conftest import cli_env
+
+PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
+LINK = "import sys; open(sys.argv[1], 'a').write('x')"
+
+
+def _handoff(env, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine.cli.main", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=90, stdin=subprocess.DEVNULL)
+
+
+def _ok(done: subprocess.CompletedProcess) -> None:
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _sql(sql: str, *params) -> list:
+    with psycopg.connect(PG, autocommit=True) as conn:
+        cur = conn.execute(sql, params)
+        return cur.fetchall() if cur.description else []
+
+
+def _ledger(tmp_path: Path) -> tuple[str, str, Path]:
+    from engine.store.postgres import PostgresStore
+
+    try:
+        psycopg.connect(PG, connect_timeout=5).close()
+    except psycopg.OperationalError as err:
+        raise AssertionError(f"PostgreSQL is not reachable at {PG}: {err}") from None
+    runs = tmp_path / "runs.txt"
+    name = f"revd-restore-{uuid.uuid4().hex[:10]}"
+    location = f"{PG}#{name}"
+    data = {"task": "pg-restore-any-user", "owner_shift": "test-oncall", "targets": {"a": {"state": "checked"}},
+            "runbook": {"steps": [
+                {"name": "link", "from": "checked", "to": "linked", "reversible": False,
+                 "run": [sys.executable, "-c", LINK, str(runs)]},
+                {"name": "finish", "from": "linked", "to": "done", "reversible": True, "run": ["true"]}]}}
+    PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
+    return name, location, runs
+
+
+def _drop(name: str) -> None:
+    _sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
+    _sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+
+
+def test_a_row_restored_to_before_a_block_is_refused_for_the_next_engineer_too(tmp_path: Path) -> None:
+    name, location, runs = _ledger(tmp_path)
+    alice = cli_env(XDG_STATE_HOME=str(tmp_path / "alice"), XDG_CACHE_HOME=str(tmp_path / "alice-cache"))
+    bob = cli_env(XDG_STATE_HOME=str(tmp_path / "bob"), XDG_CACHE_HOME=str(tmp_path / "bob-cache"))
+    try:
+        _ok(_handoff(alice, "approve", location, "a", "--yes", "--as", "human-1"))
+        revision, body = _sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name)[0]  # the backup
+        _ok(_handoff(alice, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
+        _sql("UPDATE handoff_ledger SET revision = %s, body = %s WHERE name = %s", revision, body, name)  # the restore
+
+        checked = _handoff(bob, "check", location)
+        said = checked.stdout + checked.stderr
+        assert checked.returncode != 0 and "went back in time" in said, said
+        resumed = _handoff(bob, "resume", location)
+        said = resumed.stdout + resumed.stderr
+        assert not runs.exists(), f"link ran on a target a person blocked, once the row was restored: {said}"
+        assert resumed.returncode != 0 and "went back in time" in said and "Traceback" not in said, said
+        assert _sql("SELECT body FROM handoff_ledger WHERE name = %s", name)[0][0] == body  # nothing written on it
+
+        # A person who means it accepts the restored row: it is then written above the history's newest revision.
+        _ok(_handoff(bob, "check", location, "--accept-rollback", "--as", "human-2"))
+        after = _handoff(bob, "check", location)
+        assert "went back in time" not in after.stdout + after.stderr, after.stdout + after.stderr
+    finally:
+        _drop(name)
+
+
+def test_a_ledger_deleted_and_imported_again_is_written_above_its_history(tmp_path: Path) -> None:
+    """`handoff import` of a ledger whose row was deleted (its history rows left) is an engine
+    write, journaled: it takes a revision above the history's, and is no rollback."""
+    name, location, _ = _ledger(tmp_path)
+    env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    try:
+        _ok(_handoff(env, "block", location, "a", "--reason", "one"))
+        _ok(_handoff(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
+        exported = tmp_path / "export.yaml"
+        exported.write_text(_handoff(env, "export", location).stdout)
+        newest = _sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0]
+        _sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+        source = tmp_path / "fresh.yaml"
+        data = yaml.safe_load(exported.read_text())
+        data["revision"] = 0
+        source.write_text(yaml.safe_dump(data, sort_keys=False))
+        _ok(_handoff(env, "import", source, location))
+        assert _sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0] > newest
+        _ok(_handoff(env, "check", location))
+        _ok(_handoff(env, "block", location, "a", "--reason", "three"))
+    finally:
+        _drop(name)
