@@ -74,7 +74,7 @@ def same_data(a: object, b: object) -> bool:
     the text says. Data JSON cannot carry is never called the same."""
     if a != b:
         return False
-    import orjson  # C speed over 10,000 targets; it spells 1, 1.0 and true apart
+    import orjson  # C speed; it spells 1, 1.0 and true apart
 
     try:
         return orjson.dumps(a) == orjson.dumps(b)
