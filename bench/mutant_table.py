@@ -1630,4 +1630,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '        if False and conn.execute("SELECT 1 FROM handoff_journal WHERE ledger = %s AND seq = %s",',
            ('tests/integration/test_pg_deleted_journal_rows_stay_seen.py',),
            "PostgreSQL journal rows deleted stay seen after the next write (a chain_break)"),
+    Mutant('note-ready-past-unread-invariant', 'engine/session/handoff_note.py',
+           '    unread = not_enforced(ledger)  # nothing starts past',
+           '    unread = None  # nothing starts past',
+           ('tests/unit/test_invariants_hold_mid_run.py::test_an_invariant_garbled_mid_run_stops_new_steps',),
+           "the handoff note calls no target ready while an invariant the engine does not read stops every step"),
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.audit.note_rules import rules_in
+from engine.ledger.invariants import not_enforced
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import WAITING, next_step
 from engine.ledger.stall import hold
@@ -121,7 +122,12 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
         lines.extend(_section("Do not touch:", _more(dont) + [rule + KEPT for rule in kept]))
 
     held = hold(ledger)
-    if held is not None:
+    unread = not_enforced(ledger)  # nothing starts past an invariant the engine does not read (engine.ledger.guard)
+    if unread is not None:
+        lines.extend(_section("Held by an invariant:", [f'"{unread.text}" is not understood, so it cannot be enforced: '
+                                                        "nothing starts until it is written in a form "
+                                                        "`handoff check --explain` shows"]))
+    elif held is not None:
         lines.extend(_section("Held by an invariant:", [held.text()]))
     nxt = []
     for name, t in ledger.targets.items():
@@ -133,6 +139,9 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
         gate = "needs approval" if not step.reversible else "reversible"
         if any(a.step == step.name and not a.used_at for a in t.approvals):
             gate = "approved, runs next session"
+        if unread is not None:
+            nxt.append(f"{name} {t.state}, held: {step.name} ({gate}) starts once the invariant is one the engine reads")
+            continue
         if held is not None and name in held.waiting:  # "ready" would be false: the invariant holds it
             nxt.append(f"{name} {t.state}, held by the invariant: {step.name} ({gate}) starts once a target holding it is done")
             continue

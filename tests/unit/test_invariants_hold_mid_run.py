@@ -57,7 +57,11 @@ def test_an_invariant_garbled_mid_run_stops_new_steps(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert "c" not in _starts(ledger), out  # a (running fin), b (blocked, touched) and c: 3 touched
-    assert yaml.safe_load(ledger.read_text())["targets"]["c"]["state"] == "pending"
+    data = yaml.safe_load(ledger.read_text())
+    assert data["targets"]["c"]["state"] == "pending"
+    note = data["handoff_note"]  # true: c is held by the invariant nobody can read, not "ready for prep"
+    assert "ready for" not in note and '"never touch more than two dbs concurrently" is not understood' in note, note
+    assert "c pending, held: prep (reversible)" in note, note
 
 
 def test_a_pause_threshold_added_before_the_intent_is_judged(tmp_path: Path) -> None:
