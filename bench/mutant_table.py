@@ -1600,7 +1600,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ('tests/unit/test_invariants_hold_mid_run.py::test_a_pause_threshold_added_before_the_intent_is_judged',),
            "a pause threshold no reading judged makes the run read its metrics again"),
     Mutant('aged-reading-trusted', 'engine/ledger/guard.py',
-           '        if status.status == "ok" and status.read_at is not None and time.time() - status.read_at > max_age:',
+           '        if status.status == "ok" and status.read_at is not None and time.time() - status.read_at > max_age_of(ledger, inv.metric):',
            '        if False:',
            ('tests/unit/test_invariants_hold_mid_run.py::test_a_reading_that_aged_past_max_age_before_the_intent_is_read_again',),
            "an ok reading older than its max_age at the intent is read again"),

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 
 from engine.approvals.policy import policy_for, progress, standing
-from engine.ledger.invariants import Invariant, InvariantStatus, not_enforced, parse_all
-from engine.ledger.model import METRIC_MAX_AGE, Approval, Ledger, Step
+from engine.ledger.invariants import Invariant, InvariantStatus, max_age_of, not_enforced, parse_all, unread_text
+from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.render import approval_hash
 from engine.ledger.touched import is_touched, quiet, touched, touched_states
 
@@ -75,8 +75,7 @@ def check(
     invariants = parse_all(ledger)
     unread = not_enforced(ledger, invariants)
     if unread is not None:
-        return Decision(False, f"invariant not understood, so it cannot be enforced: {unread.text} ({unread.problem}); "
-                               "nothing starts until it is written in a form the engine reads (`handoff check --explain`)")
+        return Decision(False, f"{unread_text(unread)} ({unread.problem})")
     if target.in_flight is not None:
         return Decision(False, f"{name} already has {target.in_flight.step} in flight")
     if not step.reversible and (step.until or step.retries > 0):
@@ -130,9 +129,7 @@ def _metric_refusal(ledger: Ledger, invariants: list[Invariant], statuses: list[
                             settling=True)
         if status.status == "violated":
             return Decision(False, f"invariant: {status.text} ({status.value})")
-        metric = ledger.metrics.get(inv.metric or "")
-        max_age = metric.max_age if metric is not None else METRIC_MAX_AGE
-        if status.status == "ok" and status.read_at is not None and time.time() - status.read_at > max_age:
+        if status.status == "ok" and status.read_at is not None and time.time() - status.read_at > max_age_of(ledger, inv.metric):
             return Decision(False, f"invariant: {inv.text} (its reading is now older than max_age; reading it again)",
                             settling=True)
     return None

@@ -269,6 +269,18 @@ def parse_all(ledger: Ledger) -> list[Invariant]:
     return [parse(item) for item in ledger.invariants]
 
 
+def unread_text(inv: Invariant) -> str:
+    """What every runtime, the guard and the handoff note say of an invariant the engine does not read."""
+    return (f'invariant "{inv.text}" is not understood, so it cannot be enforced: nothing starts until it is '
+            "written in a form `handoff check --explain` shows")
+
+
+def max_age_of(ledger: Ledger, metric: str | None) -> float:
+    """Seconds a reading of `metric` stays good enough to judge an invariant on."""
+    declared = ledger.metrics.get(metric or "")
+    return declared.max_age if declared is not None else METRIC_MAX_AGE
+
+
 def not_enforced(ledger: Ledger, invariants: list[Invariant] | None = None) -> Invariant | None:
     """An invariant the engine does not understand, unless the lease's holder was started
     with --allow-unenforced: nothing starts past it, also one written (or garbled) after a
@@ -325,8 +337,7 @@ def _metric_status(inv: Invariant, ledger: Ledger, readings: MetricReader | None
     age = abs(now - at)  # a reading dated ahead (its host's clock runs fast) is as far from now as one behind
     unit = "%" if percent else ""
     shown = f"{inv.metric} {value:g}{unit} ({age_text(age)} {'ago' if at <= now + 1 else 'ahead of this clock'})"
-    metric = ledger.metrics.get(inv.metric or "")
-    max_age = metric.max_age if metric is not None else METRIC_MAX_AGE
+    max_age = max_age_of(ledger, inv.metric)
     if age > max_age:
         # An old reading proves nothing about now: never call it ok (or violated).
         return InvariantStatus(inv.text, inv.kind, "unknown", f"{shown}: older than max_age {age_text(max_age)}",

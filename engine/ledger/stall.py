@@ -19,7 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from engine.ledger.invariants import not_enforced, parse_all
+from engine.ledger.invariants import not_enforced, parse_all, unread_text
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import WAITING, next_step
 from engine.ledger.touched import quiet, touched
@@ -99,8 +99,7 @@ def stall_ending(ledger: Ledger, people: int) -> str:
     """Why a session that can start nothing ends, in the words every runtime uses."""
     unread = not_enforced(ledger)
     if unread is not None:
-        return (f'nothing can start: invariant "{unread.text}" is not understood, so it cannot be enforced; '
-                f"write it in a form `handoff check --explain` shows ({people} target(s) wait on people)")
+        return f"nothing can start: {unread_text(unread)} ({people} target(s) wait on people)"
     held = hold(ledger)
     if held is not None:
         return f"nothing else can start: {held.text()} ({people} target(s) wait on people)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.audit.note_rules import rules_in
-from engine.ledger.invariants import not_enforced
+from engine.ledger.invariants import not_enforced, unread_text
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import WAITING, next_step
 from engine.ledger.stall import hold
@@ -124,9 +124,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
     held = hold(ledger)
     unread = not_enforced(ledger)  # nothing starts past an invariant the engine does not read (engine.ledger.guard)
     if unread is not None:
-        lines.extend(_section("Held by an invariant:", [f'"{unread.text}" is not understood, so it cannot be enforced: '
-                                                        "nothing starts until it is written in a form "
-                                                        "`handoff check --explain` shows"]))
+        lines.extend(_section("Held by an invariant:", [unread_text(unread)]))
     elif held is not None:
         lines.extend(_section("Held by an invariant:", [held.text()]))
     nxt = []

@@ -13,9 +13,7 @@ Real server (HANDOFF_TEST_PG), real `handoff` processes, `DELETE` as the agent's
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,8 +21,8 @@ import psycopg
 import yaml
 
 from tests.conftest import cli_env
+from tests.integration.test_pg_restore import PG, handoff_pg, sql
 
-PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
 LEDGER = {"task": "pg-erase", "owner_shift": "test-oncall",
           "targets": {"a": {"state": "checked"}, "b": {"state": "checked"}},
           "runbook": {"steps": [{"name": "link", "from": "checked", "to": "linked", "reversible": False, "run": ["true"]},
@@ -32,19 +30,8 @@ LEDGER = {"task": "pg-erase", "owner_shift": "test-oncall",
                                  "run": ["sleep", "0.7"]}]}}
 
 
-def _handoff(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli.main", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=90, stdin=subprocess.DEVNULL)
-
-
 def _ok(done: subprocess.CompletedProcess) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _sql(sql: str, *params) -> list:
-    with psycopg.connect(PG, autocommit=True) as conn:
-        cur = conn.execute(sql, params)
-        return cur.fetchall() if cur.description else []
 
 
 def _ledger(tmp_path: Path) -> tuple[str, str, dict]:
@@ -61,25 +48,25 @@ def _ledger(tmp_path: Path) -> tuple[str, str, dict]:
 
 
 def _drop(name: str) -> None:
-    _sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
-    _sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+    sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
+    sql("DELETE FROM handoff_ledger WHERE name = %s", name)
 
 
 def test_the_next_write_after_the_journal_rows_are_deleted_keeps_the_erasure_seen(tmp_path: Path) -> None:
     name, location, env = _ledger(tmp_path)
     try:
-        _ok(_handoff(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(_handoff(env, "run", location, "a"))
-        _sql("DELETE FROM handoff_journal WHERE ledger = %s", name)
-        before = _handoff(env, "journal", location, "--verify")
+        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        _ok(handoff_pg(env, "run", location, "a"))
+        sql("DELETE FROM handoff_journal WHERE ledger = %s", name)
+        before = handoff_pg(env, "journal", location, "--verify")
         assert before.returncode == 1 and "erased" in before.stdout + before.stderr, before.stdout + before.stderr
 
-        _ok(_handoff(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write, by anyone
+        _ok(handoff_pg(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write, by anyone
 
-        verified = _handoff(env, "journal", location, "--verify")
+        verified = handoff_pg(env, "journal", location, "--verify")
         said = verified.stdout + verified.stderr
         assert verified.returncode == 1 and "erased" in said, said
-        checked = _handoff(env, "check", location)
+        checked = handoff_pg(env, "check", location)
         said = checked.stdout + checked.stderr
         assert checked.returncode == 1 and "journal chain broken" in said and "erased" in said, said
     finally:
@@ -89,19 +76,19 @@ def test_the_next_write_after_the_journal_rows_are_deleted_keeps_the_erasure_see
 def test_an_irreversible_run_cut_off_the_journals_end_stays_seen_after_the_next_write(tmp_path: Path) -> None:
     name, location, env = _ledger(tmp_path)
     try:
-        _ok(_handoff(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(_handoff(env, "run", location, "a"))
-        start = _sql("SELECT min(seq) FROM handoff_journal WHERE ledger = %s AND record->>'kind' = 'step_start'", name)[0][0]
-        _sql("DELETE FROM handoff_journal WHERE ledger = %s AND seq >= %s", name, start)  # the run's rows
-        before = _handoff(env, "check", location)
+        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        _ok(handoff_pg(env, "run", location, "a"))
+        start = sql("SELECT min(seq) FROM handoff_journal WHERE ledger = %s AND record->>'kind' = 'step_start'", name)[0][0]
+        sql("DELETE FROM handoff_journal WHERE ledger = %s AND seq >= %s", name, start)  # the run's rows
+        before = handoff_pg(env, "check", location)
         assert before.returncode == 1 and "cut off the journal's end" in before.stdout, before.stdout + before.stderr
 
-        _ok(_handoff(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write
+        _ok(handoff_pg(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write
 
-        checked = _handoff(env, "check", location)
+        checked = handoff_pg(env, "check", location)
         said = checked.stdout + checked.stderr
         assert checked.returncode == 1 and "journal chain broken" in said and "deleted from the journal" in said, said
-        report = _handoff(env, "report", location)
+        report = handoff_pg(env, "report", location)
         assert report.returncode == 1 and "no record missing: yes" not in report.stdout, report.stdout + report.stderr
     finally:
         _drop(name)
@@ -114,11 +101,11 @@ def test_a_line_of_no_revision_first_does_not_hide_the_erasure(tmp_path: Path) -
 
     name, location, env = _ledger(tmp_path)
     try:
-        _ok(_handoff(env, "block", location, "a", "--reason", "one"))
-        _sql("DELETE FROM handoff_journal WHERE ledger = %s", name)
+        _ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
+        sql("DELETE FROM handoff_journal WHERE ledger = %s", name)
         open_ledger(location, actor="agent").journal.append("log", "nothing to see", actor="agent")
-        _ok(_handoff(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
-        verified = _handoff(env, "journal", location, "--verify")
+        _ok(handoff_pg(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
+        verified = handoff_pg(env, "journal", location, "--verify")
         assert verified.returncode == 1 and "erased" in verified.stdout + verified.stderr, verified.stdout + verified.stderr
     finally:
         _drop(name)
@@ -130,13 +117,13 @@ def test_a_fresh_ledger_and_its_first_writes_are_no_erasure(tmp_path: Path) -> N
     source = tmp_path / "ledger.yaml"
     source.write_text(yaml.safe_dump(LEDGER, sort_keys=False))
     try:
-        _ok(_handoff(env, "block", location, "a", "--reason", "one"))
-        _ok(_handoff(env, "import", source, location, "--replace"))
-        _ok(_handoff(env, "block", location, "b", "--reason", "two"))
-        _ok(_handoff(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(_handoff(env, "resume", location))  # a session: its steps, and the pid notes between them
-        _ok(_handoff(env, "journal", location, "--verify"))
-        kinds = [r[0] for r in _sql("SELECT record->>'kind' FROM handoff_journal WHERE ledger = %s ORDER BY seq", name)]
+        _ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
+        _ok(handoff_pg(env, "import", source, location, "--replace"))
+        _ok(handoff_pg(env, "block", location, "b", "--reason", "two"))
+        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        _ok(handoff_pg(env, "resume", location))  # a session: its steps, and the pid notes between them
+        _ok(handoff_pg(env, "journal", location, "--verify"))
+        kinds = [r[0] for r in sql("SELECT record->>'kind' FROM handoff_journal WHERE ledger = %s ORDER BY seq", name)]
         assert "chain_break" not in kinds, kinds
     finally:
         _drop(name)

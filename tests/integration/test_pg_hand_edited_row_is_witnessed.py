@@ -16,7 +16,6 @@ Real server (HANDOFF_TEST_PG), real `handoff` processes, the edit done in SQL.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
@@ -26,24 +25,11 @@ import psycopg
 import yaml
 
 from tests.conftest import cli_env
-
-PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
-LINK = "import sys; open(sys.argv[1], 'a').write('x')"
-
-
-def _handoff(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli.main", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=90, stdin=subprocess.DEVNULL)
+from tests.integration.test_pg_restore import LINK, PG, handoff_pg, sql
 
 
 def _ok(done: subprocess.CompletedProcess) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _sql(sql: str, *params) -> list:
-    with psycopg.connect(PG, autocommit=True) as conn:
-        cur = conn.execute(sql, params)
-        return cur.fetchall() if cur.description else []
 
 
 def test_a_block_taken_off_the_row_in_sql_is_journaled_and_nothing_runs(tmp_path: Path) -> None:
@@ -64,26 +50,26 @@ def test_a_block_taken_off_the_row_in_sql_is_journaled_and_nothing_runs(tmp_path
     PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     try:
-        _ok(_handoff(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(_handoff(env, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
-        revision, body = _sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name)[0]
+        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        _ok(handoff_pg(env, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
+        revision, body = sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name)[0]
         assert "state: blocked" in body, body
-        _sql("UPDATE handoff_ledger SET body = %s WHERE name = %s", body.replace("state: blocked", "state: checked"), name)
+        sql("UPDATE handoff_ledger SET body = %s WHERE name = %s", body.replace("state: blocked", "state: checked"), name)
 
-        resumed = _handoff(env, "resume", location)
+        resumed = handoff_pg(env, "resume", location)
         said = resumed.stdout + resumed.stderr
         assert not runs.exists(), f"link ran on a target a person blocked, after the row was edited in SQL: {said}"
         assert resumed.returncode == 3 and "changed outside the engine" in said and "Traceback" not in said, said
 
-        edits = _sql("SELECT record FROM handoff_journal WHERE ledger = %s AND record->>'kind' = 'external_edit'", name)
+        edits = sql("SELECT record FROM handoff_journal WHERE ledger = %s AND record->>'kind' = 'external_edit'", name)
         assert len(edits) == 1 and edits[0][0]["flagged"] == ["a"], edits
         assert any(c["target"] == "a" and c["field"] == "state" for c in edits[0][0]["changes"]), edits
         # The history keeps the edited row whole: `show --at` rebuilds what the engine wrote on top of it.
-        kept = _sql("SELECT record FROM handoff_journal WHERE ledger = %s AND (record->>'rev')::int = %s",
+        kept = sql("SELECT record FROM handoff_journal WHERE ledger = %s AND (record->>'rev')::int = %s",
                     f"{name}#history", revision + 1)
         assert kept and "full" in kept[0][0], kept
-        status = _handoff(env, "status", location)
+        status = handoff_pg(env, "status", location)
         assert "CHANGED OUTSIDE THE ENGINE: a" in status.stdout, status.stdout + status.stderr
     finally:
-        _sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
-        _sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+        sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
+        sql("DELETE FROM handoff_ledger WHERE name = %s", name)

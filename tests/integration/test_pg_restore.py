@@ -34,6 +34,13 @@ def handoff_pg(env, *args) -> subprocess.CompletedProcess:
                           env=env, timeout=90, stdin=subprocess.DEVNULL)
 
 
+def sql(statement: str, *params) -> list:
+    """`statement` run in PostgreSQL as a role that may write the tables would (autocommit); its rows, if any."""
+    with psycopg.connect(PG, autocommit=True) as conn:
+        cur = conn.execute(statement, params)
+        return cur.fetchall() if cur.description else []
+
+
 def approved_link(tmp_path: Path, task: str) -> tuple[str, str, Path, dict[str, str]]:
     """A new PostgreSQL ledger (name, location): target `a`'s irreversible `link` (it appends
     to `runs`) approved by human-1; the environment its commands run in (`env`)."""

@@ -15,7 +15,6 @@ Real server (HANDOFF_TEST_PG), real `handoff` processes, the restore done in SQL
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
@@ -25,24 +24,11 @@ import psycopg
 import yaml
 
 from tests.conftest import cli_env
-
-PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
-LINK = "import sys; open(sys.argv[1], 'a').write('x')"
-
-
-def _handoff(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli.main", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=90, stdin=subprocess.DEVNULL)
+from tests.integration.test_pg_restore import LINK, PG, handoff_pg, sql
 
 
 def _ok(done: subprocess.CompletedProcess) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _sql(sql: str, *params) -> list:
-    with psycopg.connect(PG, autocommit=True) as conn:
-        cur = conn.execute(sql, params)
-        return cur.fetchall() if cur.description else []
 
 
 def _ledger(tmp_path: Path) -> tuple[str, str, Path]:
@@ -65,8 +51,8 @@ def _ledger(tmp_path: Path) -> tuple[str, str, Path]:
 
 
 def _drop(name: str) -> None:
-    _sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
-    _sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+    sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
+    sql("DELETE FROM handoff_ledger WHERE name = %s", name)
 
 
 def test_a_row_restored_to_before_a_block_is_refused_for_the_next_engineer_too(tmp_path: Path) -> None:
@@ -74,23 +60,23 @@ def test_a_row_restored_to_before_a_block_is_refused_for_the_next_engineer_too(t
     alice = cli_env(XDG_STATE_HOME=str(tmp_path / "alice"), XDG_CACHE_HOME=str(tmp_path / "alice-cache"))
     bob = cli_env(XDG_STATE_HOME=str(tmp_path / "bob"), XDG_CACHE_HOME=str(tmp_path / "bob-cache"))
     try:
-        _ok(_handoff(alice, "approve", location, "a", "--yes", "--as", "human-1"))
-        revision, body = _sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name)[0]  # the backup
-        _ok(_handoff(alice, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
-        _sql("UPDATE handoff_ledger SET revision = %s, body = %s WHERE name = %s", revision, body, name)  # the restore
+        _ok(handoff_pg(alice, "approve", location, "a", "--yes", "--as", "human-1"))
+        revision, body = sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name)[0]  # the backup
+        _ok(handoff_pg(alice, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
+        sql("UPDATE handoff_ledger SET revision = %s, body = %s WHERE name = %s", revision, body, name)  # the restore
 
-        checked = _handoff(bob, "check", location)
+        checked = handoff_pg(bob, "check", location)
         said = checked.stdout + checked.stderr
         assert checked.returncode != 0 and "went back in time" in said, said
-        resumed = _handoff(bob, "resume", location)
+        resumed = handoff_pg(bob, "resume", location)
         said = resumed.stdout + resumed.stderr
         assert not runs.exists(), f"link ran on a target a person blocked, once the row was restored: {said}"
         assert resumed.returncode != 0 and "went back in time" in said and "Traceback" not in said, said
-        assert _sql("SELECT body FROM handoff_ledger WHERE name = %s", name)[0][0] == body  # nothing written on it
+        assert sql("SELECT body FROM handoff_ledger WHERE name = %s", name)[0][0] == body  # nothing written on it
 
         # A person who means it accepts the restored row: it is then written above the history's newest revision.
-        _ok(_handoff(bob, "check", location, "--accept-rollback", "--as", "human-2"))
-        after = _handoff(bob, "check", location)
+        _ok(handoff_pg(bob, "check", location, "--accept-rollback", "--as", "human-2"))
+        after = handoff_pg(bob, "check", location)
         assert "went back in time" not in after.stdout + after.stderr, after.stdout + after.stderr
     finally:
         _drop(name)
@@ -102,19 +88,19 @@ def test_a_ledger_deleted_and_imported_again_is_written_above_its_history(tmp_pa
     name, location, _ = _ledger(tmp_path)
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     try:
-        _ok(_handoff(env, "block", location, "a", "--reason", "one"))
-        _ok(_handoff(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
+        _ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
+        _ok(handoff_pg(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
         exported = tmp_path / "export.yaml"
-        exported.write_text(_handoff(env, "export", location).stdout)
-        newest = _sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0]
-        _sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+        exported.write_text(handoff_pg(env, "export", location).stdout)
+        newest = sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0]
+        sql("DELETE FROM handoff_ledger WHERE name = %s", name)
         source = tmp_path / "fresh.yaml"
         data = yaml.safe_load(exported.read_text())
         data["revision"] = 0
         source.write_text(yaml.safe_dump(data, sort_keys=False))
-        _ok(_handoff(env, "import", source, location))
-        assert _sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0] > newest
-        _ok(_handoff(env, "check", location))
-        _ok(_handoff(env, "block", location, "a", "--reason", "three"))
+        _ok(handoff_pg(env, "import", source, location))
+        assert sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0] > newest
+        _ok(handoff_pg(env, "check", location))
+        _ok(handoff_pg(env, "block", location, "a", "--reason", "three"))
     finally:
         _drop(name)
