@@ -1635,4 +1635,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '    unread = None  # nothing starts past',
            ('tests/unit/test_invariants_hold_mid_run.py::test_an_invariant_garbled_mid_run_stops_new_steps',),
            "the handoff note calls no target ready while an invariant the engine does not read stops every step"),
+    Mutant('check-journal-without-the-lock', 'engine/checks/chain.py',
+           '    elif lock.holds():',
+           '    elif True:',
+           ('tests/unit/test_check_waits_for_a_write_half_done.py',),
+           "check and journal --verify wait for a writer between its ledger swap and its journal records"),
 )
