@@ -54,15 +54,26 @@ for candidate in /usr/bin/python3 /usr/local/bin/python3; do
   fi
 done
 "$py" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+# The suite's packages are installed by uv: pip asks the index about each of ~100 packages one
+# after another (26 s here), uv asks in parallel (5 s with an empty cache, 2 with a warm one).
+# Both take tests/constraints.txt: the versions the suite last passed with, so either resolver
+# installs the same set (left free, uv and pip choose different pytest and syrupy releases).
 # Editable in setuptools' compat mode: a plain path in a .pth file. The default mode's import
 # finder is loaded by every Python process the venv starts: 11 ms of the 21 a bare
 # `python -c pass` took here, in each of the ~3,800 processes the suite starts, and it
 # made bench/'s `python -c pass` baseline twice what an installed handoff-tui pays.
 # setuptools calls compat mode transitional: once a release drops it, the default mode is used.
-if ! .venv/bin/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat; then
+.venv/bin/python -m pip install -q --upgrade pip 'uv>=0.9,<1' >/dev/null || true
+install() {  # install ARGS...: uv where it could be had, else pip
+  if [ -x .venv/bin/uv ]; then
+    VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install -q "$@"
+  else
+    .venv/bin/python -m pip install -q "$@"
+  fi
+}
+if ! install -c tests/constraints.txt -e '.[test]' --config-settings editable_mode=compat; then
   echo "tests/run.sh: setuptools refused editable_mode=compat; installing in its default mode" >&2
-  .venv/bin/python -m pip install -q -e '.[test]'
+  install -c tests/constraints.txt -e '.[test]'
 fi
 
 # Static checks first (configured in pyproject.toml): a lint or type error fails the run.
