@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -53,9 +54,13 @@ def _stop(server: subprocess.Popen) -> None:
         server.communicate()
 
 
-async def _view(port: int, query: str, seconds: float, *, until: str | None = None,
-                then: list | None = None, size: tuple[int, int] = (120, 40)) -> str:
-    """Sign in, open the page `/?QUERY`, connect its websocket and return what the terminal received."""
+async def _view(port: int, query: str, *, until: str, then: list | None = None,
+                after: Callable[[str], bool] | None = None, size: tuple[int, int] = (120, 40)) -> str:
+    """Sign in, open the page `/?QUERY`, connect its websocket and return what the terminal received:
+    everything up to `until` (the product's answer to the link), then, once `then` is sent, up to
+    what `after` waits for in what came after it (the viewer's answer to those messages), and then
+    the viewer's next paint. The viewer paints each frame as one message: everything it drew with
+    its answer has arrived once a later message has."""
     base = f"http://127.0.0.1:{port}"
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         assert (await http.get(f"{base}/?token={TOKEN}")).status == 200
@@ -64,15 +69,25 @@ async def _view(port: int, query: str, seconds: float, *, until: str | None = No
         received = ""
         async with http.ws_connect(f"{url}?width={size[0]}&height={size[1]}", headers={"Origin": base},
                                    max_msg_size=0) as ws:
-            deadline = time.monotonic() + PAINT
-            while until is not None and until not in received and time.monotonic() < deadline:
-                received += await _read(ws, 0.5)
+            received = await _read_until(ws, received, lambda got: until in got, f"{until!r} never painted")
             for message in then or []:
                 await ws.send_json(message)
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
-                received += await _read(ws, 0.5)
+            sent = len(received)
+            if after is not None:
+                received = await _read_until(ws, received, lambda got: after(got[sent:]),
+                                             f"no answer to {then} painted")
+            answered = len(received)
+            received = await _read_until(ws, received, lambda got: len(got) > answered, "no paint after the answer")
         return received
+
+
+async def _read_until(ws, received: str, done: Callable[[str], bool], what: str) -> str:
+    """Read (bounded by PAINT) until `done(received)` holds."""
+    deadline = time.monotonic() + PAINT
+    while not done(received):
+        assert time.monotonic() < deadline, f"{what} within {PAINT:.0f} s; received: {received[-2000:]!r}"
+        received += await _read(ws, 0.5)
+    return received
 
 
 async def _read(ws, timeout: float) -> str:
@@ -88,7 +103,7 @@ async def _read(ws, timeout: float) -> str:
 async def test_a_target_link_sends_no_escape_from_the_ledger_to_the_browser(tmp_path: Path) -> None:
     server, port = _serve(tmp_path, UNRENDERABLE)
     try:
-        received = await _view(port, "target=a", 3.0, until="could not render")
+        received = await _view(port, "target=a", until="could not render")
     finally:
         _stop(server)
     assert "could not render" in received
@@ -98,8 +113,9 @@ async def test_a_target_link_sends_no_escape_from_the_ledger_to_the_browser(tmp_
 async def test_a_filter_link_sends_no_c1_or_bidi_control_to_the_browser(tmp_path: Path) -> None:
     server, port = _serve(tmp_path, UNRENDERABLE)
     try:
-        # ?filter=a<U+009B>2J<U+202E>x (a C1 CSI "erase display" and an RTL override)
-        received = await _view(port, "filter=a%C2%9B2J%E2%80%AEx", 3.0, until="READ-ONLY")
+        # ?filter=a<U+009B>2J<U+202E>x (a C1 CSI "erase display" and an RTL override); the screen's
+        # one line saying the link's filter was refused is its answer to the link
+        received = await _view(port, "filter=a%C2%9B2J%E2%80%AEx", until="not applied")
     finally:
         _stop(server)
     assert "READ-ONLY" in received
@@ -116,12 +132,15 @@ async def test_one_viewer_cannot_make_its_process_paint_an_unbounded_screen(tmp_
     server, port = _serve(tmp_path, UNRENDERABLE)
     peak = 0
     try:
-        task = asyncio.create_task(_view(port, "", 20.0, until="READ-ONLY",
-                                         then=[["resize", {"width": 6000, "height": 6000}]]))
+        # Until the viewer has painted at its new size (a row below the first 40), and once more:
+        # the whole of that screen was drawn (and held) by then.
+        task = asyncio.create_task(_view(port, "", until="READ-ONLY", then=[["resize", {"width": 6000, "height": 6000}]],
+                                         after=lambda got: any(int(row) > 40 for row in re.findall(r"\x1b\[(\d+);\d+H", got))))
         while not task.done():
             peak = max(peak, _viewer_rss_kb(server))
             await asyncio.sleep(0.5)
         received = await task
+        peak = max(peak, _viewer_rss_kb(server))
     finally:
         _stop(server)
     assert "READ-ONLY" in received

@@ -71,6 +71,25 @@ class Orphaned:
                 except OSError:
                     pass
 
+    def wait_watching(self, timeout: float = 30.0) -> None:
+        """Wait (bounded) until the screen's watch on the ledger's folder is armed (an inotify watch
+        among its descriptors): its workers have started by then (the journal's follower first,
+        then the watch, from the same first-frame callback)."""
+        deadline = time.monotonic() + timeout
+        while not self._inotify_watches():
+            assert time.monotonic() < deadline and self.proc.poll() is None, (
+                f"the screen never armed its watch on the ledger (exit {self.proc.poll()})")
+            time.sleep(0.05)
+
+    def _inotify_watches(self) -> int:
+        found = 0
+        for info in Path(f"/proc/{self.proc.pid}/fdinfo").iterdir():
+            try:
+                found += info.read_text().count("inotify wd:")
+            except OSError:
+                continue  # closed while we looked
+        return found
+
     def close_terminal(self) -> None:
         os.close(self.master)
         self.master = -1
@@ -113,7 +132,7 @@ def test_a_terminal_that_goes_away_ends_the_screen_as_a_hang_up(tmp_path: Path) 
     app = Orphaned(tui_argv(ledger, "--as", "night-shift"), tmp_path)
     try:
         app.read_until(b"db-1")
-        time.sleep(1.5)  # the first frame is up and its workers have started (the watch, the journal)
+        app.wait_watching()  # the first frame is up and its workers have started (the watch, the journal)
         app.close_terminal()
         code = app.wait()
         assert code is not None, (
@@ -131,7 +150,7 @@ def test_with_hang_ups_ignored_it_quits(tmp_path: Path) -> None:
     app = Orphaned(tui_argv(ledger, "--as", "night-shift"), tmp_path, ignore_hangup=True)
     try:
         app.read_until(b"db-1")
-        time.sleep(1.5)
+        app.wait_watching()
         app.close_terminal()
         code = app.wait()
         assert code is not None, f"the screen still runs {ENDS_WITHIN:.0f} s after its terminal went away"

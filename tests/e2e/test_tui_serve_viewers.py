@@ -34,7 +34,8 @@ from test_tui_serve import CHROMIUM, folder_state, free_port, wait_listening
 pytestmark = pytest.mark.e2e
 
 TOKEN = "s3cret-for-tests"
-SEEN_AFTER = "1"  # seconds a tab must be open to count as a look (HANDOFF_SERVE_SEEN_AFTER)
+SEEN_AFTER = "0.2"  # seconds a tab must be open to count as a look (HANDOFF_SERVE_SEEN_AFTER; its own behaviour,
+# a tab closed sooner counts for nothing, is tests/tui/test_served_view.py; every wait here is on the mark itself)
 PAINT = 60.0  # bound on a viewer's process starting and painting on a loaded 2-core machine
 
 

@@ -25,6 +25,13 @@ def table_header(app) -> str:
     return next(line for line in screen_text(app).splitlines() if "Target" in line and "State" in line)
 
 
+async def a_reading_after(pilot, app, shown: int) -> None:
+    """Wait (bounded) until the app has handled a reading of the file later than reading `shown`
+    (every read is numbered as it starts; the app keeps the number of the one on screen): with the
+    file unchanged, the next lease poll's (every LEASE_POLL s), or R's."""
+    await wait_until(pilot, lambda: app._shown_seq > shown, timeout=LEASE_POLL + 30)
+
+
 async def test_invalid_write_in_place_keeps_the_banner_through_lease_polls(ledger_path: Path) -> None:
     """Invalid YAML written in place: the banner appears and stays through the 2 s lease polls until the file parses."""
     good = ledger_path.read_text("utf-8")
@@ -37,10 +44,11 @@ async def test_invalid_write_in_place_keeps_the_banner_through_lease_polls(ledge
             fh.truncate()
         await wait_until(pilot, lambda: any("LEDGER DOES NOT PARSE" in b for b in banners(app)))
         for _ in range(2):  # two lease polls later (the old screen repainted the last good ledger here)
-            await pilot.pause(LEASE_POLL * 1.2)
+            await a_reading_after(pilot, app, app._shown_seq)
             assert any("LEDGER DOES NOT PARSE" in b for b in banners(app)), screen_text(app)
+        shown = app._shown_seq
         await pilot.press("R")
-        await pilot.pause(0.5)
+        await a_reading_after(pilot, app, shown)
         assert any("LEDGER DOES NOT PARSE" in b for b in banners(app))
         assert "web-02" in screen_text(app)  # the last good state stays on screen
         ledger_path.write_text(good, encoding="utf-8")
