@@ -39,15 +39,18 @@ class FakeSlack:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.api_url = self.url + "/api/"
-        self.acks: "queue.Queue[dict]" = queue.Queue()
+        self.acks: queue.Queue[dict] = queue.Queue()
+        self.acked: list[str] = []  # every envelope id the app ever acked, in order (send_envelope drops others' acks)
         self.sockets: list[Any] = []
         self.ws = ws_serve(self._ws, "127.0.0.1", 0)
         self.ws_url = f"ws://127.0.0.1:{self.ws.socket.getsockname()[1]}/link"
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def __enter__(self) -> "FakeSlack":
-        threading.Thread(target=self.server.serve_forever, daemon=True, name="fake-slack").start()
+    def __enter__(self) -> FakeSlack:
+        # A short poll: `shutdown()` at the end of every test waits for serve_forever's next look (0.5 s by default).
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+                         name="fake-slack").start()
         threading.Thread(target=self.ws.serve_forever, daemon=True, name="fake-slack-ws").start()
         return self
 
@@ -76,18 +79,23 @@ class FakeSlack:
             for text in conn:
                 data = json.loads(text)
                 if "envelope_id" in data:
+                    with self.lock:
+                        self.acked.append(data["envelope_id"])
                     self.acks.put(data)
         except Exception:  # noqa: BLE001 - the client went away
             return
 
-    def send_envelope(self, payload: dict[str, Any], *, timeout: float = 20) -> dict[str, Any]:
-        """Deliver `payload` as an `interactive` envelope to the connected app; its ack."""
+    def send_envelope(self, payload: dict[str, Any], *, timeout: float = 20, wait: bool = True) -> Any:
+        """Deliver `payload` as an `interactive` envelope to the connected app; its ack (wait=False:
+        its envelope id, at once; whether it was ever acked is then in `acked`)."""
         deadline = time.monotonic() + timeout
         while not self.sockets and time.monotonic() < deadline:
             time.sleep(0.05)
         envelope_id = f"env-{next(self._ts)}"
         self.sockets[-1].send(json.dumps({"envelope_id": envelope_id, "type": "interactive", "payload": payload,
                                           "accepts_response_payload": True, "retry_attempt": 0}))
+        if not wait:
+            return envelope_id
         while True:
             ack = self.acks.get(timeout=max(0.1, deadline - time.monotonic()))
             if ack["envelope_id"] == envelope_id:

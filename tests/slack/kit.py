@@ -123,6 +123,29 @@ def review(app: SlackProcess, fake: FakeSlack, signer: Signer, user: str) -> dic
     return fake.views()[-1]
 
 
+PROBE = "U0PROBE"  # who clicks in caught_up(): no approver, told only that the ledger is not watched
+
+
+def caught_up(app: SlackProcess, fake: FakeSlack, signer: Signer) -> None:
+    """Return once the worker has finished a whole pass (decisions, a look at every ledger, the
+    refusals counted) begun after everything sent before: the product's own sync point in place of
+    a fixed "it had every chance" sleep. Two clicks naming a ledger this process does not watch, one
+    after the other: the worker takes requests in order, one at a time, and answers such a click
+    with an ephemeral only (no journal record, no modal, nothing on any watched ledger), so when the
+    second is answered, the first one's pass (begun after anything queued before it) is over."""
+    msg = posted(fake)
+    button = {"action_id": "handoff_review", "value": json.dumps({"l": "not-watched", "t": "-"})}
+    probe = {"channel": msg["channel"], "blocks": [{"type": "actions", "elements": [button]}]}
+    for _ in range(2):
+        click = signer.click(probe, msg["ts"], PROBE)
+        before = len(fake.ephemerals(PROBE))
+        status, _ = signer.post(app.url, click)
+        assert status == 200, status
+        wait_for(lambda n=before: len(fake.ephemerals(PROBE)) > n, timeout=30,
+                 what="the worker to answer a click queued after everything before it")
+    assert all("does not watch" in t for t in fake.ephemerals(PROBE)), fake.ephemerals(PROBE)
+
+
 def approved(path: Path) -> list[dict]:
     return [r for r in journal(path) if r["kind"] == "approval"]
 

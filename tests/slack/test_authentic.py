@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.fakes.slack_signer import Signer
-from tests.slack.kit import ALICE, SECRET, approved, ledger, load, posted, refused, review, wait_for
+from tests.slack.kit import ALICE, SECRET, approved, caught_up, ledger, load, posted, refused, review, wait_for
 
 
 def _unchanged(path, before: str) -> None:
@@ -25,7 +25,7 @@ def test_a_bad_signature_is_refused_and_changes_nothing(tmp_path, fake, signer, 
     wait_for(lambda: refused(path), what="the refusal record")
     assert "does not match the signing secret" in refused(path)[0]["msg"]
     wait_for(lambda: "refused a request" in app.stderr(), what="the refusal said on stderr")  # read by a thread
-    time.sleep(1.0)  # the worker had every chance to act on it
+    caught_up(app, fake, signer)  # the worker had every chance to act on it
     assert not approved(path)
     _unchanged(path, before)
 
@@ -41,7 +41,7 @@ def test_a_request_signed_301_seconds_ago_is_refused(tmp_path, fake, signer, sta
     assert status == 401
     wait_for(lambda: refused(path), what="the refusal record")
     assert "more than 300s" in refused(path)[0]["msg"]
-    time.sleep(1.0)
+    caught_up(app, fake, signer)
     assert not approved(path)
     _unchanged(path, before)
 
@@ -57,7 +57,7 @@ def test_the_same_body_twice_gives_one_approval(tmp_path, fake, signer, started)
     assert signer.post(app.url, body=body, headers=headers)[0] == 200
     wait_for(lambda: approved(path), what="the approval")
     wait_for(lambda: "received before" in app.stderr() or refused(path), what="the second delivery handled")
-    time.sleep(1.0)
+    caught_up(app, fake, signer)
     assert len(approved(path)) == 1
     assert len(load(path)["targets"]["db-1"]["approvals"]) == 1
     assert not refused(path), "the replay was decided again instead of dropped as a delivery already handled"
@@ -73,7 +73,7 @@ def test_a_request_for_another_app_is_refused(tmp_path, fake, signer, started):
     assert signer.post(app.url, signer.submit(view, ALICE, "db-1", app_id="A0OTHER"))[0] == 200
     wait_for(lambda: refused(path), what="the refusal record")
     assert "not A0APP" in refused(path)[0]["msg"]
-    time.sleep(1.0)
+    caught_up(app, fake, signer)
     assert not approved(path)
     _unchanged(path, before)
 
@@ -86,7 +86,7 @@ def test_a_request_from_another_workspace_is_refused(tmp_path, fake, signer, sta
     assert signer.post(app.url, signer.click(msg, msg["ts"], ALICE, team="T0OTHER"))[0] == 200
     wait_for(lambda: refused(path), what="the refusal record")
     assert "not T0123" in refused(path)[0]["msg"]
-    time.sleep(1.0)
+    caught_up(app, fake, signer)
     assert not fake.views() and not approved(path)
 
 
@@ -102,6 +102,6 @@ def test_a_user_of_another_workspace_in_a_shared_channel_is_refused(tmp_path, fa
     assert signer.post(app.url, click)[0] == 200
     wait_for(lambda: refused(path), what="the refusal record")
     assert "workspace 'T0OTHER', not T0123" in refused(path)[0]["msg"]
-    time.sleep(1.0)
+    caught_up(app, fake, signer)
     assert not fake.views() and not approved(path)
     _unchanged(path, before)

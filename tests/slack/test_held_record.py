@@ -4,10 +4,7 @@ approved), and Slack's retry of the same request, once the holder is gone, appro
 
 from __future__ import annotations
 
-import queue
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import stopped_holder
 from tests.slack.kit import ALICE, approved, ledger, load, posted, review, wait_for
@@ -46,13 +43,14 @@ def test_in_socket_mode_a_held_slack_record_is_not_acknowledged_and_the_envelope
     record = Path(str(path) + ".slack.jsonl")
     before = record.read_bytes()
     with stopped_holder(record) as holder:
-        with pytest.raises(queue.Empty):  # no ack: Slack sends the envelope again
-            fake.send_envelope(signer.submit(view, ALICE, "db-1"), timeout=8)
+        first = fake.send_envelope(signer.submit(view, ALICE, "db-1"), wait=False)
         line = wait_for(lambda: next((x for x in app.lines if "a request was not taken" in x), None),
-                        what="the refusal said")
+                        what="the refusal said")  # said by the envelope's handler once it gave up on the record
         assert f"its lock has been held for more than 1s by pid {holder.pid}" in line
         assert "Traceback" not in app.stderr()
         assert record.read_bytes() == before and not approved(path)
-    fake.send_envelope(signer.submit(view, ALICE, "db-1"))
+    ack = fake.send_envelope(signer.submit(view, ALICE, "db-1"))  # Slack sends it again: this one is acked
+    assert ack["envelope_id"] != first
     wait_for(lambda: approved(path), what="the approval")
+    assert first not in fake.acked, "the envelope whose delivery could not be stored was acked"  # no ack: sent again
     assert len(approved(path)) == 1 and len(load(path)["targets"]["db-1"]["approvals"]) == 1

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 from tests.conftest import wait_stopped
-from tests.slack.kit import ALICE, APPROVERS, approved, ledger, load, posted, review, wait_for
+from tests.slack.kit import ALICE, APPROVERS, approved, caught_up, ledger, load, posted, review, wait_for
 from tests.unit.session_kit import counts, demo_copy, resume
 
 
@@ -25,9 +24,9 @@ def test_killed_between_decision_and_chat_update_the_message_is_corrected_on_res
     app.kill9()
     assert len(approved(path)) == 1 and load(path)["targets"]["db-1"]["state"] == "verified"
     assert "handoff_review" in str(fake.message(0)["blocks"]), "the message was never edited before the kill"
-    started(fake, [str(path)])
+    again = started(fake, [str(path)])
     wait_for(lambda: "approved by alice" in str(fake.message(0)["blocks"]), what="the message corrected")
-    time.sleep(1.0)
+    caught_up(again, fake, signer)  # a whole pass of the worker after the correction: every chance to record or post again
     assert len(approved(path)) == 1 and len(load(path)["targets"]["db-1"]["approvals"]) == 1
     assert len([p for p in fake.of("chat.postMessage") if not p.get("thread_ts")]) == 1, "no second request posted"
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 
-from tests.slack.kit import ALICE, approved, iso, ledger, load, posted, refused, wait_for
+from tests.slack.kit import ALICE, approved, caught_up, iso, ledger, load, posted, refused, wait_for
 
 
 def test_socket_mode_review_and_approve_through_the_websocket(tmp_path, fake, signer, started):
@@ -41,12 +40,12 @@ def test_socket_mode_for_another_app_is_refused(tmp_path, fake, signer, started)
 def test_a_reminder_is_threaded_under_the_request(tmp_path, fake, signer, started):
     """remind_after 1h, awaiting for 2h 10m: reminder 2 goes into the message's thread, once."""
     path = ledger(tmp_path, since=iso(2 * 3600 + 600), policy={"remind_after": "1h"})
-    started(fake, [str(path)])
+    app = started(fake, [str(path)])
     msg = posted(fake)
     replies = wait_for(lambda: [p for p in fake.of("chat.postMessage") if p.get("thread_ts") == msg["ts"]],
                        what="the reminder")
     assert replies[0]["text"].startswith("reminder 2: db-1: cutover still awaits approval (2h)")
-    time.sleep(1.5)
+    caught_up(app, fake, signer)  # a whole pass of the worker (a look at the ledger) after the reminder
     assert len([p for p in fake.of("chat.postMessage") if p.get("thread_ts")]) == 1
 
 

@@ -9,12 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 from tests.conftest import ROOT, cli_env, read_pty
-from tests.slack.kit import ALICE, APP_ID, SECRET, approved, ledger, review, wait_for
+from tests.slack.kit import ALICE, APP_ID, SECRET, approved, caught_up, ledger, posted, review, wait_for
 
 SERVING = b"serving Slack's requests at "
 
@@ -72,8 +71,10 @@ def test_under_nohup_a_hang_up_leaves_it_running(tmp_path, fake, signer):
         proc = _start(fake, path, out, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     try:
         wait_for(lambda: SERVING.decode() in log.read_text(), timeout=30, what="the HTTP server")
+        app = SimpleNamespace(url=log.read_text().partition(SERVING.decode())[2].split("\n", 1)[0].strip())
+        posted(fake)  # the worker's first pass is over
         proc.send_signal(signal.SIGHUP)
-        time.sleep(2.0)
+        caught_up(app, fake, signer)  # after the hang-up, the worker goes on: two clicks in turn answered
         assert proc.poll() is None, log.read_text()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0, log.read_text()

@@ -6,9 +6,8 @@ it (its seal) and it still passes what a fresh request must. Real `handoff slack
 from __future__ import annotations
 
 import json
-import time
 
-from tests.slack.kit import ALICE, BOB, approved, ledger, load, posted, refused, review, wait_for
+from tests.slack.kit import ALICE, BOB, approved, caught_up, ledger, load, posted, refused, review, wait_for
 
 
 def test_a_click_on_a_copy_of_the_message_in_another_channel_is_refused(tmp_path, fake, signer, started):
@@ -20,7 +19,7 @@ def test_a_click_on_a_copy_of_the_message_in_another_channel_is_refused(tmp_path
     assert signer.post(app.url, signer.click({**msg, "channel": "C0ELSE"}, msg["ts"], ALICE))[0] == 200
     wait_for(lambda: refused(path), what="the refusal record")
     assert "answered only in the ledger's channel C0OPS, not in C0ELSE" in refused(path)[0]["msg"]
-    time.sleep(1.0)
+    caught_up(app, fake, signer)  # the worker had every chance to act on it
     assert not fake.views() and not approved(path) and path.read_text() == before
 
 
@@ -61,9 +60,9 @@ def test_a_delivery_written_into_the_slack_record_is_refused_at_start(tmp_path, 
     with open(str(path) + ".slack.jsonl", "a") as fh:
         fh.write(json.dumps({"delivery": "f" * 32, "status": "received", "at": "2030-01-01T00:00:00Z",
                              "payload": forged}) + "\n")
-    started(fake, [str(path)])
+    again = started(fake, [str(path)])
     wait_for(lambda: [r for r in refused(path) if "carries no seal of this app" in r["msg"]], what="the refusal")
-    time.sleep(1.0)
+    caught_up(again, fake, signer)  # the worker had every chance to act on it
     assert not approved(path) and path.read_text() == before
     assert load(path)["targets"]["db-1"]["state"] == "awaiting_approval"
 
@@ -77,7 +76,7 @@ def test_a_click_on_another_message_in_the_ledger_s_channel_is_refused(tmp_path,
     assert signer.post(app.url, signer.click(msg, "1600000000.000100", ALICE))[0] == 200
     wait_for(lambda: refused(path), what="the refusal record")
     assert "not the message posted for the request now" in refused(path)[0]["msg"]
-    time.sleep(1.0)
+    caught_up(app, fake, signer)  # the worker had every chance to act on it
     assert not fake.views() and not approved(path)
 
 

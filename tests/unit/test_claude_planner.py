@@ -303,8 +303,10 @@ def test_a_model_that_refuses_forced_tools_is_asked_in_words(tmp_path: Path) -> 
 def test_kill_9_mid_step_then_autopilot_reconciles_from_the_ledger(tmp_path: Path) -> None:
     """A Claude-driven session dies mid-step (kill -9); status showed its planner, tokens and spend;
     an autopilot session takes the dead lease over and settles the step from the ledger alone."""
-    # Long enough to outlast the first heartbeat that carries the turn's tokens (beats are 2 s apart).
-    steps = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "run": tool("sleep", "6")}]
+    # The step runs until the test lets it end: past the first heartbeat that carries the turn's tokens
+    # (beats are 2 s apart), past the kill, and on while the autopilot session takes the lease over.
+    gate = "import os, time\nwhile not os.path.exists(os.path.join('{ledger_dir}', 'go')): time.sleep(0.05)"
+    steps = [{"name": "check", "from": "queued", "to": "checked", "reversible": True, "run": ["{python}", "-c", gate]}]
     ledger = tool_ledger(tmp_path, steps, {"a": {}})
     rules = [{"id": "go", "match": FIRST_TURN, "times": 1, "reply": {"content": [tool_use("run_step", target="a", step="check", reason="a")]}},
              after_result_rule()]
@@ -329,9 +331,20 @@ def test_kill_9_mid_step_then_autopilot_reconciles_from_the_ledger(tmp_path: Pat
     assert f"planner: claude (claude-sonnet-5-5), {status['tokens_used']:,} of 50,000 tokens used, $" in text
     assert load(ledger)["targets"]["a"]["in_flight"]["step"] == "check"
 
-    after = handoff("resume", "--ledger", str(ledger), environ=env(tmp_path, None))
-    assert after.returncode == 0, after.stdout + after.stderr
-    assert "took over the lease" in after.stdout
+    after = start("resume", "--ledger", str(ledger), environ=env(tmp_path, None), output=tmp_path / "autopilot.out")
+    try:
+        wait_for(lambda: any(r["kind"] == "reconcile" and "check is still running" in r.get("msg", "")
+                             for r in journal(ledger)), timeout=60,
+                 what="the autopilot session, past the takeover, to find the step still running and wait for it")
+        (ledger.parent / "go").touch()  # the step, still running in its own process group, ends now
+        after.wait(timeout=120)
+    finally:
+        if after.poll() is None:
+            os.killpg(after.pid, signal.SIGKILL)
+            after.wait(10)
+    out = (tmp_path / "autopilot.out").read_text()
+    assert after.returncode == 0, out
+    assert "took over the lease" in out
     data = load(ledger)
     assert data["targets"]["a"]["state"] == "checked" and "in_flight" not in data["targets"]["a"]
     assert data.get("session") is None

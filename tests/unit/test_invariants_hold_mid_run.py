@@ -33,6 +33,9 @@ def _starts(ledger: Path) -> list[str]:
     return [r["target"] for r in journal(ledger) if r.get("kind") == "step_start"]
 
 
+GATE = "import os, time\nwhile not os.path.exists(os.path.join('{ledger_dir}', 'go')): time.sleep(0.05)"  # fin: until the test says
+
+
 def test_an_invariant_garbled_mid_run_stops_new_steps(tmp_path: Path) -> None:
     """a runs fin; b is blocked mid-change: 2 of 2 places taken, c is held. A person rewrites the
     limit as "two dbs" (not understood, so not enforced): c must not start while a and b hold it."""
@@ -42,7 +45,7 @@ def test_an_invariant_garbled_mid_run_stops_new_steps(tmp_path: Path) -> None:
         "runbook": {"steps": [
             {"name": "prep", "from": "pending", "to": "prepped", "reversible": True, "run": ["true"]},
             {"name": "cut", "from": "prepped", "to": "cut", "run": ["true"]},
-            {"name": "fin", "from": "cut", "to": "done", "reversible": True, "run": ["sleep", "8"]}]},
+            {"name": "fin", "from": "cut", "to": "done", "reversible": True, "run": ["{python}", "-c", GATE]}]},
         "targets": {"a": {"state": "cut"},
                     "b": {"state": "blocked", "touched_at": "2026-01-01T00:00:00Z", "reason": "stuck"},
                     "c": {"state": "pending"}}})
@@ -52,6 +55,12 @@ def test_an_invariant_garbled_mid_run_stops_new_steps(tmp_path: Path) -> None:
         wait_for(lambda: "a" in _starts(ledger), timeout=60, what="fin to start on a")
         text = ledger.read_text(encoding="utf-8")
         ledger.write_text(text.replace("more than 2 dbs", "more than two dbs"), encoding="utf-8")
+        # fin runs on until the session has judged the garbled invariant while a and b hold both places
+        # (its invariant check of the edited ledger, journaled): then it may end.
+        wait_for(lambda: [r for r in journal(ledger) if r.get("kind") == "invariants" and "not understood" in r.get("msg", "")],
+                 timeout=60, what="the session to judge the garbled invariant while fin runs on a")
+        assert "c" not in _starts(ledger)
+        (tmp_path / "go").touch()
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
