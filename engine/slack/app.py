@@ -173,34 +173,49 @@ class Hub:
         self.queue.put(("submission", key, payload))
         return None
 
+    def stop(self) -> None:
+        """Asked to stop (by a signal handler, between two bytecodes of the worker's own thread): the
+        wish is noted and the worker woken now, not at its next POLL, by a thread of its own (the
+        handler must not take the queue's lock, which the interrupted worker may hold)."""
+        self.stopping.set()
+        threading.Thread(target=self.queue.put, args=(None,), name="slack-stop", daemon=True).start()
+
     def work(self) -> None:
-        """The worker: decisions first, then a look at every ledger; until stopped."""
+        """The worker: a look at every ledger at once (a request waiting is posted now), then each
+        decision and a look after it, or a look every POLL seconds; until stopped."""
+        wait = 0.0  # the first turn waits for nothing
         while not self.stopping.is_set():
             try:
-                kind, key, payload = self.queue.get(timeout=POLL)
+                item = self.queue.get(timeout=wait)
             except queue.Empty:
-                kind = None
-            try:
-                if kind == "action":
-                    self.decider.action(payload)
-                elif kind == "submission":
-                    w = self._ledger_of(payload)
-                    out = self.decider.submission(key, payload)
-                    if w is not None:
-                        w.state.finish(key, out)
-                for w in self.ledgers.values():
-                    self._sync(w)
-                self.counted_refusals()
-            except SlackFailed as error:
-                self.say(str(error))
-            except Exception as error:  # noqa: BLE001 - a long-running process says what went wrong and goes on
-                self.say(f"{type(error).__name__}: {error}")
+                item = None
+            self._turn(item)
+            wait = POLL
+
+    def _turn(self, item: tuple[str, Any, dict[str, Any]] | None) -> None:
+        """One decision (if any), then a look at every ledger."""
+        kind, key, payload = item or ("", "", {})
+        try:
+            if kind == "action":
+                self.decider.action(payload)
+            elif kind == "submission":
+                w = self._ledger_of(payload)
+                out = self.decider.submission(key, payload)
+                if w is not None:
+                    w.state.finish(key, out)
+            for w in self.ledgers.values():
+                self._sync(w)
+            self.counted_refusals()
+        except SlackFailed as error:
+            self.say(str(error))
+        except Exception as error:  # noqa: BLE001 - a long-running process says what went wrong and goes on
+            self.say(f"{type(error).__name__}: {error}")
 
 
 def run(locations: list[str], secrets: Secrets, *, http: str | None) -> int:
     """Serve until SIGTERM, Ctrl-C or a hang-up (unless ignored: nohup; engine.host.console)."""
     hub = Hub(secrets, locations)
-    console.catch_stop_signals(lambda _sig: hub.stopping.set())  # for the life of the process
+    console.catch_stop_signals(lambda _sig: hub.stop())  # for the life of the process
     if http:
         from engine.slack.http_mode import serve
 
