@@ -1640,4 +1640,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '    elif True:',
            ('tests/unit/test_check_waits_for_a_write_half_done.py',),
            "check and journal --verify wait for a writer between its ledger swap and its journal records"),
+    Mutant('dry-run-tries-an-irreversible-step', 'engine/session/attempt.py',
+           '    if decision.allowed and s.dry_run and not step.reversible:',
+           '    if False and decision.allowed and s.dry_run and not step.reversible:',
+           ('tests/unit/test_restore_backup.py::test_a_dry_run_spends_nothing_for_the_real_run',),
+           "a rehearsal calls an approved irreversible step approved and starts nothing (no false 'not recorded')"),
 )

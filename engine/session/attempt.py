@@ -102,6 +102,11 @@ def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) 
         s.said.add((name, step.name, decision.reason))  # each decision once, not every poll
         s.out.say(f"{name}: dry run: {step.name} would run {describe(argv)} -> guard: "
                   f"{'allowed' if decision.allowed else 'refused'} ({decision.reason})", target=name, kind="decision")
+    if decision.allowed and s.dry_run and not step.reversible:
+        # A rehearsal never spends an approval: its shadow's journal starts empty, so it holds no record
+        # (no witness) of the approvals copied with the ledger (engine.store.highwater); it says so.
+        return Attempt("refused", f"dry run: {step.name} is irreversible; a rehearsal never starts one or spends its "
+                                  "approval (the real run decides it again)")
     if decision.allowed:
         if not may_start or not s._can_start():
             return Attempt("busy", _busy_text(s))

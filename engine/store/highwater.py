@@ -19,8 +19,9 @@ path or location):
 Each spent approval also goes into one list for every ledger (`spent-anywhere`): a folder
 restored somewhere else (another path) or given an `id:` by hand is another identity, with
 no mark of its own, but the approvals its copy holds are the same approvals, and they were
-used. (A dry run's shadow, engine.session.dryrun, never spends one: its journal starts
-empty, so the approvals it copied have no record there and never authorise a rehearsal.)
+used. (A dry run's shadow, engine.session.dryrun, never spends one: a rehearsal never starts
+an irreversible step (engine.session.attempt), and its journal starts empty, so the approvals
+it copied have no record there and could never authorise one.)
 
 It is written under the ledger's writers' lock, after the ledger itself. It is per user:
 on a shared ledger each user's mark covers what that user's engine wrote.

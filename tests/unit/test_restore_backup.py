@@ -122,5 +122,9 @@ def test_a_dry_run_spends_nothing_for_the_real_run(tmp_path):
     assert handoff("approve", ledger, "a", "--as", "human-1", env=env).returncode == 0
     rehearsal = handoff("resume", "--ledger", ledger, "--dry-run", env=env)
     assert rehearsal.returncode == 0 and _runs(runs) == 0, rehearsal.stdout + rehearsal.stderr
+    # The rehearsal calls the approval what it is: given by human-1, for the real run (never "written in by hand").
+    assert "a: dry run: link would run" in rehearsal.stdout and "guard: allowed (approved by human-1" in rehearsal.stdout
+    assert "not recorded" not in rehearsal.stdout + rehearsal.stderr, rehearsal.stdout
+    assert "ready for link (approved, runs next session)" in rehearsal.stdout, rehearsal.stdout
     real = handoff("resume", "--ledger", ledger, env=env)
     assert real.returncode == 0 and _runs(runs) == 1, real.stdout + real.stderr
