@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from engine.checks.finding import ERROR, Finding
 
 _SHOWN = 10  # breaks listed one by one; the rest are counted
-UNJOURNALED_GRACE = 5.0  # seconds a live writer has to journal the write it just made, when its lock cannot be looked at
+UNJOURNALED_GRACE = 5.0  # seconds a live writer has to journal the write it just made
 
 
 def verdict_of(handle):
@@ -37,21 +35,15 @@ def verdict_of(handle):
 def _unjournaled(handle, record: dict[str, Any]) -> str | None:
     """Why the journal lacks the records of the ledger's last engine write (its last-write record, or a
     PostgreSQL ledger row's revision), or None.
-    A writer journals them right after its write, before it lets the writers' lock go: a writer holding
-    it is waited for, and given a moment when the lock cannot be looked at."""
+    A writer journals them right after its write: it is given a moment before that counts."""
     highest = getattr(handle.journal, "highest_revision", None)
     revision = record.get("revision")
     if highest is None or not isinstance(revision, int):
         return None
-    with _no_write_half_done(handle) as settled:
-        if settled:
-            revision = (handle.store.last_write() or {}).get("revision", revision)
-            newest = highest()
-        else:
-            deadline = time.monotonic() + UNJOURNALED_GRACE
-            while (newest := highest()) < revision and time.monotonic() < deadline:
-                time.sleep(0.1)
-                revision = (handle.store.last_write() or {}).get("revision", revision)
+    deadline = time.monotonic() + UNJOURNALED_GRACE
+    while (newest := highest()) < revision and time.monotonic() < deadline:
+        time.sleep(0.1)
+        revision = (handle.store.last_write() or {}).get("revision", revision)
     if newest >= revision:
         return None
     if newest == 0:
@@ -60,22 +52,6 @@ def _unjournaled(handle, record: dict[str, Any]) -> str | None:
     return (f"the ledger's last write by the engine made revision {revision}, but the journal's newest record of a write "
             f"is of revision {newest}: the records of the last write(s) were cut off the journal's end (or their writer "
             "was killed between writing the ledger and journaling them)")
-
-
-@contextmanager
-def _no_write_half_done(handle) -> Iterator[bool]:
-    """Yields True while no engine write to the ledger is half done: the writers' lock held shared (a
-    writer holds it from the ledger's swap until its journal records and its last-write record are in),
-    or held by this thread. False when it cannot be looked at (a database ledger, no lock file, a writer
-    holding it past the lock's timeout): the caller then gives a live writer UNJOURNALED_GRACE."""
-    lock = getattr(handle.store, "filelock", None)
-    if lock is None:
-        yield False
-    elif lock.holds():
-        yield True
-    else:
-        with lock.shared() as held:
-            yield held
 
 
 def journals(handle) -> list[tuple[str, Any, Any]]:
@@ -106,14 +82,13 @@ def journals(handle) -> list[tuple[str, Any, Any]]:
 
 def _behind_history(handle, history) -> str | None:
     """Why the journal lacks the records of a write the history journal recorded, or None. The
-    history's record is written with the ledger, the journal's just after, both under the writers' lock."""
+    history's record is written with the ledger, the journal's just after: a moment is given."""
     highest, recorded = getattr(handle.journal, "highest_revision", None), getattr(history, "highest_revision", None)
     if highest is None or recorded is None:
         return None
-    with _no_write_half_done(handle) as settled:
-        wanted, deadline = recorded(), time.monotonic() + (0 if settled else UNJOURNALED_GRACE)
-        while (newest := highest()) < wanted and time.monotonic() < deadline:
-            time.sleep(0.1)
+    wanted, deadline = recorded(), time.monotonic() + UNJOURNALED_GRACE
+    while (newest := highest()) < wanted and time.monotonic() < deadline:
+        time.sleep(0.1)
     if newest >= wanted:
         return None
     return (f"the history journal beside it records the engine's write of revision {wanted}, but the journal's newest "
