@@ -95,14 +95,17 @@ def hold(ledger: Ledger) -> Hold | None:
     return Hold(inv.text, limit, [(n, _why(ledger, n)) for n in holders], waiting)
 
 
-def stall_ending(ledger: Ledger, people: int) -> str:
-    """Why a session that can start nothing ends, in the words every runtime uses."""
+def stall_ending(ledger: Ledger, people: int, *, rehearsal: bool = False) -> str:
+    """Why a session that can start nothing ends, in the words every runtime uses (`rehearsal`: a
+    dry run, which never starts an irreversible step, so what is left may be the real run's)."""
     unread = not_enforced(ledger)
     if unread is not None:
         return f"nothing can start: {unread_text(unread)} ({people} target(s) wait on people)"
     held = hold(ledger)
     if held is not None:
         return f"nothing else can start: {held.text()} ({people} target(s) wait on people)"
+    if rehearsal:
+        return f"the dry run can go no further: what is left is for the real run or for people ({people} target(s) wait on people)"
     return f"nothing can proceed without a human ({people} target(s) wait on people)"
 
 

@@ -417,7 +417,7 @@ class Session(Actor):
         if ready:
             self.ending = f"the planner proposes nothing more ({ready} step(s) could start or be asked for now; {people} target(s) wait on people)"
         else:
-            self.ending = stall_ending(ledger, people)
+            self.ending = stall_ending(ledger, people, rehearsal=self.dry_run)
         return False
 
     # -- invariants, gates, steps -------------------------------------------------------

@@ -126,5 +126,6 @@ def test_a_dry_run_spends_nothing_for_the_real_run(tmp_path):
     assert "a: dry run: link would run" in rehearsal.stdout and "guard: allowed (approved by human-1" in rehearsal.stdout
     assert "not recorded" not in rehearsal.stdout + rehearsal.stderr, rehearsal.stdout
     assert "ready for link (approved, runs next session)" in rehearsal.stdout, rehearsal.stdout
+    assert "the dry run can go no further: what is left is for the real run" in rehearsal.stdout, rehearsal.stdout
     real = handoff("resume", "--ledger", ledger, env=env)
     assert real.returncode == 0 and _runs(runs) == 1, real.stdout + real.stderr
