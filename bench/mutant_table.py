@@ -1636,7 +1636,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ('tests/unit/test_invariants_hold_mid_run.py::test_an_invariant_garbled_mid_run_stops_new_steps',),
            "the handoff note calls no target ready while an invariant the engine does not read stops every step"),
     Mutant('check-journal-without-the-grace', 'engine/checks/chain.py',
-           '    deadline = time.monotonic() + UNJOURNALED_GRACE',
+           '    deadline = time.monotonic() + _grace(handle)',
            '    deadline = time.monotonic()',
            ('tests/unit/test_check_waits_for_a_write_half_done.py',),
            "check and journal --verify give a writer between its ledger swap and its journal records a moment"),
@@ -1645,4 +1645,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '    if False and decision.allowed and s.dry_run and not step.reversible:',
            ('tests/unit/test_restore_backup.py::test_a_dry_run_spends_nothing_for_the_real_run',),
            "a rehearsal calls an approved irreversible step approved and starts nothing (no false 'not recorded')"),
+    Mutant('check-journal-grace-for-a-live-writer', 'engine/checks/chain.py',
+           '        os.kill(pid, 0)',
+           '        raise ProcessLookupError',
+           ('tests/unit/test_check_waits_for_a_write_half_done.py',),
+           "the grace is cut short only when the ledger's last lock holder has exited, never for a live writer"),
 )

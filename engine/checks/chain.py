@@ -8,6 +8,7 @@ journal's file, line and seq, and what to do.
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -35,12 +36,12 @@ def verdict_of(handle):
 def _unjournaled(handle, record: dict[str, Any]) -> str | None:
     """Why the journal lacks the records of the ledger's last engine write (its last-write record, or a
     PostgreSQL ledger row's revision), or None.
-    A writer journals them right after its write: it is given a moment before that counts."""
+    A writer journals them right after its write: it is given a moment before that counts (`_grace`)."""
     highest = getattr(handle.journal, "highest_revision", None)
     revision = record.get("revision")
     if highest is None or not isinstance(revision, int):
         return None
-    deadline = time.monotonic() + UNJOURNALED_GRACE
+    deadline = time.monotonic() + _grace(handle)
     while (newest := highest()) < revision and time.monotonic() < deadline:
         time.sleep(0.1)
         revision = (handle.store.last_write() or {}).get("revision", revision)
@@ -52,6 +53,27 @@ def _unjournaled(handle, record: dict[str, Any]) -> str | None:
     return (f"the ledger's last write by the engine made revision {revision}, but the journal's newest record of a write "
             f"is of revision {newest}: the records of the last write(s) were cut off the journal's end (or their writer "
             "was killed between writing the ledger and journaling them)")
+
+
+def _grace(handle) -> float:
+    """How long the ledger's last writer may still be journaling its write: UNJOURNALED_GRACE, or no
+    time at all when the last process to take the writers' lock (its lock file names it) ran on this
+    host and has exited: the records of its write are not on their way. A writer journals after it lets
+    the lock go (engine.api), so the lock itself being free proves nothing; its process being gone does."""
+    from engine.approvals.identity import hostname
+
+    lock = getattr(handle.store, "filelock", None)
+    holder = (lock.holder() if lock is not None else None) or {}
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid() or holder.get("host") != hostname():
+        return UNJOURNALED_GRACE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return 0.0  # gone: whatever it had not journaled never will be
+    except OSError:
+        pass  # alive, another user's
+    return UNJOURNALED_GRACE
 
 
 def journals(handle) -> list[tuple[str, Any, Any]]:
@@ -86,7 +108,7 @@ def _behind_history(handle, history) -> str | None:
     highest, recorded = getattr(handle.journal, "highest_revision", None), getattr(history, "highest_revision", None)
     if highest is None or recorded is None:
         return None
-    wanted, deadline = recorded(), time.monotonic() + UNJOURNALED_GRACE
+    wanted, deadline = recorded(), time.monotonic() + _grace(handle)
     while (newest := highest()) < wanted and time.monotonic() < deadline:
         time.sleep(0.1)
     if newest >= wanted:

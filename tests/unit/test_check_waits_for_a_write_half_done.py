@@ -4,7 +4,8 @@ never call a live write a cut journal, whether the writer is still inside its tr
 ledger swapped, the writers' lock held) or past it (the lock let go, its journal records not yet
 appended: engine.api's writes journal after the transaction, so the lock alone does not cover the
 window; a first design of this stop waited on the lock instead of the grace and called that window a
-cut). A journal cut short with nobody writing is still called a break (tests/unit/test_journal_tail_cut.py)."""
+cut). A journal cut short whose last writer has exited is called a break at once, with no grace
+(tests/unit/test_journal_tail_cut.py): the lock file names that writer, and its records will never come."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def test_report_after_an_ordinary_handoff_run_says_no_record_is_missing(tmp_path
 
     What happens: `handoff run` releases its lease with a ledger write (`revision N written:
     session`, engine/cli/run_cmd.py:71 -> engine/lease/leasing.py:release) that journals no
-    record, so `verdict_of` (engine/checks/chain.py:_unjournaled) waits its 5 s grace and then
+    record, so `verdict_of` (engine/checks/chain.py:_unjournaled), its writer gone (no grace to wait),
     calls the untouched journal cut short: the report says "chain verified: NO ... the records
     of the last write(s) were cut off the journal's end", "no record missing: NO", exit 1;
     `handoff journal --verify` and `handoff check` say BROKEN as well. Every audit after a
