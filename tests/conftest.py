@@ -140,6 +140,11 @@ def handoff(*args: str, input: str | None = None, env: dict[str, str] | None = N
     )
 
 
+def ok(done: subprocess.CompletedProcess) -> None:
+    """`done` (a finished `handoff`) exited 0; else its output is the failure message."""
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 class OlderEngine:
     """The engine at commit `rev` of this checkout's history (an upgrade: what an earlier
     engine left beside a ledger, read by this one). `run("approve", ...)` is its `handoff

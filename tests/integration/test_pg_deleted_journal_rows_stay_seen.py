@@ -13,15 +13,12 @@ Real server (HANDOFF_TEST_PG), real `handoff` processes, `DELETE` as the agent's
 
 from __future__ import annotations
 
-import subprocess
-import uuid
 from pathlib import Path
 
-import psycopg
 import yaml
 
-from tests.conftest import cli_env
-from tests.integration.test_pg_restore import PG, handoff_pg, sql
+from tests.conftest import cli_env, ok
+from tests.integration.test_pg_restore import drop, handoff_pg, new_ledger, sql
 
 LEDGER = {"task": "pg-erase", "owner_shift": "test-oncall",
           "targets": {"a": {"state": "checked"}, "b": {"state": "checked"}},
@@ -30,38 +27,21 @@ LEDGER = {"task": "pg-erase", "owner_shift": "test-oncall",
                                  "run": ["sleep", "0.7"]}]}}
 
 
-def _ok(done: subprocess.CompletedProcess) -> None:
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def _ledger(tmp_path: Path) -> tuple[str, str, dict]:
-    from engine.store.postgres import PostgresStore
-
-    try:
-        psycopg.connect(PG, connect_timeout=5).close()
-    except psycopg.OperationalError as err:
-        raise AssertionError(f"PostgreSQL is not reachable at {PG}: {err}") from None
-    name = f"revd-erase-{uuid.uuid4().hex[:10]}"
-    location = f"{PG}#{name}"
-    PostgresStore(location).import_text(yaml.safe_dump(LEDGER, sort_keys=False))
-    return name, location, cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
-
-
-def _drop(name: str) -> None:
-    sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
-    sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+    return (*new_ledger(LEDGER, "revd-erase"),
+            cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache")))
 
 
 def test_the_next_write_after_the_journal_rows_are_deleted_keeps_the_erasure_seen(tmp_path: Path) -> None:
     name, location, env = _ledger(tmp_path)
     try:
-        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(handoff_pg(env, "run", location, "a"))
+        ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        ok(handoff_pg(env, "run", location, "a"))
         sql("DELETE FROM handoff_journal WHERE ledger = %s", name)
         before = handoff_pg(env, "journal", location, "--verify")
         assert before.returncode == 1 and "erased" in before.stdout + before.stderr, before.stdout + before.stderr
 
-        _ok(handoff_pg(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write, by anyone
+        ok(handoff_pg(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write, by anyone
 
         verified = handoff_pg(env, "journal", location, "--verify")
         said = verified.stdout + verified.stderr
@@ -70,20 +50,20 @@ def test_the_next_write_after_the_journal_rows_are_deleted_keeps_the_erasure_see
         said = checked.stdout + checked.stderr
         assert checked.returncode == 1 and "journal chain broken" in said and "erased" in said, said
     finally:
-        _drop(name)
+        drop(name)
 
 
 def test_an_irreversible_run_cut_off_the_journals_end_stays_seen_after_the_next_write(tmp_path: Path) -> None:
     name, location, env = _ledger(tmp_path)
     try:
-        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(handoff_pg(env, "run", location, "a"))
+        ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        ok(handoff_pg(env, "run", location, "a"))
         start = sql("SELECT min(seq) FROM handoff_journal WHERE ledger = %s AND record->>'kind' = 'step_start'", name)[0][0]
         sql("DELETE FROM handoff_journal WHERE ledger = %s AND seq >= %s", name, start)  # the run's rows
         before = handoff_pg(env, "check", location)
         assert before.returncode == 1 and "cut off the journal's end" in before.stdout, before.stdout + before.stderr
 
-        _ok(handoff_pg(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write
+        ok(handoff_pg(env, "note", location, "--set", "all quiet", "--as", "bob"))  # the next write
 
         checked = handoff_pg(env, "check", location)
         said = checked.stdout + checked.stderr
@@ -91,7 +71,7 @@ def test_an_irreversible_run_cut_off_the_journals_end_stays_seen_after_the_next_
         report = handoff_pg(env, "report", location)
         assert report.returncode == 1 and "no record missing: yes" not in report.stdout, report.stdout + report.stderr
     finally:
-        _drop(name)
+        drop(name)
 
 
 def test_a_line_of_no_revision_first_does_not_hide_the_erasure(tmp_path: Path) -> None:
@@ -101,14 +81,14 @@ def test_a_line_of_no_revision_first_does_not_hide_the_erasure(tmp_path: Path) -
 
     name, location, env = _ledger(tmp_path)
     try:
-        _ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
+        ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
         sql("DELETE FROM handoff_journal WHERE ledger = %s", name)
         open_ledger(location, actor="agent").journal.append("log", "nothing to see", actor="agent")
-        _ok(handoff_pg(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
+        ok(handoff_pg(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
         verified = handoff_pg(env, "journal", location, "--verify")
         assert verified.returncode == 1 and "erased" in verified.stdout + verified.stderr, verified.stdout + verified.stderr
     finally:
-        _drop(name)
+        drop(name)
 
 
 def test_a_fresh_ledger_and_its_first_writes_are_no_erasure(tmp_path: Path) -> None:
@@ -117,13 +97,13 @@ def test_a_fresh_ledger_and_its_first_writes_are_no_erasure(tmp_path: Path) -> N
     source = tmp_path / "ledger.yaml"
     source.write_text(yaml.safe_dump(LEDGER, sort_keys=False))
     try:
-        _ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
-        _ok(handoff_pg(env, "import", source, location, "--replace"))
-        _ok(handoff_pg(env, "block", location, "b", "--reason", "two"))
-        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(handoff_pg(env, "resume", location))  # a session: its steps, and the pid notes between them
-        _ok(handoff_pg(env, "journal", location, "--verify"))
+        ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
+        ok(handoff_pg(env, "import", source, location, "--replace"))
+        ok(handoff_pg(env, "block", location, "b", "--reason", "two"))
+        ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        ok(handoff_pg(env, "resume", location))  # a session: its steps, and the pid notes between them
+        ok(handoff_pg(env, "journal", location, "--verify"))
         kinds = [r[0] for r in sql("SELECT record->>'kind' FROM handoff_journal WHERE ledger = %s ORDER BY seq", name)]
         assert "chain_break" not in kinds, kinds
     finally:
-        _drop(name)
+        drop(name)

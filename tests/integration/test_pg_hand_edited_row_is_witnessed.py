@@ -16,42 +16,19 @@ Real server (HANDOFF_TEST_PG), real `handoff` processes, the edit done in SQL.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 
-import psycopg
-import yaml
-
-from tests.conftest import cli_env
-from tests.integration.test_pg_restore import LINK, PG, handoff_pg, sql
-
-
-def _ok(done: subprocess.CompletedProcess) -> None:
-    assert done.returncode == 0, done.stdout + done.stderr
+from tests.conftest import cli_env, ok
+from tests.integration.test_pg_restore import drop, handoff_pg, link_and_finish, new_ledger, sql
 
 
 def test_a_block_taken_off_the_row_in_sql_is_journaled_and_nothing_runs(tmp_path: Path) -> None:
-    from engine.store.postgres import PostgresStore
-
-    try:
-        psycopg.connect(PG, connect_timeout=5).close()
-    except psycopg.OperationalError as err:
-        raise AssertionError(f"PostgreSQL is not reachable at {PG}: {err}") from None
     runs = tmp_path / "runs.txt"
-    name = f"revd-edit-{uuid.uuid4().hex[:10]}"
-    location = f"{PG}#{name}"
-    data = {"task": "pg-hand-edit", "owner_shift": "test-oncall", "targets": {"a": {"state": "checked"}},
-            "runbook": {"steps": [
-                {"name": "link", "from": "checked", "to": "linked", "reversible": False,
-                 "run": [sys.executable, "-c", LINK, str(runs)]},
-                {"name": "finish", "from": "linked", "to": "done", "reversible": True, "run": ["true"]}]}}
-    PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
+    name, location = new_ledger(link_and_finish("pg-hand-edit", runs), "revd-edit")
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     try:
-        _ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
-        _ok(handoff_pg(env, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
+        ok(handoff_pg(env, "approve", location, "a", "--yes", "--as", "human-1"))
+        ok(handoff_pg(env, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
         revision, body = sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name)[0]
         assert "state: blocked" in body, body
         sql("UPDATE handoff_ledger SET body = %s WHERE name = %s", body.replace("state: blocked", "state: checked"), name)
@@ -71,5 +48,4 @@ def test_a_block_taken_off_the_row_in_sql_is_journaled_and_nothing_runs(tmp_path
         status = handoff_pg(env, "status", location)
         assert "CHANGED OUTSIDE THE ENGINE: a" in status.stdout, status.stdout + status.stderr
     finally:
-        sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
-        sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+        drop(name)

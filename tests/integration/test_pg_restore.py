@@ -41,18 +41,44 @@ def sql(statement: str, *params) -> list:
         return cur.fetchall() if cur.description else []
 
 
+def new_ledger(data: dict, prefix: str = "t") -> tuple[str, str]:
+    """`data` imported as a new PostgreSQL ledger under a fresh name: (name, location). Fails,
+    never skips, when the server is not there (for tests in other modules, which this module's
+    `server_is_up` does not cover)."""
+    from engine.store.postgres import PostgresStore
+
+    try:
+        psycopg.connect(PG, connect_timeout=5).close()
+    except psycopg.OperationalError as err:
+        raise AssertionError(f"PostgreSQL is not reachable at {PG}: {err}") from None
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    location = f"{PG}#{name}"
+    PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
+    return name, location
+
+
+def link_and_finish(task: str, runs: Path) -> dict:
+    """A ledger whose target `a` (checked) takes irreversible `link` (it appends to `runs`), then `finish`."""
+    return {"task": task, "owner_shift": "test-oncall", "targets": {"a": {"state": "checked"}},
+            "runbook": {"steps": [
+                {"name": "link", "from": "checked", "to": "linked", "reversible": False,
+                 "run": [sys.executable, "-c", LINK, str(runs)]},
+                {"name": "finish", "from": "linked", "to": "done", "reversible": True, "run": ["true"]}]}}
+
+
+def drop(name: str) -> None:
+    """The ledger `name`, its journal and its history rows removed."""
+    sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
+    sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+
+
 def approved_link(tmp_path: Path, task: str) -> tuple[str, str, Path, dict[str, str]]:
     """A new PostgreSQL ledger (name, location): target `a`'s irreversible `link` (it appends
     to `runs`) approved by human-1; the environment its commands run in (`env`)."""
-    from engine.store.postgres import PostgresStore
-
     runs = tmp_path / "runs.txt"
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    location = f"{PG}#{name}"
-    data = {"task": task, "targets": {"a": {"state": "checked"}}, "runbook": {"steps": [
+    name, location = new_ledger({"task": task, "targets": {"a": {"state": "checked"}}, "runbook": {"steps": [
         {"name": "link", "from": "checked", "to": "linked", "reversible": False,
-         "run": [sys.executable, "-c", LINK, str(runs)]}]}}
-    PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
+         "run": [sys.executable, "-c", LINK, str(runs)]}]}})
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
     assert handoff_pg(env, "approve", location, "a", "--as", "human-1").returncode == 0
     return name, location, runs, env

@@ -15,44 +15,17 @@ Real server (HANDOFF_TEST_PG), real `handoff` processes, the restore done in SQL
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 
-import psycopg
 import yaml
 
-from tests.conftest import cli_env
-from tests.integration.test_pg_restore import LINK, PG, handoff_pg, sql
-
-
-def _ok(done: subprocess.CompletedProcess) -> None:
-    assert done.returncode == 0, done.stdout + done.stderr
+from tests.conftest import cli_env, ok
+from tests.integration.test_pg_restore import drop, handoff_pg, link_and_finish, new_ledger, sql
 
 
 def _ledger(tmp_path: Path) -> tuple[str, str, Path]:
-    from engine.store.postgres import PostgresStore
-
-    try:
-        psycopg.connect(PG, connect_timeout=5).close()
-    except psycopg.OperationalError as err:
-        raise AssertionError(f"PostgreSQL is not reachable at {PG}: {err}") from None
     runs = tmp_path / "runs.txt"
-    name = f"revd-restore-{uuid.uuid4().hex[:10]}"
-    location = f"{PG}#{name}"
-    data = {"task": "pg-restore-any-user", "owner_shift": "test-oncall", "targets": {"a": {"state": "checked"}},
-            "runbook": {"steps": [
-                {"name": "link", "from": "checked", "to": "linked", "reversible": False,
-                 "run": [sys.executable, "-c", LINK, str(runs)]},
-                {"name": "finish", "from": "linked", "to": "done", "reversible": True, "run": ["true"]}]}}
-    PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
-    return name, location, runs
-
-
-def _drop(name: str) -> None:
-    sql("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", name, f"{name}#history")
-    sql("DELETE FROM handoff_ledger WHERE name = %s", name)
+    return (*new_ledger(link_and_finish("pg-restore-any-user", runs), "revd-restore"), runs)
 
 
 def test_a_row_restored_to_before_a_block_is_refused_for_the_next_engineer_too(tmp_path: Path) -> None:
@@ -60,9 +33,9 @@ def test_a_row_restored_to_before_a_block_is_refused_for_the_next_engineer_too(t
     alice = cli_env(XDG_STATE_HOME=str(tmp_path / "alice"), XDG_CACHE_HOME=str(tmp_path / "alice-cache"))
     bob = cli_env(XDG_STATE_HOME=str(tmp_path / "bob"), XDG_CACHE_HOME=str(tmp_path / "bob-cache"))
     try:
-        _ok(handoff_pg(alice, "approve", location, "a", "--yes", "--as", "human-1"))
+        ok(handoff_pg(alice, "approve", location, "a", "--yes", "--as", "human-1"))
         revision, body = sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name)[0]  # the backup
-        _ok(handoff_pg(alice, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
+        ok(handoff_pg(alice, "block", location, "a", "--reason", "INCIDENT-7: do not touch a"))
         sql("UPDATE handoff_ledger SET revision = %s, body = %s WHERE name = %s", revision, body, name)  # the restore
 
         checked = handoff_pg(bob, "check", location)
@@ -75,11 +48,11 @@ def test_a_row_restored_to_before_a_block_is_refused_for_the_next_engineer_too(t
         assert sql("SELECT body FROM handoff_ledger WHERE name = %s", name)[0][0] == body  # nothing written on it
 
         # A person who means it accepts the restored row: it is then written above the history's newest revision.
-        _ok(handoff_pg(bob, "check", location, "--accept-rollback", "--as", "human-2"))
+        ok(handoff_pg(bob, "check", location, "--accept-rollback", "--as", "human-2"))
         after = handoff_pg(bob, "check", location)
         assert "went back in time" not in after.stdout + after.stderr, after.stdout + after.stderr
     finally:
-        _drop(name)
+        drop(name)
 
 
 def test_a_ledger_deleted_and_imported_again_is_written_above_its_history(tmp_path: Path) -> None:
@@ -88,8 +61,8 @@ def test_a_ledger_deleted_and_imported_again_is_written_above_its_history(tmp_pa
     name, location, _ = _ledger(tmp_path)
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     try:
-        _ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
-        _ok(handoff_pg(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
+        ok(handoff_pg(env, "block", location, "a", "--reason", "one"))
+        ok(handoff_pg(env, "unblock", location, "a", "--to", "checked", "--reason", "two"))
         exported = tmp_path / "export.yaml"
         exported.write_text(handoff_pg(env, "export", location).stdout)
         newest = sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0]
@@ -98,9 +71,9 @@ def test_a_ledger_deleted_and_imported_again_is_written_above_its_history(tmp_pa
         data = yaml.safe_load(exported.read_text())
         data["revision"] = 0
         source.write_text(yaml.safe_dump(data, sort_keys=False))
-        _ok(handoff_pg(env, "import", source, location))
+        ok(handoff_pg(env, "import", source, location))
         assert sql("SELECT revision FROM handoff_ledger WHERE name = %s", name)[0][0] > newest
-        _ok(handoff_pg(env, "check", location))
-        _ok(handoff_pg(env, "block", location, "a", "--reason", "three"))
+        ok(handoff_pg(env, "check", location))
+        ok(handoff_pg(env, "block", location, "a", "--reason", "three"))
     finally:
-        _drop(name)
+        drop(name)

@@ -17,8 +17,6 @@ test_pg_withdrawn covers for a withdrawal that went through) then runs the irrev
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import cli_env, handoff
+from tests.conftest import cli_env, handoff, ok
 
 LEDGER = """\
 task: erase
@@ -27,24 +27,30 @@ targets:
 ERASED = (".journal.jsonl", ".journal.jsonl.index", ".last-write.json")
 
 
-def _ok(done) -> None:
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_the_next_write_after_an_erasure_keeps_it_seen(tmp_path: Path) -> None:
+def _written(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The ledger after two engine writes (web-01 and web-02 blocked), and its commands' environment."""
     ledger = tmp_path / "ledger.yaml"
     ledger.write_text(LEDGER)
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    _ok(handoff("block", ledger, "web-01", "--reason", "one", env=env))
-    _ok(handoff("block", ledger, "web-02", "--reason", "two", env=env))
-    _ok(handoff("unblock", ledger, "web-02", "--to", "queued", "--reason", "three", env=env))
+    ok(handoff("block", ledger, "web-01", "--reason", "one", env=env))
+    ok(handoff("block", ledger, "web-02", "--reason", "two", env=env))
+    return ledger, env
+
+
+def _erase(ledger: Path) -> None:
     for suffix in ERASED:
         if os.path.exists(str(ledger) + suffix):
             os.unlink(str(ledger) + suffix)
+
+
+def test_the_next_write_after_an_erasure_keeps_it_seen(tmp_path: Path) -> None:
+    ledger, env = _written(tmp_path)
+    ok(handoff("unblock", ledger, "web-02", "--to", "queued", "--reason", "three", env=env))
+    _erase(ledger)
     before = handoff("check", ledger, env=env)
     assert before.returncode == 1 and "the journal was erased" in before.stdout, before.stdout + before.stderr
 
-    _ok(handoff("block", ledger, "web-02", "--reason", "four", env=env))  # the next write, by anyone
+    ok(handoff("block", ledger, "web-02", "--reason", "four", env=env))  # the next write, by anyone
 
     checked = handoff("check", ledger, env=env)
     said = checked.stdout + checked.stderr
@@ -57,12 +63,8 @@ def test_the_next_write_after_an_erasure_keeps_it_seen(tmp_path: Path) -> None:
 
 def test_a_first_write_is_no_erasure(tmp_path: Path) -> None:
     """The control: a ledger's first writes (its history and journal both new) are intact."""
-    ledger = tmp_path / "ledger.yaml"
-    ledger.write_text(LEDGER)
-    env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    _ok(handoff("block", ledger, "web-01", "--reason", "one", env=env))
-    _ok(handoff("block", ledger, "web-02", "--reason", "two", env=env))
-    _ok(handoff("journal", ledger, "--verify", env=env))
+    ledger, env = _written(tmp_path)
+    ok(handoff("journal", ledger, "--verify", env=env))
     assert "chain_break" not in Path(str(ledger) + ".journal.jsonl").read_text()
 
 
@@ -71,15 +73,9 @@ def test_a_line_of_no_revision_first_does_not_hide_the_erasure(tmp_path: Path) -
     first into the erased journal: the next write still notes the erasure."""
     from engine.api import open_ledger
 
-    ledger = tmp_path / "ledger.yaml"
-    ledger.write_text(LEDGER)
-    env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    _ok(handoff("block", ledger, "web-01", "--reason", "one", env=env))
-    _ok(handoff("block", ledger, "web-02", "--reason", "two", env=env))
-    for suffix in ERASED:
-        if os.path.exists(str(ledger) + suffix):
-            os.unlink(str(ledger) + suffix)
+    ledger, env = _written(tmp_path)
+    _erase(ledger)
     open_ledger(str(ledger), actor="agent").journal.append("log", "nothing to see", actor="agent")
-    _ok(handoff("unblock", ledger, "web-02", "--to", "queued", "--reason", "three", env=env))
+    ok(handoff("unblock", ledger, "web-02", "--to", "queued", "--reason", "three", env=env))
     verified = handoff("journal", ledger, "--verify", env=env)
     assert verified.returncode == 1 and "erased" in verified.stdout + verified.stderr, verified.stdout + verified.stderr
