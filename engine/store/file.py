@@ -253,20 +253,20 @@ class FileStore:
             text = decode(raw, self.path)
             previous = next(iter(self._cache.values()), None)
             from_disk = previous is None
-            known = previous.known() if previous else parse_cache.load(real_path(self.path)) if self._disk_cache else {}
+            known = previous.known() if previous else parse_cache.load(self.real) if self._disk_cache else {}
             try:
                 parsed = parse_document(text, self.path, known)
             except LedgerInvalid:
                 if not from_disk or not known:
                     raise
                 parsed, from_disk = parse_document(text, self.path, None), False  # a bad cache is no error of the file's
-                parse_cache.forget(real_path(self.path))
+                parse_cache.forget(self.real)
             if not isinstance(parsed.data, dict):
                 raise LedgerInvalid("the ledger must be a mapping (task:, targets:, ...)", path=self.path, line=1, column=1)
             hit = _Parse(parsed)
             hit.from_disk_cache = from_disk and bool(known)
             if previous is None and isinstance(hit.targets, dict):  # this process's first read: the next one's is quick
-                parse_cache.after_read(real_path(self.path), hit.lines, hit.targets, lambda: parsed.numbered,
+                parse_cache.after_read(self.real, hit.lines, hit.targets, lambda: parsed.numbered,
                                        known if from_disk else {})
         self._cache = {key: hit}
         return key, hit, text
@@ -285,7 +285,7 @@ class FileStore:
                     if not parsed.from_disk_cache:
                         raise
                     # What the per-user cache said does not validate: it is ignored, never reported.
-                    parse_cache.forget(real_path(self.path))
+                    parse_cache.forget(self.real)
                     parsed = _Parse(parse_document(text, self.path, None))
                     self._cache = {key: parsed}
                     ledger = to_ledger(parsed.data, self.path, text)
@@ -303,9 +303,9 @@ class FileStore:
             now, record = self._file_and_record()
             if now != raw:
                 return self._snapshot(now, _again=False, _record=record)
-        behind = behind_journal(ledger, real_path(self.path))  # the last-write record may be gone or forged
+        behind = behind_journal(ledger, self.real)  # the last-write record may be gone or forged
         # The witness outside the folder: a folder restored whole matches its own record.
-        late = highwater.behind(highwater.identity(ledger, real_path(self.path)), ledger.revision)
+        late = highwater.behind(highwater.identity(ledger, self.real), ledger.revision)
         if (behind or late) and not self.filelock.holds():
             # The journal and the mark are written after the file: a writer that moved on
             # during a long parse makes the file parsed look behind them. That file was
@@ -317,12 +317,12 @@ class FileStore:
         # content is not known to be the engine's, and what the engine last wrote is taken from
         # the kept fields or the journal's history. A write killed after its swap that took in a
         # hand edit (`absorbs_edit`) leaves that edit to the next reader to diff, journal and flag.
-        written = outside.last_written(real_path(self.path)) if record is None else None
-        past = record is None and (written is not None or journal_revision(real_path(self.path)) > 0)
+        written = outside.last_written(self.real) if record is None else None
+        past = record is None and (written is not None or journal_revision(self.real) > 0)
         absorbed = record is not None and key == record.get("pending") and bool(record.get("absorbs_edit"))
         if not engine_wrote(record, key) or behind or past or absorbed:
             snap.external_edit = True
-            snap.missing, snap.rollback = regressions(ledger, record, real_path(self.path)) if record and not engine_wrote(record, key) else ([], [])
+            snap.missing, snap.rollback = regressions(ledger, record, self.real) if record and not engine_wrote(record, key) else ([], [])
             count = None
             if past:  # against what the kept fields or the history say the engine last wrote
                 count, snap.missing = len(written or {}), [n for n in written or {} if n not in ledger.targets]
@@ -398,7 +398,7 @@ class FileStore:
 
     def last_write(self) -> dict[str, Any] | None:
         """The record of the last engine write, or None (never written, or torn)."""
-        return read_record(self.record_path, real_path(self.path))
+        return read_record(self.record_path, self.real)
 
     def export_text(self) -> str | None:
         """None: the ledger's text is the file at `path` (engine.checks.analyse reads it)."""
@@ -442,7 +442,7 @@ class FileStore:
             raise Refused(snap.warnings[-1], title="Ledger went back in time")
 
     def _transact_locked(self, fn: Callable[[Ledger], T], *, accept_shrink: bool = False, accept_rollback: bool = False) -> tuple[T, int]:
-        for beside in (self.record_path, real_path(self.path) + NAMES):  # refused before the ledger is touched, not after
+        for beside in (self.record_path, self.real + NAMES):  # refused before the ledger is touched, not after
             if os.path.islink(beside):
                 raise SidecarRefused(f"{beside} is a symlink; the engine never follows one beside a ledger: "
                                      "remove it (nothing was changed)")
@@ -457,21 +457,21 @@ class FileStore:
             # file (the engine's or a human's) keeps its text.
             ledger = cow_ledger(snap.ledger)
             # A hand edit is diffed, journaled after the write, and what no step would do is flagged.
-            edit = outside.changes(real_path(self.path), snap.ledger) if snap.external_edit else None
+            edit = outside.changes(self.real, snap.ledger) if snap.external_edit else None
             # A person accepting a rollback or a removal has looked at the file: journaled, not flagged
             # (a revived approval is still refused by the journal's witness).
             flagged = outside.flag(ledger, edit) if edit and not (accept_rollback or accept_shrink) else []
             result = fn(ledger)
             floor = record.get("revision") if record and isinstance(record.get("revision"), int) else 0
-            mark = highwater.identity(ledger, real_path(self.path))
+            mark = highwater.identity(ledger, self.real)
             floor = max(floor, highwater.read_mark(mark)["revision"])  # an accepted rollback climbs above the mark
-            floor = max(floor, journal_revision(real_path(self.path)))
+            floor = max(floor, journal_revision(self.real))
             ledger.revision = max(ledger.revision, _rev(parsed.data), floor) + 1  # never backwards
             targets = ledger.targets
             try:
                 ledger.targets, names = written(targets)
                 if not self._as_the_file_says(parsed, names):
-                    parse_cache.forget(real_path(self.path))  # the first read after this writes it again
+                    parse_cache.forget(self.real)  # the first read after this writes it again
                     self.read_file_alone()
                     continue  # the change again, on what the file says
                 check_states(snap.ledger, ledger, names)
@@ -508,7 +508,7 @@ class FileStore:
             self.history_lost = self._journal_write(ledger, parsed.data, doc.data, names, snap, record)
             kept = self.history_lost is None
             try:
-                write_record(self.record_path, real_path(self.path), ledger, new_key, record,
+                write_record(self.record_path, self.real, ledger, new_key, record,
                              history=ledger.revision if kept else None)
             except (OSError, SidecarRefused):
                 pass  # the ledger is written; an older record only makes the next reader call it a hand edit
@@ -517,17 +517,17 @@ class FileStore:
             except OSError:
                 pass  # the ledger is written; the witnesses beside it still stand
             try:
-                outside.save_fields(real_path(self.path), ledger, new_key, base=snap.digest, names=names)
+                outside.save_fields(self.real, ledger, new_key, base=snap.digest, names=names)
             except (OSError, SidecarRefused):
                 pass  # as for the record: the next hand edit is then journaled without its diff
             self.journaled_external_edit = bool(edit)
             if edit:
                 try:
-                    outside.journal_edit(real_path(self.path), ledger, edit, flagged, ledger.revision,
-                                         outside.who_edited(real_path(self.path)))
+                    outside.journal_edit(self.real, ledger, edit, flagged, ledger.revision,
+                                         outside.who_edited(self.real))
                 except HandoffError:
                     pass  # the ledger is written; the journal notes the lost record as a gap at its next append
-            parse_cache.save(real_path(self.path), doc.lines, doc.data["targets"], doc.numbered,
+            parse_cache.save(self.real, doc.lines, doc.data["targets"], doc.numbered,
                              changed=None if names is None else (parsed.lines, names))
             return result, ledger.revision
         raise Refused(
@@ -540,7 +540,7 @@ class FileStore:
         """Just before the swap: the record names the content going in (engine.store.record.mark_pending),
         and whether it takes in a hand edit its journal record has yet to describe."""
         try:
-            mark_pending(self.record_path, real_path(self.path), record, hashed(), absorbs_edit=absorbs)
+            mark_pending(self.record_path, self.real, record, hashed(), absorbs_edit=absorbs)
         except OSError:
             pass  # no marker: a crash before the record is written makes the next reader call it a hand edit
 
@@ -594,7 +594,7 @@ class FileStore:
 
     def heartbeat(self) -> Heartbeat:
         """The lease holder's heartbeat: the `<ledger>.heartbeat` sidecar."""
-        return Heartbeat(sidecar(self.path, ".heartbeat"), real_path(self.path))
+        return Heartbeat(sidecar(self.path, ".heartbeat"), self.real)
 
     def open_history(self):
         """The history journal beside this ledger (engine.store.history), read-only."""
@@ -614,7 +614,7 @@ class FileStore:
         editor's save swaps the file's inode, which a watch on the file itself would miss."""
         from watchfiles import awatch  # imported here: `handoff status` must not pay for it
 
-        target = real_path(self.path)
+        target = self.real
         folder, name = os.path.split(target)
         last: str | None = None
         try:
