@@ -99,3 +99,19 @@ def test_a_symlinked_record_is_refused_before_the_ledger_changes(fleet_dir):
     with pytest.raises(SidecarRefused):
         FileStore(str(fleet_dir / "fleet.yaml")).transact(lambda ledger: setattr(ledger, "owner_shift", "x"))
     assert (fleet_dir / "fleet.yaml").read_bytes() == before
+
+
+@pytest.mark.parametrize("sidecar", ["fleet.yaml.last-write.json", "fleet.yaml.last-write.names.json"])
+def test_a_sidecar_symlink_planted_after_the_store_opened_is_refused_before_the_write(fleet_dir, sidecar):
+    """A long-running writer (a session, the screen) opened the ledger before the link was planted: the
+    CLI's check at open does not see it, so the transaction itself refuses it before the ledger is written."""
+    path = fleet_dir / "fleet.yaml"
+    store = FileStore(str(path))
+    store.transact(lambda ledger: setattr(ledger, "owner_shift", "night"))
+    (fleet_dir / sidecar).unlink(missing_ok=True)
+    (fleet_dir / sidecar).symlink_to(fleet_dir / "victim.txt")
+    before = path.read_bytes()
+    with pytest.raises(SidecarRefused, match="is a symlink"):
+        store.transact(lambda ledger: setattr(ledger, "owner_shift", "day"))
+    assert path.read_bytes() == before
+    assert (fleet_dir / "victim.txt").read_text() == "precious\n"
