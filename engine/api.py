@@ -293,7 +293,7 @@ class LedgerHandle:
         elif holder and holder[0] is not None and holder[0].runtime == "langgraph":
             from engine.langgraph import wake_hint  # no langgraph import: the runtime watches the ledger
 
-            self.woke = wake_hint(holder[0])
+            self.woke = wake_hint(holder[0], self.store.heartbeat().current())  # a dead runtime resumes nothing
         return result
 
     def _mark_withdrawn(self, records: list[dict[str, Any]], revision: int) -> None:

@@ -29,6 +29,8 @@ from engine.langgraph import checkpoints, graph, nodes, outage
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
 from engine.session.reconcile import verify_checkpoints
+from engine.session.tending import tend
+from engine.session.untrusted import stop_for_outside_edits
 
 WATCH_EVERY = 0.2  # seconds between looks at the ledger while the thread waits on approvals
 
@@ -73,6 +75,9 @@ class Run:
             actor.note_at_start, actor.started_iso = actor.store.read().handoff_note, _now()
             if verify_checkpoints(actor):
                 return self.finish(3, "the ledger and reality disagree (drift recorded)")
+            if stop_for_outside_edits(actor):  # as a session: a target changed outside the engine is trusted by nothing
+                return self.finish(3, "targets were changed outside the engine in ways no runbook step makes; "
+                                      "stopping before any action")
             code, ending = outage.ride(self, self._run_on)
             return self.finish(code, ending)
         finally:
@@ -150,6 +155,7 @@ class Run:
             lost = self.live[1].can_act()
             if lost:
                 return nodes.Ending(f"stopped acting: {lost}", 5)
+            tend(self.live[0], ledger)  # as a waiting session: reminders, escalation, and a request's expiry (blocked)
             if any(nodes.approval_request(self.job, i.value["target"]) != i.value for i in pending):
                 return None
             time.sleep(WATCH_EVERY)
