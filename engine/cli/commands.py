@@ -468,15 +468,32 @@ def _edit(text: str) -> str:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     import shlex
 
+    from engine.errors import os_error_text
+
+    try:
+        argv = shlex.split(editor)
+    except ValueError:  # an unclosed quote
+        argv = []
+    if not argv:  # blank: the note's own file would be run as the command
+        raise UsageError(f"VISUAL or EDITOR is {editor!r}, which names no command: set VISUAL or EDITOR to your editor; "
+                         "the note was not changed")
     with tempfile.NamedTemporaryFile("w+", suffix=".handoff-note.txt", delete=False, encoding="utf-8") as fh:
         fh.write(text)
         name = fh.name
     try:
-        code = subprocess.call([*shlex.split(editor), name])
+        try:
+            code = subprocess.call([*argv, name])
+        except OSError as err:
+            raise UsageError(f"cannot run {editor} ({os_error_text(err)}): set VISUAL or EDITOR to an installed editor; "
+                             "the note was not changed") from None
         if code != 0:
             raise UsageError(f"{editor} exited with {code}; the note was not changed")
-        with open(name, encoding="utf-8") as fh:
-            return fh.read()
+        try:
+            with open(name, encoding="utf-8") as fh:
+                return fh.read()
+        except UnicodeDecodeError as err:
+            raise UsageError(f"the note {editor} saved is not UTF-8 (byte {err.start}); save it as UTF-8 and edit again; "
+                             "the note was not changed") from None
     finally:
         os.unlink(name)
 

@@ -92,7 +92,7 @@ def cmd_report(args) -> int:
     if args.output and os.path.lexists(args.output):
         raise UsageError(f"{args.output} already exists; give a new file name (nothing was written)")
     handle = _open(args.ledger)
-    irreversible = {s.name for s in handle.load().runbook.steps if not s.reversible}
+    irreversible = {s.name for s in handle.load().steps() if not s.reversible}  # no runbook: none
     report = build(handle.journal.stream(), one_verdict(handle), irreversible=irreversible, start=start, end=end)
     if args.format == "json":
         text = audit_render.to_json(report)

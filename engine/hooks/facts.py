@@ -93,7 +93,9 @@ def read_key(ledger_path: str) -> tuple[str, str] | None:
     """(real path, content hash) of the ledger file now; None if it cannot be read."""
     real = os.path.realpath(ledger_path)
     try:
-        with open(real, "rb") as fh:
+        with os.fdopen(os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:  # a FIFO: never waited on
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None  # the full read says what it is instead
             raw = read_capped(fh, MAX_BYTES)
     except OSError:
         return None

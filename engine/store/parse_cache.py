@@ -154,7 +154,7 @@ def _entries(lines: dict[str, str], targets: dict[str, dict], skip) -> dict[str,
     seen: set[int] = set()
     out = {}
     for name, text in lines.items():
-        if name in targets and name not in skip:
+        if name in targets and name not in skip and type(targets[name]) is dict:  # `db-21:` alone is None: parsed each time
             data = targets[name]
             out[text] = (name, data if _canonical(data, keys, seen) else _copy(data, keys))
     return out
