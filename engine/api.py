@@ -289,7 +289,7 @@ class LedgerHandle:
         if holder and holder[0] is not None and holder[0].runtime == "temporal":
             from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
 
-            self.woke = wake_workflow(holder[0], ledger=self.location)
+            self.woke = wake_workflow(holder[0], ledger=self.location, beat=self.store.heartbeat().current())  # no worker: said
         elif holder and holder[0] is not None and holder[0].runtime == "langgraph":
             from engine.langgraph import wake_hint  # no langgraph import: the runtime watches the ledger
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from engine.approvals.approvers import table
 from engine.approvals.persons import proven_by
-from engine.ledger.model import Approval, ApprovalPolicy, Ledger, Step
+from engine.codec.timefmt import parse_iso
+from engine.ledger.model import Approval, ApprovalPolicy, Ledger, Step, Target
 
 
 def policy_for(ledger: Ledger, step: Step) -> ApprovalPolicy:
@@ -29,6 +30,17 @@ def policy_for(ledger: Ledger, step: Step) -> ApprovalPolicy:
         if layer is not None:
             merged.update(layer.model_dump(exclude_unset=True))
     return ApprovalPolicy(**merged)
+
+
+def expired(ledger: Ledger, target: Target, step: Step, now: float) -> float | None:
+    """The policy's `expire_after` when `target`'s request for `step` has run past it at `now`
+    (epoch seconds), else None. A waiting session blocks such a target (engine.session.tending);
+    an approval never lands on it meanwhile (engine.ledger.ops.approve), whichever runtime waits."""
+    since = parse_iso(target.awaiting_since) if target.state == "awaiting_approval" else None
+    if since is None:
+        return None
+    after = policy_for(ledger, step).expire_after
+    return after if after and now - since >= after else None
 
 
 def standing(ledger: Ledger, name: str, step: Step, digest: str) -> list[Approval]:

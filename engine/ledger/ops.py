@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, overload
 
 from engine.approvals.approvers import Signed, SlackId, admit_signed, table, verified_entry
 from engine.approvals.persons import one_person
-from engine.approvals.policy import ASKED_AS, STARTED_AS, asked_for_it, policy_for, progress, standing
+from engine.approvals.policy import ASKED_AS, STARTED_AS, asked_for_it, expired, policy_for, progress, span, standing
 from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
@@ -150,6 +151,12 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
                                   seen=expect_hash, now=None) from None
         raise
     the_step = pending.step
+    after = expired(ledger, target, the_step, time.time())
+    if after:  # whichever runtime waits, and however long before it next looks (a Temporal workflow: up to its idle timer)
+        raise Refused(f"{name}: the request to approve {the_step.name} expired after {span(after)} (asked at "
+                      f"{target.awaiting_since}); an expired request is never approved. Nothing was approved: the "
+                      f"waiting session blocks {name}; to run {the_step.name}, a person unblocks it and it is asked again",
+                      title="Request expired")
     comment = _clean(ledger, comment)
     if expect_hash is not None and pending.hash != expect_hash:
         raise ApprovalChanged(

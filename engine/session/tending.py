@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from engine.approvals.policy import policy_for, span
+from engine.approvals.policy import expired, policy_for, span
 from engine.codec.timefmt import now_iso, parse_iso
 from engine.ledger.model import Ledger, Step
 from engine.notify import listeners, send_pages
@@ -30,8 +30,9 @@ def tend(s: SessionContext, ledger: Ledger, *, now: float | None = None) -> None
         pol, age = policy_for(ledger, step), now - since
         if not (pol.expire_after or pol.escalate_after or pol.remind_after):
             continue
-        if pol.expire_after and age >= pol.expire_after:
-            _expire(s, name, step, target.awaiting_since, pol.expire_after)
+        after = expired(ledger, target, step, now)
+        if after:
+            _expire(s, name, step, target.awaiting_since, after)
             continue
         done = _done(s, name, target.awaiting_since)
         if pol.escalate_after and age >= pol.escalate_after and "escalated" not in done:

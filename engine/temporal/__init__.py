@@ -29,10 +29,11 @@ def require() -> None:
     del temporalio  # only asked whether it is there
 
 
-def wake_workflow(lease, ledger: str | None = None) -> str | None:
+def wake_workflow(lease, ledger: str | None = None, beat: dict | None = None) -> str | None:
     """After a write to a ledger a Temporal workflow holds: signal it to look now. What to
-    tell the person (a workflow that ended says so, and what to run), or None when no
-    workflow holds the ledger."""
+    tell the person (a workflow that ended says so, and what to run; one whose lease keeper
+    has stopped beating, `beat` the store's heartbeat, runs on no worker: that is said, and
+    what to start), or None when no workflow holds the ledger."""
     if lease is None or lease.runtime != "temporal" or lease.temporal is None:
         return None
     try:
@@ -40,10 +41,20 @@ def wake_workflow(lease, ledger: str | None = None) -> str | None:
     except ImportError:
         return ("the temporalio SDK is not installed here to signal the workflow; its lease keeper re-reads the ledger "
                 f"every HANDOFF_TEMPORAL_POLL seconds (30 s) if it still runs ({INSTALL})")
-    return wake(lease.temporal, ledger=ledger)
+    from engine.lease.rules import lease_state
+
+    state = lease_state(lease, beat)
+    silent = state.heartbeat_age if state.heartbeat_age is not None and state.heartbeat_age >= _late(state) else None
+    return wake(lease.temporal, ledger=ledger, silent=silent)
 
 
 BEAT_LATE = 4  # beats missed (the keeper writes how often it beats, 2 s at most) before status asks the server
+
+
+def _late(state) -> float:
+    """Seconds without a beat after which the lease keeper is late: no worker keeps it now."""
+    every = (state.beat or {}).get("every")
+    return BEAT_LATE * (float(every) if isinstance(every, (int, float)) and 0 < every <= 2 else 2.0)
 
 
 def check_ended(lease, state):
@@ -54,9 +65,7 @@ def check_ended(lease, state):
     network), with a short timeout; a server that does not answer leaves the state as it is."""
     if lease is None or lease.runtime != "temporal" or lease.temporal is None or state.status not in ("live", "stale"):
         return state
-    every = (state.beat or {}).get("every")
-    late = BEAT_LATE * (float(every) if isinstance(every, (int, float)) and 0 < every <= 2 else 2.0)
-    if state.status == "live" and state.heartbeat_age is not None and state.heartbeat_age < late:
+    if state.status == "live" and state.heartbeat_age is not None and state.heartbeat_age < _late(state):
         return state
     try:
         from engine.temporal.client import ended_text
@@ -66,7 +75,10 @@ def check_ended(lease, state):
     if not answered:
         state.detail += f" (the Temporal server at {lease.temporal.address} does not answer)"
         return state
-    if text is None:
+    if text is None:  # it runs at the server, and its keeper is late: no worker runs it (its last beat's count is old)
+        from engine.temporal.names import worker_command
+
+        state.detail += f" (its lease keeper is late: no worker runs it now; start one: {worker_command(lease.temporal)})"
         return state
     from engine.lease.rules import LeaseState
 

@@ -32,7 +32,7 @@ from temporalio.service import RPCError
 
 from engine.codec.jsontext import json_line
 from engine.errors import HandoffError
-from engine.temporal.names import HANDED_OFF, WORKFLOW, poll_seconds
+from engine.temporal.names import HANDED_OFF, WORKFLOW, poll_seconds, server_flags, worker_command
 
 CONNECT_TIMEOUT = 5.0
 QUIET = {"metric", "step_end"}  # journal-only records: a session does not print them either (engine.session.out)
@@ -186,13 +186,14 @@ def ended_text(ref, wait: float | None = None, ttl: float = 10.0) -> tuple[bool,
 
 def resume_hint(ref, ledger: str | None) -> str:
     """The command that starts the ledger's workflow again."""
-    return (f"`handoff resume --ledger {ledger or 'LEDGER'} --runtime temporal --temporal {ref.address}"
-            + (f" --namespace {ref.namespace}" if ref.namespace != "default" else "") + f" --task-queue {ref.task_queue}`")
+    return f"`handoff resume --ledger {ledger or 'LEDGER'} --runtime temporal {server_flags(ref)}`"
 
 
-def wake(ref, wait: float = 5.0, ledger: str | None = None) -> str:
+def wake(ref, wait: float = 5.0, ledger: str | None = None, silent: float | None = None) -> str:
     """Signal the workflow in a lease's `temporal` reference to look at the ledger now.
-    Returns what to tell the person (never raises: the write is already done)."""
+    Returns what to tell the person (never raises: the write is already done). `silent`:
+    how long its lease keeper has not beaten, when that is late (no worker runs it: the
+    server takes the signal, nothing looks until a worker polls the task queue)."""
 
     async def poke() -> str | None:
         client = await connect(ref.address, ref.namespace)
@@ -214,6 +215,9 @@ def wake(ref, wait: float = 5.0, ledger: str | None = None) -> str:
     later = (f"its lease keeper re-reads the ledger every {poll_seconds():g} s once the server answers, "
              f"if the workflow still runs (`handoff status` says whether it does)")
     ok, result = _in_thread(poke, wait)
+    if ok and result is None and silent is not None:
+        return (f"no worker runs temporal workflow {ref.workflow_id} now (its lease keeper last beat {silent:.0f} s ago); "
+                f"the server took the signal, but nothing acts on this until a worker polls its task queue: {worker_command(ref)}")
     if ok and result is None:
         return f"signalled temporal workflow {ref.workflow_id}: it looks again within a second"
     if ok and result == HANDED_OFF:

@@ -45,6 +45,8 @@ from engine.session.probes import render_for
 from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, verify_checkpoints
 from engine.session.runner import TERM_GRACE
 from engine.session.steps import Intent, fenced_launch, record_outcome, run_attempt
+from engine.session.tending import tend
+from engine.session.untrusted import stop_for_outside_edits
 from engine.store.transact import NoChange, apply
 
 Job = dict[str, Any]  # ledger, workflow_id, address, namespace, task_queue, actor, poll, heartbeat_timeout
@@ -180,8 +182,14 @@ def workflow_gone(job: Job, text: str) -> None:
 
 
 def verify(job: Job) -> dict[str, Any]:
-    """Probe every recorded checkpoint; {"drift": [names]} (each recorded and paged)."""
-    return {"drift": verify_checkpoints(WorkflowActor(job))}
+    """Probe every recorded checkpoint; {"drift": [names]} (each recorded and paged), and
+    "outside": the targets changed outside the engine (each said), which stop the run as
+    they stop a session (engine.session.untrusted)."""
+    actor = WorkflowActor(job)
+    drift = verify_checkpoints(actor)
+    if drift:
+        return {"drift": drift}
+    return {"drift": [], "outside": stop_for_outside_edits(actor)}
 
 
 def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]:
@@ -260,6 +268,10 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
     if moved_since(ledger, fresh):  # an approval given, a step's end recorded while deciding: decide again
         return {"started": [], "again": True, "memo": memo}
     awaiting = [n for n, t in fresh.targets.items() if t.state == "awaiting_approval"]
+    if awaiting:  # as a waiting session: reminders, escalation, and a request's expiry (blocked: no late approval runs it)
+        tend(actor, fresh)
+        fresh = actor.store.read()
+        awaiting = [n for n, t in fresh.targets.items() if t.state == "awaiting_approval"]
     if awaiting:
         said = waiting(f"waiting for approvals: {', '.join(awaiting)}")
         said["details"] = "; ".join(awaiting_details(n, fresh.targets[n]) for n in awaiting[:20])

@@ -33,6 +33,17 @@ def host_queue(queue: str, host: str) -> str:
     return f"{queue}@{host}"
 
 
+def server_flags(ref) -> str:
+    """`--temporal ADDRESS [--namespace NS] --task-queue Q` of a lease's `temporal` reference."""
+    return (f"--temporal {ref.address}" + (f" --namespace {ref.namespace}" if ref.namespace != DEFAULT_NAMESPACE else "")
+            + f" --task-queue {ref.task_queue}")
+
+
+def worker_command(ref) -> str:
+    """The command that starts a worker for the workflow of a lease's `temporal` reference."""
+    return f"`handoff worker {server_flags(ref)}`"
+
+
 def poll_seconds() -> float:
     return seconds("HANDOFF_TEMPORAL_POLL")
 

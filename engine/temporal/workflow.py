@@ -95,9 +95,12 @@ class LedgerWorkflow:
         await self._drain()
         ending, code = None, 0
         if carry["runs"] == 1:
-            drift = (await workflow.execute_activity("verify", job, **self._opts(job)))["drift"]
+            verified = await workflow.execute_activity("verify", job, **self._opts(job))
+            drift = verified["drift"]
             if drift:
                 ending, code = f"the ledger and reality disagree on {', '.join(drift)} (checkpoint drift); stopping before any action", 3
+            elif verified.get("outside"):  # as a session (engine.session.untrusted); a verify from before it never says so
+                ending, code = "targets were changed outside the engine in ways no runbook step makes; stopping before any action", 3
         memo: dict[str, Any] = carry["memo"]
         wait = timedelta(seconds=job.get("idle", job["poll"]) if bounded else job["poll"])
         while ending is None:

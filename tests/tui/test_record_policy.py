@@ -10,6 +10,7 @@ from pathlib import Path
 
 from engine.api import open_ledger
 from engine.approvals.identity import os_user
+from engine.codec.timefmt import now_iso
 from tests.tui.helpers import fixed_clock, screen_text, settle
 from tui.app import make_app
 from tui.screens.approve import ApproveScreen
@@ -22,6 +23,9 @@ def one_of_two(ledger: Path) -> None:
     text = ledger.read_text().replace('description: "move traffic; the old side is gone after this"}',
                                       'description: "move traffic", approvals: {count: 2, expire_after: 24h}}')
     text = text.replace("runbook:", f"approvers:\n  - {{name: alice, os_user: {os_user()}}}\n  - {{name: bob, os_user: {os_user()}}}\nrunbook:")
+    # Asked now: alice approves on the engine's real clock, and a request asked days ago has expired (never approved).
+    text = text.replace('awaiting: cutover, awaiting_by: agent, awaiting_since: "2026-11-29T02:50:00Z"',
+                        f'awaiting: cutover, awaiting_by: agent, awaiting_since: "{now_iso()}"')
     ledger.write_text(text)
     open_ledger(str(ledger), actor="alice").approve("web-02", comment="lag ok")
     target = open_ledger(str(ledger), read_only=True).load().targets["web-02"]

@@ -159,3 +159,21 @@ def test_check_explain_shows_who_approves_and_the_policy(tmp_path: Path) -> None
     out = handoff("check", ledger, "--explain").stdout
     assert "Who approves irreversible steps: alice (OS login, proves little), bob (os_user)" in out
     assert "link: 2 distinct people, never the requester; expires after 24h" in out
+
+
+def test_an_approval_after_the_request_expired_is_refused_though_nothing_tended_it(tmp_path: Path) -> None:
+    """No session looked since the request ran past `expire_after` (a Temporal workflow looks again
+    only at its idle timer, 10 minutes): the approval itself is refused, in one line naming the
+    target, the step and the expiry; the ledger's bytes are unchanged, and nothing runs."""
+    asked = now_iso(parse_iso(now_iso()) - 3600)  # an hour ago
+    ledger = _ledger(tmp_path, {"expire_after": "30m"},
+                     target={"state": "awaiting_approval", "checkpoint": "0/19", "awaiting": "link", "awaiting_by": "agent:s-1",
+                             "awaiting_since": asked})
+    before = ledger.read_bytes()
+    late = handoff("approve", ledger, "db-19", "--yes", "--as", "alice")
+    assert late.returncode == 1, late.stdout + late.stderr
+    assert (f"db-19: the request to approve link expired after 30m (asked at {asked}); an expired request is never "
+            "approved. Nothing was approved") in late.stderr, late.stderr
+    assert ledger.read_bytes() == before
+    assert handoff("run", ledger, "db-19", "link").returncode != 0
+    assert not (tmp_path / "spawned-db-19").exists()

@@ -1,0 +1,150 @@
+"""Review attack: the guards a built-in session applies around its loop, asked of the Temporal
+runtime. A real `temporal server start-dev`, real `handoff worker` processes, kill -9, the
+demo simulator's world; each case was first run against `handoff resume --wait` on the same
+ledger, which holds (as tests/integration/test_langgraph_session_guards.py does for LangGraph).
+
+- An approval policy's `expire_after` while the workflow waits on the approval: a waiting
+  session tends the request (engine.session.tending) and blocks the target when it expires,
+  so a late `handoff approve` is refused and the irreversible step never runs. The workflow's
+  decision must tend it too: a request that expired is never approved into a run.
+- A target changed outside the engine (a hand edit to a state no runbook step makes) before
+  the workflow starts: a session says so and stops before any action, exit 3
+  (engine.session.untrusted). The workflow must not gate or run the next irreversible step
+  on it as if the edit were progress.
+- `handoff approve` after the only worker was killed (kill -9 while the workflow waited on
+  the approval): the workflow still runs on the server and takes the signal, but no worker
+  runs it. The approval must not tell the person that the workflow "looks again within a
+  second"; it says no worker runs it, and what to start. `handoff status` (and the TUI
+  header, the same lease state) must not show it live "on 1 worker" without saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+
+from session_kit import counts, demo_copy, journal, load, wait_for  # noqa: E402
+from temporal_kit import Server, Workers, handoff_proc, handoff_run, queue  # noqa: E402
+
+EXPIRE = 3.0  # seconds: the approval request's `expire_after`
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("temporal-guards"))
+    yield s
+    s.stop()
+
+
+def _resume(ledger: Path, server: Server, q: str, world: Path, *extra: str, **env: str):
+    return handoff_run("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                       "--task-queue", q, *extra, world=world, timeout=120, **env)
+
+
+def _hand_off(ledger: Path, world: Path) -> None:
+    if load(ledger).get("session") is not None:
+        handoff_run("stop", str(ledger), world=world)
+        wait_for(lambda: load(ledger).get("session") is None, 60, "the workflow to hand off")
+
+
+def _beat_age(ledger: Path) -> float:
+    from engine.api import open_ledger
+
+    return float((open_ledger(str(ledger)).store.heartbeat().current() or {}).get("age") or 0.0)
+
+
+def test_an_approval_request_that_expired_while_the_workflow_waits_never_runs(tmp_path: Path, server: Server) -> None:
+    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}}, approval_policy={"expire_after": f"{EXPIRE:g}s"})
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    try:
+        started = _resume(ledger, server, q, world, HANDOFF_TEMPORAL_IDLE="0.5")  # the idle timer: a decision every 0.5 s
+        assert started.returncode == 0, started.stdout + started.stderr
+        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval", 60, "db-19 to ask for link")
+        # The request expires while the workflow waits on it.
+        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] != "awaiting_approval", EXPIRE + 30, "db-19's request to expire")
+        target = load(ledger)["targets"]["db-19"]
+        assert (target["state"], target.get("reason")) == ("blocked", f"approval request expired after {EXPIRE:g}s"), target
+        late = handoff_run("approve", str(ledger), "db-19", "--yes", "--as", "human-oncall", world=world)
+        assert late.returncode != 0, late.stdout + late.stderr  # nothing waits on an approval any more
+        wait_for(lambda: load(ledger).get("session") is None, 60, "the workflow to hand off (only people can move it)")
+    finally:
+        _hand_off(ledger, world)
+        workers.stop()
+    assert counts(world)["db-19"]["link_runs"] == 0, counts(world)
+    assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("step") == "link"]
+    assert any(r.get("kind") == "approval_expired" and r.get("target") == "db-19" for r in journal(ledger))
+
+
+def test_a_target_changed_outside_the_engine_stops_the_workflow_before_any_action(tmp_path: Path, server: Server) -> None:
+    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}, "db-21": {"state": "queued"}})
+    world, q = tmp_path / "world", queue()
+    assert handoff_run("note", str(ledger), "--set", "shift note", world=world).returncode == 0  # the engine's last write
+    text = ledger.read_text()
+    edited = text.replace("db-19:\n    state: queued", "db-19:\n    state: verified")  # never linked: no step makes it
+    assert edited != text, text
+    ledger.write_text(edited)
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                          "--task-queue", q, "--follow", world=world)
+    try:
+        out, err = follow.communicate(timeout=45)
+    except subprocess.TimeoutExpired:  # it went on to act, then waits on approvals
+        _hand_off(ledger, world)
+        out, err = follow.communicate(timeout=60)
+    finally:
+        workers.stop()
+    data = load(ledger)
+    assert follow.returncode == 3, out + err
+    assert "changed outside the engine" in out and "stopping before any action" in out, out
+    assert {n: t["state"] for n, t in data["targets"].items()} == {"db-19": "verified", "db-21": "queued"}
+    assert not [r for r in journal(ledger) if r.get("kind") in ("step_start", "gate")]
+    assert data.get("session") is None
+
+
+def test_an_approval_after_the_only_worker_was_killed_does_not_claim_it_looks_again(tmp_path: Path, server: Server) -> None:
+    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "checked"}})
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    worker = workers.start()
+    try:
+        started = _resume(ledger, server, q, world)
+        assert started.returncode == 0, started.stdout + started.stderr
+        wid = f"handoff-{load(ledger)['id']}"
+        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval", 60, "db-19 to ask for link")
+        wait_for(lambda: any(r.get("kind") == "waiting" for r in journal(ledger)), 60, "the workflow to wait")
+        os.kill(worker.pid, signal.SIGKILL)  # the only worker is gone; the workflow runs on at the server
+        worker.wait(10)
+        assert load(ledger)["session"]["runtime"] == "temporal"
+        # A person comes to approve later: by then the keeper's beat is late (3 s here; a live keeper beats every 0.75 s).
+        wait_for(lambda: _beat_age(ledger) > 4, 30, "the lease keeper's beat to be late")
+        status = handoff_run("status", str(ledger), world=world).stdout
+        assert "its lease keeper is late: no worker runs it now" in status, status  # not "live ..., on 1 worker" alone
+        assert f"handoff worker --temporal {server.address} --task-queue {q}" in status, status
+        approved = handoff_run("approve", str(ledger), "db-19", "--yes", "--as", "human-oncall", world=world)
+        assert approved.returncode == 0, approved.stdout + approved.stderr
+        assert "looks again within a second" not in approved.stderr, approved.stderr
+        assert f"no worker runs temporal workflow {wid} now" in approved.stderr, approved.stderr
+        assert f"handoff worker --temporal {server.address} --task-queue {q}" in approved.stderr, approved.stderr
+        assert load(ledger)["targets"]["db-19"]["state"] == "checked"  # true: nothing ran it
+        assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("step") == "link"]
+        # A worker started again picks the workflow up: the approval is acted on, once.
+        workers.start()
+        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] not in ("checked", "awaiting_approval"), 90,
+                 "the new worker to run link")
+    finally:
+        if not workers.alive():  # a failure above: a worker to hand off with
+            workers.start()
+        _hand_off(ledger, world)
+        workers.stop()
+    assert counts(world)["db-19"]["link_runs"] == 1, counts(world)
