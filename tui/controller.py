@@ -26,12 +26,23 @@ def open_handle(location: str, *, actor: str | None = None, read_only: bool = Fa
     return open_ledger(location, actor=actor, read_only=read_only)
 
 
+def _state_key(handle: Any, viewer: str | None) -> str:
+    try:
+        key = f"tui:{handle.path.resolve()}"
+    except (OSError, RuntimeError, AttributeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        key = f"tui:{handle.location}"
+    return f"{key}#viewer={viewer}" if viewer else key
+
+
 class Controller:
     """Blocking engine calls, one method per thing the TUI needs."""
 
     def __init__(self, handle: Any, *, viewer: str | None = None) -> None:
         self.handle = handle
         self.viewer = viewer  # a served viewer's label (tui.viewer): their own "since you last looked"
+        # Named once, as the ledger opened: the file may later turn into a symlink loop (resolve
+        # raised RuntimeError on quit, a traceback on the terminal) or lead elsewhere.
+        self._user_state_key = _state_key(handle, viewer)
 
     # -- facts about the handle --------------------------------------------------
 
@@ -55,12 +66,9 @@ class Controller:
     @property
     def user_state_key(self) -> str:
         """Per-ledger key for this user's state (the resolved path, so links agree); a served
-        viewer's key adds their label, so each viewer of `handoff-tui serve` has their own mark."""
-        try:
-            key = f"tui:{self.handle.path.resolve()}"
-        except (OSError, AttributeError):
-            key = f"tui:{self.handle.location}"
-        return f"{key}#viewer={self.viewer}" if self.viewer else key
+        viewer's key adds their label, so each viewer of `handoff-tui serve` has their own mark.
+        Taken when the ledger was opened, whatever the path has become since."""
+        return self._user_state_key
 
     # -- reading -----------------------------------------------------------------
 

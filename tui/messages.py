@@ -71,6 +71,16 @@ class NoteConflict(Message):
         self.theirs = theirs
 
 
+class NoteNotSaved(Message):
+    """The engine refused to save the note for another reason than a conflict (the file
+    stopped parsing, became a folder): say why, and keep the words as a draft."""
+
+    def __init__(self, mine: str, error: HandoffError) -> None:
+        super().__init__()
+        self.mine = mine
+        self.error = error
+
+
 class RetryRefused(Message):
     """The engine refused a plain retry (a failed irreversible step): offer a forced one."""
 

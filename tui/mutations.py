@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from engine.api import HandoffError, ReadOnly
-from tui.messages import NoteConflict, RetryRefused
+from tui.messages import NoteConflict, NoteNotSaved, RetryRefused
 from tui.requests import AckNote, ApproveBatch, Request, RequestDone, Retry, SetNote
 from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean
@@ -109,6 +109,14 @@ class Mutations:
                 self.reload()
 
         self.push_screen(NoteConflictScreen(mine, theirs), chosen)
+
+    def on_note_not_saved(self, message: NoteNotSaved) -> None:
+        """The engine's refusal in the error view, and the operator's words kept for the next `e`."""
+        from tui.screens.error import ErrorScreen
+
+        self.note_draft = message.mine
+        self.push_screen(ErrorScreen(message.error.title, f"{message.error}\n\nYour note was not saved; it is kept "
+                                     "as a draft: e opens it again, merged with the note as it is then."))
 
     def on_retry_refused(self, message: RetryRefused) -> None:
         name = message.target

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.message import Message
 
 from engine.api import DRIFT_UNCHECKED, Conflict, HandoffError, ReadOnly, Refused
-from tui.messages import NoteConflict, RetryRefused
+from tui.messages import NoteConflict, NoteNotSaved, RetryRefused
 
 if TYPE_CHECKING:
     from tui.controller import Controller
@@ -105,7 +105,7 @@ class SetNote(Request):
     def answer(self, error: HandoffError) -> Message | None:
         if isinstance(error, Conflict):
             return NoteConflict(self.text, str(error.theirs or ""))
-        return None
+        return NoteNotSaved(self.text, error)  # any other refusal: the words are kept, not lost
 
 
 @dataclass(frozen=True)
