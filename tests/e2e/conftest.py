@@ -226,7 +226,10 @@ def approve_db18_and_edit_note(term: Tmux, actor: str) -> None:
     assert "awaiting_approval" in row_of(screen, "db-18") and not row_of(screen, "db-17")
 
     term.send("a")
-    modal = term.wait_for("Type the target name", what="the approval modal")
+    # The dialog and the key bar below it are painted in turn: wait for both (under load a capture
+    # fell between them, the dialog up and the bar still the table's).
+    modal = term.wait_for(lambda s: "Type the target name" in s and "esc Cancel" in s.rstrip("\n").splitlines()[-1],
+                          what="the approval modal and its keys")
     assert "Approve cutover on db-18" in modal and "IRREVERSIBLE" in modal and "checkpoint 0/9A3F2C10" in modal
     lines = modal.splitlines()
     comment = next(i for i, line in enumerate(lines) if "comment (optional" in line)
