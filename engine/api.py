@@ -286,14 +286,17 @@ class LedgerHandle:
                                     f"`handoff show --at {revision}` cannot rebuild it, and the next write keeps the whole "
                                     "ledger there again")
         self._mark_withdrawn([r for r in records if r["kind"] == "unapproval"], revision)
-        if holder and holder[0] is not None and holder[0].runtime == "temporal":
-            from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
+        lease = holder[0] if holder else None
+        if lease is not None and lease.runtime in ("temporal", "langgraph"):
+            state = lease_state(lease, self.store.heartbeat().current())  # a dead runtime, or no worker: said
+            if lease.runtime == "temporal":
+                from engine.temporal import wake_workflow  # temporalio itself only if the SDK is installed
 
-            self.woke = wake_workflow(holder[0], ledger=self.location, beat=self.store.heartbeat().current())  # no worker: said
-        elif holder and holder[0] is not None and holder[0].runtime == "langgraph":
-            from engine.langgraph import wake_hint  # no langgraph import: the runtime watches the ledger
+                self.woke = wake_workflow(lease, state, ledger=self.location)
+            else:
+                from engine.langgraph import wake_hint  # no langgraph import: the runtime watches the ledger
 
-            self.woke = wake_hint(holder[0], self.store.heartbeat().current())  # a dead runtime resumes nothing
+                self.woke = wake_hint(lease, state)
         return result
 
     def _mark_withdrawn(self, records: list[dict[str, Any]], revision: int) -> None:

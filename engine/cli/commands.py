@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.cli.arguments import open_handle
 from engine.codec.jsontext import json_line
-from engine.errors import HandoffError, UsageError
+from engine.errors import HandoffError, UsageError, os_error_text
 
 
 def add_who(parser) -> None:
@@ -467,8 +467,6 @@ def cmd_note(args) -> int:
 def _edit(text: str) -> str:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     import shlex
-
-    from engine.errors import os_error_text
 
     try:
         argv = shlex.split(editor)

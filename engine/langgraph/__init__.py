@@ -49,18 +49,15 @@ def holder_id(thread: str) -> str:
     return f"{thread}/{uuid.uuid4().hex[:8]}"
 
 
-def wake_hint(lease, beat: dict | None = None) -> str | None:
+def wake_hint(lease, state) -> str | None:
     """After a write to a ledger a LangGraph runtime holds: what to tell the person. A live
     runtime watches the ledger and resumes its thread itself (the resume only wakes; the
     node reads the approval from the ledger), so there is nothing to signal. A runtime whose
     lease is dead or stale (killed, frozen) resumes nothing: that is said, and what to run.
-    `beat`: the store's heartbeat (engine.lease.rules.lease_state decides)."""
+    `state`: the lease's (engine.lease.rules.lease_state)."""
     if lease is None or lease.runtime != "langgraph":
         return None
-    from engine.lease.rules import lease_state
-
     thread = lease.id.split("/")[0]
-    state = lease_state(lease, beat)
     if state.status != "live":  # nobody watches the ledger: the approval waits until a runtime runs again
         return (f"no LangGraph runtime runs thread {thread} now ({state.detail}): nothing resumes it until "
                 "`handoff resume --runtime langgraph` runs again; the change waits in the ledger")

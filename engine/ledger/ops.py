@@ -154,8 +154,9 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     after = expired(ledger, target, the_step, time.time())
     if after:  # whichever runtime waits, and however long before it next looks (a Temporal workflow: up to its idle timer)
         raise Refused(f"{name}: the request to approve {the_step.name} expired after {span(after)} (asked at "
-                      f"{target.awaiting_since}); an expired request is never approved. Nothing was approved: the "
-                      f"waiting session blocks {name}; to run {the_step.name}, a person unblocks it and it is asked again",
+                      f"{target.awaiting_since}); an expired request is never approved. Nothing was approved: the session "
+                      f"or runtime waiting on it blocks {name} when it next looks; to run {the_step.name} after that, "
+                      f"`handoff unblock LEDGER {name} --to {the_step.from_} --reason WHY` and it is asked again",
                       title="Request expired")
     comment = _clean(ledger, comment)
     if expect_hash is not None and pending.hash != expect_hash:

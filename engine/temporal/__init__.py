@@ -29,11 +29,11 @@ def require() -> None:
     del temporalio  # only asked whether it is there
 
 
-def wake_workflow(lease, ledger: str | None = None, beat: dict | None = None) -> str | None:
+def wake_workflow(lease, state, ledger: str | None = None) -> str | None:
     """After a write to a ledger a Temporal workflow holds: signal it to look now. What to
     tell the person (a workflow that ended says so, and what to run; one whose lease keeper
-    has stopped beating, `beat` the store's heartbeat, runs on no worker: that is said, and
-    what to start), or None when no workflow holds the ledger."""
+    has stopped beating, `state` the lease's, runs on no worker: that is said, and what to
+    start), or None when no workflow holds the ledger."""
     if lease is None or lease.runtime != "temporal" or lease.temporal is None:
         return None
     try:
@@ -41,9 +41,6 @@ def wake_workflow(lease, ledger: str | None = None, beat: dict | None = None) ->
     except ImportError:
         return ("the temporalio SDK is not installed here to signal the workflow; its lease keeper re-reads the ledger "
                 f"every HANDOFF_TEMPORAL_POLL seconds (30 s) if it still runs ({INSTALL})")
-    from engine.lease.rules import lease_state
-
-    state = lease_state(lease, beat)
     silent = state.heartbeat_age if state.heartbeat_age is not None and state.heartbeat_age >= _late(state) else None
     return wake(lease.temporal, ledger=ledger, silent=silent)
 

@@ -28,10 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
+from guards_kit import EXPIRY, expires_then_refuses, hand_edit_db19, never_linked, stopped_before_any_action  # noqa: E402
 from langgraph_kit import checkpointer  # noqa: E402,F401
-from session_kit import ROOT, counts, demo_copy, env, handoff, journal, load, wait_for  # noqa: E402
-
-EXPIRE = 3.0  # seconds: the approval request's `expire_after`
+from session_kit import ROOT, demo_copy, env, handoff, journal, load, wait_for  # noqa: E402
 
 
 def _runtime(ledger: Path, url: str, world: Path) -> subprocess.Popen:
@@ -52,22 +51,14 @@ def _end(proc: subprocess.Popen, ledger: Path, world: Path) -> tuple[str, str]:
 
 def test_an_approval_request_that_expired_while_the_thread_waits_never_runs(tmp_path: Path, checkpointer) -> None:
     url, _schema = checkpointer
-    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}}, approval_policy={"expire_after": f"{EXPIRE:g}s"})
+    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}}, approval_policy=EXPIRY)
     world = tmp_path / "world"
     proc = _runtime(ledger, url, world)
     try:
-        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval", 60, "db-19 to ask for link")
-        # The request expires while the thread waits on its interrupt.
-        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] != "awaiting_approval", EXPIRE + 30, "db-19's request to expire")
-        target = load(ledger)["targets"]["db-19"]
-        assert (target["state"], target.get("reason")) == ("blocked", f"approval request expired after {EXPIRE:g}s"), target
-        late = handoff("approve", str(ledger), "db-19", "--yes", "--as", "human-oncall", world=world)
-        assert late.returncode != 0, late.stdout + late.stderr  # nothing waits on an approval any more
+        expires_then_refuses(ledger, lambda *args: handoff(*args, world=world))
     finally:
         out, err = _end(proc, ledger, world)
-    assert counts(world)["db-19"]["link_runs"] == 0, counts(world)
-    assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("step") == "link"]
-    assert any(r.get("kind") == "approval_expired" and r.get("target") == "db-19" for r in journal(ledger)), out + err
+    never_linked(ledger, world)
     assert proc.returncode == 0, out + err
     assert load(ledger).get("session") is None
 
@@ -76,22 +67,13 @@ def test_a_target_changed_outside_the_engine_stops_the_run_before_any_action(tmp
     url, _schema = checkpointer
     ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}, "db-21": {"state": "queued"}})
     world = tmp_path / "world"
-    assert handoff("note", str(ledger), "--set", "shift note", world=world).returncode == 0  # the engine's last write
-    text = ledger.read_text()
-    edited = text.replace("db-19:\n    state: queued", "db-19:\n    state: verified")  # never linked: no step makes it
-    assert edited != text, text
-    ledger.write_text(edited)
+    hand_edit_db19(ledger, lambda *args: handoff(*args, world=world))
     proc = _runtime(ledger, url, world)
     try:
         out, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:  # it went on to act, then waits on approvals
         out, err = _end(proc, ledger, world)
-    data = load(ledger)
-    assert proc.returncode == 3, out + err
-    assert "changed outside the engine" in out and "stopping before any action" in out, out
-    assert {n: t["state"] for n, t in data["targets"].items()} == {"db-19": "verified", "db-21": "queued"}
-    assert not [r for r in journal(ledger) if r.get("kind") in ("step_start", "gate")]
-    assert data.get("session") is None
+    stopped_before_any_action(ledger, proc.returncode, out, err)
 
 
 def test_an_approval_after_the_runtime_was_killed_does_not_claim_it_resumes(tmp_path: Path, checkpointer) -> None:

@@ -14,8 +14,12 @@ import psycopg
 import yaml
 
 from tests.conftest import cli_env
+from tests.integration.test_pg_restore import drop, new_ledger
 
 PG = os.environ.get("HANDOFF_TEST_PG", "postgresql://127.0.0.1/test")
+# One irreversible step on one target: the run whose journal rows are cut.
+CUT = {"task": "pg-cut", "targets": {"a": {"state": "checked"}}, "runbook": {"steps": [
+    {"name": "link", "from": "checked", "to": "linked", "reversible": False, "run": ["true"]}]}}
 
 
 def _handoff(env, *args) -> subprocess.CompletedProcess:
@@ -35,17 +39,7 @@ def test_a_postgres_journal_cut_at_its_end_is_not_reported_complete(tmp_path: Pa
     name the writes whose records are gone: PostgresStore.last_write() is None (no head to
     check) and PgJournal has no highest_revision, so engine/checks/chain.py:_unjournaled and
     _behind_history both return None for it."""
-    from engine.store.postgres import PostgresStore
-
-    try:
-        psycopg.connect(PG, connect_timeout=5).close()
-    except psycopg.OperationalError as err:
-        raise AssertionError(f"PostgreSQL is not reachable at {PG}: {err}") from None
-    name = f"rv-{uuid.uuid4().hex[:10]}"
-    location = f"{PG}#{name}"
-    data = {"task": "pg-cut", "targets": {"a": {"state": "checked"}}, "runbook": {"steps": [
-        {"name": "link", "from": "checked", "to": "linked", "reversible": False, "run": ["true"]}]}}
-    PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
+    name, location = new_ledger(CUT, prefix="rv")
     env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
     try:
         assert _handoff(env, "approve", location, "a", "--yes", "--as", "human-1").returncode == 0
@@ -66,9 +60,7 @@ def test_a_postgres_journal_cut_at_its_end_is_not_reported_complete(tmp_path: Pa
             f"{cut} journal rows cut off the end (the irreversible run's start, end and transition) and the report "
             f"has {len(json.loads(after.stdout)['rows'])} rows and says complete: {proof}")
     finally:
-        with psycopg.connect(PG, autocommit=True) as conn:
-            conn.execute("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", (name, f"{name}#history"))
-            conn.execute("DELETE FROM handoff_ledger WHERE name = %s", (name,))
+        drop(name)
 
 
 def _pg_ledger(tmp_path: Path) -> tuple[str, str, dict]:
@@ -81,22 +73,12 @@ def _pg_ledger(tmp_path: Path) -> tuple[str, str, dict]:
     return name, f"{PG}#{name}", cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
 
 
-def _drop(name: str) -> None:
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute("DELETE FROM handoff_journal WHERE ledger IN (%s, %s)", (name, f"{name}#history"))
-        conn.execute("DELETE FROM handoff_ledger WHERE name = %s", (name,))
-
-
 def test_a_postgres_journal_and_history_cut_together_are_caught_by_the_ledger_rows_revision(tmp_path: Path) -> None:
     """The history rows of the lost writes cut off with the journal's: the ledger row's revision
     still names the write whose records are gone (PostgresStore.last_write), so the report is
     not complete."""
-    from engine.store.postgres import PostgresStore
-
-    name, location, env = _pg_ledger(tmp_path)
-    data = {"task": "pg-cut", "targets": {"a": {"state": "checked"}}, "runbook": {"steps": [
-        {"name": "link", "from": "checked", "to": "linked", "reversible": False, "run": ["true"]}]}}
-    PostgresStore(location).import_text(yaml.safe_dump(data, sort_keys=False))
+    name, location = new_ledger(CUT, prefix="rv")
+    env = cli_env(XDG_STATE_HOME=str(tmp_path / "state"))
     try:
         assert _handoff(env, "approve", location, "a", "--yes", "--as", "human-1").returncode == 0
         assert _handoff(env, "run", location, "a").returncode == 0
@@ -112,7 +94,7 @@ def test_a_postgres_journal_and_history_cut_together_are_caught_by_the_ledger_ro
         assert after.returncode == 1 and not proof["chain_verified"], proof
         assert "cut off the journal's end" in proof["breaks"][0]["why"], proof
     finally:
-        _drop(name)
+        drop(name)
 
 
 def test_a_postgres_ledger_just_imported_or_replaced_has_a_whole_journal(tmp_path: Path) -> None:
@@ -135,4 +117,4 @@ def test_a_postgres_ledger_just_imported_or_replaced_has_a_whole_journal(tmp_pat
                                                 (name,))]
         assert kinds == ["import", "approval", "import"], kinds
     finally:
-        _drop(name)
+        drop(name)

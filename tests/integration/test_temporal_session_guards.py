@@ -31,10 +31,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
+from guards_kit import EXPIRY, expires_then_refuses, hand_edit_db19, never_linked, stopped_before_any_action  # noqa: E402
 from session_kit import counts, demo_copy, journal, load, wait_for  # noqa: E402
 from temporal_kit import Server, Workers, handoff_proc, handoff_run, queue  # noqa: E402
-
-EXPIRE = 3.0  # seconds: the approval request's `expire_after`
 
 
 @pytest.fixture(scope="module")
@@ -62,37 +61,25 @@ def _beat_age(ledger: Path) -> float:
 
 
 def test_an_approval_request_that_expired_while_the_workflow_waits_never_runs(tmp_path: Path, server: Server) -> None:
-    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}}, approval_policy={"expire_after": f"{EXPIRE:g}s"})
+    ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}}, approval_policy=EXPIRY)
     world, q = tmp_path / "world", queue()
     workers = Workers(server, q, world, tmp_path)
     workers.start()
     try:
         started = _resume(ledger, server, q, world, HANDOFF_TEMPORAL_IDLE="0.5")  # the idle timer: a decision every 0.5 s
         assert started.returncode == 0, started.stdout + started.stderr
-        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] == "awaiting_approval", 60, "db-19 to ask for link")
-        # The request expires while the workflow waits on it.
-        wait_for(lambda: load(ledger)["targets"]["db-19"]["state"] != "awaiting_approval", EXPIRE + 30, "db-19's request to expire")
-        target = load(ledger)["targets"]["db-19"]
-        assert (target["state"], target.get("reason")) == ("blocked", f"approval request expired after {EXPIRE:g}s"), target
-        late = handoff_run("approve", str(ledger), "db-19", "--yes", "--as", "human-oncall", world=world)
-        assert late.returncode != 0, late.stdout + late.stderr  # nothing waits on an approval any more
+        expires_then_refuses(ledger, lambda *args: handoff_run(*args, world=world))
         wait_for(lambda: load(ledger).get("session") is None, 60, "the workflow to hand off (only people can move it)")
     finally:
         _hand_off(ledger, world)
         workers.stop()
-    assert counts(world)["db-19"]["link_runs"] == 0, counts(world)
-    assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("step") == "link"]
-    assert any(r.get("kind") == "approval_expired" and r.get("target") == "db-19" for r in journal(ledger))
+    never_linked(ledger, world)
 
 
 def test_a_target_changed_outside_the_engine_stops_the_workflow_before_any_action(tmp_path: Path, server: Server) -> None:
     ledger = demo_copy(tmp_path, targets={"db-19": {"state": "queued"}, "db-21": {"state": "queued"}})
     world, q = tmp_path / "world", queue()
-    assert handoff_run("note", str(ledger), "--set", "shift note", world=world).returncode == 0  # the engine's last write
-    text = ledger.read_text()
-    edited = text.replace("db-19:\n    state: queued", "db-19:\n    state: verified")  # never linked: no step makes it
-    assert edited != text, text
-    ledger.write_text(edited)
+    hand_edit_db19(ledger, lambda *args: handoff_run(*args, world=world))
     workers = Workers(server, q, world, tmp_path)
     workers.start()
     follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
@@ -104,12 +91,7 @@ def test_a_target_changed_outside_the_engine_stops_the_workflow_before_any_actio
         out, err = follow.communicate(timeout=60)
     finally:
         workers.stop()
-    data = load(ledger)
-    assert follow.returncode == 3, out + err
-    assert "changed outside the engine" in out and "stopping before any action" in out, out
-    assert {n: t["state"] for n, t in data["targets"].items()} == {"db-19": "verified", "db-21": "queued"}
-    assert not [r for r in journal(ledger) if r.get("kind") in ("step_start", "gate")]
-    assert data.get("session") is None
+    stopped_before_any_action(ledger, follow.returncode, out, err)
 
 
 def test_an_approval_after_the_only_worker_was_killed_does_not_claim_it_looks_again(tmp_path: Path, server: Server) -> None:

@@ -174,6 +174,7 @@ def test_an_approval_after_the_request_expired_is_refused_though_nothing_tended_
     assert late.returncode == 1, late.stdout + late.stderr
     assert (f"db-19: the request to approve link expired after 30m (asked at {asked}); an expired request is never "
             "approved. Nothing was approved") in late.stderr, late.stderr
+    assert "`handoff unblock LEDGER db-19 --to checked --reason WHY` and it is asked again" in late.stderr, late.stderr
     assert ledger.read_bytes() == before
     assert handoff("run", ledger, "db-19", "link").returncode != 0
     assert not (tmp_path / "spawned-db-19").exists()
