@@ -40,6 +40,7 @@ from engine.errors import (
     HandoffError,
     JournalIncomplete,
     LedgerInvalid,
+    LedgerUnreadable,
     ReadOnly,
     Refused,
     UsageError,
@@ -639,7 +640,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 
 __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_HEADING", "DRIFT_PREFIX", "DRIFT_UNCHECKED", "checkpoint_drift", "drift_line", "drift_said", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
-    "LedgerChanged", "LedgerHandle", "LedgerInvalid", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
+    "LedgerChanged", "LedgerHandle", "LedgerInvalid", "LedgerUnreadable", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
     "parse_time", "redact", "shell_word", "started", "version", "visible",

@@ -59,6 +59,13 @@ class LedgerInvalid(HandoffError):
     exit_code = 2
 
 
+class LedgerUnreadable(LedgerInvalid):
+    """No ledger file can be read at the path (deleted, moved, a folder, a FIFO, no
+    permission): nothing there to parse, so nothing to fix in it: it must be put back."""
+
+    title = "No ledger file"
+
+
 class UsageError(HandoffError):
     """A command was called wrongly."""
 

@@ -100,7 +100,8 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         self.seen_after = seen_after
         self._looked = False  # a served tab has shown its "since" for seen_after seconds
         self._since_at: float | None = None  # when it was shown (the look is counted from then)
-        self.note_draft: str | None = None  # the operator's note text a conflict left unsaved (escape)
+        # Words a refused request or an escaped note conflict left unsaved, by (verb, target): tui.mutations.
+        self.drafts: dict[tuple[str, str | None], str] = {}
         self.ended_by: int | None = None  # the signal that ended the screen (tui.endings), if one did
 
     # -- mode and look ------------------------------------------------------------

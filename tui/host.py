@@ -46,6 +46,9 @@ class AppHost(Protocol):
     def edit_note_or_draft(self, current: str) -> None:
         """Open the note editor (on a draft a conflict left, if any)."""
 
+    def take_draft(self, verb: str, target: str | None = None) -> str | None:
+        """The reason a refused request left for the prompt of `verb` (on `target`), if any, taken."""
+
     def set_theme(self, name: str | None) -> None: ...
 
     def push_screen(self, screen: Screen[Any], callback: Any = None) -> Any: ...

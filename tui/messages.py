@@ -71,13 +71,27 @@ class NoteConflict(Message):
         self.theirs = theirs
 
 
-class NoteNotSaved(Message):
-    """The engine refused to save the note for another reason than a conflict (the file
-    stopped parsing, became a folder): say why, and keep the words as a draft."""
+@dataclass(frozen=True)
+class Draft:
+    """Words the operator typed (a note, a reason) that a refused request did not save.
 
-    def __init__(self, mine: str, error: HandoffError) -> None:
+    `key` is the prompt they go back to (the request's verb and target: the reason typed to
+    reject web-02 opens only the reject prompt of web-02); `what` names them, `reopen` says
+    how to get them back."""
+
+    key: tuple[str, str | None]
+    text: str
+    what: str
+    reopen: str
+
+
+class NotSaved(Message):
+    """The engine refused a request that carried typed words for another reason than a note
+    conflict (the file stopped parsing, became a folder): say why, and keep the words."""
+
+    def __init__(self, draft: Draft, error: HandoffError) -> None:
         super().__init__()
-        self.mine = mine
+        self.draft = draft
         self.error = error
 
 

@@ -4,8 +4,10 @@ A change travels as a typed request (`tui.requests`: the target, step, hash and 
 the operator saw). It is never cancelled by the next one. Its outcome comes back only as
 a Message: `RequestDone` (a note, then a re-read), or the dialog the request turns an
 engine refusal into (a note conflict: both texts, the operator chooses; a refused plain
-retry: offer a forced one with a reason). Any other engine error ends in the app's one
-error view. A read-only view refuses before calling the engine at all.
+retry: offer a forced one with a reason). Words the request carried (a note, a reason)
+are never lost to a refusal: the error view says so, and the prompt they came from opens
+on them again (`drafts`, taken by `take_draft`). Any other engine error ends in the app's
+one error view. A read-only view refuses before calling the engine at all.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from engine.api import HandoffError, ReadOnly
-from tui.messages import NoteConflict, NoteNotSaved, RetryRefused
+from tui.messages import NoteConflict, NotSaved, RetryRefused
 from tui.requests import AckNote, ApproveBatch, Request, RequestDone, Retry, SetNote
 from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean
@@ -32,7 +34,7 @@ class Mutations:
     main: MainView | None
     read_only: bool
     read_only_reason: str | None
-    note_draft: str | None
+    drafts: dict[tuple[str, str | None], str]
 
     def submit(self, request: Request) -> None:
         """Run `request` in a worker. Not exclusive: an operator's change is never cancelled by the next."""
@@ -85,7 +87,7 @@ class Mutations:
         """`e`: the note, or the draft a conflict left (merged with the note as it is now)."""
         from tui.screens.note_editor import merged
 
-        draft, self.note_draft = self.note_draft, None
+        draft = self.take_draft(SetNote.verb)
         self.edit_note(merged(draft, current) if draft is not None else current, base=current)
 
     def on_note_conflict(self, message: NoteConflict) -> None:
@@ -103,20 +105,25 @@ class Mutations:
                 self.reload()
             else:
                 # Escape decides nothing: the words stay, for the next `e`.
-                self.note_draft = mine
+                self.drafts[SetNote.verb, None] = mine
                 self.notify("Nothing saved; your text is kept as a draft: e opens it again, merged with theirs.",
                             markup=False)
                 self.reload()
 
         self.push_screen(NoteConflictScreen(mine, theirs), chosen)
 
-    def on_note_not_saved(self, message: NoteNotSaved) -> None:
-        """The engine's refusal in the error view, and the operator's words kept for the next `e`."""
+    def on_not_saved(self, message: NotSaved) -> None:
+        """The engine's refusal in the error view, and the operator's words kept for the prompt they came from."""
         from tui.screens.error import ErrorScreen
 
-        self.note_draft = message.mine
-        self.push_screen(ErrorScreen(message.error.title, f"{message.error}\n\nYour note was not saved; it is kept "
-                                     "as a draft: e opens it again, merged with the note as it is then."))
+        draft = message.draft
+        self.drafts[draft.key] = draft.text
+        self.push_screen(ErrorScreen(message.error.title, f"{message.error}\n\nYour {draft.what} was not saved; "
+                                     f"it is kept as a draft: {draft.reopen}."))
+
+    def take_draft(self, verb: str, target: str | None = None) -> str | None:
+        """The words a refused request left for the prompt of `verb` (on `target`), taken: they open once."""
+        return self.drafts.pop((verb, target), None)
 
     def on_retry_refused(self, message: RetryRefused) -> None:
         name = message.target
@@ -129,7 +136,7 @@ class Mutations:
             f"Force retry of {name}?",
             f"{message.error.message}\n\nThe failed step may have half-happened. Forcing runs it again; "
             "say why (this goes to the journal).",
-            ok_label="Force retry", danger=True), done)
+            ok_label="Force retry", danger=True, value=self.take_draft(Retry.verb, name) or ""), done)
 
     def _revision(self) -> int | None:
         """The revision on screen now (what the operator saw when they chose)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.message import Message
 
 from engine.api import DRIFT_UNCHECKED, Conflict, HandoffError, ReadOnly, Refused
-from tui.messages import NoteConflict, NoteNotSaved, RetryRefused
+from tui.messages import Draft, NoteConflict, NotSaved, RetryRefused
 
 if TYPE_CHECKING:
     from tui.controller import Controller
@@ -33,9 +33,21 @@ class Request:
         """Carry it out through the engine; returns what happened, in words."""
         raise NotImplementedError
 
-    def answer(self, error: HandoffError) -> Message | None:
-        """The dialog an engine refusal opens instead of the error view (None: the error view)."""
+    def kept(self) -> Draft | None:
+        """The words the operator typed for this request (a note, a reason), if any."""
         return None
+
+    def answer(self, error: HandoffError) -> Message | None:
+        """The dialog an engine refusal opens instead of the error view (None: the error view).
+        Typed words are never lost to a refusal: the error view says they are kept (`NotSaved`)."""
+        draft = self.kept()
+        return NotSaved(draft, error) if draft is not None else None
+
+
+def reason_kept(request: Request, target: str | None, reason: str, key: str) -> Draft:
+    """A reason `request` carried, kept for its prompt: `key` (on `target`) opens it again."""
+    return Draft((request.verb, target), reason, "reason", f"{key} on {target} opens it again" if target else
+                 f"{key} opens it again")
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,9 @@ class Reject(Request):
     def run(self, controller: Controller) -> str:
         return controller.reject(self.target, self.reason)
 
+    def kept(self) -> Draft | None:
+        return reason_kept(self, self.target, self.reason, "x")
+
 
 @dataclass(frozen=True)
 class Unapprove(Request):
@@ -102,10 +117,13 @@ class SetNote(Request):
     def run(self, controller: Controller) -> str:
         return controller.set_note(self.text, self.base)
 
+    def kept(self) -> Draft | None:
+        return Draft((self.verb, None), self.text, "note", "e opens it again, merged with the note as it is then")
+
     def answer(self, error: HandoffError) -> Message | None:
         if isinstance(error, Conflict):
             return NoteConflict(self.text, str(error.theirs or ""))
-        return NoteNotSaved(self.text, error)  # any other refusal: the words are kept, not lost
+        return super().answer(error)  # any other refusal: the words are kept, not lost
 
 
 @dataclass(frozen=True)
@@ -123,6 +141,9 @@ class Pause(Request):
 
     def run(self, controller: Controller) -> str:
         return controller.pause(self.reason)
+
+    def kept(self) -> Draft | None:
+        return reason_kept(self, None, self.reason, "p")
 
 
 @dataclass(frozen=True)
@@ -143,11 +164,14 @@ class Retry(Request):
     def run(self, controller: Controller) -> str:
         return controller.retry(self.target, force=self.force, reason=self.reason)
 
+    def kept(self) -> Draft | None:
+        return reason_kept(self, self.target, self.reason, "r") if self.reason else None
+
     def answer(self, error: HandoffError) -> Message | None:
         # A plain retry of a failed irreversible step is refused: offer a forced one, with a reason.
         if isinstance(error, Refused) and not isinstance(error, ReadOnly) and not self.force:
             return RetryRefused(self.target, error)
-        return None
+        return super().answer(error)
 
 
 @dataclass(frozen=True)
@@ -159,6 +183,9 @@ class Block(Request):
     def run(self, controller: Controller) -> str:
         return controller.block(self.target, self.reason)
 
+    def kept(self) -> Draft | None:
+        return reason_kept(self, self.target, self.reason, "b")
+
 
 @dataclass(frozen=True)
 class Unblock(Request):
@@ -169,6 +196,9 @@ class Unblock(Request):
 
     def run(self, controller: Controller) -> str:
         return controller.unblock(self.target, self.to, self.reason)
+
+    def kept(self) -> Draft | None:
+        return reason_kept(self, self.target, self.reason, "u")
 
 
 @dataclass(frozen=True)

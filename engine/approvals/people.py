@@ -67,12 +67,12 @@ def agent_caller(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def people_only_words(command: str, args: list[str]) -> PeopleOnly | None:
-    """`people_only`, also for the abbreviations argparse accepts (`--forc` for `--force`,
+    """`people_only`, also for the abbreviations argparse accepts (`--f` for `--force`,
     `--accept-r` for `--accept-rollback`): the hook reads a command line as the parser will."""
     spelled = list(args)
     for arg in args:
         name = arg.split("=", 1)[0]
-        if not name.startswith("--") or len(name) < 4:
+        if not name.startswith("--") or len(name) < 3:
             continue
         spelled += [op.flag for op in PEOPLE_ONLY if op.command == command and op.flag and op.flag.startswith(name)]
     return people_only(command, spelled)

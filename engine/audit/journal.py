@@ -75,11 +75,12 @@ class Journal(Sealed, JournalBase):
         return FileProofs(self._ledger())
 
     def check_writable(self) -> None:
-        """The journal can be opened for appending (creating it if need be) and its lock
-        taken within HANDOFF_LOCK_TIMEOUT; raises SidecarRefused (a folder, a symlink, no
-        group write access) or JournalWriteError (a stuck holder) otherwise."""
-        if self.read_only:
-            return
+        """The journal can be opened for appending and its lock taken within
+        HANDOFF_LOCK_TIMEOUT; raises SidecarRefused (a folder, a symlink, no group write
+        access) or JournalWriteError (a stuck holder) otherwise. A journal not there yet
+        passes: the first append creates it, in the folder the ledger was just written to."""
+        if self.read_only or not os.path.lexists(self.path):
+            return  # none yet: nothing can hold it, and a refused change must not leave an empty one behind
         fd = open_sidecar(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ledger=self._ledger())
         try:
             busy = self._lock(fd)

@@ -1,5 +1,5 @@
-"""Arguments several commands share: the ledger (positional or `--ledger`), -q/-v, and
-opening the ledger they name.
+"""Arguments several commands share: the ledger (positional or `--ledger`), -q/-v, an
+`-o FILE`, and opening the ledger they name.
 
 A ledger given positionally or with `--ledger`, for the commands that took only `--ledger`:
 
@@ -35,6 +35,14 @@ def resolved(handler):
 
     run.__doc__ = handler.__doc__
     return run
+
+
+def output_file(text: str) -> str:
+    """An `-o FILE` value: a file name, never empty (`-o "$OUT"` with OUT unset names no file;
+    printing instead would send the output where the caller did not ask)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("names no file; give a file name, or leave -o out to print (nothing was written)")
+    return text
 
 
 def add_verbosity(parser, *, sub: bool = False) -> None:

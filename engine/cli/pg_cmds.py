@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from engine.cli.arguments import output_file
 from engine.errors import UsageError
 
 
@@ -17,7 +18,7 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_import)
     p = sub.add_parser("export", help="print a PostgreSQL ledger as YAML, to read, diff or keep")
     p.add_argument("url", help="postgresql://host/db#name")
-    p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+    p.add_argument("-o", "--output", type=output_file, help="write to this file (atomically) instead of stdout")
     p.set_defaults(handler=cmd_export)
 
 

@@ -16,6 +16,7 @@ import re
 import sys
 from datetime import timedelta
 
+from engine.cli.arguments import output_file
 from engine.codec.jsontext import json_line
 from engine.errors import UsageError, os_error_text
 
@@ -29,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--to", dest="end", metavar="T", help="up to this time, inclusive: a date, hour or minute includes all of it "
                                                         "(2026-09-30T23:59Z: up to 23:59:59)")
     p.add_argument("--format", choices=("csv", "json", "html"), default="csv", help="the form (default csv)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (refused if FILE exists) instead of printing")
+    p.add_argument("-o", "--output", metavar="FILE", type=output_file, help="write it to FILE (refused if FILE exists) instead of printing")
     p.set_defaults(handler=cmd_report)
     p = sub.add_parser("show", help="the ledger as it was written at a past revision, rebuilt from its journal (read-only)")
     p.add_argument("ledger", help="the ledger file (or its postgresql:// location)")

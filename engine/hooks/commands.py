@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # annotation only: raw_step also takes the hook's facts (engi
 
 __all__ = ["Command", "Run", "split", "handoff_args", "handoff_runs", "protected", "writes_ledger", "raw_step"]
 _PARTS = re.compile(r"[/=:,@]")
+_PER_TARGET = re.compile(r"\{(?!ledger_dir\}|python\})[A-Za-z_][A-Za-z0-9_]*\}")  # a placeholder filled per target
 
 
 def split(line: str, cwd: str = ".") -> list[Command]:
@@ -109,7 +110,7 @@ def handoff_runs(commands: list[Command]) -> list[Run]:
 def _literal(arg: str, values: dict[str, str]) -> str | None:
     """A template argument as the command line would show it, if it holds no per-target
     placeholder: the file name of a path (the folder differs between hosts)."""
-    if re.search(r"\{(?!ledger_dir\}|python\})[A-Za-z_][A-Za-z0-9_]*\}", arg):
+    if _PER_TARGET.search(arg):
         return None
     if arg == "{python}":
         return None
@@ -119,23 +120,30 @@ def _literal(arg: str, values: dict[str, str]) -> str | None:
 
 def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: str, python: str) -> tuple[str, str] | None:
     """(step, target) when a simple command is a runbook step's command for a target,
-    run outside `handoff run`; None otherwise. The target names are looked at only for a
+    run outside `handoff run`; None otherwise. A word only the shell knows (`$t` of a `for`
+    loop, `"$(cat t)"`, what `xargs` reads) where a per-target step takes its target may be
+    any target: then `target` is that word. The target names are looked at only for a
     command that has some step's words: most commands have none, and at 100,000 targets
     the names are most of what a hook call would read (engine.hooks.facts)."""
     values = {"ledger_dir": ledger_dir, "python": python}
-    literals = [(step.name, [x for x in (_literal(a, values) for a in step.run or []) if x]) for step in ledger.steps()]
+    literals = [(step.name, [x for x in (_literal(a, values) for a in step.run or []) if x],
+                 any(_PER_TARGET.search(a) for a in step.run or [])) for step in ledger.steps()]
     for command in commands:
         program, args = command.program()
         words = [program, *args]
         if handoff_args(command) is not None:
             continue
         shown = {os.path.basename(w) if "/" in w else w for w in words}
-        step = next((name for name, words_of in literals if words_of and all(x in shown for x in words_of)), None)
-        if step is None:
+        found = next(((name, per_target) for name, words_of, per_target in literals
+                      if words_of and all(x in shown for x in words_of)), None)
+        if found is None:
             continue
+        step, per_target = found
         names = ledger.targets
         parts = {p for w in words for p in _PARTS.split(w) if p}
         hit = next((p for p in sorted(parts) if p in names), None)
+        if hit is None and per_target:
+            hit = next((w for w in args if "$" in w or "`" in w), None)
         if hit is not None:
             return step, hit
     return None

@@ -78,7 +78,7 @@ def note_reason(args: list[str], ledger: str) -> str | None:
     own = f"write your own handoff note with `handoff note {ledger} --set -` (the note on stdin)"
     for i, arg in enumerate(args):
         name, _, attached = arg.partition("=")
-        if len(name) > 3 and "--edit".startswith(name) or name == "--clear":
+        if len(name) > 2 and "--edit".startswith(name) or name == "--clear":  # `--e`: argparse takes it for --edit
             return f"editing or clearing the handoff note is for people ({name}); {own}"
         if len(name) > 2 and "--set".startswith(name):
             value = attached if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")

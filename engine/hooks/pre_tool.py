@@ -133,6 +133,10 @@ def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, 
         if hit is None:
             return None
         step, target = hit
+        if target not in ctx.facts.targets:  # a word only the shell knows (`$t`): any target
+            return (f"that is runbook step {step}'s command for a target only the shell knows ({target}), run outside "
+                    f"the engine: run it as `handoff run {ctx.ledger_path} TARGET {step}`, one target a call, with the "
+                    "target spelled out, so the ledger records it and the guard checks it")
         return (f"that is runbook step {step}'s command for {target}, run outside the engine: run it as "
                 f"`handoff run {ctx.ledger_path} {target} {step}` so the ledger records it and the guard checks it")
 

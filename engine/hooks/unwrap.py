@@ -183,7 +183,7 @@ def _run_file(path: str, cwd: str, parsed: Parsed) -> str | None:
 
 def _stdin(command: Command, cwd: str = ".") -> str | None:
     """The text a command reads on stdin, when the line shows it: a here-doc, a here-string,
-    a file redirected in (`< FILE`), or `echo`/`printf`/`cat <<EOF` piped into it."""
+    a file redirected in (`< FILE`), or `echo`/`printf`/`cat <<EOF`/`cat FILE` piped into it."""
     if command.stdin_text is not None:
         return command.stdin_text
     if command.reads_from is not None:
@@ -197,6 +197,9 @@ def _stdin(command: Command, cwd: str = ".") -> str | None:
         return "\n".join(w for w in words[1:] if not w.startswith("-"))
     if name == "cat" and len(words) == 1:
         return source.stdin_text
+    if name == "cat":  # `cat go.sh | sh`: the files it shows, as `sh < go.sh` reads one
+        texts = [_read(w, cwd) for w in words[1:] if not w.startswith("-")]
+        return "\n".join(t for t in texts if t is not None) or None
     return None
 
 

@@ -32,6 +32,7 @@ from engine.planners.base import ProposingPlanner
 from engine.session.actor import Actor
 from engine.session.reconcile import settle_in_flight
 from engine.session.steps import Fenced, run_intent
+from engine.session.untrusted import OUTSIDE_EDIT_ENDING, flagged, stop_for_outside_edits
 
 Job = dict[str, Any]  # ledger (location), ledger_arg (as the user named it), thread_id, holder (the lease's id), actor, planner
 
@@ -85,7 +86,8 @@ class GraphActor(Actor):
 
 
 def stopping(actor: GraphActor, ledger) -> Ending | None:
-    """The run ends now: the lease is gone, a stop was asked, the ledger is paused. (A run
+    """The run ends now: the lease is gone, a stop was asked, the ledger is paused, a target
+    was changed outside the engine (each said: engine.session.untrusted). (A run
     whose process was asked to end starts nothing either: its actors' `ending` says so.)"""
     if not actor.holds(ledger):
         return Ending(f"the lease is {ledger.session.id if ledger.session else 'nobody'}'s now", 5)
@@ -93,6 +95,8 @@ def stopping(actor: GraphActor, ledger) -> Ending | None:
         return Ending(f"stop requested by {ledger.session.stop_requested_by or 'someone'}", 0)
     if ledger.paused is not None:
         return Ending(f"ledger paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}", 4)
+    if flagged(ledger) and stop_for_outside_edits(actor):  # a hand edit made while it runs: as at its start
+        return Ending(OUTSIDE_EDIT_ENDING, 3)
     lost = actor.beat.can_act() if actor.beat is not None else None
     if lost:
         return Ending(f"this run {lost}; it starts nothing new", 5)

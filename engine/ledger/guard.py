@@ -1,10 +1,11 @@
 """The guard: the one function that decides whether a step may run on a target now.
 
 It sits outside every planner (autopilot, Claude) and the Claude Code hook calls it
-too. It checks, in order: the ledger is not paused, the target is where the step
-starts, nothing is in flight on it, preconditions, the touched-target limit, metric
-thresholds, and for an irreversible step an unused approval bound to this exact
-command and checkpoint. Prompts drift; this does not.
+too. It checks, in order: the target was not changed outside the engine (a hand edit
+no runbook step makes: engine.store.outside), the ledger is not paused, the target is
+where the step starts, nothing is in flight on it, preconditions, the touched-target
+limit, metric thresholds, and for an irreversible step an unused approval bound to this
+exact command and checkpoint. Prompts drift; this does not.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def check(
     if name not in ledger.targets:
         return Decision(False, f"no target named {name!r} in the ledger")
     target = ledger.targets[name]
+    if target.changed_outside:  # engine.store.outside: a hand edit no step makes is acted on by nothing
+        return Decision(False, untrusted_text(name, target))
     if ledger.paused is not None:
         why = ledger.paused.why or "no reason given"
         return Decision(False, f"ledger paused by {ledger.paused.by or 'someone'}: {why}")
@@ -110,6 +113,14 @@ def check(
             return Decision(False, reason, needs_approval=True, hash=digest)
         return Decision(True, f"approved by {approval.by} ({approval.user}) at {approval.at}", approval=approval, hash=digest)
     return Decision(True, "reversible step; invariants hold")
+
+
+def untrusted_text(name: str, target) -> str:
+    """Why nothing acts on a target flagged as changed outside the engine, and what ends that."""
+    mark = target.changed_outside or {}
+    return (f"{name} was changed outside the engine at {mark.get('at', '?')} ({', '.join(mark.get('fields') or []) or 'fields'}; "
+            f"now {target.state}): nothing acts on it until a person checks the real system and runs "
+            f"`handoff reconcile LEDGER {name} --to STATE --reason WHY`")
 
 
 def _metric_refusal(ledger: Ledger, invariants: list[Invariant], statuses: list[InvariantStatus] | None) -> Decision | None:

@@ -88,6 +88,8 @@ def gate(s: SessionContext, action, argv: list[str], decision) -> bool:
             raise NoChange(False)
         if ledger.session is None or ledger.session.id != s.sid:
             raise NoChange(False)
+        if t.changed_outside:
+            return False  # never asked for: the hand edit this write just flagged is written (and journaled) instead
         t.state, t.awaiting, t.awaiting_by = "awaiting_approval", step.name, s.identity
         # Who started the asking session goes with the request: never one of a count's people, even
         # when its start record never reached the journal (engine.approvals.policy.requesters).

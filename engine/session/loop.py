@@ -48,7 +48,7 @@ from engine.session.preflight import preflight, refusal_text
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
 from engine.session.steps import Intent, NotStarted, run_intent
 from engine.session.until_progress import span
-from engine.session.untrusted import stop_for_outside_edits
+from engine.session.untrusted import OUTSIDE_EDIT_ENDING, flagged, stop_for_outside_edits
 from engine.store.filelock import lock_timeout
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
@@ -344,6 +344,8 @@ class Session(Actor):
         elif ledger.paused is not None:
             self.ending = f"ledger paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}"
             self.code = 4
+        elif flagged(ledger) and stop_for_outside_edits(self):  # a hand edit made while it runs: as at its start
+            self.ending, self.code = OUTSIDE_EDIT_ENDING, 3
         elif self.budget_used() >= self.handoff_at:
             self.ending = f"session budget {self.budget_used():.0%} used"
 

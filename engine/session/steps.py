@@ -92,6 +92,8 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
             raise NoChange(Decision(False, f"runbook step {step.name} changed since it was proposed; deciding again"))
         argv = rendered_command(ledger, name, fresh, s.ledger_dir)
         decision = guard.check(ledger, name, fresh, statuses=statuses, ledger_dir=s.ledger_dir)
+        if not decision.allowed and ledger.targets[name].changed_outside:
+            return decision  # written: a hand edit this write just flagged stays flagged (and journaled)
         if not decision.allowed:
             raise NoChange(decision)
         if not fresh.reversible:
@@ -129,6 +131,8 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
     if isinstance(result, authority.Refusal):
         s.out.say(f"{name}: {step.name} NOT started: {result.why}", rev=rev, **(result.record or {}))
         return Decision(False, result.why)
+    if isinstance(result, Decision):
+        return result
     argv, check, decision = result
     return Intent(name, step, argv, check, token, decision, rev, co_approvals=tuple(co))
 

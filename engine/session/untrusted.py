@@ -5,18 +5,31 @@ approval, a removed intent, written by hand or by a script) is treated like drif
 session says what changed, runs the target's probe where its state has one (as evidence
 for the person, never as the judge: a hand edit can fake the checkpoint too), and stops
 before any action, exit 3, until a person accepts or undoes it with `handoff reconcile`.
+A hand edit made while a session runs is flagged by the next write (its own or another
+process's): the guard refuses every step on a flagged target, and the session stops on
+it at its next look (engine.session.loop), finishing only the steps already running.
 """
 
 from __future__ import annotations
 
+from engine.ledger import sealed
 from engine.ledger.render import describe
 from engine.session.context import SessionContext
 from engine.session.probes import run_probe
 
+OUTSIDE_EDIT_ENDING = "targets were changed outside the engine in ways no runbook step makes; starting nothing more"
+
+
+def _is_flagged(target) -> bool:
+    return bool(target.changed_outside)
+
 
 def flagged(ledger) -> list[str]:
-    """The targets flagged as changed outside the engine."""
-    return [name for name, t in ledger.targets.items() if t.changed_outside]
+    """The targets flagged as changed outside the engine: a running session asks on every
+    look, so on a store's shared snapshot the answer is kept and carried from write to
+    write (engine.ledger.sealed): a step at 10,000 targets never walks them all."""
+    found = sealed.names(ledger.targets, "changed_outside", _is_flagged)
+    return found if found is not None else [name for name, t in ledger.targets.items() if t.changed_outside]
 
 
 def stop_for_outside_edits(s: SessionContext) -> bool:

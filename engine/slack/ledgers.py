@@ -79,6 +79,13 @@ def approved_by(ledger: Ledger, name: str, step: str, digest: str, since: str | 
         f", hash {digest}"
 
 
+def stands(ledger: Ledger, name: str, step: str, since: str | None) -> bool:
+    """Does the request a message was posted for stand still: `name` awaits `step`, asked at `since`
+    (its message is then never closed for good, whatever it says for now)?"""
+    t = ledger.targets.get(name)
+    return t is not None and t.state == "awaiting_approval" and t.awaiting == step and t.awaiting_since == since
+
+
 def outcome(ledger: Ledger, name: str, step: str, digest: str, since: str | None) -> str:
     """What became of a request that no longer stands as it was posted."""
     done = approved_by(ledger, name, step, digest, since)
@@ -89,6 +96,7 @@ def outcome(ledger: Ledger, name: str, step: str, digest: str, since: str | None
         return f"{name} is no longer in the ledger"
     if t.state == "blocked":
         return f"not approved: {name} is blocked: {t.reason or 'no reason given'}"
-    if t.state == "awaiting_approval" and t.awaiting == step and t.awaiting_since == since:
-        return f"the command changed (it was hash {digest}); the request below is what is there now"
+    if stands(ledger, name, step, since):  # `request` found no command to show: it cannot be rendered now
+        return (f"the command of {step} cannot be shown now (`handoff check` says why), so it cannot be approved "
+                "here; this message shows the request again once it can be")
     return f"no longer awaiting approval: {name} is {t.state}"

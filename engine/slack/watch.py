@@ -1,6 +1,8 @@
 """Keeping the request messages true: post one when a target starts waiting, edit it
 whenever what it shows changes (a new hash, an approval, a block, an expiry), remind
-in its thread as the approval policy says, and mark an expired request in place.
+in its thread as the approval policy says, and mark an expired request in place. A message
+is closed for good only once its request is over: one whose command cannot be rendered for
+now, or whose ledger names no Slack channel any more, shows the request again once it can.
 
 What each message shows is remembered (engine.slack.state) as a digest: a process that
 died between an approval and the edit corrects the message when it starts again.
@@ -19,8 +21,12 @@ from engine.codec.timefmt import parse_iso
 from engine.host import console
 from engine.slack import blocks
 from engine.slack.blocks import Request
-from engine.slack.ledgers import Watched, message_key, outcome, request
+from engine.slack.ledgers import Watched, message_key, outcome, request, stands
 from engine.slack.web import SlackFailed, Web
+
+GONE = "message_not_found"  # what Slack says to an edit of a message deleted in the channel
+UNASKED = ("no longer answered in Slack: the ledger names no Slack channel now; approve or reject it with "
+           "`handoff approve` or `handoff reject`, or in the TUI")
 
 
 def expired(ledger: Ledger, r: Request, now: float) -> str | None:
@@ -38,8 +44,27 @@ def sync(w: Watched, web: Web, *, now: float | None = None, err: TextIO = sys.st
     now = time.time() if now is None else now
     ledger = w.handle.load()
     channel = w.channel(ledger)
-    if channel is None:
-        return
+    if channel is not None:  # no channel: nothing is asked in Slack
+        _ask(w, web, ledger, channel, now, err)
+    for key, msg in w.state.all_messages().items():
+        if msg.get("final") or msg.get("gone"):
+            continue
+        try:
+            _refresh(w, web, ledger, key, msg, now, channel)
+        except SlackFailed as error:
+            if error.error == GONE:  # no edit can ever succeed: said once, never tried again (not twice a second)
+                w.state.note_message(key, gone=True)
+                again = "posted again" if channel is not None and stands(ledger, msg["target"], msg["step"], msg["since"]) \
+                    else "not edited again"
+                console.say(f"handoff slack: {w.handle.display_location}: the message for {msg.get('target')} is gone "
+                            f"from Slack (deleted?): {again}", err)
+                continue
+            console.say(f"handoff slack: {w.handle.display_location}: cannot update the message for {msg.get('target')}: "
+                        f"{error}", err)
+
+
+def _ask(w: Watched, web: Web, ledger: Ledger, channel: str, now: float, err: TextIO) -> None:
+    """Post each request waiting in `channel` that has no message there yet."""
     for name in ledger.targets:
         r = request(w, ledger, name)
         if r is None:
@@ -48,16 +73,8 @@ def sync(w: Watched, web: Web, *, now: float | None = None, err: TextIO = sys.st
         if posted is not None and posted.get("channel") != channel and not posted.get("final"):
             _moved(w, web, r, posted, channel, err)  # the ledger's channel changed: asked again there
             posted = None
-        if posted is None:
+        if posted is None or posted.get("gone"):  # gone: deleted in Slack while the request stands
             _post(w, web, r, channel, now, ledger, err)
-    for key, msg in w.state.all_messages().items():
-        if msg.get("final"):
-            continue
-        try:
-            _refresh(w, web, ledger, key, msg, now)
-        except SlackFailed as error:
-            console.say(f"handoff slack: {w.handle.display_location}: cannot update the message for {msg.get('target')}: "
-                        f"{error}", err)
 
 
 def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Ledger, err: TextIO) -> None:
@@ -70,7 +87,7 @@ def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Le
         return
     w.state.note_message(message_key(r.target, r.step, r.since), channel=sent.get("channel") or channel, ts=sent["ts"],
                          target=r.target, step=r.step, since=r.since, request=asdict(r),
-                         shown=blocks.shown_digest(r, gone), reminded=0)
+                         shown=blocks.shown_digest(r, gone), reminded=0, gone=False)
 
 
 def _moved(w: Watched, web: Web, r: Request, posted: dict, channel: str, err: TextIO) -> None:
@@ -95,14 +112,16 @@ def current(w: Watched, ledger: Ledger, msg: dict, now: float) -> tuple[Request,
     return was, outcome(ledger, was.target, was.step, was.hash, was.since)
 
 
-def _refresh(w: Watched, web: Web, ledger: Ledger, key: str, msg: dict, now: float) -> None:
+def _refresh(w: Watched, web: Web, ledger: Ledger, key: str, msg: dict, now: float, channel: str | None) -> None:
     r, end = current(w, ledger, msg, now)
+    if end is None and channel is None:
+        end = UNASKED  # still waiting, but answered elsewhere now: no button left that every click is refused on
     digest = blocks.shown_digest(r, end)
     if digest != msg.get("shown"):
         web.call("chat.update", channel=msg["channel"], ts=msg["ts"], text=blocks.fallback(r, end),
                  blocks=blocks.request_blocks(r, outcome=end))
         w.state.note_message(key, shown=digest, request=asdict(r),
-                             final=end is not None and not end.startswith("approval request expired"))
+                             final=end is not None and not stands(ledger, msg["target"], msg["step"], msg["since"]))
     if end is None:
         _remind(w, web, ledger, key, msg, r, now)
 

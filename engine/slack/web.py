@@ -18,7 +18,12 @@ MAX_PAUSE = 30.0
 
 
 class SlackFailed(Exception):
-    """Slack answered, and said no (`ok: false`): trying again would not help."""
+    """Slack answered, and said no (`ok: false`): trying again would not help. `error`: Slack's
+    error code (`message_not_found`), empty when Slack could not be reached."""
+
+    def __init__(self, text: str, error: str = "") -> None:
+        super().__init__(text)
+        self.error = error
 
 
 class Web:
@@ -49,7 +54,8 @@ class Web:
             except SlackApiError as err:
                 status = err.response.status_code
                 if status != 429 and status < 500:
-                    raise SlackFailed(f"{method}: {self.secrets.mask(str(err.response.get('error')))}") from None
+                    code = self.secrets.mask(str(err.response.get("error")))
+                    raise SlackFailed(f"{method}: {code}", code) from None
                 why = f"HTTP {status}"
             except (OSError, TimeoutError) as err:
                 why = self.secrets.mask(f"{type(err).__name__}: {err}")[:200]

@@ -13,7 +13,7 @@ import errno
 import os
 import stat
 
-from engine.errors import LedgerInvalid, os_error_text
+from engine.errors import LedgerUnreadable, os_error_text
 
 _WHY = {
     errno.ENOENT: "no such ledger file; check the path",
@@ -28,23 +28,23 @@ _WHY = {
 
 def open_ledger_file(path: str) -> int:
     """A read-only descriptor of the regular file at `path` (following a symlink to it);
-    LedgerInvalid saying what is wrong otherwise. Never blocks."""
+    LedgerUnreadable saying what is wrong otherwise. Never blocks."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
         why = (_WHY.get(err.errno) if err.errno is not None else None) or f"cannot be opened: {os_error_text(err)}"
-        raise LedgerInvalid(why, path=path) from None
+        raise LedgerUnreadable(why, path=path) from None
     try:
         mode = os.fstat(fd).st_mode
     except OSError as err:
         os.close(fd)
-        raise LedgerInvalid(f"cannot be read: {os_error_text(err)}", path=path) from None
+        raise LedgerUnreadable(f"cannot be read: {os_error_text(err)}", path=path) from None
     if stat.S_ISDIR(mode):
         os.close(fd)
-        raise LedgerInvalid(_WHY[errno.EISDIR], path=path)
+        raise LedgerUnreadable(_WHY[errno.EISDIR], path=path)
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-        raise LedgerInvalid(f"is {kind}, not a regular file; a ledger is a YAML file: name the file itself", path=path)
+        raise LedgerUnreadable(f"is {kind}, not a regular file; a ledger is a YAML file: name the file itself", path=path)
     os.set_blocking(fd, True)
     return fd

@@ -46,7 +46,7 @@ from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, veri
 from engine.session.runner import TERM_GRACE
 from engine.session.steps import Intent, fenced_launch, record_outcome, run_attempt
 from engine.session.tending import tend
-from engine.session.untrusted import stop_for_outside_edits
+from engine.session.untrusted import OUTSIDE_EDIT_ENDING, flagged, stop_for_outside_edits
 from engine.store.transact import NoChange, apply
 
 Job = dict[str, Any]  # ledger, workflow_id, address, namespace, task_queue, actor, poll, heartbeat_timeout
@@ -216,6 +216,8 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
     if ledger.session.stop_requested:
         return {"ending": f"stop requested by {ledger.session.stop_requested_by or 'someone'}", "code": 0,
                 "started": [], "memo": memo}
+    if flagged(ledger) and stop_for_outside_edits(actor):  # a hand edit made while it runs: as at its start
+        return {"ending": OUTSIDE_EDIT_ENDING, "code": 3, "started": [], "memo": memo}
     if ledger.paused is not None:
         return waiting(f"ledger paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
                        "the workflow starts nothing until `handoff unpause`")

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from session_kit import counts, journal, load, wait_for  # noqa: E402
@@ -53,3 +55,49 @@ def stopped_before_any_action(ledger: Path, code: int | None, out: str, err: str
     assert {n: t["state"] for n, t in data["targets"].items()} == {"db-19": "verified", "db-21": "queued"}
     assert not [r for r in journal(ledger) if r.get("kind") in ("step_start", "gate")]
     assert data.get("session") is None
+
+
+GATE = "import os, time\nwhile not os.path.exists(os.path.join('{ledger_dir}', 'go')): time.sleep(0.05)"  # until the test says
+
+
+def gated_fleet(tmp: Path) -> Path:
+    """db-01's check runs until the test's `go` file; db-03 (blocked mid-change) and it take both
+    places, so db-02 stays queued; replicate, once db-02 is there, leaves RAN-replicate-db-02."""
+    touch = ["{python}", "-c", "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()"]
+    path = tmp / "ledger.yaml"
+    path.write_text(yaml.safe_dump({
+        "task": "hand edit mid-run", "owner_shift": "test-oncall",
+        "invariants": ["never touch more than 2 dbs concurrently"],
+        "runbook": {"steps": [
+            {"name": "check", "from": "queued", "to": "checked", "reversible": True, "run": ["{python}", "-c", GATE]},
+            {"name": "link", "from": "checked", "to": "replicating", "run": [*touch, "{ledger_dir}/RAN-link-{target}"]},
+            {"name": "replicate", "from": "replicating", "to": "verified", "reversible": True,
+             "run": [*touch, "{ledger_dir}/RAN-replicate-{target}"]}]},
+        "targets": {"db-01": {"state": "queued"}, "db-02": {"state": "queued"},
+                    "db-03": {"state": "blocked", "reason": "app team", "touched_at": "2026-12-07T19:00:00Z"}}},
+        sort_keys=False), encoding="utf-8")
+    return path
+
+
+def move_db02_on_mid_run(ledger: Path, running: Callable[[], bool]) -> None:
+    """Once check runs on db-01, db-02 is moved by hand from queued to replicating (check and link
+    skipped); once a write has met the edit (or the run ended), db-01's check may end."""
+    wait_for(lambda: any(r.get("kind") == "step_start" and r.get("target") == "db-01" for r in journal(ledger)),
+             60, "check to start on db-01")
+    data = yaml.safe_load(ledger.read_text(encoding="utf-8"))
+    data["targets"]["db-02"]["state"] = "replicating"
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    wait_for(lambda: any(r.get("kind") == "external_edit" for r in journal(ledger)) or not running(), 20,
+             "the edit to be met by a write")
+    (ledger.parent / "go").touch()
+
+
+def stopped_on_the_mid_run_edit(ledger: Path, code: int | None, out: str, err: str) -> None:
+    """The run ended as a session does on a hand edit made while it runs: exit 3, db-02 named, nothing
+    run on it, its edit kept and flagged."""
+    assert code == 3, out + err
+    assert "db-02: changed outside the engine" in out and "handoff reconcile LEDGER db-02" in out, out
+    assert not (ledger.parent / "RAN-replicate-db-02").exists(), out
+    assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("target") == "db-02"]
+    after = load(ledger)["targets"]["db-02"]
+    assert after["state"] == "replicating" and after["changed_outside"]["fields"] == ["state"], after

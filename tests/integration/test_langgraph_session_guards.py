@@ -10,7 +10,8 @@ same ledger, which holds.
 - A target changed outside the engine (a hand edit to a state no runbook step makes) before
   the runtime starts: a session says so and stops before any action, exit 3
   (engine.session.untrusted). The runtime must not gate or run the next irreversible step
-  on it as if the edit were progress.
+  on it as if the edit were progress. Nor when the edit lands while the runtime runs a step:
+  it runs nothing on the edited target and stops, exit 3, naming it.
 - `handoff approve` after the runtime was killed (kill -9 while it waited on the approval):
   the lease is left behind, but nobody watches the ledger. The approval must not tell the
   person that "the LangGraph runtime resumes thread ..." (the step would wait, unseen, for a
@@ -28,7 +29,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
-from guards_kit import EXPIRY, expires_then_refuses, hand_edit_db19, never_linked, stopped_before_any_action  # noqa: E402
+from guards_kit import (  # noqa: E402
+    EXPIRY,
+    expires_then_refuses,
+    gated_fleet,
+    hand_edit_db19,
+    move_db02_on_mid_run,
+    never_linked,
+    stopped_before_any_action,
+    stopped_on_the_mid_run_edit,
+)
 from langgraph_kit import checkpointer  # noqa: E402,F401
 from session_kit import ROOT, demo_copy, env, handoff, journal, load, wait_for  # noqa: E402
 
@@ -74,6 +84,23 @@ def test_a_target_changed_outside_the_engine_stops_the_run_before_any_action(tmp
     except subprocess.TimeoutExpired:  # it went on to act, then waits on approvals
         out, err = _end(proc, ledger, world)
     stopped_before_any_action(ledger, proc.returncode, out, err)
+
+
+def test_a_target_moved_on_by_hand_while_the_run_steps_stops_it(tmp_path: Path, checkpointer) -> None:
+    url, _schema = checkpointer
+    ledger = gated_fleet(tmp_path)
+    world = tmp_path / "world"
+    proc = _runtime(ledger, url, world)
+    try:
+        move_db02_on_mid_run(ledger, lambda: proc.poll() is None)
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # it went on, then waits on approvals
+        out, err = _end(proc, ledger, world)
+    finally:
+        (tmp_path / "go").touch()
+        if proc.poll() is None:
+            out, err = _end(proc, ledger, world)
+    stopped_on_the_mid_run_edit(ledger, proc.returncode, out, err)
 
 
 def test_an_approval_after_the_runtime_was_killed_does_not_claim_it_resumes(tmp_path: Path, checkpointer) -> None:

@@ -10,7 +10,8 @@ ledger, which holds (as tests/integration/test_langgraph_session_guards.py does 
 - A target changed outside the engine (a hand edit to a state no runbook step makes) before
   the workflow starts: a session says so and stops before any action, exit 3
   (engine.session.untrusted). The workflow must not gate or run the next irreversible step
-  on it as if the edit were progress.
+  on it as if the edit were progress. Nor when the edit lands while the workflow runs a
+  step: it runs nothing on the edited target and stops, exit 3, naming it.
 - `handoff approve` after the only worker was killed (kill -9 while the workflow waited on
   the approval): the workflow still runs on the server and takes the signal, but no worker
   runs it. The approval must not tell the person that the workflow "looks again within a
@@ -31,7 +32,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
-from guards_kit import EXPIRY, expires_then_refuses, hand_edit_db19, never_linked, stopped_before_any_action  # noqa: E402
+from guards_kit import (  # noqa: E402
+    EXPIRY,
+    expires_then_refuses,
+    gated_fleet,
+    hand_edit_db19,
+    move_db02_on_mid_run,
+    never_linked,
+    stopped_before_any_action,
+    stopped_on_the_mid_run_edit,
+)
 from session_kit import counts, demo_copy, journal, load, wait_for  # noqa: E402
 from temporal_kit import Server, Workers, handoff_proc, handoff_run, queue  # noqa: E402
 
@@ -92,6 +102,25 @@ def test_a_target_changed_outside_the_engine_stops_the_workflow_before_any_actio
     finally:
         workers.stop()
     stopped_before_any_action(ledger, follow.returncode, out, err)
+
+
+def test_a_target_moved_on_by_hand_while_the_workflow_steps_stops_it(tmp_path: Path, server: Server) -> None:
+    ledger = gated_fleet(tmp_path)
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                          "--task-queue", q, "--follow", world=world)
+    try:
+        move_db02_on_mid_run(ledger, lambda: follow.poll() is None)
+        out, err = follow.communicate(timeout=45)
+    except subprocess.TimeoutExpired:  # it went on, then waits on approvals
+        _hand_off(ledger, world)
+        out, err = follow.communicate(timeout=60)
+    finally:
+        (tmp_path / "go").touch()
+        workers.stop()
+    stopped_on_the_mid_run_edit(ledger, follow.returncode, out, err)
 
 
 def test_an_approval_after_the_only_worker_was_killed_does_not_claim_it_looks_again(tmp_path: Path, server: Server) -> None:

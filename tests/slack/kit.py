@@ -126,14 +126,15 @@ def review(app: SlackProcess, fake: FakeSlack, signer: Signer, user: str) -> dic
 PROBE = "U0PROBE"  # who clicks in caught_up(): no approver, told only that the ledger is not watched
 
 
-def caught_up(app: SlackProcess, fake: FakeSlack, signer: Signer) -> None:
+def caught_up(app: SlackProcess, fake: FakeSlack, signer: Signer, msg: dict | None = None) -> None:
     """Return once the worker has finished a whole pass (decisions, a look at every ledger, the
     refusals counted) begun after everything sent before: the product's own sync point in place of
     a fixed "it had every chance" sleep. Two clicks naming a ledger this process does not watch, one
     after the other: the worker takes requests in order, one at a time, and answers such a click
     with an ephemeral only (no journal record, no modal, nothing on any watched ledger), so when the
-    second is answered, the first one's pass (begun after anything queued before it) is over."""
-    msg = posted(fake)
+    second is answered, the first one's pass (begun after anything queued before it) is over.
+    `msg`: the message clicked on (the first request message, unless the test deleted it)."""
+    msg = msg or posted(fake)
     button = {"action_id": "handoff_review", "value": json.dumps({"l": "not-watched", "t": "-"})}
     probe = {"channel": msg["channel"], "blocks": [{"type": "actions", "elements": [button]}]}
     for _ in range(2):

@@ -88,6 +88,7 @@ PEOPLE_SPELLINGS = [
     "ls; handoff approve {L} db-18 &",
     "handoff retry {L} db-27 --force --reason checked",
     "handoff retry {L} db-27 --forc --reason abbreviated",
+    "handoff retry {L} db-27 --f --reason abbreviated",  # argparse takes `--f` for --force (its only --f option)
     "handoff check {L} --accept-rollback",
     "handoff check {L} --accept-rem",
     "handoff import {L} postgresql://127.0.0.1/test#x --replace",
@@ -131,10 +132,12 @@ def test_people_only_operations_are_denied_in_every_spelling(ledgers, spelling) 
     ("./go.py", "go.py", "#!/usr/bin/env python3\nimport subprocess\nsubprocess.run(['handoff', 'approve', '{L}', 'db-18'])\n"),
     ("python3 < go.py", "go.py", "import subprocess\nsubprocess.run(['handoff', 'approve', '{L}', 'db-18'])\n"),
     ("bash < go.sh", "go.sh", "handoff approve {L} db-18 --yes\n"),
+    ("cat go.sh | bash", "go.sh", "handoff approve {L} db-18 --yes\n"),
+    ("cat -- go.py | python3 -", "go.py", "import subprocess\nsubprocess.run(['handoff', 'approve', '{L}', 'db-18'])\n"),
 ])
 def test_a_script_file_run_as_a_program_or_fed_on_stdin_is_read(ledgers, tmp_path, line, name, text) -> None:
-    """A file the agent wrote, then ran (`./go.sh`, by its `#!`) or fed to an interpreter (`python3 < go.py`): read
-    like a `bash go.sh`, denied under every policy."""
+    """A file the agent wrote, then ran (`./go.sh`, by its `#!`) or fed to an interpreter (`python3 < go.py`,
+    `cat go.sh | bash`): read like a `bash go.sh`, denied under every policy."""
     for ledger in ledgers.values():
         script = tmp_path / name
         script.parent.mkdir(exist_ok=True)
@@ -187,6 +190,7 @@ def test_code_and_scripts_that_run_a_people_only_command_are_denied(ledgers, tmp
 @pytest.mark.parametrize("line, why", [
     ("handoff note {L} --edit", "editing or clearing the handoff note is for people (--edit)"),
     ("handoff note {L} --ed", "editing or clearing the handoff note is for people (--ed)"),
+    ("handoff note {L} --e", "editing or clearing the handoff note is for people (--e)"),
     ("handoff note {L} --clear", "editing or clearing the handoff note is for people (--clear)"),
     ("handoff note {L} --set ''", "clearing the handoff note is not the reviewed path"),
     ("handoff note {L} --set=", "clearing the handoff note is not the reviewed path"),

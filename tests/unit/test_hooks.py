@@ -86,6 +86,46 @@ def test_pre_tool_use_denies_with_the_reason(fleet, command, why) -> None:
     assert counts(world).get("db-18", {}).get("cutover_runs", 0) == 0
 
 
+@pytest.mark.parametrize("command, word", [
+    ("for t in db-18; do python3 {D}/sim.py cutover $t; done", "$t"),
+    ("echo db-19 | xargs python3 {D}/sim.py link", "$XARGS"),
+    ("python3 {D}/sim.py link \"$(head -1 todo.txt)\"", "$(head -1 todo.txt)"),
+    ("while read -r t; do python3 {D}/sim.py link \"$t\"; done < todo.txt", "$t"),
+    ("python3 {D}/sim.py cutover ${{T:-db-18}}", "${T:-db-18}"),
+])
+def test_a_step_s_command_for_a_target_only_the_shell_knows_is_denied(fleet, command, word) -> None:
+    """A runbook step's command run raw with its target in a loop variable, a substitution or what xargs reads
+    (Claude Code ran the irreversible cutover on db-18 this way, past the guard and any approval): denied, saying
+    to run each target through `handoff run`; the ledger is byte-identical and the world saw nothing."""
+    ledger, world = fleet
+    bash(ledger, world, "true")  # the session's first call takes the lease (a write); the bytes are kept after it
+    before = ledger.read_bytes()
+    kind, reason = verdict(bash(ledger, world, command.format(D=ledger.parent)))
+    assert kind == "deny", (command, reason)
+    assert f"for a target only the shell knows ({word}), run outside the engine" in reason, reason
+    assert f"`handoff run {ledger} TARGET" in reason and "one target a call" in reason, reason
+    assert ledger.read_bytes() == before
+    assert counts(world).get("db-18", {}).get("cutover_runs", 0) == 0
+    # a program's other words only the shell knows are no target: not a step's command, no objection
+    assert verdict(bash(ledger, world, f"python3 {ledger.parent}/sim.py counts \"$OUT\""))[0] == "none"
+
+
+def test_a_script_file_piped_into_a_shell_by_cat_is_read(fleet) -> None:
+    """A script the agent wrote first (the Write tool), then fed to a shell as `cat go.sh | sh` (Claude Code ran the
+    irreversible cutover on db-18 this way while `bash go.sh` and `sh < go.sh` were denied): read like `sh < go.sh`,
+    denied as the step's command run raw; the ledger is byte-identical."""
+    ledger, world = fleet
+    (ledger.parent / "go.sh").write_text(f"python3 {ledger.parent}/sim.py cutover db-18\n")
+    bash(ledger, world, "true")  # the session's first call takes the lease (a write); the bytes are kept after it
+    before = ledger.read_bytes()
+    for line in ("cat go.sh | sh", "cat -- go.sh | bash -s", "bash go.sh", "sh < go.sh"):
+        kind, reason = verdict(bash(ledger, world, line))
+        assert kind == "deny" and f"run it as `handoff run {ledger} db-18 cutover`" in reason, (line, reason)
+    assert ledger.read_bytes() == before
+    assert counts(world).get("db-18", {}).get("cutover_runs", 0) == 0
+    assert verdict(bash(ledger, world, "cat go.sh | wc -l"))[0] == "none"  # reading it is no run
+
+
 def test_pre_tool_use_allows_a_step_the_guard_allows(fleet) -> None:
     """`handoff run` on a step the guard allows is allowed (the engine checks again inside)."""
     ledger, world = fleet

@@ -20,6 +20,7 @@ from tui.requests import (
     Block,
     Pause,
     Reject,
+    Request,
     RequestStop,
     Retry,
     StartSession,
@@ -51,6 +52,10 @@ class LedgerActions:
     def _revision(self) -> int | None:
         """The revision on screen: what the operator saw when they asked."""
         return self.ledger.revision if self.ledger is not None else None
+
+    def _kept(self, kind: type[Request], name: str | None = None) -> str:
+        """The reason a refused `kind` request on `name` left (tui.mutations.take_draft), or nothing."""
+        return self.app.take_draft(kind.verb, name) or ""
 
     def _production(self) -> bool:
         return self.ledger is not None and is_dangerous(self.ledger.environment)
@@ -122,7 +127,7 @@ class LedgerActions:
                 self.app.submit(Reject(self._revision(), name, reason.text))
 
         self.app.push_screen(ReasonPrompt(f"Reject {name}", "The target will be blocked with your reason.",
-                                          ok_label="Reject", danger=True), done)
+                                          ok_label="Reject", danger=True, value=self._kept(Reject, name)), done)
 
     # -- the note ---------------------------------------------------------------------
 
@@ -143,7 +148,7 @@ class LedgerActions:
 
         where = " (environment: production)" if self._production() else ""
         self.app.push_screen(ReasonPrompt(f"Pause the ledger{where}", "Sessions stop before their next step until unpaused.",
-                                          ok_label="Pause", danger=self._production()), done)
+                                          ok_label="Pause", danger=self._production(), value=self._kept(Pause)), done)
 
     def do_unpause(self, arg: str = "") -> None:
         if self.ledger is None or self.ledger.paused is None:
@@ -184,7 +189,7 @@ class LedgerActions:
         self.app.push_screen(ReasonPrompt(f"Retry {name} in production?",
                                           "It goes back to the state its failed step started from, and the next "
                                           "session runs that step again. Say why (this goes to the journal).",
-                                          ok_label="Retry", danger=True), done)
+                                          ok_label="Retry", danger=True, value=self._kept(Retry, name)), done)
 
     def do_block(self, arg: str = "") -> None:
         name = self._selected()
@@ -196,7 +201,7 @@ class LedgerActions:
                 self.app.submit(Block(self._revision(), name, reason.text))
 
         self.app.push_screen(ReasonPrompt(f"Block {name}", "Sessions will not touch it until it is unblocked.",
-                                          ok_label="Block", danger=True), done)
+                                          ok_label="Block", danger=True, value=self._kept(Block, name)), done)
 
     def do_unblock(self, arg: str = "") -> None:
         if self.ledger is None:
@@ -216,7 +221,7 @@ class LedgerActions:
         where = " in production" if self._production() else ""
         self.app.push_screen(ReasonPrompt(f"Unblock {name}{where}", "Choose the state it goes back to.", ok_label="Unblock",
                                           danger=self._production(), choices=states or list(BASE_STATES),
-                                          choice_label="Back to state"), done)
+                                          choice_label="Back to state", value=self._kept(Unblock, name)), done)
 
     def do_start_session(self, arg: str = "") -> None:
         self.app.submit(StartSession(self._revision()))

@@ -15,6 +15,7 @@ import themes
 from tui.cmdline import Command, CommandError, parse
 from tui.registry import Action, ActionTable
 from tui.text import clean_line
+from tui.widgets.banners import broken_words
 from tui.widgets.table_view import SORTS
 
 if TYPE_CHECKING:
@@ -60,8 +61,8 @@ class ActionDoor:
                           severity="warning", markup=False)
             return True
         if screen.broken is not None and not action.while_broken:
-            screen.notify(f"{what}: {clean_line(str(screen.broken))}. The file does not parse; fix it "
-                          "first (nothing was asked or changed).", severity="error", markup=False)
+            screen.notify(f"{what}: {clean_line(str(screen.broken))}. {broken_words(screen.broken).todo} (nothing was "
+                          "asked or changed).", severity="error", markup=False)
             return True
         return False
 

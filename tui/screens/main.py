@@ -33,7 +33,7 @@ from tui.screens.dispatch import ActionDoor
 from tui.screens.help import Section
 from tui.screens.view_actions import ViewActions
 from tui.timefmt import ago, parse_ts
-from tui.widgets.banners import Banners, broken_text
+from tui.widgets.banners import Banners, broken_text, broken_words
 from tui.widgets.cursor_line import CursorLine
 from tui.widgets.header import HeaderBar, HeaderInfo
 from tui.widgets.invariants import InvariantsPanel, summary
@@ -211,7 +211,7 @@ class MainScreen(LedgerActions, ViewActions, BatchActions, Screen[None]):
             return
         age = self._stale_age()
         revision = self.ledger.revision if self.ledger is not None else None
-        self.query_one(Banners).show_broken(broken_text(str(self.broken), age, revision))
+        self.query_one(Banners).show_broken(broken_text(self.broken, age, revision))
         self.table.set_stale(f"STALE: last good state, {age} old")
         self._show_header()
 
@@ -258,7 +258,7 @@ class MainScreen(LedgerActions, ViewActions, BatchActions, Screen[None]):
             paused_why=ledger.paused.why if ledger.paused else None,
             paused_at=ledger.paused.at if ledger.paused else None,
             revision=ledger.revision,
-            stale=f"file does not parse; showing the state of {self._stale_age()} ago" if self.broken else None,
+            stale=f"{broken_words(self.broken).short}; showing the state of {self._stale_age()} ago" if self.broken else None,
             invariants=summary(invariants, len(ledger.invariants)),
             awaiting=ledger.counts().get("awaiting_approval", 0),  # the summary bar's own count
             drifted=sum(1 for t in ledger.targets.values() if drift(t) is not None),

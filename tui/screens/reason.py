@@ -51,6 +51,7 @@ class ReasonPrompt(ModalScreen[Reason | None]):
         choices: Sequence[str] = (),
         choice_label: str = "",
         placeholder: str = "why (goes to the journal)",
+        value: str = "",
     ) -> None:
         super().__init__(classes="modal-screen")
         self.prompt_title = title
@@ -60,6 +61,7 @@ class ReasonPrompt(ModalScreen[Reason | None]):
         self.choices = list(choices)
         self.choice_label = choice_label
         self.placeholder = placeholder
+        self.value = value  # a reason a refused request left (tui.mutations.take_draft)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog" + (" -danger" if self.danger else "")):
@@ -70,7 +72,7 @@ class ReasonPrompt(ModalScreen[Reason | None]):
                 yield Label(self.choice_label or "Choose")
                 # Choices are ledger text (a runbook's states): shown as data, never read as markup.
                 yield Select([(one_line(c), c) for c in self.choices], value=self.choices[0], allow_blank=False, id="choice")
-            yield Input(placeholder=self.placeholder, id="reason")
+            yield Input(self.value, placeholder=self.placeholder, id="reason")
             yield Label("", id="reason-error", classes="error-text")
             with Horizontal(classes="buttons"):
                 yield Button(self.ok_label, id="ok", variant="error" if self.danger else "primary")

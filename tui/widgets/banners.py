@@ -1,7 +1,8 @@
 """Loud, persistent banners for a ledger file that cannot be trusted as it stands.
 
 - The file does not parse: where (file:line:col) and why; the state shown is the
-  last good one, marked stale with its age. Stays until a read parses again.
+  last good one, marked stale with its age. Stays until a read parses again. A file
+  that is not there to read (deleted, a folder, a FIFO) is said as such (`broken_words`).
 - The file lost targets the engine last wrote (truncated, a bad merge): how many
   and which, and the two ways out.
 - The file went back (a lower revision, a runbook step, metric or budget gone).
@@ -12,22 +13,47 @@ Each banner stays until the engine's next read says otherwise; none times out.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from engine.api import HandoffError, LedgerUnreadable
 from tui.text import clean_line
 
 LISTED = 8  # missing names spelled out; the rest are counted
 
 
-def broken_text(error: str, age: str, revision: int | None) -> Text:
+class BrokenWords(NamedTuple):
+    """What is wrong with the file, as the banner, the header and a refused key say it."""
+
+    headline: str  # the banner's first words
+    short: str     # the header's: "file does not parse"
+    todo: str      # what to do first, for a refused key: a sentence
+    until: str     # the banner's: nothing is written until ...
+
+
+PARSE = BrokenWords("LEDGER DOES NOT PARSE", "file does not parse", "The file does not parse; fix it first",
+                    "the file parses again")
+GONE = BrokenWords("NO LEDGER FILE TO READ", "no ledger file to read", "There is no ledger file to read; put the "
+                   "ledger file back first", "a ledger file is back at this path (restore it from your backup or "
+                   "version control)")
+
+
+def broken_words(error: HandoffError) -> BrokenWords:
+    """A file that is not there to read (deleted, a folder, a FIFO) is not one to fix the syntax of."""
+    return GONE if isinstance(error, LedgerUnreadable) else PARSE
+
+
+def broken_text(error: HandoffError, age: str, revision: int | None) -> Text:
     """The invalid-file banner."""
-    text = Text("⚠ LEDGER DOES NOT PARSE: ", style="bold", end="")
-    text.append(clean_line(error))
+    words = broken_words(error)
+    text = Text(f"⚠ {words.headline}: ", style="bold", end="")
+    text.append(clean_line(str(error)))
     rev = f" (revision {revision})" if revision is not None else ""
-    text.append(f"\n  Showing the last good state{rev}, read {age} ago; nothing is written until the file parses again.")
+    text.append(f"\n  Showing the last good state{rev}, read {age} ago; nothing is written until {words.until}.")
     return text
 
 
