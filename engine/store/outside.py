@@ -7,7 +7,8 @@ and the changed-outside flag). When the engine next writes a file that someone e
 changed, it diffs the file against that copy field by field, journals an `external_edit`
 record with the diff (values redacted) and the file's owner and mtime, and flags each
 target whose change no runbook step makes (a state no step moves it to, a new or
-revived approval, a removed or changed intent, a removed flag) with `changed_outside: {at, fields}`.
+revived approval, a removed or changed intent, a removed flag, a target added anywhere but
+at the start: `_new_work`) with `changed_outside: {at, fields}`.
 A session treats a flagged target like drift until a person runs `handoff reconcile`.
 """
 
@@ -122,6 +123,14 @@ def _untrusted(ledger: Ledger, field: str, old: Any, new: Any) -> bool:
     return False
 
 
+def _new_work(fields: dict[str, Any] | None) -> bool:
+    """A target added by hand as new work: queued (where every new target starts) or stopped by
+    a person, with no approval, intent or request: it claims no progress, so it is journaled,
+    not flagged (adding targets to a running job is how a job grows)."""
+    return (fields is not None and (fields["state"] == "queued" or fields["state"] in SAFE_STATES)
+            and not fields["approvals"] and not fields["in_flight"] and not fields["awaiting"])
+
+
 def changes(ledger_path: str, ledger: Ledger) -> list[dict[str, Any]] | None:
     """The field diff of `ledger` (as read from the edited file) against the engine's last
     write: [{target, field, old, new, untrusted}], or None when neither the kept copy nor the
@@ -139,7 +148,7 @@ def diff(saved: dict[str, Any], ledger: Ledger) -> list[dict[str, Any]]:
         after = _fields(ledger.targets[name]) if name in ledger.targets else None
         if before is None or after is None:
             out.append({"target": name, "field": "target", "old": "present" if before else None,
-                        "new": "present" if after else None, "untrusted": before is None})
+                        "new": "present" if after else None, "untrusted": before is None and not _new_work(after)})
             continue
         for field, new in after.items():
             old = before.get(field)

@@ -71,3 +71,31 @@ def test_reconcile_by_a_person_accepts_the_edit_and_a_stopping_edit_is_never_fla
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed_outside" not in load(ledger)["targets"]["db-60"]
     assert "CHANGED OUTSIDE" not in handoff("status", str(ledger), world=world).stdout
+
+
+def test_a_target_added_by_hand_as_new_work_is_worked_and_one_added_past_the_start_is_flagged(tmp_path: Path) -> None:
+    """Adding a queued target by hand is how a job grows: journaled, never flagged, and the session
+    checks it. A target added as `verified`, or queued with an approval, claims what no step made:
+    flagged, exit 3, nothing runs."""
+    ledger = demo_copy(tmp_path, {"db-60": {"state": "queued"}})
+    world = tmp_path / "world"
+    assert handoff("pause", str(ledger), "--reason", "setup", "--as", "alice", world=world).returncode == 0
+    ledger.write_text(ledger.read_text().replace("targets:\n", "targets:\n  db-61:\n    state: queued\n", 1))
+    assert handoff("unpause", str(ledger), "--as", "alice", world=world).returncode == 0
+    edit = next(r for r in journal(ledger) if r["kind"] == "external_edit")
+    assert [(c["target"], c["field"], c["new"], c["untrusted"]) for c in edit["changes"]] == [("db-61", "target", "present", False)]
+    assert edit["flagged"] == [] and "changed_outside" not in load(ledger)["targets"]["db-61"]
+    session = resume(ledger, world=world)
+    assert session.returncode != 3 and "changed outside the engine" not in session.stdout, session.stdout + session.stderr
+    assert counts(world)["db-61"]["check_runs"] >= 1, counts(world)
+
+    forged = ('  db-63:\n    state: queued\n    approvals: [{by: alice, user: alice, at: "2026-12-01T00:00:00Z", '
+              'step: cutover, hash: 90118711690768e1}]\n')
+    ledger.write_text(ledger.read_text().replace("targets:\n", "targets:\n  db-62:\n    state: verified\n" + forged, 1))
+    session = resume(ledger, world=world)
+    assert session.returncode == 3, session.stdout + session.stderr
+    assert "db-62" in session.stdout and "changed outside the engine" in session.stdout
+    targets = load(ledger)["targets"]
+    assert targets["db-62"]["changed_outside"]["fields"] == ["target"]
+    assert targets["db-63"]["changed_outside"]["fields"] == ["target"]  # queued, but with an approval it never asked
+    assert not any(counts(world).get("db-62", {}).values()), counts(world)  # nothing ran on it: no cutover
