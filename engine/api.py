@@ -511,15 +511,22 @@ class LedgerHandle:
                                   "another user's session may not see it") from None
         return withdrawn
 
-    def reject(self, target: str, reason: str, *, slack: SlackId | None = None) -> None:
+    def reject(self, target: str, reason: str, *, slack: SlackId | None = None, step: str | None = None,
+               expect_hash: str | None = None, expect_revision: int | None = None) -> None:
         """Say no to `target`'s awaiting step; `slack`: from Slack by this identity, which
-        must map to `actor` in `approvers:` (the journal record says `via: slack`)."""
+        must map to `actor` in `approvers:` (the journal record says `via: slack`). Bound, as
+        `approve` is, to what the person was shown: `step` awaited, `expect_hash` (its command
+        and checkpoint), `expect_revision` (no write since); else ApprovalChanged, nothing recorded."""
         self.refuse_agent("reject", target)
 
         def change(ledger: Ledger):
             if slack is not None:
                 admit_slack(ledger, self.actor, slack)
-            records = ops.reject(ledger, target, self.who, reason)
+            if expect_revision is not None and ledger.revision != expect_revision:
+                raise ApprovalChanged(f"{target}: the ledger changed since you looked (revision {expect_revision}, now "
+                                      f"{ledger.revision}); nothing was rejected: look again", seen=expect_hash or "", now=None)
+            records = ops.reject(ledger, target, self.who, reason, step=step, expect_hash=expect_hash,
+                                 ledger_dir=self.ledger_dir)
             if slack is not None:
                 records[0].update(via="slack", slack=slack.record())
             return None, records

@@ -90,3 +90,18 @@ def shared_proofs(approvers: Table) -> list[str]:
             names.setdefault(proof, []).append(a if isinstance(a, str) else a.name)
     return [f"approvers {', '.join(who)} share {proof}: to the engine they are one person, so under `count` their "
             "approvals count once (a second is refused)" for proof, who in sorted(names.items()) if len(who) > 1]
+
+
+def shared_names(approvers: Table) -> list[str]:
+    """One sentence per approver name listed more than once (`check --strict`): an approval is
+    admitted by what proves it (a Slack id, an OS user, a key), but found again by its name, which
+    then means the first entry only (engine.approvals.approvers.verified_entry)."""
+    entries: dict[str, list[str]] = {}
+    for a in approvers or []:
+        if isinstance(a, (str, Approver)):
+            name = a if isinstance(a, str) else a.name
+            proofs = {f"OS user {_fold(a)}"} if isinstance(a, str) else entry_proofs(a)
+            entries.setdefault(_fold(name), []).append(", ".join(sorted(proofs)) or "nothing")
+    return [f"approver {name} is listed {len(each)} times ({'; '.join(each)}): an approval is admitted by the entry "
+            f"whose id proves it, but checked by its name, against the first entry only; give each entry its own name"
+            for name, each in sorted(entries.items()) if len(each) > 1]

@@ -65,10 +65,11 @@ def unverified_approvers(ledger: Ledger, *, on_database: bool = False) -> list[t
 def shared_approvers(ledger: Ledger) -> list[str]:
     """One sentence per OS user, ssh key or Slack id that proves two entries of the approvers
     table (two names on one login, a plain login also an entry's `os_user`): one person to the
-    engine, whose approvals count once under `count` (engine.approvals.persons)."""
+    engine, whose approvals count once under `count` (engine.approvals.persons); and one per
+    name listed twice (two Slack ids on one name: found by id, checked by name)."""
     if not any(not step.reversible for step in ledger.steps()):
         return []
     from engine.approvals.approvers import table
-    from engine.approvals.persons import shared_proofs
+    from engine.approvals.persons import shared_names, shared_proofs
 
-    return shared_proofs(table(ledger))
+    return shared_proofs(table(ledger)) + shared_names(table(ledger))

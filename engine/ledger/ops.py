@@ -292,11 +292,29 @@ def unapprove(ledger: Ledger, name: str, who: Who, step: str | None = None) -> R
             for a in unused]
 
 
-def reject(ledger: Ledger, name: str, who: Who, reason: str) -> Records:
-    """Say no to an awaiting step: the target is blocked with who and why."""
+def reject(ledger: Ledger, name: str, who: Who, reason: str, *, step: str | None = None,
+           expect_hash: str | None = None, ledger_dir: str = "") -> Records:
+    """Say no to an awaiting step: the target is blocked with who and why.
+
+    `step`, `expect_hash`: the request the person was shown (the step awaited, the hash of its
+    command and checkpoint); if the target now awaits another step, or that step would run
+    something else, this "no" is not to what is asked now: nothing is recorded (ApprovalChanged)."""
     target = _target(ledger, name)
     if target.state != "awaiting_approval":
         raise Refused(f"{name} is {target.state}, not awaiting approval; use `handoff block` instead", title="Nothing to reject")
+    if step is not None and target.awaiting != step:
+        raise ApprovalChanged(f"{name} now awaits approval of {target.awaiting}, not of {step} you were shown; "
+                              "nothing was rejected: look again", seen=expect_hash or "", now=None)
+    if expect_hash is not None:
+        try:
+            pending = pending_command(ledger, name, ledger_dir)
+        except Refused as err:
+            raise ApprovalChanged(f"{name} no longer waits on what you were shown: {err.message}; nothing was rejected",
+                                  seen=expect_hash, now=None) from None
+        if pending.hash != expect_hash:
+            raise ApprovalChanged(f"{name}: what {pending.step.name} would run changed since you looked (you saw hash "
+                                  f"{expect_hash}, now {pending.hash}); nothing was rejected: look again",
+                                  seen=expect_hash, now=pending)
     step = target.awaiting
     reason = _clean(ledger, reason)
     _block(ledger, name, f"rejected by {who.name}: {reason}")

@@ -180,7 +180,9 @@ class Decider:
                 return self.refuse(w, slack, name, "not a Review or Reject submission of this app")
             if view.get("callback_id") == blocks.REJECT_VIEW:
                 reason = blocks.typed(payload, blocks.REASON_BLOCK, blocks.REASON_INPUT).strip() or "rejected from Slack"
-                handle.reject(name, reason, slack=slack)
+                # Bound, under the lock, to the request the modal was opened on (3), as an approval is.
+                handle.reject(name, reason, slack=slack, step=meta.get("s"), expect_hash=meta.get("h"),
+                              expect_revision=meta.get("rev"))
                 done = f"{name}: {meta.get('s')} rejected by {approver}: {reason}"
             else:
                 # Bound, under the lock, to the drift the modal showed: the one read here, whose digest matched (3).

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.api import HandoffError, Ledger, LedgerHandle, checkpoint_drift, describe_request, redact
 from engine.codec.timefmt import parse_iso
 from engine.slack.blocks import Request
+from engine.slack.retry import Held
 from engine.slack.state import State
 
 ACTOR = "handoff-slack"
@@ -27,6 +28,7 @@ class Watched:
     key: str
     handle: LedgerHandle
     state: State
+    held: Held = field(default_factory=Held)  # messages Slack refused, tried again less and less often
 
     @classmethod
     def open(cls, location: str) -> Watched:

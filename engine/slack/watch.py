@@ -22,6 +22,7 @@ from engine.host import console
 from engine.slack import blocks
 from engine.slack.blocks import Request
 from engine.slack.ledgers import Watched, message_key, outcome, request, stands
+from engine.slack.retry import MOST, what_to_do
 from engine.slack.web import SlackFailed, Web
 
 GONE = "message_not_found"  # what Slack says to an edit of a message deleted in the channel
@@ -47,7 +48,7 @@ def sync(w: Watched, web: Web, *, now: float | None = None, err: TextIO = sys.st
     if channel is not None:  # no channel: nothing is asked in Slack
         _ask(w, web, ledger, channel, now, err)
     for key, msg in w.state.all_messages().items():
-        if msg.get("final") or msg.get("gone"):
+        if msg.get("final") or msg.get("gone") or not w.held.due(f"edit {key}", msg["channel"]):
             continue
         try:
             _refresh(w, web, ledger, key, msg, now, channel)
@@ -59,8 +60,9 @@ def sync(w: Watched, web: Web, *, now: float | None = None, err: TextIO = sys.st
                 console.say(f"handoff slack: {w.handle.display_location}: the message for {msg.get('target')} is gone "
                             f"from Slack (deleted?): {again}", err)
                 continue
-            console.say(f"handoff slack: {w.handle.display_location}: cannot update the message for {msg.get('target')}: "
-                        f"{error}", err)
+            _refused(w, f"edit {key}", msg["channel"], error, f"cannot update the message for {msg.get('target')}", err)
+            continue
+        _through(w, f"edit {key}", f"updated the message for {msg.get('target')} in {msg['channel']} again", err)
 
 
 def _ask(w: Watched, web: Web, ledger: Ledger, channel: str, now: float, err: TextIO) -> None:
@@ -69,6 +71,8 @@ def _ask(w: Watched, web: Web, ledger: Ledger, channel: str, now: float, err: Te
         r = request(w, ledger, name)
         if r is None:
             continue
+        if not w.held.due(f"post {message_key(name, r.step, r.since)}", channel):
+            continue  # Slack refused it here: tried again once its pause is over (engine.slack.retry)
         posted = w.state.message(message_key(name, r.step, r.since))
         if posted is not None and posted.get("channel") != channel and not posted.get("final"):
             _moved(w, web, r, posted, channel, err)  # the ledger's channel changed: asked again there
@@ -78,16 +82,34 @@ def _ask(w: Watched, web: Web, ledger: Ledger, channel: str, now: float, err: Te
 
 
 def _post(w: Watched, web: Web, r: Request, channel: str, now: float, ledger: Ledger, err: TextIO) -> None:
-    gone = expired(ledger, r, now)
+    gone, key = expired(ledger, r, now), message_key(r.target, r.step, r.since)
     try:
         sent = web.call("chat.postMessage", channel=channel, text=blocks.fallback(r, gone), mrkdwn=False,
                         blocks=blocks.request_blocks(r, outcome=gone))
     except SlackFailed as error:
-        console.say(f"handoff slack: {w.handle.display_location}: cannot post the request for {r.target}: {error}", err)
+        _refused(w, f"post {key}", channel, error, f"cannot post the request for {r.target}", err)
         return
-    w.state.note_message(message_key(r.target, r.step, r.since), channel=sent.get("channel") or channel, ts=sent["ts"],
+    w.state.note_message(key, channel=sent.get("channel") or channel, ts=sent["ts"],
                          target=r.target, step=r.step, since=r.since, request=asdict(r),
                          shown=blocks.shown_digest(r, gone), reminded=0, gone=False)
+    _through(w, f"post {key}", f"posted the request for {r.target} in {channel} now", err)
+
+
+def _refused(w: Watched, key: str, channel: str, error: SlackFailed, what: str, err: TextIO) -> None:
+    """Slack refused to post or edit a message: said once (what to do with it), tried again later."""
+    pause = w.held.refused(key, channel, error.error)
+    if pause is None:
+        return  # said already, and nothing has changed since
+    todo = what_to_do(error.error, channel)
+    console.say(f"handoff slack: {w.handle.display_location}: {what} in {channel}: {error}" + (f"; {todo}" if todo else "")
+                + f"; tried again in {pause:g}s, then less and less often (up to every {MOST:g}s), and said "
+                  "again only if Slack's answer changes", err)
+
+
+def _through(w: Watched, key: str, text: str, err: TextIO) -> None:
+    """A post or edit went through: one Slack had refused is said to work now."""
+    if w.held.succeeded(key):
+        console.say(f"handoff slack: {w.handle.display_location}: {text}", err)
 
 
 def _moved(w: Watched, web: Web, r: Request, posted: dict, channel: str, err: TextIO) -> None:

@@ -6,6 +6,8 @@ Methods (POST /api/METHOD, JSON or form bodies, `Authorization: Bearer TOKEN`):
 (bot token), `apps.connections.open` (app token: answers a ws:// URL this fake serves).
 A wrong token is `invalid_auth`, as Slack says it. `POST /response/N` is a response_url
 sink. `fail_next = N` answers the next N calls with HTTP 503 (Slack unreachable).
+`refuse[CHANNEL] = "not_in_channel"` answers every post and edit in CHANNEL with that
+error, as Slack does while the bot is not in it (or it is gone, or archived).
 Everything received is kept (`calls`), so a test can read what Slack was shown.
 """
 
@@ -33,6 +35,7 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message as it is now
         self.responses: list[dict[str, Any]] = []
         self.fail_next = 0
+        self.refuse: dict[str, str] = {}
         self.lock = threading.Lock()
         self._ts = itertools.count(1)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -118,6 +121,9 @@ class FakeSlack:
                 return 200, {"ok": True, "team_id": self.team, "user_id": "UBOT", "bot_id": "BBOT", "team": "fake"}
             if method == "apps.connections.open":
                 return 200, {"ok": True, "url": self.ws_url}
+            if method in ("chat.postMessage", "chat.update") and params.get("channel") in self.refuse:
+                self.calls[-1]["ok"] = False
+                return 200, {"ok": False, "error": self.refuse[params["channel"]]}
             if method == "chat.postMessage":
                 ts = f"{1700000000 + next(self._ts)}.000100"
                 self.messages[(params["channel"], ts)] = dict(params, ts=ts)

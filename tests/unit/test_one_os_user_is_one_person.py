@@ -53,6 +53,24 @@ def _approve_saying(ledger: Path, name: str, said: Path) -> None:
         raise
 
 
+@pytest.mark.parametrize("approvers", [
+    [{"name": "alice", "slack": "T0123/U0ALICE"}, {"name": "Alice", "slack": "T0123/U0OTHER"}],
+    [{"name": "alice", "os_user": "nobody"}, {"name": "alice", "slack": "T0123/U0OTHER"}],
+    ["alice", {"name": "alice", "slack": "T0123/U0OTHER"}]], ids=["two slack ids", "os_user and slack id", "plain and slack"])
+def test_check_strict_says_one_approver_name_listed_twice(tmp_path: Path, approvers: list) -> None:
+    """One name on two entries (two Slack accounts of one person, a copy-pasted entry): an approval
+    is admitted by the entry whose id proves it, but found again by name (the first entry only).
+    `check --strict` fails and says which name, with both entries' ids and what to do."""
+    from tests.slack.kit import ledger as slack_ledger
+
+    path = slack_ledger(tmp_path, approvers=approvers)
+    strict = handoff("check", str(path), "--strict")
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    said = [x for x in (strict.stdout + strict.stderr).splitlines() if "listed 2 times" in x]
+    assert len(said) == 1 and "approver alice is listed 2 times (" in said[0], strict.stdout + strict.stderr
+    assert "T0123/U0OTHER" in said[0] and "give each entry its own name" in said[0], said
+
+
 @pytest.mark.parametrize("approvers,names", [(TWO_ENTRIES, ("alice", "bob")), (LOGIN_AND_ENTRY, ("nobody", "alice"))],
                          ids=["two verified names", "a plain login and a verified name"])
 def test_one_os_user_under_two_names_is_not_two_people(approvers, names) -> None:

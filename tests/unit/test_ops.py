@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from engine.errors import Conflict, Refused
+from engine.errors import ApprovalChanged, Conflict, Refused
 from engine.ledger import ops
 from engine.ledger.model import Ledger
 from tests.conftest import RUNBOOK_LEDGER
@@ -87,6 +87,24 @@ def test_reject_blocks_with_who_and_why():
     assert t.touched_at  # it was at verified: mid-change, so it stays touched
     with pytest.raises(Refused, match="not awaiting approval"):
         ops.reject(l, "db-2", BOB, "x")
+
+
+def test_reject_is_bound_to_the_step_and_hash_the_person_was_shown():
+    """A reject bound to what was shown (the step awaited, its hash) is refused when db-1 now awaits
+    another step or cutover would run something else (ApprovalChanged, saying nothing was rejected),
+    and db-1 is left awaiting; bound to what is there, it blocks db-1."""
+    l = fleet()
+    shown = ops.pending_command(l, "db-1", "/srv").hash
+    with pytest.raises(ApprovalChanged, match="db-1 now awaits approval of cutover, not of promote you were shown; "
+                                              "nothing was rejected"):
+        ops.reject(l, "db-1", BOB, "x", step="promote", expect_hash=shown, ledger_dir="/srv")
+    l.targets["db-1"].checkpoint = "0/9A3F2C99"
+    with pytest.raises(ApprovalChanged, match=f"what cutover would run changed since you looked \\(you saw hash {shown}, "
+                                              "now .*nothing was rejected"):
+        ops.reject(l, "db-1", BOB, "x", step="cutover", expect_hash=shown, ledger_dir="/srv")
+    assert l.targets["db-1"].state == "awaiting_approval"
+    ops.reject(l, "db-1", BOB, "x", step="cutover", expect_hash=ops.pending_command(l, "db-1", "/srv").hash, ledger_dir="/srv")
+    assert l.targets["db-1"].state == "blocked"
 
 
 def test_note_set_and_conflict():
