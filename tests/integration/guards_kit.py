@@ -61,8 +61,9 @@ GATE = "import os, time\nwhile not os.path.exists(os.path.join('{ledger_dir}', '
 
 
 def gated_fleet(tmp: Path) -> Path:
-    """db-01's check runs until the test's `go` file; db-03 (blocked mid-change) and it take both
-    places, so db-02 stays queued; replicate, once db-02 is there, leaves RAN-replicate-db-02."""
+    """db-01 and db-02 queued, db-03 blocked mid-change: db-03 and the first check started (each
+    runs until the test's `go` file) take both places, so the other queued target stays queued;
+    replicate leaves RAN-replicate-TARGET."""
     touch = ["{python}", "-c", "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()"]
     path = tmp / "ledger.yaml"
     path.write_text(yaml.safe_dump({
@@ -79,25 +80,28 @@ def gated_fleet(tmp: Path) -> Path:
     return path
 
 
-def move_db02_on_mid_run(ledger: Path, running: Callable[[], bool]) -> None:
-    """Once check runs on db-01, db-02 is moved by hand from queued to replicating (check and link
-    skipped); once a write has met the edit (or the run ended), db-01's check may end."""
-    wait_for(lambda: any(r.get("kind") == "step_start" and r.get("target") == "db-01" for r in journal(ledger)),
-             60, "check to start on db-01")
+def move_the_other_on_mid_run(ledger: Path, running: Callable[[], bool]) -> str:
+    """Once check runs on one queued target (the planner picks db-01 or db-02), the other is moved
+    by hand from queued to replicating (check and link skipped); once a write has met the edit (or
+    the run ended), the running check may end. Returns the name moved."""
+    started = wait_for(lambda: next((r["target"] for r in journal(ledger) if r.get("kind") == "step_start"
+                                     and r.get("target") in ("db-01", "db-02")), None), 60, "check to start")
+    moved = "db-02" if started == "db-01" else "db-01"
     data = yaml.safe_load(ledger.read_text(encoding="utf-8"))
-    data["targets"]["db-02"]["state"] = "replicating"
+    data["targets"][moved]["state"] = "replicating"
     ledger.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     wait_for(lambda: any(r.get("kind") == "external_edit" for r in journal(ledger)) or not running(), 20,
              "the edit to be met by a write")
     (ledger.parent / "go").touch()
+    return moved
 
 
-def stopped_on_the_mid_run_edit(ledger: Path, code: int | None, out: str, err: str) -> None:
-    """The run ended as a session does on a hand edit made while it runs: exit 3, db-02 named, nothing
-    run on it, its edit kept and flagged."""
+def stopped_on_the_mid_run_edit(ledger: Path, moved: str, code: int | None, out: str, err: str) -> None:
+    """The run ended as a session does on a hand edit made while it runs: exit 3, the target `moved`
+    named, nothing run on it, its edit kept and flagged."""
     assert code == 3, out + err
-    assert "db-02: changed outside the engine" in out and "handoff reconcile LEDGER db-02" in out, out
-    assert not (ledger.parent / "RAN-replicate-db-02").exists(), out
-    assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("target") == "db-02"]
-    after = load(ledger)["targets"]["db-02"]
+    assert f"{moved}: changed outside the engine" in out and f"handoff reconcile LEDGER {moved}" in out, out
+    assert not (ledger.parent / f"RAN-replicate-{moved}").exists(), out
+    assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("target") == moved]
+    after = load(ledger)["targets"][moved]
     assert after["state"] == "replicating" and after["changed_outside"]["fields"] == ["state"], after

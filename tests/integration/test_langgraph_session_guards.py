@@ -34,7 +34,7 @@ from guards_kit import (  # noqa: E402
     expires_then_refuses,
     gated_fleet,
     hand_edit_db19,
-    move_db02_on_mid_run,
+    move_the_other_on_mid_run,
     never_linked,
     stopped_before_any_action,
     stopped_on_the_mid_run_edit,
@@ -92,7 +92,7 @@ def test_a_target_moved_on_by_hand_while_the_run_steps_stops_it(tmp_path: Path, 
     world = tmp_path / "world"
     proc = _runtime(ledger, url, world)
     try:
-        move_db02_on_mid_run(ledger, lambda: proc.poll() is None)
+        moved = move_the_other_on_mid_run(ledger, lambda: proc.poll() is None)
         out, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:  # it went on, then waits on approvals
         out, err = _end(proc, ledger, world)
@@ -100,7 +100,7 @@ def test_a_target_moved_on_by_hand_while_the_run_steps_stops_it(tmp_path: Path, 
         (tmp_path / "go").touch()
         if proc.poll() is None:
             out, err = _end(proc, ledger, world)
-    stopped_on_the_mid_run_edit(ledger, proc.returncode, out, err)
+    stopped_on_the_mid_run_edit(ledger, moved, proc.returncode, out, err)
 
 
 def test_an_approval_after_the_runtime_was_killed_does_not_claim_it_resumes(tmp_path: Path, checkpointer) -> None:

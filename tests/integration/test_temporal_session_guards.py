@@ -37,7 +37,7 @@ from guards_kit import (  # noqa: E402
     expires_then_refuses,
     gated_fleet,
     hand_edit_db19,
-    move_db02_on_mid_run,
+    move_the_other_on_mid_run,
     never_linked,
     stopped_before_any_action,
     stopped_on_the_mid_run_edit,
@@ -112,7 +112,7 @@ def test_a_target_moved_on_by_hand_while_the_workflow_steps_stops_it(tmp_path: P
     follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
                           "--task-queue", q, "--follow", world=world)
     try:
-        move_db02_on_mid_run(ledger, lambda: follow.poll() is None)
+        moved = move_the_other_on_mid_run(ledger, lambda: follow.poll() is None)
         out, err = follow.communicate(timeout=45)
     except subprocess.TimeoutExpired:  # it went on, then waits on approvals
         _hand_off(ledger, world)
@@ -120,7 +120,7 @@ def test_a_target_moved_on_by_hand_while_the_workflow_steps_stops_it(tmp_path: P
     finally:
         (tmp_path / "go").touch()
         workers.stop()
-    stopped_on_the_mid_run_edit(ledger, follow.returncode, out, err)
+    stopped_on_the_mid_run_edit(ledger, moved, follow.returncode, out, err)
 
 
 def test_an_approval_after_the_only_worker_was_killed_does_not_claim_it_looks_again(tmp_path: Path, server: Server) -> None:
