@@ -41,6 +41,7 @@ from engine.errors import (
     JournalIncomplete,
     LedgerInvalid,
     LedgerUnreadable,
+    NoSuchTarget,
     ReadOnly,
     Refused,
     UsageError,
@@ -164,7 +165,10 @@ class LedgerHandle:
     def pending_command(self, ledger: Ledger, target: str, step: str | None = None) -> PendingCommand:
         """What approving `target` (its awaiting step, or `step`) now would approve: its argv,
         checkpoint and hash. Pass the hash back to `approve(expect_hash=...)`."""
-        return ops.pending_command(ledger, target, self.ledger_dir, step)
+        try:
+            return ops.pending_command(ledger, target, self.ledger_dir, step)
+        except NoSuchTarget as err:
+            raise err.at(self.display_location) from None
 
     def next_command(self, ledger: Ledger, target: str) -> PendingCommand | None:
         """What would run next on `target`: the awaited step, else the first runbook step from
@@ -261,6 +265,8 @@ class LedgerHandle:
         try:
             (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         except BaseException as err:
+            if isinstance(err, NoSuchTarget):
+                err.at(self.display_location)  # the operation knew the ledger, not where it is
             if isinstance(err, HandoffError) and self.store.unsettled:
                 raise self._unsettled(err, bool(first)) from None  # it may be in: no intent is cancelled
             self._cancel(first.values())  # refused, failed or interrupted: nothing was withdrawn
@@ -465,7 +471,10 @@ class LedgerHandle:
                 return err.message
             return None
 
-        return select(ledger, pattern, step, self.ledger_dir, self.actor, refusal)
+        try:
+            return select(ledger, pattern, step, self.ledger_dir, self.actor, refusal)
+        except NoSuchTarget as err:
+            raise err.at(self.display_location) from None
 
     def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
                       key: str | None = None, expect_drift: dict[str, str | None] | None = None) -> list[Approval]:
@@ -647,7 +656,7 @@ def open_ledger(location: str, *, actor: str | None = None, read_only: bool = Fa
 
 __all__ = [
     "demo_dir", "describe_request", "ApprovalChanged", "BASE_STATES", "Conflict", "DRIFT_HEADING", "DRIFT_PREFIX", "DRIFT_UNCHECKED", "checkpoint_drift", "drift_line", "drift_said", "HandoffError", "InvariantStatus", "Ledger", "LedgerBroken",
-    "LedgerChanged", "LedgerHandle", "LedgerInvalid", "LedgerUnreadable", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
+    "LedgerChanged", "LedgerHandle", "LedgerInvalid", "LedgerUnreadable", "NoSuchTarget", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
     "parse_time", "redact", "shell_word", "started", "version", "visible",

@@ -7,6 +7,8 @@ say where, and `str()` starts with `path:line:col:` as compilers do.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 
 class HandoffError(Exception):
     """Base of every error a user can meet; never shown with a traceback."""
@@ -71,6 +73,68 @@ class UsageError(HandoffError):
 
     title = "Usage"
     exit_code = 2
+
+
+CLOSE = 0.7  # how alike (difflib's ratio, case aside) a name must be to be suggested
+
+
+class NoSuchTarget(UsageError):
+    """A target name the ledger does not have (mistyped, or gone from the file): nothing was
+    changed. Every command that takes a target name raises this one error (exit 2, usage).
+    It says the name as typed (escaped: it is user text), the ledger (`at`: whoever knows
+    its location fills it in) and the nearest names, when some are close."""
+
+    title = "No such target"
+    NEAR = 3  # names suggested at most
+
+    def __init__(self, name: str, known: Iterable[str], *, ledger: str | None = None) -> None:
+        names = list(known)
+        self.name = name
+        self.near = nearest(name, names, self.NEAR)
+        self.sample = names[:5]
+        self.ledger = ledger
+        super().__init__(self._text())
+
+    def at(self, ledger: str) -> NoSuchTarget:
+        """Name the ledger (its location as people may see it), unless it is named already."""
+        if self.ledger is None:
+            self.ledger = ledger
+            self.message = self._text()
+            self.args = (self.message,)
+        return self
+
+    def _text(self) -> str:
+        where = self.ledger or "this ledger"
+        if self.near:
+            return f"no target named {self.name!r} in {where}; did you mean {_alternatives(self.near)}?"
+        if self.sample:
+            return f"no target named {self.name!r} in {where} (targets include {', '.join(self.sample)})"
+        return f"no target named {self.name!r} in {where} (it has no targets)"
+
+
+def nearest(name: str, names: Sequence[str], most: int) -> list[str]:
+    """Up to `most` of `names` close to `name`, closest first, ledger order among equals: the
+    name in another case alone when there is one (`DB-18`: db-18), else those about as
+    close as the closest (`db-99`: db-09, db-19; not db-01 as well)."""
+    import difflib
+
+    wanted = name.casefold()
+    same = [candidate for candidate in names if candidate.casefold() == wanted]
+    if same:
+        return same[:most]
+    matcher = difflib.SequenceMatcher(b=wanted)
+    scored = []
+    for index, candidate in enumerate(names):
+        matcher.set_seq1(candidate.casefold())
+        if matcher.real_quick_ratio() >= CLOSE and matcher.quick_ratio() >= CLOSE and (score := matcher.ratio()) >= CLOSE:
+            scored.append((-score, index, candidate))
+    scored.sort()
+    return [candidate for score, _, candidate in scored[:most] if -score >= -scored[0][0] - 0.1]
+
+
+def _alternatives(names: Sequence[str]) -> str:
+    """`db-09`, `db-09 or db-19`, `db-09, db-19 or db-29`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 class Refused(HandoffError):

@@ -73,7 +73,7 @@ class NoteConflict(Message):
 
 @dataclass(frozen=True)
 class Draft:
-    """Words the operator typed (a note, a reason) that a refused request did not save.
+    """Words the operator typed (a note, a reason, a comment) that a refused request did not save.
 
     `key` is the prompt they go back to (the request's verb and target: the reason typed to
     reject web-02 opens only the reject prompt of web-02); `what` names them, `reopen` says
@@ -96,9 +96,11 @@ class NotSaved(Message):
 
 
 class RetryRefused(Message):
-    """The engine refused a plain retry (a failed irreversible step): offer a forced one."""
+    """The engine refused a plain retry (a failed irreversible step): offer a forced one,
+    on the reason the plain one carried (`draft`: asked for in production), if any."""
 
-    def __init__(self, target: str, error: HandoffError) -> None:
+    def __init__(self, target: str, error: HandoffError, draft: Draft | None = None) -> None:
         super().__init__()
         self.target = target
         self.error = error
+        self.draft = draft

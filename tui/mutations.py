@@ -4,10 +4,10 @@ A change travels as a typed request (`tui.requests`: the target, step, hash and 
 the operator saw). It is never cancelled by the next one. Its outcome comes back only as
 a Message: `RequestDone` (a note, then a re-read), or the dialog the request turns an
 engine refusal into (a note conflict: both texts, the operator chooses; a refused plain
-retry: offer a forced one with a reason). Words the request carried (a note, a reason)
-are never lost to a refusal: the error view says so, and the prompt they came from opens
-on them again (`drafts`, taken by `take_draft`). Any other engine error ends in the app's
-one error view. A read-only view refuses before calling the engine at all.
+retry: offer a forced one with a reason, the one typed for it if any). Words the request
+carried (a note, a reason, an approval's comment) are never lost to a refusal: the error
+view says so, and the prompt they came from opens on them again (`drafts`, taken by
+`take_draft`). Any other engine error ends in the app's one error view. A read-only view refuses before calling the engine at all.
 """
 
 from __future__ import annotations
@@ -127,6 +127,8 @@ class Mutations:
 
     def on_retry_refused(self, message: RetryRefused) -> None:
         name = message.target
+        if message.draft is not None:  # the reason typed for the plain retry is the forced one's
+            self.drafts[message.draft.key] = message.draft.text
 
         def done(reason: Reason | None) -> None:
             if reason is not None:

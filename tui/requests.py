@@ -63,6 +63,11 @@ class Approve(Request):
         return controller.approve(self.target, self.step, self.comment, expect_hash=self.expect_hash,
                                   expect_drift=self.expect_drift)
 
+    def kept(self) -> Draft | None:
+        if not self.comment:
+            return None
+        return Draft((self.verb, self.target), self.comment, "comment", f"a on {self.target} opens it again")
+
 
 @dataclass(frozen=True)
 class ApproveBatch(Request):
@@ -170,7 +175,7 @@ class Retry(Request):
     def answer(self, error: HandoffError) -> Message | None:
         # A plain retry of a failed irreversible step is refused: offer a forced one, with a reason.
         if isinstance(error, Refused) and not isinstance(error, ReadOnly) and not self.force:
-            return RetryRefused(self.target, error)
+            return RetryRefused(self.target, error, self.kept())
         return super().answer(error)
 
 

@@ -13,15 +13,18 @@ whole batch is refused, every refused target is named, and nothing is recorded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from engine.approvals.policy import policy_for, standing
-from engine.errors import Refused
+from engine.errors import NoSuchTarget, Refused
 from engine.ledger.drift import DRIFT_UNCHECKED
 from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.ops import PendingCommand, Records, Who, approve, pending_command, same_person
+
+WILDCARD = re.compile(r"[*?[]")  # what makes a --targets word a pattern (fnmatch's), not a name
 
 
 @dataclass
@@ -51,10 +54,14 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
     `approver` would move; the others it matches are skipped with the reason a single
     approval would give. `refusal(name, step)`: why the approver may not approve that
     target (they asked for it: engine.api.Handle.select_batch), or None. Raises Refused
-    when the pattern matches no target at all."""
+    when the pattern matches no target at all, and NoSuchTarget for a name in it (no
+    wildcard) the ledger does not have: `db-1,db-22` meant two targets, not db-1 alone."""
     wanted = patterns(pattern)
     if not wanted:
         raise Refused("--targets is empty: give a pattern such as 'prod-*' or a list 'db-1,db-2'", title="No targets")
+    for word in wanted:
+        if not WILDCARD.search(word) and word not in ledger.targets:
+            raise NoSuchTarget(word, ledger.targets)
     names = matching(ledger.targets, pattern)
     if not names:
         sample = ", ".join(list(ledger.targets)[:5])
@@ -97,7 +104,7 @@ def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, 
             approval, recs = approve(ledger, name, who, step=step, comment=comment, ledger_dir=ledger_dir,
                                      expect_hash=digest, signed=signed.get(name), requested_by=requested_by.get(name),
                                      expect_drift=DRIFT_UNCHECKED if expect_drift is None else expect_drift.get(name))
-        except Refused as err:  # ApprovalChanged too: what it would run, or its drift, is not what was shown
+        except (Refused, NoSuchTarget) as err:  # ApprovalChanged too; or taken out of the file since it was shown
             refused.append(f"{name}: {err.message}")
             continue
         approvals.append(approval)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from engine.cli.commands import add_who
-from engine.errors import HandoffError, UsageError
+from engine.errors import HandoffError, NoSuchTarget, UsageError
 
 CLAUDE_SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
 
@@ -46,8 +46,7 @@ def cmd_run(args) -> int:
         raise UsageError(text, title="Cannot proceed")
     ledger = writer.store.read()
     if args.target not in ledger.targets:  # a usage error changes nothing: found before the lease is taken
-        sample = ", ".join(list(ledger.targets)[:5])
-        raise UsageError(f"no target named {args.target!r} in this ledger (targets include {sample})")
+        raise NoSuchTarget(args.target, ledger.targets, ledger=args.ledger)
     pick_step(ledger, args.target, args.step)
     claude = os.environ.get(CLAUDE_SESSION_VAR) or None
     holder = claude or new_session_id()

@@ -159,7 +159,7 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
     if ctx.holder is not None:
         return judge.Verdict("deny", f"another holder drives this ledger: {ctx.holder.detail}; `handoff run` would exit 5. "
                                 "Look with `handoff status` and wait for it to hand off")
-    from engine.errors import HandoffError
+    from engine.errors import HandoffError, NoSuchTarget
     from engine.ledger import guard
     from engine.ledger.invariants import evaluate, journal_readings
     from engine.session.single import pick_step
@@ -167,9 +167,12 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
     ledger = ctx.ledger  # the guard needs the whole validated ledger
     statuses = evaluate(ledger, journal_readings(ctx.writer.journal))
     for run in runs:
-        if run.target is None or run.target not in ledger.targets:
-            return judge.Verdict("deny", f"`handoff run` needs a target of this ledger; {run.target!r} is not one "
-                                    f"(`handoff status {ctx.ledger_path}` lists them)")
+        if run.target is None:
+            return judge.Verdict("deny", f"`handoff run` needs a target of this ledger (`handoff status {ctx.ledger_path}` "
+                                    "lists them)")
+        if run.target not in ledger.targets:  # what `handoff run` itself would say
+            return judge.Verdict("deny", f"`handoff run` would exit 2: "
+                                    f"{NoSuchTarget(run.target, ledger.targets, ledger=ctx.ledger_path).message}")
         try:
             step = pick_step(ledger, run.target, run.step)
         except HandoffError as err:

@@ -115,12 +115,13 @@ def check(
     return Decision(True, "reversible step; invariants hold")
 
 
-def untrusted_text(name: str, target) -> str:
-    """Why nothing acts on a target flagged as changed outside the engine, and what ends that."""
+def untrusted_text(name: str, target, where: str = "LEDGER") -> str:
+    """Why nothing acts on a target flagged as changed outside the engine, and what ends that
+    (`where`: the ledger as the command is to name it)."""
     mark = target.changed_outside or {}
     return (f"{name} was changed outside the engine at {mark.get('at', '?')} ({', '.join(mark.get('fields') or []) or 'fields'}; "
             f"now {target.state}): nothing acts on it until a person checks the real system and runs "
-            f"`handoff reconcile LEDGER {name} --to STATE --reason WHY`")
+            f"`handoff reconcile {where} {name} --to STATE --reason WHY`")
 
 
 def _metric_refusal(ledger: Ledger, invariants: list[Invariant], statuses: list[InvariantStatus] | None) -> Decision | None:

@@ -20,8 +20,9 @@ from engine.approvals.policy import ASKED_AS, STARTED_AS, asked_for_it, expired,
 from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
-from engine.errors import ApprovalChanged, Conflict, Refused
+from engine.errors import ApprovalChanged, Conflict, NoSuchTarget, Refused
 from engine.ledger.drift import DRIFT_UNCHECKED, checkpoint_drift, drift_refusal
+from engine.ledger.guard import untrusted_text
 from engine.ledger.model import Approval, Ledger, Pause, PreviousNote, Step, Target
 from engine.ledger.render import SHORT, approval_digest, describe, render, step_fields
 from engine.ledger.touched import is_touched
@@ -44,8 +45,7 @@ class Who:
 def _target(ledger: Ledger, name: str) -> Target:
     target = ledger.targets.get(name)
     if target is None:
-        sample = ", ".join(list(ledger.targets)[:5])
-        raise Refused(f"no target named {name!r} in this ledger (targets include {sample})", title="No such target")
+        raise NoSuchTarget(name, ledger.targets)  # engine.api names the ledger (NoSuchTarget.at)
     return target
 
 
@@ -141,8 +141,12 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     `signed`: the approver's signature over the approval (engine.approvals.approvers).
     `requested_by`: who asked (engine.approvals.policy.requesters): under a `count`
     policy none of them may approve; until `count` people did, the target keeps awaiting.
-    `slack`: given from Slack by this identity (engine.slack): recorded as `via: slack`."""
+    `slack`: given from Slack by this identity (engine.slack): recorded as `via: slack`.
+    A target flagged as changed outside the engine is refused: what a hand edit claims is
+    approved only after a person reconciles it (an approval given before would outlive that)."""
     target = _target(ledger, name)
+    if target.changed_outside:  # flagged (engine.store.outside) by this very write too, before `fn` runs
+        raise Refused(f"{untrusted_text(name, target)}; nothing was approved", title="Changed outside the engine")
     try:
         pending = pending_command(ledger, name, ledger_dir, step)
     except Refused as err:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.audit.note_rules import rules_in
+from engine.ledger.guard import untrusted_text
 from engine.ledger.invariants import not_enforced, unread_text
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import WAITING, next_step
@@ -90,12 +91,20 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
     lines.extend(_section("In flight:", _more(flight)) if flight else ["Nothing in flight."])
 
     waits = []
+    # A target changed outside the engine waits on a reconcile, whatever its (hand-written) state
+    # says: no approval of it is taken, no step runs, and nothing its state implies is claimed.
+    flagged = {name: t for name, t in ledger.targets.items() if t.changed_outside}
+    waits += [untrusted_text(name, t, ledger_path) for name, t in flagged.items()]
     for name, t in ledger.targets.items():
+        if name in flagged:
+            continue
         if t.state == "awaiting_approval":
             waits.append(f"{name} waiting on human approval for {t.awaiting} (asked by {t.awaiting_by or '?'}"
                          f"{_since(t.awaiting_since)}): `handoff approve {ledger_path} {name}`"
                          + (f"; but first resolve: {t.reason}" if t.reason else ""))
     for name, t in ledger.targets.items():
+        if name in flagged:
+            continue
         if t.state in ("blocked", "failed"):
             waits.append(f"{name} {t.state}{_since(t.changed_at)}: {t.reason or 'no reason recorded'}")
         elif t.reason and t.state not in WAITING:
@@ -106,7 +115,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
     dont = []
     mid_change = set(touched(ledger))
     for name, t in ledger.targets.items():
-        if name not in mid_change:
+        if name not in mid_change or name in flagged:
             continue
         done = irreversible_done(ledger, name)
         if t.state in ("blocked", "failed") and done:
@@ -129,7 +138,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
         lines.extend(_section("Held by an invariant:", [held.text()]))
     nxt = []
     for name, t in ledger.targets.items():
-        if t.state in WAITING or t.in_flight is not None:
+        if t.state in WAITING or t.in_flight is not None or name in flagged:
             continue
         step = next_step(ledger, name)
         if step is None:

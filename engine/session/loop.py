@@ -330,6 +330,8 @@ class Session(Actor):
             self._join_workers()
             return 6
         self._finish(self.ending)
+        if self.code == 0 and stop_for_outside_edits(self):  # a hand edit only the note's own write met (no step's did)
+            self.code = 3
         return self.code
 
     def _notice(self, ledger: Ledger) -> None:

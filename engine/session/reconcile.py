@@ -21,7 +21,7 @@ import time
 
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso, parse_iso
-from engine.errors import Refused
+from engine.errors import NoSuchTarget, Refused
 from engine.host.procs import pid_alive, wait_for_pid
 from engine.ledger.model import Ledger
 from engine.ledger.render import describe
@@ -290,7 +290,7 @@ def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | No
     reason = redact(reason, ledger.redact)  # it is stored and printed
     target = ledger.targets.get(name)
     if target is None:
-        raise Refused(f"no target named {name!r} in this ledger", title="No such target")
+        raise NoSuchTarget(name, ledger.targets, ledger=handle.display_location)
     if target.in_flight is not None:
         state = handle.session_state(ledger)
         if state.status == "live":
@@ -310,7 +310,9 @@ def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | No
     now = now_iso()
 
     def fn(ledger: Ledger):
-        t = ledger.targets[name]
+        t = ledger.targets.get(name)
+        if t is None:  # taken out of the file while its probe ran
+            raise NoSuchTarget(name, ledger.targets)
         before = (t.state, t.checkpoint)
         if to is not None:
             if is_touched(ledger, name) and to in ("blocked", "failed"):

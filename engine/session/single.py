@@ -16,7 +16,7 @@ target was changed outside the engine (until `handoff reconcile`);
 
 from __future__ import annotations
 
-from engine.errors import UsageError
+from engine.errors import NoSuchTarget, UsageError
 from engine.planners.autopilot import Action
 from engine.session.actor import Actor
 from engine.session.probes import find_step_processes
@@ -70,9 +70,8 @@ def pick_step(ledger, name: str, step_name: str | None):
 def run_one(actor: StepActor, name: str, step_name: str | None) -> int:
     """Run one step through the decision core; returns the exit code (module docstring)."""
     ledger = actor.store.read()
-    if name not in ledger.targets:
-        sample = ", ".join(list(ledger.targets)[:5])
-        raise UsageError(f"no target named {name!r} in this ledger (targets include {sample})")
+    if name not in ledger.targets:  # gone since `handoff run` looked
+        raise NoSuchTarget(name, ledger.targets, ledger=actor.ledger_arg)
     if ledger.paused is not None:
         actor.out.say(f"the ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
                       "nothing runs until `handoff unpause`", kind="paused")

@@ -7,7 +7,8 @@ for the person, never as the judge: a hand edit can fake the checkpoint too), an
 before any action, exit 3, until a person accepts or undoes it with `handoff reconcile`.
 A hand edit made while a session runs is flagged by the next write (its own or another
 process's): the guard refuses every step on a flagged target, and the session stops on
-it at its next look (engine.session.loop), finishing only the steps already running.
+it at its next look (engine.session.loop), finishing only the steps already running; an
+edit met only by the write of its closing note is said after the note, exit 3 all the same.
 """
 
 from __future__ import annotations

@@ -70,6 +70,7 @@ def test_after_compaction_the_context_asks_for_the_note_when_the_ledger_moved(fl
 @pytest.mark.parametrize("command, why", [
     ("handoff run {L} db-18 cutover", "the guard refuses cutover on db-18: db-18 is replicating; cutover runs only from verified"),
     ("cd /tmp && handoff run {L} db-27", "no runbook step starts there"),
+    ("handoff run {L} db-99", "`handoff run` would exit 2: no target named 'db-99' in {L}; did you mean db-09, db-19 or db-29?"),
     ("python3 {D}/sim.py cutover db-18", "run it as `handoff run {L} db-18 cutover`"),
     ("echo '{{}}' > {L}", "it redirects output into"),
     ("sed -i s/queued/done/ ledger.yaml", "`sed` would edit ledger.yaml in place"),

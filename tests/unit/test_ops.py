@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from engine.errors import ApprovalChanged, Conflict, Refused
+from engine.errors import ApprovalChanged, Conflict, NoSuchTarget, Refused
 from engine.ledger import ops
 from engine.ledger.model import Ledger
 from tests.conftest import RUNBOOK_LEDGER
@@ -65,13 +65,14 @@ def test_second_unused_approval_is_refused_until_unapproved():
 
 
 def test_approval_refusals_say_why():
-    """Approving a reversible step, a wrong step, an unknown target or without a runbook is refused with the reason."""
+    """Approving a reversible step, a wrong step or without a runbook is refused with the reason; an unknown
+    target is a usage error (NoSuchTarget, exit 2)."""
     l = fleet()
     with pytest.raises(Refused, match="reversible and needs no approval"):
         ops.approve(l, "db-5", BOB, step="check", comment=None, ledger_dir="/srv")
     with pytest.raises(Refused, match="awaits approval of cutover, not link"):
         ops.approve(l, "db-1", BOB, step="link", comment=None, ledger_dir="/srv")
-    with pytest.raises(Refused, match="no target named 'db-99'"):
+    with pytest.raises(NoSuchTarget, match=r"no target named 'db-99' in this ledger \(targets include db-1, db-2, db-3, db-4, db-5\)"):
         ops.approve(l, "db-99", BOB, step=None, comment=None, ledger_dir="/srv")
     bare = Ledger.model_validate({"task": "t", "targets": {"a": {"state": "awaiting_approval", "awaiting": "x"}}})
     with pytest.raises(Refused, match="no runbook"):

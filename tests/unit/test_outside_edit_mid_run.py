@@ -138,3 +138,20 @@ def test_an_approval_written_by_hand_as_the_intent_is_written_stops_the_session(
     assert not _started(ledger, "db-01"), out
     after = yaml.safe_load(ledger.read_text(encoding="utf-8"))["targets"]["db-01"]
     assert after["state"] == "queued" and after["changed_outside"]["fields"] == ["approvals"], after
+
+
+def test_an_intent_removed_by_hand_mid_run_stops_the_session(tmp_path: Path) -> None:
+    """db-01's check runs; its intent is removed from the file by hand. The step's end writes nothing
+    ("cleared by someone else"), so only the handoff note's write meets the edit: the session still
+    says db-01 and `handoff reconcile` and exits 3 (it said "nothing can proceed without a human
+    (0 target(s) wait on people)", exit 0, and never named db-01)."""
+    ledger = _ledger(tmp_path, {"db-01": {"state": "queued"}})
+    proc = _session(ledger)
+    wait_for(lambda: _started(ledger, "db-01"), timeout=60, what="check to start on db-01")
+    _hand_edit(ledger, "db-01", in_flight=None)
+    out = _end(proc, tmp_path / "go")
+    assert proc.returncode == 3, out
+    assert "db-01: changed outside the engine" in out and "in_flight; now queued" in out, out
+    assert "handoff reconcile LEDGER db-01" in out, out
+    after = yaml.safe_load(ledger.read_text(encoding="utf-8"))["targets"]["db-01"]
+    assert after["state"] == "queued" and after["changed_outside"]["fields"] == ["in_flight"], after

@@ -11,25 +11,26 @@ import pytest
 from tests.conftest import RUNBOOK_LEDGER, handoff
 
 REFUSED = {
-    # name: (argv after the ledger, words in the one line it prints)
-    "unapprove-nothing": (["unapprove", "db-2"], "db-2 holds no unused approval to withdraw"),
-    "reject-unknown": (["reject", "db-9", "--reason", "lag"], "no target named 'db-9'"),
-    "block-unknown": (["block", "db-9", "--reason", "hold"], "no target named 'db-9'"),
-    "retry-unknown": (["retry", "db-9"], "no target named 'db-9'"),
-    "unblock-unknown": (["unblock", "db-9", "--to", "queued", "--reason", "fixed"], "no target named 'db-9'"),
+    # name: (argv after the ledger, words in the one line it prints, exit code)
+    "unapprove-nothing": (["unapprove", "db-2"], "db-2 holds no unused approval to withdraw", 1),
+    # A name the ledger does not have is a usage error (tests/unit/test_no_such_target.py): exit 2.
+    "reject-unknown": (["reject", "db-9", "--reason", "lag"], "no target named 'db-9'", 2),
+    "block-unknown": (["block", "db-9", "--reason", "hold"], "no target named 'db-9'", 2),
+    "retry-unknown": (["retry", "db-9"], "no target named 'db-9'", 2),
+    "unblock-unknown": (["unblock", "db-9", "--to", "queued", "--reason", "fixed"], "no target named 'db-9'", 2),
 }
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=list(REFUSED))
 def test_a_refused_change_on_a_ledger_without_a_journal_leaves_no_journal(tmp_path: Path, case: str) -> None:
-    """The first command ever run on a fresh ledger is refused: exit 1, one line, and the
+    """The first command ever run on a fresh ledger is refused: exit 1 (2: usage), one line, and the
     folder holds what it held (an empty journal would say the engine had recorded something)."""
     path = tmp_path / "fleet.yaml"
     path.write_text(RUNBOOK_LEDGER, encoding="utf-8")
     before = path.read_bytes()
-    argv, words = REFUSED[case]
+    argv, words, code = REFUSED[case]
     result = handoff(argv[0], path, *argv[1:], "--as", "bob")
-    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.returncode == code, result.stdout + result.stderr
     assert words in result.stderr and "Traceback" not in result.stderr
     assert path.read_bytes() == before
     assert not (tmp_path / "fleet.yaml.journal.jsonl").exists(), sorted(p.name for p in tmp_path.iterdir())

@@ -104,7 +104,8 @@ class LedgerActions:
 
         self.app.push_screen(ApproveScreen(name, ledger.targets[name], pending, invariants, len(ledger.invariants),
                                            environment=ledger.environment,
-                                           policy=self.app.controller.approval_policy(ledger, name)), done)
+                                           policy=self.app.controller.approval_policy(ledger, name),
+                                           comment=self._kept(Approve, name)), done)
 
     def do_unapprove(self, arg: str = "") -> None:
         if self.ledger is None:

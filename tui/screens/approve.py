@@ -81,8 +81,9 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
     ]
 
     def __init__(self, name: str, target: Any, pending: Any, invariants: Sequence[Any] = (), declared: int = 0,
-                 environment: str | None = None, policy: str | None = None) -> None:
+                 environment: str | None = None, policy: str | None = None, comment: str = "") -> None:
         super().__init__(classes="modal-screen")
+        self.comment = comment  # the comment a refused approval left (tui.mutations.take_draft)
         self.environment = environment
         self.policy = policy  # the engine's words for what approving takes (None: one approval, no timers)
         self.policy_height = 0  # lines the policy box takes (tui.policy)
@@ -125,7 +126,7 @@ class ApproveScreen(ModalScreen[ApproveResult | None]):
                 yield Label(Text.assemble("Type the target name (", (clean_line(self.target_name), "bold"), ") to confirm:"))
                 yield Input(placeholder=clean_line(self.target_name), id="confirm", compact=True)
                 yield Static("", id="confirm-error", classes="error-text")
-            yield Input(placeholder="comment (optional, goes to the journal)", id="comment", compact=True)
+            yield Input(self.comment, placeholder="comment (optional, goes to the journal)", id="comment", compact=True)
             with Horizontal(classes="buttons"):
                 yield Button("Approve anyway" if self.drifted else "Approve", id="approve", variant="error" if self.irreversible else "success",
                              disabled=self.irreversible, compact=True)
