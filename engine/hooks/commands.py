@@ -115,7 +115,12 @@ def _literal(arg: str, values: dict[str, str]) -> str | None:
     if arg == "{python}":
         return None
     text = arg.replace("{ledger_dir}", values["ledger_dir"]).replace("{python}", values["python"])
-    return os.path.basename(text) if "/" in text else text
+    return _shown(text)
+
+
+def _shown(word: str) -> str:
+    """A command word as a step's literal words are compared with it: a path by its file name."""
+    return os.path.basename(word) if "/" in word else word
 
 
 def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: str, python: str) -> tuple[str, str] | None:
@@ -133,17 +138,17 @@ def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: st
         words = [program, *args]
         if handoff_args(command) is not None:
             continue
-        shown = {os.path.basename(w) if "/" in w else w for w in words}
-        found = next(((name, per_target) for name, words_of, per_target in literals
+        shown = {_shown(w) for w in words}
+        found = next(((name, words_of, per_target) for name, words_of, per_target in literals
                       if words_of and all(x in shown for x in words_of)), None)
         if found is None:
             continue
-        step, per_target = found
+        step, words_of, per_target = found
         names = ledger.targets
         parts = {p for w in words for p in _PARTS.split(w) if p}
         hit = next((p for p in sorted(parts) if p in names), None)
-        if hit is None and per_target:
-            hit = next((w for w in args if "$" in w or "`" in w), None)
+        if hit is None and per_target:  # not the word naming the step's own script (`"$PWD/sim.py"`): no target
+            hit = next((w for w in args if ("$" in w or "`" in w) and _shown(w) not in words_of), None)
         if hit is not None:
             return step, hit
     return None

@@ -111,6 +111,21 @@ def test_a_step_s_command_for_a_target_only_the_shell_knows_is_denied(fleet, com
     assert verdict(bash(ledger, world, f"python3 {ledger.parent}/sim.py counts \"$OUT\""))[0] == "none"
 
 
+@pytest.mark.parametrize("command", [
+    "grep -n cutover \"$PWD/sim.py\"",
+    "sed -n 1,40p \"$(pwd)/sim.py\" link",
+])
+def test_a_step_s_script_named_through_the_shell_is_no_target(fleet, command) -> None:
+    """Reading the step's own script by a path only the shell knows (`"$PWD/sim.py"`) is not the step run for a
+    target only the shell knows: the word that names the script is not the target. No objection, as before the
+    shell-only-target rule; the ledger is byte-identical."""
+    ledger, world = fleet
+    bash(ledger, world, "true")  # the session's first call takes the lease (a write); the bytes are kept after it
+    before = ledger.read_bytes()
+    assert verdict(bash(ledger, world, command)) == ("none", ""), command
+    assert ledger.read_bytes() == before
+
+
 def test_a_script_file_piped_into_a_shell_by_cat_is_read(fleet) -> None:
     """A script the agent wrote first (the Write tool), then fed to a shell as `cat go.sh | sh` (Claude Code ran the
     irreversible cutover on db-18 this way while `bash go.sh` and `sh < go.sh` were denied): read like `sh < go.sh`,
