@@ -1938,4 +1938,9 @@ MUTANTS: tuple[Mutant, ...] = (
            'hit = next((w for w in args if ("$" in w or "`" in w)), None)',
            ("tests/unit/test_hooks.py::test_a_step_s_script_named_through_the_shell_is_no_target",),
            "the word naming a step's own script through the shell (`\"$PWD/sim.py\"`) is not taken for a shell-only target"),
+    Mutant('hook-deadline-dropped-once', 'engine/hooks/deadline.py',
+           '    signal.setitimer(signal.ITIMER_REAL, AGAIN)\n',
+           '    pass\n',
+           ('tests/unit/test_hook_deadline.py',),
+           "the hook's deadline, first dropped inside a finaliser or gc callback, still ends the judging (fails closed)"),
 )

@@ -14,7 +14,13 @@ class TooSlow(BaseException):
     """The hook's own deadline passed (a BaseException: no handler inside the judge swallows it)."""
 
 
+AGAIN = 0.05  # seconds: a TooSlow swallowed where Python ignores exceptions is raised again this soon
+
+
 def _too_slow(signum: int, frame: Any) -> None:
+    # Raised inside a gc callback, a __del__ or a weakref callback, the exception is printed and
+    # dropped ("Exception ignored in"): armed again, the next one lands where it ends the judging.
+    signal.setitimer(signal.ITIMER_REAL, AGAIN)
     raise TooSlow
 
 
