@@ -8,7 +8,8 @@ From that the hook learns:
   engine.cli.main`), and the `handoff run LEDGER TARGET [STEP]` ones among them;
 - whether it writes the ledger or a file beside it (engine.hooks.writes);
 - whether it runs a runbook step's command outside `handoff run` (its literal words, a
-  path's file name for a path, together with a target's name).
+  path's file name for a path, together with a target's name; the step's script under
+  another name, engine.hooks.renamed; code that names the script, `runpy.run_path('sim.py')`).
 A command built at run time (a program in a variable, a script fetched and piped into
 a shell) still gets through: this is a net, and the guard inside `handoff run` and the
 engine's own refusal of people-only operations are what cannot be bypassed (README:
@@ -21,8 +22,9 @@ import os
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
+from engine.hooks import renamed
 from engine.hooks.shell import Command
-from engine.hooks.unwrap import parse
+from engine.hooks.unwrap import code_words, parse
 from engine.hooks.writes import protected, writes_ledger
 
 if TYPE_CHECKING:  # annotation only: raw_step also takes the hook's facts (engine.hooks.facts)
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # annotation only: raw_step also takes the hook's facts (engi
 
 __all__ = ["Command", "Run", "split", "handoff_args", "handoff_runs", "protected", "writes_ledger", "raw_step"]
 _PARTS = re.compile(r"[/=:,@]")
+_IMPORTED = re.compile(r"\b(?:import|from)\s+(\w+)")  # a module python code imports (`import sim`)
 _PER_TARGET = re.compile(r"\{(?!ledger_dir\}|python\})[A-Za-z_][A-Za-z0-9_]*\}")  # a placeholder filled per target
 
 
@@ -107,14 +110,19 @@ def handoff_runs(commands: list[Command]) -> list[Run]:
     return found
 
 
+def _rendered(arg: str, values: dict[str, str]) -> str | None:
+    """A template argument filled in, if it holds no per-target placeholder (and is not the interpreter)."""
+    if _PER_TARGET.search(arg) or arg == "{python}":
+        return None
+    return arg.replace("{ledger_dir}", values["ledger_dir"]).replace("{python}", values["python"])
+
+
 def _literal(arg: str, values: dict[str, str]) -> str | None:
     """A template argument as the command line would show it, if it holds no per-target
     placeholder: the file name of a path (the folder differs between hosts)."""
-    if _PER_TARGET.search(arg):
+    text = _rendered(arg, values)
+    if text is None:
         return None
-    if arg == "{python}":
-        return None
-    text = arg.replace("{ledger_dir}", values["ledger_dir"]).replace("{python}", values["python"])
     return _shown(text)
 
 
@@ -123,16 +131,20 @@ def _shown(word: str) -> str:
     return os.path.basename(word) if "/" in word else word
 
 
-def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: str, python: str) -> tuple[str, str] | None:
-    """(step, target) when a simple command is a runbook step's command for a target,
-    run outside `handoff run`; None otherwise. A word only the shell knows (`$t` of a `for`
-    loop, `"$(cat t)"`, what `xargs` reads) where a per-target step takes its target may be
-    any target: then `target` is that word. The target names are looked at only for a
-    command that has some step's words: most commands have none, and at 100,000 targets
-    the names are most of what a hook call would read (engine.hooks.facts)."""
+def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: str,
+             python: str) -> tuple[str, str, str] | None:
+    """(step, target, how) when a simple command is a runbook step's command for a target,
+    run outside `handoff run`; None otherwise. `how` is "" for the step's own words, or says
+    how the hook knew the step's script under another name (engine.hooks.renamed). A word
+    only the shell knows (`$t` of a `for` loop, `"$(cat t)"`, what `xargs` reads) where a
+    per-target step takes its target may be any target: then `target` is that word. The
+    target names are looked at only for a command that has some step's words: most commands
+    have none, and at 100,000 targets the names are most of what a hook call would read
+    (engine.hooks.facts)."""
     values = {"ledger_dir": ledger_dir, "python": python}
     literals = [(step.name, [x for x in (_literal(a, values) for a in step.run or []) if x],
                  any(_PER_TARGET.search(a) for a in step.run or [])) for step in ledger.steps()]
+    known: dict[str, str] | None = None  # the steps' scripts: looked for only when a command needs them
     for command in commands:
         program, args = command.program()
         words = [program, *args]
@@ -141,6 +153,20 @@ def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: st
         shown = {_shown(w) for w in words}
         found = next(((name, words_of, per_target) for name, words_of, per_target in literals
                       if words_of and all(x in shown for x in words_of)), None)
+        how = ""
+        if found is None and (command.script_file is not None or command.code is not None
+                              or any(x in shown for _, words_of, _ in literals for x in words_of)):
+            if known is None:
+                known = renamed.scripts({t for step in ledger.steps() for a in step.run or []
+                                         if (t := _rendered(a, values))}, ledger_dir)
+            seen, how = renamed.runs_one(command, known)
+            if not seen and command.code:  # code that runs a step's script by name (`runpy.run_path('sim.py')`)
+                named = code_words(command.code) + _IMPORTED.findall(command.code)
+                words += named + [f"{w}.py" for w in named if w.isidentifier()]  # `import sim`, `import_module('sim')`
+                shown = {_shown(w) for w in words}
+                how = "the code it runs names the step's script"
+            found = next(((name, words_of, per_target) for name, words_of, per_target in literals
+                          if words_of and all(x in shown or x in seen for x in words_of)), None)
         if found is None:
             continue
         step, words_of, per_target = found
@@ -150,5 +176,5 @@ def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: st
         if hit is None and per_target:  # not the word naming the step's own script (`"$PWD/sim.py"`): no target
             hit = next((w for w in args if ("$" in w or "`" in w) and _shown(w) not in words_of), None)
         if hit is not None:
-            return step, hit
+            return step, hit, how
     return None

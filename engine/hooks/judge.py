@@ -174,8 +174,7 @@ def _code(program: str, code: str, facts: Facts) -> list[Verdict]:
     if program.startswith("python") and ENGINE_IMPORT.search(code):
         out.append(Verdict("deny", f"{program} code that imports the engine can do what only people may; "
                                    "use the `handoff` command (people-only operations are refused to agents)"))
-    words = re.findall(r"""(?:'([^']*)'|"([^"]*)")""", code)
-    tokens = " ".join(a or b for a, b in words).split()
+    tokens = unwrap.code_words(code)
     for i, token in enumerate(tokens):
         if os.path.basename(token) == "handoff" and i + 1 < len(tokens):
             why = people_reason(tokens[i + 1], tokens[i + 2:], facts.ledger_path)

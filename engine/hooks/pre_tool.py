@@ -132,12 +132,13 @@ def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, 
             hit = commands.raw_step([command], ctx.facts, ctx.ledger_dir, sys.executable)
         if hit is None:
             return None
-        step, target = hit
+        step, target, how = hit
+        how = f" ({how})" if how else ""
         if target not in ctx.facts.targets:  # a word only the shell knows (`$t`): any target
-            return (f"that is runbook step {step}'s command for a target only the shell knows ({target}), run outside "
-                    f"the engine: run it as `handoff run {ctx.ledger_path} TARGET {step}`, one target a call, with the "
-                    "target spelled out, so the ledger records it and the guard checks it")
-        return (f"that is runbook step {step}'s command for {target}, run outside the engine: run it as "
+            return (f"that is runbook step {step}'s command for a target only the shell knows ({target}){how}, run "
+                    f"outside the engine: run it as `handoff run {ctx.ledger_path} TARGET {step}`, one target a call, "
+                    "with the target spelled out, so the ledger records it and the guard checks it")
+        return (f"that is runbook step {step}'s command for {target}{how}, run outside the engine: run it as "
                 f"`handoff run {ctx.ledger_path} {target} {step}` so the ledger records it and the guard checks it")
 
     verdict = judge.judge_line(line, facts, runs=runs, raw_step=raw)

@@ -41,7 +41,7 @@ class Command:
     dataclass: see engine.hooks.facts."""
 
     __slots__ = ("words", "writes_to", "stdin_text", "reads_from", "opens", "scripts", "piped_from", "depth", "container",
-                 "cwd")
+                 "cwd", "script_file", "code")
 
     def __init__(self, words: list[str] | None = None, *, depth: int = 0) -> None:
         self.words: list[str] = [] if words is None else words
@@ -54,6 +54,8 @@ class Command:
         self.depth = depth
         self.container = False  # its real work is nested commands, judged on their own
         self.cwd: str | None = None  # where it runs, after the line's own `cd`s (engine.hooks.unwrap)
+        self.script_file: str | None = None  # the script file it runs, as the line names it (engine.hooks.unwrap)
+        self.code: str | None = None  # the text of the script or code it runs, when the line shows it (engine.hooks.unwrap)
 
     def __repr__(self) -> str:
         return f"Command(words={self.words!r}, depth={self.depth})"
@@ -254,6 +256,12 @@ def split(text: str, depth: int = 0) -> list[Command]:
             op = reader.text[reader.i:reader.i + 2]
             reader.i += 2 if op in ("&&", "||", "|&", ";;") else 1
             finish(op[0] == "|" and op != "||")
+        elif reader.text.startswith(("<(", ">("), reader.i):  # process substitution: a word (`/dev/fd/63`) a script fills
+            opener = reader.text[reader.i]
+            reader.i += 2
+            inner = reader.balanced("(", ")")
+            current.scripts.append(inner)
+            current.words.append(f"{opener}({inner})")
         else:
             redirect = _REDIRECT.match(reader.text, reader.i)
             if redirect and (redirect.group(1) == "" or reader.text[reader.i] in "<>" or redirect.start(2) > reader.i):

@@ -35,6 +35,7 @@ INTERPRETERS = {"perl": "-eE", "ruby": "-e", "node": "-ep", "nodejs": "-ep"}
 AWKS = {"awk", "gawk", "mawk", "nawk"}
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+STDIN = {"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}  # a script argument that means "read it on stdin"
 
 
 class Parsed:
@@ -103,7 +104,7 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
             program, args = os.path.basename(args[0]), args[1:]
         script = None
         if program in SHELLS:
-            script = _shell_script(args, command, cwd)
+            script = command.code = _shell_script(args, command, cwd)
         elif program == "eval":
             script = " ".join(args)
         elif program in ("source", ".") and args:
@@ -122,10 +123,11 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
             # Its program (not its input files): `system("...")` shows what it runs, `print > F` where it writes.
             parsed.code.append((program, awk_code(args, cwd)))
         elif program.startswith("python") or program in INTERPRETERS:
-            code = _code(program, args, command, cwd)
+            code = command.code = _code(program, args, command, cwd)
             if code is not None:
                 parsed.code.append((program, code))
         elif "/" in words[0] and program != "handoff":  # `handoff`: judged as itself
+            command.script_file = words[0]
             script = _run_file(words[0], cwd, parsed)  # `./go.sh`: a file run as a program
         if script is not None:
             command.container = True
@@ -215,15 +217,16 @@ def _read(path: str, cwd: str) -> str | None:
 
 
 def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
-    """The script a shell runs: its `-c` string, its script file, or its stdin."""
-    dash_c, i = False, 0
+    """The script a shell runs: its `-c` string, its script file, or its stdin (also with `-s`:
+    the words after it are the script's arguments)."""
+    dash_c, dash_s, i = False, False, 0
     while i < len(args):
         arg = args[i]
         if arg == "--":
             i += 1
             break
         if arg[:1] in "-+" and len(arg) > 1 and not arg.startswith("--"):
-            dash_c = dash_c or "c" in arg[1:]
+            dash_c, dash_s = dash_c or "c" in arg[1:], dash_s or "s" in arg[1:]
             i += 2 if "o" in arg[1:] else 1
             continue
         if arg.startswith("--"):
@@ -232,8 +235,9 @@ def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
         break
     rest = args[i:]
     if dash_c:
-        return rest[0] if rest else ""
-    if rest and rest[0] != "-":
+        return _substituted(rest[0], cwd) if rest else ""
+    if rest and rest[0] not in STDIN and not dash_s:
+        command.script_file = rest[0]
         return _read(rest[0], cwd)
     return _stdin(command, cwd)
 
@@ -265,7 +269,7 @@ def _code(program: str, args: list[str], command: Command, cwd: str) -> str | No
         if arg.startswith("-") and len(arg) > 1 and not arg.startswith("--"):
             if any(f in arg[1:] for f in flags.lstrip("-")):
                 tail = arg[1:].split(next(f for f in arg[1:] if f in flags.lstrip("-")), 1)[1]
-                return tail or (args[i + 1] if i + 1 < len(args) else "")
+                return _substituted(tail or (args[i + 1] if i + 1 < len(args) else ""), cwd)
             i += 1
             continue
         if arg.startswith("--eval"):
@@ -273,5 +277,26 @@ def _code(program: str, args: list[str], command: Command, cwd: str) -> str | No
         if arg.startswith("--"):
             i += 1
             continue
-        return _stdin(command, cwd) if arg == "-" else _read(arg, cwd)
+        if arg in STDIN:
+            return _stdin(command, cwd)
+        command.script_file = arg
+        return _read(arg, cwd)
     return _stdin(command, cwd)
+
+
+_QUOTED = re.compile(r"""(?:'([^']*)'|"([^"]*)")""")
+
+
+def code_words(code: str) -> list[str]:
+    """The words of the quoted strings in code: what it may run or open (`'sim.py'`, `"handoff approve L"`)."""
+    return " ".join(a or b for a, b in _QUOTED.findall(code)).split()
+
+
+_CAT_FILE = re.compile(r"""^(?:\$\(|`)\s*(?:cat\s+(?:--\s+)?|<\s*)(['"]?)([^\s'"`;&|()<>$]+)\1\s*(?:\)|`)$""")
+
+
+def _substituted(code: str, cwd: str) -> str:
+    """Code given as `"$(cat FILE)"`, `"$(<FILE)"` or backticks: the file's text, as the shell puts it there."""
+    found = _CAT_FILE.match(code.strip())
+    text = _read(found.group(2), cwd) if found else None
+    return code if text is None else text

@@ -129,17 +129,95 @@ def test_a_step_s_script_named_through_the_shell_is_no_target(fleet, command) ->
 def test_a_script_file_piped_into_a_shell_by_cat_is_read(fleet) -> None:
     """A script the agent wrote first (the Write tool), then fed to a shell as `cat go.sh | sh` (Claude Code ran the
     irreversible cutover on db-18 this way while `bash go.sh` and `sh < go.sh` were denied): read like `sh < go.sh`,
-    denied as the step's command run raw; the ledger is byte-identical."""
+    denied as the step's command run raw; so is `bash -s db-19 < go.sh` (its words are the script's arguments, not
+    a script file); the ledger is byte-identical."""
     ledger, world = fleet
     (ledger.parent / "go.sh").write_text(f"python3 {ledger.parent}/sim.py cutover db-18\n")
     bash(ledger, world, "true")  # the session's first call takes the lease (a write); the bytes are kept after it
     before = ledger.read_bytes()
-    for line in ("cat go.sh | sh", "cat -- go.sh | bash -s", "bash go.sh", "sh < go.sh"):
+    for line in ("cat go.sh | sh", "cat -- go.sh | bash -s", "bash go.sh", "sh < go.sh", "bash -s db-19 < go.sh",
+                 "bash -xs -- db-19 < go.sh"):  # `-s`: the script on stdin, the words after it its arguments
         kind, reason = verdict(bash(ledger, world, line))
         assert kind == "deny" and f"run it as `handoff run {ledger} db-18 cutover`" in reason, (line, reason)
     assert ledger.read_bytes() == before
     assert counts(world).get("db-18", {}).get("cutover_runs", 0) == 0
     assert verdict(bash(ledger, world, "cat go.sh | wc -l"))[0] == "none"  # reading it is no run
+
+
+@pytest.fixture
+def copies(fleet) -> tuple[Path, Path]:
+    """The fleet with the step's script copied and linked by an earlier call (`cp`, `ln -s`, `ln`), and the
+    session's lease taken by a first call (a write), so the ledger's bytes are kept from here on."""
+    ledger, world = fleet
+    sim = ledger.parent / "sim.py"
+    (ledger.parent / "mig.py").write_bytes(sim.read_bytes())
+    (ledger.parent / "mig.py").chmod(0o755)
+    (ledger.parent / "soft.py").symlink_to("sim.py")
+    (ledger.parent / "hard.py").hardlink_to(sim)
+    bash(ledger, world, "true")
+    return ledger, world
+
+
+@pytest.mark.parametrize("command, how", [
+    ("python3 mig.py cutover db-18", "mig.py is sim.py under another name"),
+    ("./mig.py cutover db-18", "./mig.py is sim.py under another name"),
+    ("python3 soft.py cutover db-18", "soft.py is sim.py under another name"),
+    ("python3 hard.py cutover db-18", "hard.py is sim.py under another name"),
+    ("python3 s*.py cutover db-18", "s*.py is sim.py under another name"),
+    ("cp sim.py x.py && python3 x.py cutover db-18", "the hook cannot read x.py before it runs, so it may be sim.py"),
+    ("cat sim.py > x.py; python3 x.py cutover db-18", "the hook cannot read x.py before it runs"),
+    ("ln -s sim.py x.py; python3 -u x.py cutover db-18", "the hook cannot read x.py before it runs"),
+    ("install -m 755 sim.py /tmp/x && /tmp/x cutover db-18", "the hook cannot read /tmp/x before it runs"),
+    ("python3 $(ls s*.py) cutover db-18", "the hook cannot read $(ls s*.py) before it runs"),
+    ("python3 <(cat sim.py) cutover db-18", "the hook cannot read <(cat sim.py) before it runs"),
+    ("python3 - cutover db-18 < sim.py", "the code it is fed is sim.py"),
+    ("cat sim.py | python3 - cutover db-18", "the code it is fed is sim.py"),
+    ("python3 /dev/stdin cutover db-18 < mig.py", "the code it is fed is sim.py"),
+    ("python3 -c \"$(cat sim.py)\" cutover db-18", "the code it is fed is sim.py"),
+    ("python3 -c \"$(< mig.py)\" cutover db-18", "the code it is fed is sim.py"),
+    ("python3 -c \"import sys; sys.argv = ['x', 'cutover', 'db-18']; exec(open('sim.py').read())\"",
+     "the code it runs names the step's script"),
+    ("python3 -c \"import runpy, sys; sys.argv = ['x', 'cutover', 'db-18']; runpy.run_path('sim.py', run_name='__main__')\"",
+     "the code it runs names the step's script"),
+    ("python3 -c \"import subprocess; subprocess.run(['python3', 'sim.py', 'cutover', 'db-18'])\"",
+     "the code it runs names the step's script"),
+    ("python3 - <<'EOF'\nimport sys\nsys.argv = ['x', 'cutover', 'db-18']\nimport sim\nsim.main()\nEOF",
+     "the code it runs names the step's script"),
+], ids=["copy", "copy-run-as-program", "symlink", "hardlink", "glob", "cp-same-line", "cat-same-line", "ln-same-line",
+        "install-same-line", "named-at-run-time", "process-substitution", "stdin-redirect", "stdin-cat-pipe", "dev-stdin", "dash-c-cat",
+        "dash-c-lt", "exec-open", "runpy", "subprocess", "import"])
+def test_a_step_s_script_under_another_name_is_denied(copies, command, how) -> None:
+    """The step's script copied or linked under another name (by an earlier call, or earlier on the same line),
+    fed to an interpreter on stdin, as `-c "$(cat ...)"` or through `<(cat ...)`, or run by code that names it (`exec`, `runpy`,
+    `subprocess`, `import`): Claude Code ran the irreversible cutover on db-18 this way, unapproved, while
+    `python3 sim.py cutover db-18` was denied. Denied, saying how the hook knew it and the `handoff run` line;
+    the ledger is byte-identical and the world saw no cutover."""
+    ledger, world = copies
+    before = ledger.read_bytes()
+    kind, reason = verdict(bash(ledger, world, command))
+    assert kind == "deny", (command, reason)
+    assert f"runbook step cutover's command for db-18 ({how}" in reason, reason
+    assert f"run it as `handoff run {ledger} db-18 cutover`" in reason, reason
+    assert ledger.read_bytes() == before
+    assert not (ledger.parent / "x.py").exists()
+    assert counts(world).get("db-18", {}).get("cutover_runs", 0) == 0
+
+
+@pytest.mark.parametrize("command", [
+    "cat mig.py", "less sim.py", "head -50 soft.py", "git diff --no-index sim.py mig.py", "diff sim.py hard.py",
+    "sha256sum sim.py mig.py", "cp sim.py /tmp/sim-backup.py", "grep -n cutover sim.py mig.py",
+    "python3 mig.py help", "python3 soft.py counts", "python3 - < sim.py", "python3 -m pytest -q -k cutover tests",
+    "diff <(sort sim.py) <(sort mig.py)",
+    "python3 -c \"print(open('sim.py').read().count('cutover'))\"",
+    "python3 - <<'EOF'\nimport json\nprint(json.load(open('world/db-18.json'))['cutover_runs'])\nEOF",
+], ids=["cat", "less", "head-link", "git-diff", "diff", "sha256sum", "backup", "grep", "copy-help", "link-counts", "diff-process-substitution",
+        "stdin-no-step", "pytest", "code-reads-it", "code-reads-the-world"])
+def test_reading_or_copying_a_step_s_script_is_no_raw_step(copies, command) -> None:
+    """Reading a step's script or its copy, comparing them, backing it up, running its copy for no step or no
+    target, running tests: no objection (a step's script is only a step's command with the step's words and a
+    target)."""
+    ledger, world = copies
+    assert verdict(bash(ledger, world, command)) == ("none", ""), command
 
 
 def test_pre_tool_use_allows_a_step_the_guard_allows(fleet) -> None:
