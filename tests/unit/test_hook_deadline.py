@@ -35,5 +35,5 @@ def test_a_deadline_first_missed_inside_a_finaliser_still_ends_the_judging(monke
             end = time.monotonic() + 2.0
             while time.monotonic() < end:  # the judging, going on after the dropped alarm
                 pass
-    assert dropped == [TooSlow]  # the first alarm really was swallowed
+    assert dropped and set(dropped) == {TooSlow}  # the first alarm really was swallowed (under load, more)
     assert time.monotonic() - started < 1.5  # ended by the next alarm, not by the loop running out
