@@ -96,6 +96,9 @@ def test_a_target_moved_on_by_hand_mid_run_is_never_acted_on(tmp_path: Path, sta
     assert not list(tmp_path.glob("RAN-*-db-02")), out  # neither replicate nor cutover
     assert not _started(ledger, "db-02")
     assert not [r for r in journal(ledger) if r.get("kind") == "gate" and r.get("target") == "db-02"], out
+    # Stopped at its next look, finishing only db-01's check: db-01's link was not asked for.
+    assert "starting nothing more" in out, out
+    assert not [r for r in journal(ledger) if r.get("kind") == "gate" and r.get("target") == "db-01"], out
     after = yaml.safe_load(ledger.read_text(encoding="utf-8"))["targets"]["db-02"]
     assert after["state"] == state and after["changed_outside"]["fields"] == ["state"], after
 
@@ -135,6 +138,9 @@ def test_an_approval_written_by_hand_as_the_intent_is_written_stops_the_session(
         out = _end(proc, tmp_path / "go")
     assert proc.returncode == 3, out
     assert "db-01: changed outside the engine" in out and "approvals; now queued" in out, out
+    # Stopped on the flag the intent's write kept, not at the end on the note's write (its note opened
+    # "nothing can proceed without a human (0 target(s) wait on people)").
+    assert "starting nothing more" in out and "nothing can proceed" not in out, out
     assert not _started(ledger, "db-01"), out
     after = yaml.safe_load(ledger.read_text(encoding="utf-8"))["targets"]["db-01"]
     assert after["state"] == "queued" and after["changed_outside"]["fields"] == ["approvals"], after
