@@ -27,6 +27,9 @@ F = "tests/unit/test_fences_one_by_one.py::"
 I = "tests/unit/test_fences_intent.py::"
 W = "tests/unit/test_approval_witness.py::"
 STEPS, AUTH = "engine/session/steps.py", "engine/approvals/authority.py"
+OUT = "tests/unit/test_outside_edit_mid_run.py::"
+LG_GUARDS = "tests/integration/test_langgraph_session_guards.py::"
+T_GUARDS = "tests/integration/test_temporal_session_guards.py::"
 
 MUTANTS: tuple[Mutant, ...] = (
     # -- the spawn's fence (engine.session.steps.fenced_launch, under the store's lock) --
@@ -1929,8 +1932,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/unit/test_note_names_flagged_target.py::test_the_note_names_a_target_changed_outside_the_engine_and_claims_nothing_of_it",),
            "the handoff note claims no irreversible step done on a target whose state was written outside the engine"),
     Mutant("session-end-says-flagged", "engine/session/loop.py",
-           "        if self.code == 0 and stop_for_outside_edits(self):  # a hand edit only the note's own write met (no step's did)\n",
-           "        if False:\n",
+           "        self.code = closing_code(self, self.code)  # a hand edit only the note's own write met (no step's did)\n",
+           "",
            ("tests/unit/test_outside_edit_mid_run.py::test_an_intent_removed_by_hand_mid_run_stops_the_session",),
            "a hand edit met only by the session's closing note write is still said, exit 3 (not 'nothing can proceed', exit 0)"),
     Mutant("hook-script-word-as-target", "engine/hooks/commands.py",
@@ -1978,4 +1981,38 @@ MUTANTS: tuple[Mutant, ...] = (
            "elif False:",
            ("tests/unit/test_hooks.py::test_a_step_s_script_under_another_name_is_denied[process-substitution]",),
            "`<(CMD)` is one word of the command (a file CMD fills), not a redirection that ends the command"),
+    Mutant("closing-edit-outranks-pause", "engine/session/untrusted.py",
+           "code in (0, 4) and", "code == 0 and",
+           (OUT + "test_a_hand_edit_and_a_pause_together_mid_run_end_the_session_3",
+            LG_GUARDS + "test_a_hand_edit_and_a_pause_together_mid_run_end_the_run_3"),
+           "a hand edit and a pause together end a session and a LangGraph run 3, as they end a Temporal workflow (not 4)"),
+    Mutant("session-start-edit-outranks-pause", "engine/session/loop.py",
+           "if ledger.paused is not None and not flagged(ledger):", "if ledger.paused is not None:",
+           ("tests/unit/test_outside_edits.py::test_a_paused_ledger_with_a_target_changed_by_hand_stops_a_session_3",),
+           "a paused ledger with a target changed by hand stops a session 3 at its start, as a LangGraph run and a workflow"),
+    Mutant("langgraph-end-says-flagged", "engine/langgraph/runtime.py",
+           "        code = closing_code(actor, code)  # a hand edit only the note's own write met: as in a session\n", "",
+           (LG_GUARDS + "test_a_hand_edit_only_the_closing_note_meets_ends_the_run_3",),
+           "a LangGraph run says a hand edit only its closing note's write met, exit 3 (not 'every target is done', 0)"),
+    Mutant("temporal-end-says-flagged", "engine/temporal/core.py",
+           "    code = closing_code(actor, code)  # a hand edit only the note's own write met: as in a session\n", "",
+           (T_GUARDS + "test_a_hand_edit_only_the_closing_note_meets_ends_the_workflow_3",),
+           "a Temporal workflow says a hand edit only its closing note's write met, exit 3 (not 'every target is done', 0)"),
+    Mutant("temporal-ends-with-finish-code", "engine/temporal/workflow.py",
+           '            code = finished["code"]\n', "            pass\n",
+           (T_GUARDS + "test_a_hand_edit_only_the_closing_note_meets_ends_the_workflow_3",),
+           "the workflow ends with the code its finish came to once the note is written"),
+    Mutant("langgraph-error-ends-2", "engine/langgraph/runtime.py",
+           "except HandoffError as err:", "except ZeroDivisionError as err:",
+           (LG_GUARDS + "test_a_target_deleted_by_hand_while_it_steps_ends_the_run_2",),
+           "a LangGraph run that meets an error (a ledger shrunk by hand) says it and exits 2, as a session (not 1, unsaid)"),
+    Mutant("temporal-decide-error-ends-2", "engine/temporal/core.py",
+           "        return _decide(actor, job, running, memo)\n    except HandoffError as err:\n",
+           "        return _decide(actor, job, running, memo)\n    except ZeroDivisionError as err:\n",
+           (T_GUARDS + "test_a_target_deleted_by_hand_while_it_steps_ends_the_workflow_2",),
+           "a workflow's decision that meets an error (a ledger shrunk by hand) ends it 2, said (not retried for ever)"),
+    Mutant("temporal-finish-error-ends-2", "engine/temporal/core.py",
+           "    except HandoffError as err:  # as a session's run", "    except ZeroDivisionError as err:  # as a session's run",
+           (T_GUARDS + "test_a_target_deleted_by_hand_while_it_steps_ends_the_workflow_2",),
+           "a workflow whose closing note is refused (a ledger shrunk by hand) ends 2, said (not the note retried for ever)"),
 )

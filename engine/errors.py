@@ -36,6 +36,12 @@ class HandoffError(Exception):
         self.hint = hint
 
     @property
+    def run_code(self) -> int:
+        """The exit code of a run that ends on this error (`handoff resume`, in every runtime): its
+        own where DESIGN gives a run one (2 to 6), else 2: the ledger cannot be driven as it is."""
+        return self.exit_code if self.exit_code in (2, 3, 4, 5, 6) else 2
+
+    @property
     def where(self) -> str:
         """`path:line:col` (as much of it as is known), or ''."""
         if not self.path:

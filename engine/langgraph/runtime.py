@@ -24,13 +24,14 @@ import time
 
 from langgraph.types import Command
 
+from engine.errors import HandoffError
 from engine.host import console
 from engine.langgraph import checkpoints, graph, nodes, outage
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
 from engine.session.reconcile import verify_checkpoints
 from engine.session.tending import tend
-from engine.session.untrusted import stop_for_outside_edits
+from engine.session.untrusted import closing_code, stop_for_outside_edits
 
 WATCH_EVERY = 0.2  # seconds between looks at the ledger while the thread waits on approvals
 
@@ -80,6 +81,11 @@ class Run:
                                       "stopping before any action")
             code, ending = outage.ride(self, self._run_on)
             return self.finish(code, ending)
+        except HandoffError as err:  # as a session's run (a shrunken ledger refuses every write): said, not released
+            actor.out.say(f"session error: {err}", kind="error")
+            actor.out.say(f"langgraph thread {self.thread} ended (exit {err.run_code}); the lease is left to go stale: "
+                          "the next holder takes it over then", kind="session_end", exit_code=err.run_code)
+            return err.run_code
         finally:
             restore()
             self.beat.stop()
@@ -175,6 +181,7 @@ class Run:
             note = planning.final_note(self.job, self.memo, actor, ending)
         text, _problems, rev = actor.store_note(note, ending=ending)
         actor.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
+        code = closing_code(actor, code)  # a hand edit only the note's own write met: as in a session
         released = leasing.release(actor.store, self.holder)
         actor.out.say(f"langgraph thread {self.thread} ended (exit {code})", kind="session_end", rev=released, exit_code=code)
         return code

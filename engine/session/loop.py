@@ -48,7 +48,7 @@ from engine.session.preflight import preflight, refusal_text
 from engine.session.reconcile import reconcile_in_flight, verify_checkpoints
 from engine.session.steps import Intent, NotStarted, run_intent
 from engine.session.until_progress import span
-from engine.session.untrusted import OUTSIDE_EDIT_ENDING, flagged, stop_for_outside_edits
+from engine.session.untrusted import OUTSIDE_EDIT_ENDING, closing_code, flagged, stop_for_outside_edits
 from engine.store.filelock import lock_timeout
 
 IDLE_METRICS_EVERY = 5.0  # while steps run, re-read metrics this often
@@ -167,7 +167,7 @@ class Session(Actor):
             self.out.say(f"session error: {err}", kind="error")
             # A refusal here (a template the runbook cannot fill, a shrunken or busy
             # ledger) means the ledger cannot be driven as it is: exit 2, as DESIGN says.
-            self.code = err.exit_code if err.exit_code in (2, 3, 4, 5, 6) else 2
+            self.code = err.run_code
         finally:
             restore()
             self._join_workers()
@@ -269,7 +269,7 @@ class Session(Actor):
         for inv in parse_all(ledger):
             if inv.kind == "unenforced":
                 self.out.say(f"invariant NOT enforced (--allow-unenforced): {inv.text} ({inv.problem})", kind="warning")
-        if ledger.paused is not None:
+        if ledger.paused is not None and not flagged(ledger):  # a hand edit outranks the pause: said below, exit 3
             self.out.say(f"ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
                          "nothing will run until `handoff unpause`", kind="paused")
             return 4
@@ -330,8 +330,7 @@ class Session(Actor):
             self._join_workers()
             return 6
         self._finish(self.ending)
-        if self.code == 0 and stop_for_outside_edits(self):  # a hand edit only the note's own write met (no step's did)
-            self.code = 3
+        self.code = closing_code(self, self.code)  # a hand edit only the note's own write met (no step's did)
         return self.code
 
     def _notice(self, ledger: Ledger) -> None:

@@ -8,7 +8,9 @@ before any action, exit 3, until a person accepts or undoes it with `handoff rec
 A hand edit made while a session runs is flagged by the next write (its own or another
 process's): the guard refuses every step on a flagged target, and the session stops on
 it at its next look (engine.session.loop), finishing only the steps already running; an
-edit met only by the write of its closing note is said after the note, exit 3 all the same.
+edit met only by the write of its closing note is said after the note, exit 3 all the same
+(`closing_code`). The same holds in every runtime (the session loop, the LangGraph runtime,
+the Temporal workflow), and a hand edit outranks a pause: exit 3, not 4.
 """
 
 from __future__ import annotations
@@ -52,3 +54,12 @@ def stop_for_outside_edits(s: SessionContext) -> bool:
                   f"`handoff reconcile LEDGER {name} --to STATE --reason WHY`", target=name, kind="drift",
                   changed_outside=mark)
     return bool(names)
+
+
+def closing_code(s: SessionContext, code: int) -> int:
+    """The exit code once the closing note is written, in every runtime: a hand edit that only
+    the note's own write met (an intent removed by hand, whose step's end then wrote nothing) is
+    said as at any look, and a run that would end 0, or 4 on a pause, ends 3."""
+    if code in (0, 4) and stop_for_outside_edits(s):
+        return 3
+    return code

@@ -71,7 +71,7 @@ async def settle(job: core.Job, name: str, token: str | None) -> str:
 
 
 @activity.defn(name="finish")
-async def finish(job: core.Job, ending: str, code: int, note: str | None, started_at: str, memo: dict | None = None) -> int | None:
+async def finish(job: core.Job, ending: str, code: int, note: str | None, started_at: str, memo: dict | None = None) -> dict | None:
     return await _in_thread(job, core.finish, job, ending, code, note, started_at, memo)
 
 

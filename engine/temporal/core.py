@@ -28,7 +28,7 @@ from typing import Any
 
 from engine.approvals.identity import os_user
 from engine.codec.timefmt import now_iso, parse_iso
-from engine.errors import HandoffError, LeaseHeld
+from engine.errors import HandoffError, LeaseHeld, ServiceUnavailable
 from engine.host import failpoints
 from engine.lease import leasing
 from engine.lease.rules import HeartbeatThread
@@ -46,10 +46,12 @@ from engine.session.reconcile import DEFAULT_WAIT, _wait, settle_in_flight, veri
 from engine.session.runner import TERM_GRACE
 from engine.session.steps import Intent, fenced_launch, record_outcome, run_attempt
 from engine.session.tending import tend
-from engine.session.untrusted import OUTSIDE_EDIT_ENDING, flagged, stop_for_outside_edits
+from engine.session.untrusted import OUTSIDE_EDIT_ENDING, closing_code, flagged, stop_for_outside_edits
+from engine.store.filelock import LockTimeout
 from engine.store.transact import NoChange, apply
 
 Job = dict[str, Any]  # ledger, workflow_id, address, namespace, task_queue, actor, poll, heartbeat_timeout
+RIDDEN_OUT = (ServiceUnavailable, LockTimeout)  # what Temporal tries again (an outage, a lock held long); any other error ends the run 2
 
 
 class WorkflowActor(Actor):
@@ -196,8 +198,20 @@ def decide(job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]
     """One turn of the decision core. Returns {"started": [payload], "memo": memo} and one of
     "lost" (the lease is not the workflow's: hand off without acting), "ending" + "code",
     "again" (a gate changed the ledger: decide again at once), or nothing (wait); and
-    "orphans": the workflow's own intents no activity runs, to be settled."""
+    "orphans": the workflow's own intents no activity runs, to be settled. An error (a ledger
+    a hand deletion shrank refuses every write) ends it as it ends a session's run: said, exit 2;
+    an outage or a lock held long (`RIDDEN_OUT`) is ridden out: Temporal decides again."""
     actor = WorkflowActor(job, running)
+    try:
+        return _decide(actor, job, running, memo)
+    except HandoffError as err:
+        if isinstance(err, RIDDEN_OUT):
+            raise
+        actor.out.say(f"session error: {err}", kind="error")
+        return {"ending": "the ledger cannot be driven as it is", "code": err.run_code, "started": [], "memo": memo}
+
+
+def _decide(actor: WorkflowActor, job: Job, running: list[str], memo: dict[str, str]) -> dict[str, Any]:
     _recall(actor, memo)
     memo = dict(memo)
     ledger = actor.store.read()
@@ -413,9 +427,10 @@ def settle(job: Job, name: str, token: str | None) -> str:
 
 
 def finish(job: Job, ending: str, code: int, note_at_start: str | None, started_at: str,
-           memo: dict[str, Any] | None = None) -> int | None:
+           memo: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Write the handoff note (the Claude planner's, asked for, when it plans) and give the
-    lease back; the revision, or None if not ours."""
+    lease back; {"rev": the revision, "code": the exit code once the note is written
+    (engine.session.untrusted.closing_code)}, or None if not ours."""
     actor = WorkflowActor(job)
     actor.note_at_start, actor.started_iso = note_at_start, started_at
     ledger = actor.store.read()
@@ -431,9 +446,18 @@ def finish(job: Job, ending: str, code: int, note_at_start: str | None, started_
             note = actor.planner.final_note(actor, ending)
         except HandoffError as err:
             actor.out.say(f"the planner could not write the handoff note ({err.message}); the engine writes its own", kind="warning")
-    text, _problems, rev = actor.store_note(note, ending=ending)
+    try:
+        text, _problems, rev = actor.store_note(note, ending=ending)
+    except HandoffError as err:  # as a session's run (a shrunken ledger refuses every write): said, not released
+        if isinstance(err, RIDDEN_OUT):
+            raise
+        actor.out.say(f"session error: {err}", kind="error")
+        actor.out.say(f"temporal workflow {actor.sid} ended (exit {err.run_code}); the lease is left to go stale: the next "
+                      "holder takes it over then", kind="session_end", exit_code=err.run_code)
+        return {"rev": None, "code": err.run_code}
     actor.out.say(f'handoff_note: "{text.strip()}"', kind="handoff", rev=rev)
+    code = closing_code(actor, code)  # a hand edit only the note's own write met: as in a session
     released = leasing.release(actor.store, actor.sid)
     actor.out.say(f"temporal workflow {actor.sid} ended (exit {code})", kind="session_end", rev=released, exit_code=code)
-    return released
+    return {"rev": released, "code": code}
 

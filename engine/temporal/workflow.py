@@ -148,7 +148,9 @@ class LedgerWorkflow:
         workflow.set_current_details(f"handing off: {ending}")
         await self._drain()
         finish = [job, ending, code, carry["note"], carry["started_at"]] + ([memo] if job.get("planner") else [])
-        await workflow.execute_activity("finish", args=finish, **self._opts(job))
+        finished = await workflow.execute_activity("finish", args=finish, **self._opts(job))
+        if isinstance(finished, dict):  # the code once the note is written (an old history's finish returned its revision)
+            code = finished["code"]
         await self._stop_keeper(keeper)
         return {"code": code, "ending": ending}
 

@@ -60,10 +60,10 @@ def stopped_before_any_action(ledger: Path, code: int | None, out: str, err: str
 GATE = "import os, time\nwhile not os.path.exists(os.path.join('{ledger_dir}', 'go')): time.sleep(0.05)"  # until the test says
 
 
-def gated_fleet(tmp: Path) -> Path:
-    """db-01 and db-02 queued, db-03 blocked mid-change: db-03 and the first check started (each
-    runs until the test's `go` file) take both places, so the other queued target stays queued;
-    replicate leaves RAN-replicate-TARGET."""
+def gated_fleet(tmp: Path, targets: dict | None = None) -> Path:
+    """db-01 and db-02 queued, db-03 blocked mid-change (or `targets`): db-03 and the first check
+    started (each runs until the test's `go` file) take both places, so the other queued target
+    stays queued; replicate leaves RAN-replicate-TARGET."""
     touch = ["{python}", "-c", "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()"]
     path = tmp / "ledger.yaml"
     path.write_text(yaml.safe_dump({
@@ -74,24 +74,41 @@ def gated_fleet(tmp: Path) -> Path:
             {"name": "link", "from": "checked", "to": "replicating", "run": [*touch, "{ledger_dir}/RAN-link-{target}"]},
             {"name": "replicate", "from": "replicating", "to": "verified", "reversible": True,
              "run": [*touch, "{ledger_dir}/RAN-replicate-{target}"]}]},
-        "targets": {"db-01": {"state": "queued"}, "db-02": {"state": "queued"},
-                    "db-03": {"state": "blocked", "reason": "app team", "touched_at": "2026-12-07T19:00:00Z"}}},
+        "targets": targets or {"db-01": {"state": "queued"}, "db-02": {"state": "queued"},
+                               "db-03": {"state": "blocked", "reason": "app team", "touched_at": "2026-12-07T19:00:00Z"}}},
         sort_keys=False), encoding="utf-8")
     return path
 
 
-def move_the_other_on_mid_run(ledger: Path, running: Callable[[], bool]) -> str:
+def _move_the_other_on(ledger: Path) -> str:
     """Once check runs on one queued target (the planner picks db-01 or db-02), the other is moved
-    by hand from queued to replicating (check and link skipped); once a write has met the edit (or
-    the run ended), the running check may end. Returns the name moved."""
+    by hand from queued to replicating (check and link skipped). Returns the name moved."""
     started = wait_for(lambda: next((r["target"] for r in journal(ledger) if r.get("kind") == "step_start"
                                      and r.get("target") in ("db-01", "db-02")), None), 60, "check to start")
     moved = "db-02" if started == "db-01" else "db-01"
     data = yaml.safe_load(ledger.read_text(encoding="utf-8"))
     data["targets"][moved]["state"] = "replicating"
     ledger.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return moved
+
+
+def move_the_other_on_mid_run(ledger: Path, running: Callable[[], bool]) -> str:
+    """The other queued target moved on by hand (`_move_the_other_on`); once a write has met the
+    edit (or the run ended), the running check may end. Returns the name moved."""
+    moved = _move_the_other_on(ledger)
     wait_for(lambda: any(r.get("kind") == "external_edit" for r in journal(ledger)) or not running(), 20,
              "the edit to be met by a write")
+    (ledger.parent / "go").touch()
+    return moved
+
+
+def move_the_other_on_and_pause(ledger: Path, pause: Callable[..., subprocess.CompletedProcess]) -> str:
+    """The other queued target moved on by hand (`_move_the_other_on`), then the ledger paused
+    (`pause(*args)` runs `handoff pause`, whose write meets the edit): the run sees both at once.
+    Then the running check may end. Returns the name moved."""
+    moved = _move_the_other_on(ledger)
+    paused = pause("pause", str(ledger), "--reason", "incident")
+    assert paused.returncode == 0, paused.stdout + paused.stderr
     (ledger.parent / "go").touch()
     return moved
 
@@ -105,3 +122,51 @@ def stopped_on_the_mid_run_edit(ledger: Path, moved: str, code: int | None, out:
     assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("target") == moved]
     after = load(ledger)["targets"][moved]
     assert after["state"] == "replicating" and after["changed_outside"]["fields"] == ["state"], after
+
+
+def finish_the_only_target_by_hand(ledger: Path) -> None:
+    """A gated fleet of db-01 alone (`gated_fleet(tmp, ONE)`): once its check runs, its intent is
+    removed by hand and it is marked done. The step's end then writes nothing ("cleared by someone
+    else") and nothing is left to do, so only the closing note's write meets the edit."""
+    wait_for(lambda: any(r.get("kind") == "step_start" and r.get("target") == "db-01" for r in journal(ledger)), 60,
+             "check to start on db-01")
+    data = yaml.safe_load(ledger.read_text(encoding="utf-8"))
+    data["targets"]["db-01"].update(in_flight=None, state="done")
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    (ledger.parent / "go").touch()
+
+
+ONE = {"db-01": {"state": "queued"}}
+
+
+def said_after_the_note(ledger: Path, code: int | None, out: str, err: str) -> None:
+    """The run ended as a session does on a hand edit only its closing note's write met: db-01
+    named with `handoff reconcile`, exit 3 (it said "nothing left to do: every target is done",
+    exit 0), the edit kept and flagged, the lease handed back."""
+    assert code == 3, out + err
+    assert "db-01: changed outside the engine" in out and "in_flight, state; now done" in out, out
+    assert "handoff reconcile LEDGER db-01" in out, out
+    data = load(ledger)
+    assert data["targets"]["db-01"]["changed_outside"]["fields"] == ["in_flight", "state"], data["targets"]["db-01"]
+    assert data.get("session") is None
+
+
+def remove_the_running_target(ledger: Path) -> str:
+    """Once check runs on one queued target of a gated fleet (db-01 or db-02), that target is deleted
+    from the file by hand; then its check may end. Every write after that is refused (the ledger
+    shrank) until a person runs `handoff check --accept-removal`. Returns the name deleted."""
+    started = wait_for(lambda: next((r["target"] for r in journal(ledger) if r.get("kind") == "step_start"
+                                     and r.get("target") in ("db-01", "db-02")), None), 60, "check to start")
+    data = yaml.safe_load(ledger.read_text(encoding="utf-8"))
+    del data["targets"][started]
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    (ledger.parent / "go").touch()
+    return started
+
+
+def refused_as_a_session(removed: str, code: int | None, out: str, err: str) -> None:
+    """The run ended as a session does on a ledger that shrank by hand: said, naming the target and
+    `handoff check --accept-removal`, exit 2 ("it can never proceed as written")."""
+    assert code == 2, out + err
+    assert "session error:" in out and f"missing: {removed}" in out and "--accept-removal" in out, out + err
+    assert "ended (exit 2)" in out, out

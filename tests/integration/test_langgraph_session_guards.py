@@ -11,7 +11,13 @@ same ledger, which holds.
   the runtime starts: a session says so and stops before any action, exit 3
   (engine.session.untrusted). The runtime must not gate or run the next irreversible step
   on it as if the edit were progress. Nor when the edit lands while the runtime runs a step:
-  it runs nothing on the edited target and stops, exit 3, naming it.
+  it runs nothing on the edited target and stops, exit 3, naming it; with the ledger paused at
+  the same time, a hand edit outranks the pause (exit 3, as in a session and a workflow, not 4);
+  and when only the closing note's write meets the edit (the running target's intent removed
+  and the target marked done by hand), it is said after the note, exit 3, not 0.
+- A target deleted from the file by hand while its step runs: every write after it is refused
+  (the ledger shrank). A session says so and exits 2; the runtime exited 1, the error unsaid
+  in its output and no end line.
 - `handoff approve` after the runtime was killed (kill -9 while it waited on the approval):
   the lease is left behind, but nobody watches the ledger. The approval must not tell the
   person that "the LangGraph runtime resumes thread ..." (the step would wait, unseen, for a
@@ -31,11 +37,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from guards_kit import (  # noqa: E402
     EXPIRY,
+    ONE,
     expires_then_refuses,
+    finish_the_only_target_by_hand,
     gated_fleet,
     hand_edit_db19,
+    move_the_other_on_and_pause,
     move_the_other_on_mid_run,
     never_linked,
+    refused_as_a_session,
+    remove_the_running_target,
+    said_after_the_note,
     stopped_before_any_action,
     stopped_on_the_mid_run_edit,
 )
@@ -103,6 +115,41 @@ def test_a_target_moved_on_by_hand_while_the_run_steps_stops_it(tmp_path: Path, 
     stopped_on_the_mid_run_edit(ledger, moved, proc.returncode, out, err)
 
 
+def test_a_hand_edit_and_a_pause_together_mid_run_end_the_run_3(tmp_path: Path, checkpointer) -> None:
+    """The other queued target is moved on by hand, then the ledger is paused: the run says the edit
+    and ends 3, as a session and a workflow do (it ended "ledger paused", exit 4, the edit unsaid)."""
+    url, _schema = checkpointer
+    ledger = gated_fleet(tmp_path)
+    world = tmp_path / "world"
+    proc = _runtime(ledger, url, world)
+    try:
+        moved = move_the_other_on_and_pause(ledger, lambda *args: handoff(*args, world=world))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        (tmp_path / "go").touch()
+        if proc.poll() is None:
+            out, err = _end(proc, ledger, world)
+    stopped_on_the_mid_run_edit(ledger, moved, proc.returncode, out, err)
+    assert load(ledger)["paused"]["why"] == "incident"
+
+
+def test_a_hand_edit_only_the_closing_note_meets_ends_the_run_3(tmp_path: Path, checkpointer) -> None:
+    """db-01's check runs; its intent is removed and it is marked done by hand. The run names db-01
+    and `handoff reconcile` after its note and exits 3, as a session does."""
+    url, _schema = checkpointer
+    ledger = gated_fleet(tmp_path, ONE)
+    world = tmp_path / "world"
+    proc = _runtime(ledger, url, world)
+    try:
+        finish_the_only_target_by_hand(ledger)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        (tmp_path / "go").touch()
+        if proc.poll() is None:
+            out, err = _end(proc, ledger, world)
+    said_after_the_note(ledger, proc.returncode, out, err)
+
+
 def test_an_approval_after_the_runtime_was_killed_does_not_claim_it_resumes(tmp_path: Path, checkpointer) -> None:
     url, _schema = checkpointer
     ledger = demo_copy(tmp_path, targets={"db-19": {"state": "checked"}})
@@ -122,3 +169,21 @@ def test_an_approval_after_the_runtime_was_killed_does_not_claim_it_resumes(tmp_
     assert f"no LangGraph runtime runs thread {thread} now" in approved.stderr, approved.stderr
     assert load(ledger)["targets"]["db-19"]["state"] == "checked"  # true: nothing resumed it
     assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("step") == "link"]
+
+
+def test_a_target_deleted_by_hand_while_it_steps_ends_the_run_2(tmp_path: Path, checkpointer) -> None:
+    """The target whose check runs is deleted from the file by hand: the run says why it cannot go
+    on and exits 2, as a session does (it exited 1 with a bare `handoff:` line)."""
+    url, _schema = checkpointer
+    ledger = gated_fleet(tmp_path)
+    world = tmp_path / "world"
+    proc = _runtime(ledger, url, world)
+    try:
+        removed = remove_the_running_target(ledger)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        (tmp_path / "go").touch()
+        if proc.poll() is None:
+            proc.kill()
+            out, err = proc.communicate()
+    refused_as_a_session(removed, proc.returncode, out, err)

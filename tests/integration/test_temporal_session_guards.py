@@ -11,7 +11,13 @@ ledger, which holds (as tests/integration/test_langgraph_session_guards.py does 
   the workflow starts: a session says so and stops before any action, exit 3
   (engine.session.untrusted). The workflow must not gate or run the next irreversible step
   on it as if the edit were progress. Nor when the edit lands while the workflow runs a
-  step: it runs nothing on the edited target and stops, exit 3, naming it.
+  step: it runs nothing on the edited target and stops, exit 3, naming it; with the ledger paused
+  at the same time, a hand edit outranks the pause (exit 3, as in a session and a LangGraph run);
+  and when only the closing note's write meets the edit (the running target's intent removed
+  and the target marked done by hand), it is said after the note, exit 3, not 0.
+- A target deleted from the file by hand while its step runs: every write after it is refused
+  (the ledger shrank). A session says so and exits 2; the workflow tried its note again every
+  10 s for ever, holding the lease, the reason only in the worker's log.
 - `handoff approve` after the only worker was killed (kill -9 while the workflow waited on
   the approval): the workflow still runs on the server and takes the signal, but no worker
   runs it. The approval must not tell the person that the workflow "looks again within a
@@ -34,11 +40,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from guards_kit import (  # noqa: E402
     EXPIRY,
+    ONE,
     expires_then_refuses,
+    finish_the_only_target_by_hand,
     gated_fleet,
     hand_edit_db19,
+    move_the_other_on_and_pause,
     move_the_other_on_mid_run,
     never_linked,
+    refused_as_a_session,
+    remove_the_running_target,
+    said_after_the_note,
     stopped_before_any_action,
     stopped_on_the_mid_run_edit,
 )
@@ -123,6 +135,51 @@ def test_a_target_moved_on_by_hand_while_the_workflow_steps_stops_it(tmp_path: P
     stopped_on_the_mid_run_edit(ledger, moved, follow.returncode, out, err)
 
 
+def _follow(ledger: Path, server: Server, q: str, world: Path):
+    return handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                        "--task-queue", q, "--follow", world=world)
+
+
+def test_a_hand_edit_and_a_pause_together_mid_run_end_the_workflow_3(tmp_path: Path, server: Server) -> None:
+    """The other queued target is moved on by hand, then the ledger is paused: the workflow says the
+    edit and ends 3, as a session and a LangGraph run do (a pause alone leaves it waiting)."""
+    ledger = gated_fleet(tmp_path)
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    follow = _follow(ledger, server, q, world)
+    try:
+        moved = move_the_other_on_and_pause(ledger, lambda *args: handoff_run(*args, world=world))
+        out, err = follow.communicate(timeout=45)
+    except subprocess.TimeoutExpired:  # it waits on the pause
+        _hand_off(ledger, world)
+        out, err = follow.communicate(timeout=60)
+    finally:
+        (tmp_path / "go").touch()
+        workers.stop()
+    stopped_on_the_mid_run_edit(ledger, moved, follow.returncode, out, err)
+
+
+def test_a_hand_edit_only_the_closing_note_meets_ends_the_workflow_3(tmp_path: Path, server: Server) -> None:
+    """db-01's check runs; its intent is removed and it is marked done by hand. The workflow names
+    db-01 and `handoff reconcile` after its note and ends 3 (it ended "nothing left to do", exit 0)."""
+    ledger = gated_fleet(tmp_path, ONE)
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    follow = _follow(ledger, server, q, world)
+    try:
+        finish_the_only_target_by_hand(ledger)
+        out, err = follow.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        _hand_off(ledger, world)
+        out, err = follow.communicate(timeout=60)
+    finally:
+        (tmp_path / "go").touch()
+        workers.stop()
+    said_after_the_note(ledger, follow.returncode, out, err)
+
+
 def test_an_approval_after_the_only_worker_was_killed_does_not_claim_it_looks_again(tmp_path: Path, server: Server) -> None:
     ledger = demo_copy(tmp_path, targets={"db-19": {"state": "checked"}})
     world, q = tmp_path / "world", queue()
@@ -159,3 +216,23 @@ def test_an_approval_after_the_only_worker_was_killed_does_not_claim_it_looks_ag
         _hand_off(ledger, world)
         workers.stop()
     assert counts(world)["db-19"]["link_runs"] == 1, counts(world)
+
+
+def test_a_target_deleted_by_hand_while_it_steps_ends_the_workflow_2(tmp_path: Path, server: Server) -> None:
+    """The target whose check runs is deleted from the file by hand: the workflow says why it cannot
+    go on and ends 2, as a session does (its note was tried again every 10 s, for ever)."""
+    ledger = gated_fleet(tmp_path)
+    world, q = tmp_path / "world", queue()
+    workers = Workers(server, q, world, tmp_path)
+    workers.start()
+    follow = _follow(ledger, server, q, world)
+    try:
+        removed = remove_the_running_target(ledger)
+        out, err = follow.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        os.killpg(follow.pid, signal.SIGKILL)
+        out, err = follow.communicate()
+    finally:
+        (tmp_path / "go").touch()
+        workers.stop()
+    refused_as_a_session(removed, follow.returncode, out, err)

@@ -161,3 +161,40 @@ def test_an_intent_removed_by_hand_mid_run_stops_the_session(tmp_path: Path) -> 
     assert "handoff reconcile LEDGER db-01" in out, out
     after = yaml.safe_load(ledger.read_text(encoding="utf-8"))["targets"]["db-01"]
     assert after["state"] == "queued" and after["changed_outside"]["fields"] == ["in_flight"], after
+
+
+def test_a_hand_edit_and_a_pause_together_mid_run_end_the_session_3(tmp_path: Path) -> None:
+    """db-01's check runs; db-02 is moved on by hand, then the ledger is paused (the pause's write
+    meets the edit). The session names db-02 and exits 3, as a LangGraph run and a Temporal workflow
+    do (it ended "ledger paused", exit 4, and never said db-02). Nothing runs on db-02."""
+    ledger = _ledger(tmp_path, {"db-01": {"state": "queued"}, "db-02": {"state": "queued"},
+                                "db-03": {"state": "blocked", "reason": "app team", "touched_at": "2026-12-07T19:00:00Z"}})
+    proc = _session(ledger)
+    wait_for(lambda: _started(ledger, "db-01"), timeout=60, what="check to start on db-01")
+    _hand_edit(ledger, "db-02", state="replicating")
+    paused = subprocess.run([sys.executable, "-m", "engine.cli.main", "pause", str(ledger), "--reason", "incident"],
+                            env=cli_env(), cwd=str(ROOT), capture_output=True, text=True, timeout=60)
+    assert paused.returncode == 0, paused.stdout + paused.stderr
+    out = _end(proc, tmp_path / "go")
+    assert proc.returncode == 3, out
+    assert "db-02: changed outside the engine" in out and "handoff reconcile LEDGER db-02" in out, out
+    assert not _started(ledger, "db-02") and not list(tmp_path.glob("RAN-*-db-02")), out
+    after = yaml.safe_load(ledger.read_text(encoding="utf-8"))
+    assert after["targets"]["db-02"]["changed_outside"]["fields"] == ["state"] and after["paused"]["why"] == "incident"
+
+
+def test_a_target_deleted_by_hand_mid_run_ends_the_session_2(tmp_path: Path) -> None:
+    """db-01's check runs; db-01 is deleted from the file by hand. Every write after it is refused (the
+    ledger shrank): the session says so, naming db-01 and `--accept-removal`, and exits 2, as a
+    LangGraph run and a Temporal workflow do."""
+    ledger = _ledger(tmp_path, {"db-01": {"state": "queued"},
+                                "db-03": {"state": "blocked", "reason": "app team", "touched_at": "2026-12-07T19:00:00Z"}})
+    proc = _session(ledger)
+    wait_for(lambda: _started(ledger, "db-01"), timeout=60, what="check to start on db-01")
+    data = yaml.safe_load(ledger.read_text(encoding="utf-8"))
+    del data["targets"]["db-01"]
+    ledger.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    out = _end(proc, tmp_path / "go")
+    assert proc.returncode == 2, out
+    assert "session error:" in out and "missing: db-01" in out and "--accept-removal" in out, out
+    assert "ended (exit 2)" in out, out

@@ -99,3 +99,19 @@ def test_a_target_added_by_hand_as_new_work_is_worked_and_one_added_past_the_sta
     assert targets["db-62"]["changed_outside"]["fields"] == ["target"]
     assert targets["db-63"]["changed_outside"]["fields"] == ["target"]  # queued, but with an approval it never asked
     assert not any(counts(world).get("db-62", {}).values()), counts(world)  # nothing ran on it: no cutover
+
+
+def test_a_paused_ledger_with_a_target_changed_by_hand_stops_a_session_3(tmp_path: Path) -> None:
+    """A target marked done by hand, then the ledger paused (the pause's write flags it): the session
+    says the edit and exits 3, as a LangGraph run and a Temporal workflow do (it said "paused", exit 4,
+    and never named db-60). Nothing runs."""
+    ledger = demo_copy(tmp_path, {"db-60": {"state": "queued"}, "db-61": {"state": "queued"}})
+    world = tmp_path / "world"
+    assert handoff("note", str(ledger), "--set", "shift note", world=world).returncode == 0
+    ledger.write_text(ledger.read_text().replace("db-60:\n    state: queued", "db-60:\n    state: done"))
+    assert handoff("pause", str(ledger), "--reason", "incident", "--as", "alice", world=world).returncode == 0
+    session = resume(ledger, world=world)
+    assert session.returncode == 3, session.stdout + session.stderr
+    assert "db-60: changed outside the engine" in session.stdout and "handoff reconcile LEDGER db-60" in session.stdout
+    assert not any(counts(world).get(n, {}).values() for n in ("db-60", "db-61")), counts(world)
+    assert load(ledger)["paused"]["why"] == "incident"
