@@ -2015,4 +2015,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "    except HandoffError as err:  # as a session's run", "    except ZeroDivisionError as err:  # as a session's run",
            (T_GUARDS + "test_a_target_deleted_by_hand_while_it_steps_ends_the_workflow_2",),
            "a workflow whose closing note is refused (a ledger shrunk by hand) ends 2, said (not the note retried for ever)"),
+    Mutant('note-all-done-of-a-hand-done', 'engine/session/handoff_note.py',
+           '    elif not flagged and all(t.state == "done" for t in ledger.targets.values()):',
+           '    elif all(t.state == "done" for t in ledger.targets.values()):',
+           ('tests/unit/test_note_names_flagged_target.py::test_the_note_never_says_every_target_is_done_of_one_marked_done_by_hand',),
+           "the handoff note never says 'Every target is done.' while a target marked done by hand waits on a reconcile"),
 )

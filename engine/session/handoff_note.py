@@ -155,6 +155,6 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
         nxt.append(f"{name} {t.state}, ready for {step.name} ({gate})")
     if nxt:
         lines.extend(_section("Next:", _more(nxt, 3)))
-    elif all(t.state == "done" for t in ledger.targets.values()):
+    elif not flagged and all(t.state == "done" for t in ledger.targets.values()):  # a "done" by hand is no end
         lines.append("Every target is done.")
     return "\n".join(lines) + "\n"

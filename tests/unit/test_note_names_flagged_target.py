@@ -47,3 +47,20 @@ def test_the_note_names_a_target_changed_outside_the_engine_and_claims_nothing_o
            f"`handoff reconcile {path} db-02 --to STATE --reason WHY`." in note, note
     assert "link on db-02" not in note and "db-02 replicating, ready for" not in note, note
     assert "db-01 queued, ready for check (reversible)." in note, note
+
+
+def test_the_note_never_says_every_target_is_done_of_one_marked_done_by_hand(tmp_path: Path) -> None:
+    """db-02 marked done by hand (no step ran): the note names its reconcile and never closes with
+    "Every target is done.", which the next shift would read as the job finished."""
+    path = tmp_path / "ledger.yaml"
+    path.write_text(LEDGER.replace("db-01: {state: queued}", "db-01: {state: done}"), encoding="utf-8")
+    assert handoff("pause", path, "--reason", "setup", "--as", "alice").returncode == 0
+    assert handoff("unpause", path, "--as", "alice").returncode == 0  # the engine's own write
+    path.write_text(path.read_text().replace("db-02: {state: queued}", "db-02: {state: done}"))
+    before = path.read_text()
+    assert "db-02: {state: done}" in before, before
+    session = handoff("resume", "--ledger", path)
+    assert session.returncode == 3, session.stdout + session.stderr
+    note = yaml.safe_load(path.read_text(encoding="utf-8"))["handoff_note"]
+    assert "- db-02 was changed outside the engine at " in note and "(state; now done)" in note, note
+    assert "Every target is done." not in note, note
