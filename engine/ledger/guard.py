@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from engine.approvals.policy import policy_for, progress, standing
+from engine.ledger import sealed
 from engine.ledger.invariants import Invariant, InvariantStatus, max_age_of, not_enforced, parse_all, unread_text
 from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.render import approval_hash
@@ -113,6 +114,18 @@ def check(
             return Decision(False, reason, needs_approval=True, hash=digest)
         return Decision(True, f"approved by {approval.by} ({approval.user}) at {approval.at}", approval=approval, hash=digest)
     return Decision(True, "reversible step; invariants hold")
+
+
+def _is_flagged(target) -> bool:
+    return bool(target.changed_outside)
+
+
+def flagged(ledger: Ledger) -> list[str]:
+    """The targets flagged as changed outside the engine (engine.store.outside): a running
+    session asks on every look, so on a store's shared snapshot the answer is kept and carried
+    from write to write (engine.ledger.sealed): a step at 10,000 targets never walks them all."""
+    found = sealed.names(ledger.targets, "changed_outside", _is_flagged)
+    return found if found is not None else [name for name, t in ledger.targets.items() if t.changed_outside]
 
 
 def untrusted_text(name: str, target, where: str = "LEDGER") -> str:

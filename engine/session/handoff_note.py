@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.audit.note_rules import rules_in
-from engine.ledger.guard import untrusted_text
+from engine.ledger.guard import flagged as flagged_names, untrusted_text
 from engine.ledger.invariants import not_enforced, unread_text
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import WAITING, next_step
@@ -93,7 +93,7 @@ def generate(ledger: Ledger, *, ledger_path: str, ending: str, session: str, pre
     waits = []
     # A target changed outside the engine waits on a reconcile, whatever its (hand-written) state
     # says: no approval of it is taken, no step runs, and nothing its state implies is claimed.
-    flagged = {name: t for name, t in ledger.targets.items() if t.changed_outside}
+    flagged = {name: ledger.targets[name] for name in flagged_names(ledger)}
     waits += [untrusted_text(name, t, ledger_path) for name, t in flagged.items()]
     for name, t in ledger.targets.items():
         if name in flagged:

@@ -15,24 +15,12 @@ the Temporal workflow), and a hand edit outranks a pause: exit 3, not 4.
 
 from __future__ import annotations
 
-from engine.ledger import sealed
+from engine.ledger.guard import flagged
 from engine.ledger.render import describe
 from engine.session.context import SessionContext
 from engine.session.probes import run_probe
 
 OUTSIDE_EDIT_ENDING = "targets were changed outside the engine in ways no runbook step makes; starting nothing more"
-
-
-def _is_flagged(target) -> bool:
-    return bool(target.changed_outside)
-
-
-def flagged(ledger) -> list[str]:
-    """The targets flagged as changed outside the engine: a running session asks on every
-    look, so on a store's shared snapshot the answer is kept and carried from write to
-    write (engine.ledger.sealed): a step at 10,000 targets never walks them all."""
-    found = sealed.names(ledger.targets, "changed_outside", _is_flagged)
-    return found if found is not None else [name for name, t in ledger.targets.items() if t.changed_outside]
 
 
 def stop_for_outside_edits(s: SessionContext) -> bool:
