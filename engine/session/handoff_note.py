@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from engine.audit.note_rules import rules_in
-from engine.ledger.guard import flagged as flagged_names, untrusted_text
+from engine.ledger.guard import flagged as flagged_names
+from engine.ledger.guard import untrusted_text
 from engine.ledger.invariants import not_enforced, unread_text
 from engine.ledger.model import Ledger
 from engine.ledger.runbook import WAITING, next_step
