@@ -27,13 +27,12 @@ def test_a_deadline_first_missed_inside_a_finaliser_still_ends_the_judging(monke
     monkeypatch.setitem(hooks.TIMEOUTS, "pre-tool-use", 0.15)  # a deadline of 0.1 s
     dropped = []
     monkeypatch.setattr("sys.unraisablehook", lambda info: dropped.append(info.exc_type))
-    started = time.monotonic()
     with pytest.raises(TooSlow):
         with deadline("pre-tool-use"):
             _SlowToCollect()  # collected at once: its __del__ takes the first alarm
             gc.collect()
-            end = time.monotonic() + 2.0
+            end = time.monotonic() + 30.0
             while time.monotonic() < end:  # the judging, going on after the dropped alarm
                 pass
+            # Reached only if no alarm came after the dropped one: the block ends without TooSlow.
     assert dropped and set(dropped) == {TooSlow}  # the first alarm really was swallowed (under load, more)
-    assert time.monotonic() - started < 1.5  # ended by the next alarm, not by the loop running out

@@ -180,16 +180,30 @@ def test_cutover_requires_lag_under_5_and_happens_once(world: Path) -> None:
 
 
 def test_speed_from_config_when_the_environment_does_not_set_it(world: Path) -> None:
+    """With no HANDOFF_SIM_SPEED, config.json's speed scales every pause: a check's pause is fifty
+    times shorter at 50 than at 1. The sim runs as a real process whose time.sleep records what it was asked to sleep."""
     sim(world, "metric", "error_rate_5m")  # writes config.json from the seed
     config = json.loads((world / "config.json").read_text())
-    (world / "config.json").write_text(json.dumps({**config, "speed": 50}))
     env = {k: v for k, v in os.environ.items() if k != "HANDOFF_SIM_SPEED"}
     env["HANDOFF_SIM_WORLD"] = str(world)
-    started = time.monotonic()
-    result = subprocess.run([sys.executable, str(SIM), "cutover", "db-18"], env=env,
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, result.stderr
-    assert time.monotonic() - started < 0.9  # 1 s at speed 1, 0.02 s at 50
+    recording = ("import runpy, sys, time\n"
+                 "slept = []\n"
+                 "time.sleep = slept.append\n"
+                 f"sys.argv = [{str(SIM)!r}] + sys.argv[1:]\n"
+                 "try:\n"
+                 f"    runpy.run_path({str(SIM)!r}, run_name='__main__')\n"
+                 "finally:\n"
+                 "    print('SLEPT', sum(slept), file=sys.stderr)\n")
+
+    def slept_for(db: str, speed: float) -> float:
+        (world / "config.json").write_text(json.dumps({**config, "speed": speed}))
+        result = subprocess.run([sys.executable, "-c", recording, "check", db], env=env,
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, result.stderr
+        return float(result.stderr.rsplit("SLEPT", 1)[1])
+
+    at_one = slept_for("db-18", 1)
+    assert at_one > 0 and slept_for("db-18", 50) == pytest.approx(at_one / 50)
 
 
 # -- drift, failures, paging, reset -----------------------------------------------
