@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from engine.hooks import renamed
 from engine.hooks.shell import Command
 from engine.hooks.unwrap import code_words, parse
+from engine.hooks.wrappers import XARGS_WORD
 from engine.hooks.writes import protected, writes_ledger
 
 if TYPE_CHECKING:  # annotation only: raw_step also takes the hook's facts (engine.hooks.facts)
@@ -134,7 +135,10 @@ def _shown(word: str) -> str:
 def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: str,
              python: str) -> tuple[str, str, str] | None:
     """(step, target, how) when a simple command is a runbook step's command for a target,
-    run outside `handoff run`; None otherwise. `how` is "" for the step's own words, or says
+    run outside `handoff run`; None otherwise. A command that runs a step's script (under any name)
+    with words the hook cannot work out (a function's `"$@"` after `shift`, `"${@:2}"`, what `xargs`
+    reads) may be any of its steps for any target: then `target` is "", `step` lists the steps, and
+    `how` says why. `how` is "" for the step's own words, or says
     how the hook knew the step's script under another name (engine.hooks.renamed). A word
     only the shell knows (`$t` of a `for` loop, `"$(cat t)"`, what `xargs` reads) where a
     per-target step takes its target may be any target: then `target` is that word. The
@@ -164,10 +168,23 @@ def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: st
                 named = code_words(command.code) + _IMPORTED.findall(command.code)
                 words += named + [f"{w}.py" for w in named if w.isidentifier()]  # `import sim`, `import_module('sim')`
                 shown = {_shown(w) for w in words}
-                how = "the code it runs names the step's script"
+                # or a copy of it (`os.system('python3 copy.py link db-19')`)
+                seen, how = renamed.named([w for w in named if _shown(w) not in known], command.cwd or ".", known)
+                how = how or "the code it runs names the step's script"
             found = next(((name, words_of, per_target) for name, words_of, per_target in literals
                           if words_of and all(x in shown or x in seen for x in words_of)), None)
         if found is None:
+            unknown = command.unknown + [a for a in args if XARGS_WORD in a]
+            if unknown and (command.script_file is not None or command.code is not None):
+                if known is None:
+                    known = renamed.scripts({t for step in ledger.steps() for a in step.run or []
+                                             if (t := _rendered(a, values))}, ledger_dir)
+                ran = renamed.runs_script(command, known)
+                if ran:
+                    steps = [name for name, words_of, _ in literals if ran & set(words_of)]
+                    return ", ".join(steps), "", (f"it runs {' or '.join(sorted(ran))}, the script of runbook step"
+                                                 f"{'s' if len(steps) > 1 else ''} {', '.join(steps)}, with words the "
+                                                 f"hook cannot work out ({', '.join(unknown)})")
             continue
         step, words_of, per_target = found
         names = ledger.targets

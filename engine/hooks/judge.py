@@ -4,7 +4,7 @@ Pure over (the command line, facts about the ledger): engine.hooks.pre_tool gath
 facts and asks the guard about `handoff run`. Each simple command, at every depth
 (engine.hooks.unwrap), gets one verdict:
 - deny: a people-only operation in any spelling (engine.approvals.people), code that imports the
-  engine, a write to the ledger or a sidecar, a runbook step's command run raw, a
+  engine, a write to the ledger or a sidecar, a lock of the ledger's held (engine.hooks.locks), a runbook step's command run raw, a
   `handoff run` the guard refuses, or nesting too deep to read;
 - allow: a reading `handoff` command (GROUPS "reading" in engine.cli.main: status,
   journal, note without changes, check without --accept-*), the agent's own note through
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from engine.approvals.people import people_only_words
-from engine.hooks import unwrap, writes
+from engine.hooks import locks, unwrap, writes
 from engine.hooks.commands import handoff_args, handoff_runs, python_module
 from engine.hooks.shell import Command
 
@@ -124,6 +124,9 @@ def judge_line(line: str, facts: Facts, *, runs: Callable[[list[Command]], Verdi
     if wrote:
         verdicts.append(Verdict("deny", f"{wrote}: the ledger, the files beside it and the engine's per-user files are "
                                         "written only by the engine"))
+    locked = locks.locks_ledger(parsed.commands, facts.ledger_real, facts.cwd)
+    if locked:
+        verdicts.append(Verdict("deny", locked))
     unsure = writes.may_write(parsed.commands, facts.ledger_real, facts.cwd)
     if unsure:  # a reason of its own at the same rank goes first
         verdicts.append(Verdict("deny", f"{unsure}: the ledger, the files beside it and the engine's per-user files are "
@@ -180,6 +183,9 @@ def _code(program: str, code: str, facts: Facts) -> list[Verdict]:
             why = people_reason(tokens[i + 1], tokens[i + 2:], facts.ledger_path)
             if why:
                 out.append(Verdict("deny", f"{program} code runs `handoff {tokens[i + 1]}`: {why}"))
+    if locks.code_locks(code, facts.ledger_real):
+        out.append(Verdict("deny", f"{program} code names {os.path.basename(facts.ledger_real)} and takes a lock: "
+                                   f"a lock of the ledger's, {locks.WHY}"))
     if writes.code_writes_protected(code, facts.ledger_real):
         out.append(Verdict("deny", f"{program} code names {os.path.basename(facts.ledger_real)} or the engine's per-user "
                                    "files and writes a file: they are written only by the engine"))

@@ -133,6 +133,10 @@ def _bash(ctx: HookContext, line: str, cwd: str, ledger_real: str) -> dict[str, 
         if hit is None:
             return None
         step, target, how = hit
+        if not target:  # a step's script given words only the shell knows: any of its steps, any target
+            return (f"{how}: it may be any of them for any target, run outside the engine. Run each step as "
+                    f"`handoff run {ctx.ledger_path} TARGET STEP`, with the step and the target spelled out, so the "
+                    "ledger records it and the guard checks it")
         how = f" ({how})" if how else ""
         if target not in ctx.facts.targets:  # a word only the shell knows (`$t`): any target
             return (f"that is runbook step {step}'s command for a target only the shell knows ({target}){how}, run "

@@ -35,35 +35,71 @@ def scripts(named: Iterable[str], ledger_dir: str) -> dict[str, str]:
     return out
 
 
-def runs_one(command: Command, known: dict[str, str]) -> tuple[set[str], str]:
-    """The scripts of `known` that `command` runs under another name (their words, as raw_step
-    shows them), and how the hook saw it; an empty set and "" when it runs none of them."""
-    cwd = command.cwd or "."
+def _sized(known: dict[str, str]) -> dict[int, list[str]]:
+    """The scripts' words by their files' sizes (only a file of a script's size is read)."""
     sized: dict[int, list[str]] = {}
     for word, path in known.items():
         try:
             sized.setdefault(os.path.getsize(path), []).append(word)
         except OSError:
             continue
-    script = command.script_file
-    if script is not None and not _readable(script, cwd):  # made before it runs, or named at run time
-        return set(known), f"the hook cannot read {script} before it runs, so it may be {_listed(set(known))}"
-    if script is None and command.code is not None:
-        text = command.code.encode("utf-8", "surrogateescape")
-        for fed in (text, text + b"\n"):  # a here-doc or `$(cat F)` loses the last newline
-            same = _same(fed, sized.get(len(fed), []), known)
-            if same:
-                return same, f"the code it is fed is {_listed(same)}"
-    for word in command.words:
+    return sized
+
+
+def runs_script(command: Command, known: dict[str, str]) -> set[str]:
+    """The scripts of `known` that `command` runs as its script (the file it runs, or the code it is fed),
+    under any name; a script file the hook cannot read may be any of them. Its other words are not looked at."""
+    script, cwd = command.script_file, command.cwd or "."
+    if script is not None:
+        if not _readable(script, cwd):
+            return set(known)
+        sized = _sized(known)
+        return {w for path in _files(script, cwd) for w in _same(_bytes(path), sized.get(_size(path), []), known)}
+    return _fed(command, _sized(known), known) if command.code is not None else set()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return -1
+
+
+def _fed(command: Command, sized: dict[int, list[str]], known: dict[str, str]) -> set[str]:
+    """The scripts whose text is the code `command` is fed."""
+    text = (command.code or "").encode("utf-8", "surrogateescape")
+    for fed in (text, text + b"\n"):  # a here-doc or `$(cat F)` loses the last newline
+        same = _same(fed, sized.get(len(fed), []), known)
+        if same:
+            return same
+    return set()
+
+
+def named(words: list[str], cwd: str, known: dict[str, str]) -> tuple[set[str], str]:
+    """The scripts of `known` that one of `words` (a command's, or the path-like words of code it runs) names
+    under another name: a copy, a link, a glob; and how the hook saw it."""
+    sized = _sized(known)
+    for word in dict.fromkeys(words):
         for path in _files(word, cwd):
-            try:
-                size = os.path.getsize(path)
-            except OSError:
-                continue
+            size = _size(path)
             same = _same(_bytes(path), sized[size], known) if size in sized else set()
             if same:
                 return same, f"{word} is {_listed(same)} under another name"
     return set(), ""
+
+
+def runs_one(command: Command, known: dict[str, str]) -> tuple[set[str], str]:
+    """The scripts of `known` that `command` runs under another name (their words, as raw_step
+    shows them), and how the hook saw it; an empty set and "" when it runs none of them."""
+    cwd = command.cwd or "."
+    script = command.script_file
+    if script is not None and not _readable(script, cwd):  # made before it runs, or named at run time
+        return set(known), f"the hook cannot read {script} before it runs, so it may be {_listed(set(known))}"
+    if script is None and command.code is not None:
+        same = _fed(command, _sized(known), known)
+        if same:
+            return same, f"the code it is fed is {_listed(same)}"
+    return named(command.words, cwd, known)
 
 
 def _same(raw: bytes | None, words: list[str], known: dict[str, str]) -> set[str]:

@@ -6,8 +6,10 @@ far enough to find every command a line can run: quotes and backslashes, `;`, `&
 `||`, `|`, `&`, newlines, `( )` and `{ }`, `$(...)` and backticks (also inside double
 quotes and unquoted here-docs), redirections (`>`, `>>`, `2>`, `&>`, `<>`, `>|`), and
 here-docs and here-strings, whose text is kept as the command's stdin (it is data for
-`handoff note --set -`, a script for `bash`). Nested scripts come back as text in
-`Command.scripts`; engine.hooks.unwrap reads them again, to a bounded depth.
+`handoff note --set -`, a script for `bash`), and function definitions (`f() { ...; }`,
+`function f { ...; }`), whose body is kept whole: it runs where the function is called.
+Nested scripts come back as text in `Command.scripts`; engine.hooks.unwrap reads them
+again, to a bounded depth.
 Anything it cannot follow (an unclosed quote) is read as far as it goes: the guard
 inside `handoff run` and the engine's own refusal of people-only operations are the lock.
 """
@@ -24,6 +26,9 @@ _ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
            "\\": "\\", "'": "'", '"': '"', "?": "?"}
 _OCTAL, _HEX = "01234567", "0123456789abcdefABCDEF"
 _HEX_WIDTH = {"x": 2, "u": 4, "U": 8}
+# A function definition's head: `NAME()`, `function NAME`, `function NAME()`, then its body's opening.
+_FUNCTION = re.compile(r"(?:function[ \t]+([^\s()<>;&|'\"`$]+)(?:[ \t]*\([ \t]*\))?|([^\s()<>;&|'\"`$=]+)[ \t]*\([ \t]*\))"
+                       r"\s*([{(])")
 
 
 def _run(text: str, start: int, chars: str, limit: int) -> str:
@@ -41,7 +46,7 @@ class Command:
     dataclass: see engine.hooks.facts."""
 
     __slots__ = ("words", "writes_to", "stdin_text", "reads_from", "opens", "scripts", "piped_from", "depth", "container",
-                 "cwd", "script_file", "code")
+                 "cwd", "script_file", "code", "function", "unknown")
 
     def __init__(self, words: list[str] | None = None, *, depth: int = 0) -> None:
         self.words: list[str] = [] if words is None else words
@@ -56,6 +61,8 @@ class Command:
         self.cwd: str | None = None  # where it runs, after the line's own `cd`s (engine.hooks.unwrap)
         self.script_file: str | None = None  # the script file it runs, as the line names it (engine.hooks.unwrap)
         self.code: str | None = None  # the text of the script or code it runs, when the line shows it (engine.hooks.unwrap)
+        self.function: str | None = None  # the name of the function it defines (its body is `scripts[0]`)
+        self.unknown: list[str] = []  # its words of positional parameters the hook could not put in (engine.hooks.unwrap)
 
     def __repr__(self) -> str:
         return f"Command(words={self.words!r}, depth={self.depth})"
@@ -252,6 +259,12 @@ def split(text: str, depth: int = 0) -> list[Command]:
             pending = []
             finish(False)
             reader.i += 1
+        elif all(w in KEYWORDS for w in current.words) and (defined := _FUNCTION.match(reader.text, reader.i)):
+            reader.i = defined.end()
+            body = reader.balanced(defined.group(3), "}" if defined.group(3) == "{" else ")")
+            current.function = defined.group(1) or defined.group(2)
+            current.scripts.append(body)
+            finish(False)
         elif ch in ";&|()" and not reader.text.startswith("&>", reader.i):
             op = reader.text[reader.i:reader.i + 2]
             reader.i += 2 if op in ("&&", "||", "|&", ";;") else 1

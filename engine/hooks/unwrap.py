@@ -15,13 +15,20 @@ engine.hooks.shell splits a line into simple commands; this module goes inside t
   engine.hooks.judge to read;
 - what runs later or elsewhere is read as a script too: `trap 'CMD' EXIT`, an alias's
   body, `git -c alias.x='!CMD'`, `script -qc CMD`, a file run as a program (`./go.sh`, by
-  its `#!`), and words after bash's brace expansion (`{handoff,approve}`).
+  its `#!`), and words after bash's brace expansion (`{handoff,approve}`);
+- a shell function or an alias defined earlier on the line is read again where it is
+  called: a function's body (as a `bash -c` string or a script file's text) with the
+  call's words in place of `"$@"`, `$1`, `$0`..., an alias's text followed by the call's
+  words. Where the hook cannot put them in (after `shift` or `set --`, `"${@:2}"`, the
+  line's own positional parameters), the words stay in `Command.unknown`: a command that
+  runs a step's script with them is refused (engine.hooks.commands.raw_step).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 
 from engine.hooks.options import awk_code
 from engine.hooks.shell import Command, split
@@ -36,6 +43,39 @@ AWKS = {"awk", "gawk", "mawk", "nawk"}
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 STDIN = {"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}  # a script argument that means "read it on stdin"
+# Positional parameters: `$1`, `${1}`, `$@`, `"$*"`, `$0` (put in when known), and the forms never put in (`${@:2}`).
+_POSITIONAL = re.compile(r"\$(?:[@*0-9]|\{[@*0-9#])")
+_PLAIN_POSITIONAL = re.compile(r"\$\{([0-9]|[@*#])\}|\$([0-9]|[@*#])")
+RESHUFFLE = {"shift", "getopts"}  # (and `set` with words): the positional parameters after them are unknown
+
+
+class Scope:
+    """What a script sees of the shell that runs it: the line's variables (`env`), its
+    positional parameters (`args`, None when unknown; `zero` is `$0`), the functions and aliases
+    defined so far, and whether it is a function's body read where it is defined (`defining`:
+    its parameters come at the call, where it is read again)."""
+
+    __slots__ = ("env", "args", "zero", "functions", "aliases", "defining")
+
+    def __init__(self, env: dict[str, str] | None = None, args: list[str] | None = None, zero: str | None = None,
+                 functions: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
+                 defining: bool = False) -> None:
+        self.env = {} if env is None else env
+        self.args, self.zero, self.defining = args, zero, defining
+        self.functions = {} if functions is None else functions
+        self.aliases = {} if aliases is None else aliases
+
+    def nested(self, args: list[str] | None | bool = True, zero: str | None = None, defining: bool | None = None,
+               without: str | None = None) -> Scope:
+        """A copy for a nested script: `args` True keeps the parameters (a subshell, `eval`, an alias), a list
+        gives new ones (a function call, `bash -c S NAME ARGS`, a script file's); `without`: an alias
+        being expanded (bash does not expand it again inside its own text)."""
+        aliases = {k: v for k, v in self.aliases.items() if k != without}
+        defining = self.defining if defining is None else defining
+        if args is True:
+            return Scope(dict(self.env), self.args, self.zero, dict(self.functions), aliases, defining)
+        return Scope(dict(self.env), args if isinstance(args, list) else None, zero, dict(self.functions), aliases,
+                     defining)
 
 
 class Parsed:
@@ -53,21 +93,46 @@ class Parsed:
 def parse(line: str, cwd: str = ".") -> Parsed:
     """All of `line`: each command, and each command nested in it (see the module's doc)."""
     parsed = Parsed()
-    _walk(split(line), 0, parsed, cwd, {})
+    _walk(split(line), 0, parsed, cwd, Scope())
     return parsed
 
 
-def _nest(text: str, depth: int, parsed: Parsed, cwd: str, env: dict[str, str] | None = None) -> str:
+def _nest(text: str, depth: int, parsed: Parsed, cwd: str, scope: Scope) -> str:
     """Walk a nested script from `cwd`; returns where it ends (what an `eval` or `source` leaves the shell in)."""
     if depth + 1 > MAX_DEPTH:
         parsed.too_deep = True
         return cwd
-    return _walk(split(text, depth + 1), depth + 1, parsed, cwd, dict(env or {}))
+    return _walk(split(text, depth + 1), depth + 1, parsed, cwd, scope)
 
 
-def _follow(command: Command, cwd: str, env: dict[str, str]) -> str:
-    """Substitute the line's own variables in `command`; record its assignments and `cd`; returns the new cwd."""
-    command.words = [_VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), w) for w in command.words]
+def _positional(words: list[str], scope: Scope) -> list[str]:
+    """`words` with the positional parameters put in, where the scope knows them: `"$@"` is the
+    call's words, `$1`/`${1}` one of them (or nothing), `$#` how many, `$0` the name."""
+    args = scope.args
+    if args is None or scope.defining:
+        return words
+    values = {"@": " ".join(args), "*": " ".join(args), "#": str(len(args)), "0": scope.zero or "bash"}
+    values.update((str(n), args[n - 1] if n <= len(args) else "") for n in range(1, 10))
+    out: list[str] = []
+    for word in words:
+        if word in ("$@", "$*", "${@}", "${*}"):
+            out += args
+        elif "$" in word:
+            out.append(_PLAIN_POSITIONAL.sub(lambda m: values[m.group(1) or m.group(2)], word))
+        else:
+            out.append(word)
+    return out
+
+
+def _follow(command: Command, cwd: str, scope: Scope) -> str:
+    """Substitute the positional parameters and the line's own variables in `command`; record its
+    assignments and `cd`; returns the new cwd."""
+    env = scope.env
+    command.words = [_VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), w)
+                     for w in _positional(command.words, scope)]
+    if not scope.defining:
+        # A word of its own (`"$@"`, `${@:2}`), not one inside a code string (`-c 'print("$1")'`).
+        command.unknown = [w for w in command.words if _POSITIONAL.search(w) and not any(c.isspace() for c in w)]
     words = command.words[1:] if command.words[:1] and command.words[0] in DECLARE else command.words
     if words and all(_assignment(w) for w in words):
         env.update(dict(w.split("=", 1) for w in words))
@@ -85,14 +150,31 @@ def _follow(command: Command, cwd: str, env: dict[str, str]) -> str:
     return cwd
 
 
-def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: dict[str, str]) -> str:
+def _reshuffles(commands: list[Command]) -> bool:
+    """Does a script change its positional parameters (`shift`, `set -- ...`, `getopts`)? Then which
+    word is `$1` depends on how it runs: they are unknown all through it."""
+    for command in commands:
+        words = peel(command.words)
+        if words and (words[0] in RESHUFFLE or words[0] == "set" and any(not w.startswith(("-", "+")) or w == "--"
+                                                                          for w in words[1:])):
+            return True
+    return False
+
+
+def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, scope: Scope) -> str:
     """Each command and what it nests; returns the folder the commands end in."""
     script: str | None  # a nested script of the command, then the one it runs
+    if scope.args is not None and _reshuffles(commands):
+        scope = scope.nested(args=None, zero=scope.zero)
     for command in commands:
-        cwd = _follow(command, cwd, env)
+        cwd = _follow(command, cwd, scope)
         parsed.commands.append(command)
+        if command.function is not None:  # read here without its parameters, and again where it is called
+            scope.functions[command.function] = command.scripts[0]
+            _nest(command.scripts[0], depth, parsed, cwd, scope.nested(defining=True))
+            continue
         for script in command.scripts:
-            _nest(script, depth, parsed, cwd, env)
+            _nest(script, depth, parsed, cwd, scope.nested())
         expanded = braces(command.words)
         if expanded != command.words:  # `{handoff,approve} L`, `handoff {approve,x} L`: judged as bash runs them too
             parsed.commands.append(Command(words=expanded, depth=depth))
@@ -102,23 +184,31 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
         program, args = os.path.basename(words[0]), words[1:]
         if program == "busybox" and args:
             program, args = os.path.basename(args[0]), args[1:]
-        script = None
-        if program in SHELLS:
+        script, inner = None, scope.nested()  # inner: what the script it runs sees
+        if words[0] in scope.aliases:  # an alias: its text, then the call's words
+            script, inner = " ".join([scope.aliases[words[0]], *(shlex.quote(a) for a in args)]), \
+                scope.nested(without=words[0])
+        elif words[0] in scope.functions:  # a function: its body, with the call's words as its parameters
+            script, inner = scope.functions[words[0]], scope.nested(args=args, zero=scope.zero)
+        elif program in SHELLS:
             script = command.code = _shell_script(args, command, cwd)
+            inner = scope.nested(*_shell_arguments(args))
         elif program == "eval":
             script = " ".join(args)
         elif program in ("source", ".") and args:
             script = _read(args[0], cwd)  # runs in this shell: read it like a script file
+            inner = scope.nested(args=args[1:], zero=scope.zero) if len(args) > 1 else inner
         elif program in ("su", "flock", "script", "runuser") and _dash_c(args) is not None:
             script = _dash_c(args)
         elif program == "trap" and args and not args[0].startswith("-"):
             script = args[0]  # run when the signal comes (EXIT: when the shell ends)
         elif program == "alias":
             script = "\n".join(a.split("=", 1)[1] for a in args if "=" in a)  # what the alias will run
+            scope.aliases.update((a.partition("=")[0], a.partition("=")[2]) for a in args if "=" in a)
         elif program == "git":
             script = "\n".join(v[1:] for v in _git_aliases(args) if v.startswith("!")) or None
         elif program == "find":
-            _find_exec(args, command, depth, parsed, cwd)
+            _find_exec(args, command, depth, parsed, cwd, scope)
         elif program in AWKS:
             # Its program (not its input files): `system("...")` shows what it runs, `print > F` where it writes.
             parsed.code.append((program, awk_code(args, cwd)))
@@ -129,9 +219,10 @@ def _walk(commands: list[Command], depth: int, parsed: Parsed, cwd: str, env: di
         elif "/" in words[0] and program != "handoff":  # `handoff`: judged as itself
             command.script_file = words[0]
             script = _run_file(words[0], cwd, parsed)  # `./go.sh`: a file run as a program
+            inner = scope.nested(args=args, zero=words[0])
         if script is not None:
             command.container = True
-            ended = _nest(script, depth, parsed, cwd, env)
+            ended = _nest(script, depth, parsed, cwd, inner)
             if program in ("eval", "source", "."):  # run by this shell: where they `cd` lasts
                 cwd = ended
     return cwd
@@ -216,6 +307,25 @@ def _read(path: str, cwd: str) -> str | None:
     return None
 
 
+def _shell_arguments(args: list[str]) -> tuple[list[str], str | None]:
+    """The positional parameters (and `$0`) of the script a shell runs: `bash -c S NAME A B`, `bash F A B`,
+    `bash -s A B`."""
+    i = 0
+    while i < len(args) and args[i][:1] in "-+" and len(args[i]) > 1:
+        if args[i] == "--":
+            i += 1
+            break
+        i += 2 if not args[i].startswith("--") and "o" in args[i][1:] else 1
+    dash_c = any("c" in a[1:] for a in args[:i] if a[:1] in "-+" and not a.startswith("--"))
+    dash_s = any("s" in a[1:] for a in args[:i] if a[:1] in "-+" and not a.startswith("--"))
+    rest = args[i:]
+    if dash_c:
+        return rest[2:], (rest[1] if len(rest) > 1 else None)
+    if dash_s or not rest:
+        return rest, None
+    return rest[1:], rest[0]
+
+
 def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
     """The script a shell runs: its `-c` string, its script file, or its stdin (also with `-s`:
     the words after it are the script's arguments)."""
@@ -242,7 +352,7 @@ def _shell_script(args: list[str], command: Command, cwd: str) -> str | None:
     return _stdin(command, cwd)
 
 
-def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed, cwd: str) -> None:
+def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed, cwd: str, scope: Scope) -> None:
     """`find ... -exec CMD {} ;` runs CMD: judge it as a command of its own."""
     for i, arg in enumerate(args):
         if arg in ("-exec", "-execdir", "-ok", "-okdir"):
@@ -252,7 +362,7 @@ def _find_exec(args: list[str], command: Command, depth: int, parsed: Parsed, cw
                     break
                 words.append(word)
             if words:
-                _walk([Command(words=words, depth=depth + 1)], depth + 1, parsed, cwd, {})
+                _walk([Command(words=words, depth=depth + 1)], depth + 1, parsed, cwd, scope.nested())
 
 
 def _code(program: str, args: list[str], command: Command, cwd: str) -> str | None:

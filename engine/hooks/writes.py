@@ -113,7 +113,7 @@ def _named_like(ledger_real: str, path: str, *, own: bool) -> bool:
     """Does `path` end in the ledger's name or a sidecar's (`L.*`), or run through an engine folder's tail?"""
     base = os.path.basename(ledger_real)
     name = os.path.basename(path.rstrip("/"))
-    return name == base or name.startswith(base + ".") or (own and _mentions(path, ledger_real))
+    return name == base or name.startswith(base + ".") or (own and mentions(path, ledger_real))
 
 
 def _through_per_process(full: str) -> bool:
@@ -242,21 +242,21 @@ def _through_descriptor(commands: list[Command], ledger_real: str, cwd: str) -> 
     """`cp X /dev/fd/3 3<L`, `exec 3<L; dd of=/dev/fd/3`, `cp X /dev/stdin < L`: a line that opens the
     ledger (or a file beside it) on a descriptor and names a per-process path (/dev/fd/N, /dev/stdin,
     /proc/self/fd/N), which reopens that very file for writing."""
-    bound = next((f for c in commands for f in c.opens for place in _places(c, cwd) if protected(ledger_real, f, place)),
+    bound = next((f for c in commands for f in c.opens for place in start_folders(c, cwd) if protected(ledger_real, f, place)),
                  None)
     if bound is None:
         return None
     for command in commands:
         program, args = command.program()
         words = command.writes_to + ([] if program in READERS else [a.split("=", 1)[-1] for a in args])  # `of=/dev/fd/3`
-        via = next((w for w in words for place in _places(command, cwd)
+        via = next((w for w in words for place in start_folders(command, cwd)
                     if w and _through_per_process(os.path.join(place, os.path.expanduser(w)))), None)
         if via is not None:
             return f"it opens {bound} on a file descriptor and names {via}, which is that file again, open for writing"
     return None
 
 
-def _places(command: Command, cwd: str) -> list[str]:
+def start_folders(command: Command, cwd: str) -> list[str]:
     """Where `command`'s relative paths may start: where the line started and where its `cd`s
     lead (a `cd` inside `( )` does not last: a write either way is a write), and the folders
     of `env -C`, `sudo -D` and `git -C`."""
@@ -269,7 +269,7 @@ def _places(command: Command, cwd: str) -> list[str]:
 
 
 def _one(command: Command, ledger_real: str, cwd: str) -> str | None:
-    places = _places(command, cwd)
+    places = start_folders(command, cwd)
 
     def hit(word: str) -> bool:
         return any(protected(ledger_real, word, place) for place in places)
@@ -401,7 +401,7 @@ def may_write(commands: list[Command], ledger_real: str, cwd: str) -> str | None
     held whole in a variable is out of the hook's sight (README)."""
     for command in commands:
         program, args = command.program()
-        places = _places(command, cwd)
+        places = start_folders(command, cwd)
         if program == "find":  # what it acts on is `{}`, which only find knows
             found = _find_writes(args, places, ledger_real)
             if found:
@@ -432,7 +432,7 @@ def _given(ledger_real: str, word: str, place: str) -> bool:
     return protected(ledger_real, word, place)
 
 
-def _mentions(text: str, ledger_real: str) -> bool:
+def mentions(text: str, ledger_real: str) -> bool:
     """Does `text` (a program's code or script) name the ledger (or a sidecar), or one of the
     engine's per-user folders (by its last two parts: `.cache/handoff`, `state/handoff`; the
     whole path if it has fewer)?"""
@@ -551,6 +551,6 @@ def _copy_destinations(program: str, args: list[str], cwd: str, ledger_real: str
 
 def code_writes_protected(code: str, ledger_real: str) -> bool:
     """Does interpreter code name the ledger (or a sidecar), or one of the engine's per-user
-    folders (`_mentions`), and write a file? A heuristic, as for the ledger: code that builds
+    folders (`mentions`), and write a file? A heuristic, as for the ledger: code that builds
     the path in pieces is out of its sight (the hook is a net, not the lock)."""
-    return _mentions(code, ledger_real) and bool(CODE_WRITES.search(code))
+    return mentions(code, ledger_real) and bool(CODE_WRITES.search(code))
