@@ -6,7 +6,8 @@ approve` and Slack, but the TUI asked first: `a` opened the dialog, the person r
 command and typed the target's name, and only Enter said no. Now `a`, `:approve web-05`
 and `A` on marked rows holding web-05 refuse at once with the engine's reason (a notice
 naming web-05, what changed and `handoff reconcile` on this ledger), open no dialog, and
-the ledger's bytes are unchanged.
+the ledger's bytes are unchanged. A dialog already open when the flag lands is refused by
+the engine on Enter, with the same reason.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tui.helpers import screen_text, settle
-from tests.tui.test_batch_approve import FLEET, build, mark, notes, targets
+from tests.tui.test_batch_approve import FLEET, build, fleet, mark, notes, targets
 from tui.screens.approve import ApproveScreen
 from tui.screens.approve_batch import BatchApproveScreen
+from tui.screens.error import ErrorScreen
 
 AWAITING = 'web-05: {state: awaiting_approval, checkpoint: "0/5555", awaiting: cutover, awaiting_by: agent'
 FLAG = ', changed_outside: {at: "2026-11-29T02:50:00Z", fields: [state]}'
@@ -72,3 +74,26 @@ async def test_a_batch_holding_a_flagged_target_opens_nothing_and_names_it(tmp_p
         said = refused(app, path)
         assert "nothing asked or approved" in said, said
     assert not any(t.get("approvals") for t in targets(path).values()) and path.read_bytes() == before
+
+
+async def test_tui_approve_refuses_a_target_changed_outside_the_engine(tmp_path: Path) -> None:
+    """The dialog opened on web-05 before the flag landed: its name typed, Enter: the engine's
+    error names web-05, `state` and `handoff reconcile`; no approval, the file as it was."""
+    path = fleet(tmp_path)
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.main.table.move_to("web-05")
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ApproveScreen), screen_text(app)
+        path.write_text(path.read_text("utf-8").replace(AWAITING, AWAITING + FLAG), encoding="utf-8")
+        before = path.read_bytes()
+        await pilot.press(*"web-05", "enter")
+        await pilot.press("enter")  # in the comment field: submit
+        await settle(pilot)
+        assert isinstance(app.screen, ErrorScreen), screen_text(app)
+        said = app.screen.error_message
+    assert "web-05 was changed outside the engine at 2026-11-29T02:50:00Z (state; now awaiting_approval)" in said, said
+    assert "`handoff reconcile LEDGER web-05 --to STATE --reason WHY`; nothing was approved" in said, said
+    assert not targets(path)["web-05"].get("approvals") and path.read_bytes() == before
