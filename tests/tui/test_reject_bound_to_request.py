@@ -58,6 +58,9 @@ async def test_a_reject_of_a_request_that_changed_is_refused(ledger_path: Path, 
         app.screen.query_one("#reason", Input).value = WHY
         change(ledger_path)
         before = ledger_path.read_bytes()
+        app.reload()  # the reading lands while the prompt is open (as the file watcher's would)
+        await settle(pilot)
+        assert isinstance(app.screen, ReasonPrompt), screen_text(app)
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, ErrorScreen), screen_text(app)
