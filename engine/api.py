@@ -55,6 +55,7 @@ from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
 from engine.ledger.drift import DRIFT_HEADING, DRIFT_PREFIX, DRIFT_UNCHECKED, checkpoint_drift, drift_line, drift_said
+from engine.ledger.guard import untrusted_text
 from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
 from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, SessionLease, Target
 from engine.ledger.ops import PendingCommand
@@ -659,5 +660,5 @@ __all__ = [
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "LedgerUnreadable", "NoSuchTarget", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
-    "parse_time", "redact", "shell_word", "started", "version", "visible",
+    "parse_time", "redact", "shell_word", "started", "untrusted_text", "version", "visible",
 ]

@@ -38,7 +38,7 @@ from tui.commands import ActionsProvider
 from tui.controller import Controller, open_handle
 from tui.demo import DemoRun, running_steps
 from tui.endings import CHECK_EVERY, hung_up, server_fd, terminal_driver, terminal_fd
-from tui.messages import JournalRecords, LedgerBroken, Snapshot, SnapshotReady
+from tui.messages import Draft, JournalRecords, LedgerBroken, Snapshot, SnapshotReady
 from tui.mutations import Mutations
 from tui.screens.action_table import ACTIONS
 from tui.screens.approve import ApproveScreen
@@ -101,7 +101,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         self._looked = False  # a served tab has shown its "since" for seen_after seconds
         self._since_at: float | None = None  # when it was shown (the look is counted from then)
         # Words a refused request or an escaped note conflict left unsaved, by (verb, target): tui.mutations.
-        self.drafts: dict[tuple[str, str | None], str] = {}
+        self.drafts: dict[tuple[str, str | None], Draft] = {}
         self.ended_by: int | None = None  # the signal that ended the screen (tui.endings), if one did
 
     # -- mode and look ------------------------------------------------------------
@@ -366,6 +366,7 @@ class HandoffApp(Mutations, ChainCheck, App[None]):
         if not self._showing() or snapshot.seq < self._shown_seq:
             return  # gone, or an older reading than the one on screen
         self._shown_seq = snapshot.seq
+        self.drop_gone_drafts(snapshot.ledger)
         self._ring_for_new_approvals(snapshot)
         try:
             self.main.show_snapshot(snapshot)

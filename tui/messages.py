@@ -14,6 +14,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from engine.api import HandoffError, Ledger
+    from tui.asked import Asked
 
 
 @dataclass
@@ -77,22 +78,26 @@ class Draft:
 
     `key` is the prompt they go back to (the request's verb and target: the reason typed to
     reject web-02 opens only the reject prompt of web-02); `what` names them, `reopen` says
-    how to get them back."""
+    how to get them back. `asked`: the request they were typed for (a reject's reason), if
+    bound to one: they are kept only while the target still asks it (tui.asked)."""
 
     key: tuple[str, str | None]
     text: str
     what: str
     reopen: str
+    asked: Asked | None = None
 
 
 class NotSaved(Message):
     """The engine refused a request that carried typed words for another reason than a note
-    conflict (the file stopped parsing, became a folder): say why, and keep the words."""
+    conflict (the file stopped parsing, became a folder): say why, and keep the words; or,
+    `kept` False, say them (their request is gone: tui.asked) and keep nothing."""
 
-    def __init__(self, draft: Draft, error: HandoffError) -> None:
+    def __init__(self, draft: Draft, error: HandoffError, *, kept: bool = True) -> None:
         super().__init__()
         self.draft = draft
         self.error = error
+        self.kept = kept
 
 
 class RetryRefused(Message):

@@ -7,7 +7,9 @@ engine refusal into (a note conflict: both texts, the operator chooses; a refuse
 retry: offer a forced one with a reason, the one typed for it if any). Words the request
 carried (a note, a reason, an approval's comment) are never lost to a refusal: the error
 view says so, and the prompt they came from opens on them again (`drafts`, taken by
-`take_draft`). Any other engine error ends in the app's one error view. A read-only view refuses before calling the engine at all.
+`take_draft`). Words bound to a request (a reject's reason: tui.asked) are kept only while
+the target still asks it: a refusal finding it gone quotes them instead, and a reading
+without it drops them (`drop_gone_drafts`). Any other engine error ends in the app's one error view. A read-only view refuses before calling the engine at all.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from engine.api import HandoffError, ReadOnly
-from tui.messages import NoteConflict, NotSaved, RetryRefused
+from tui.asked import asked_now
+from tui.messages import Draft, NoteConflict, NotSaved, RetryRefused
 from tui.requests import AckNote, ApproveBatch, Request, RequestDone, Retry, SetNote
 from tui.screens.reason import Reason, ReasonPrompt
 from tui.text import clean
@@ -34,7 +37,7 @@ class Mutations:
     main: MainView | None
     read_only: bool
     read_only_reason: str | None
-    drafts: dict[tuple[str, str | None], str]
+    drafts: dict[tuple[str, str | None], Draft]
 
     def submit(self, request: Request) -> None:
         """Run `request` in a worker. Not exclusive: an operator's change is never cancelled by the next."""
@@ -50,9 +53,28 @@ class Mutations:
             answer = request.answer(error)
             if answer is None:
                 raise
+            if isinstance(answer, NotSaved) and not self._still_asked(answer.draft):
+                answer = NotSaved(answer.draft, error, kept=False)
             self.post_message(answer)
             return
         self.post_message(RequestDone(request, text))
+
+    def _still_asked(self, draft: Draft) -> bool:
+        """Does the target still ask what `draft` was typed for? (In the worker: a fresh reading;
+        one that cannot be read says nothing is gone, and the words are kept.)"""
+        if draft.asked is None:
+            return True
+        try:
+            ledger = self.controller.read().ledger
+        except (HandoffError, OSError):
+            return True
+        return asked_now(self.controller, ledger, draft.key[1]) == draft.asked
+
+    def drop_gone_drafts(self, ledger) -> None:
+        """A new reading: words bound to a request the target no longer asks go (never offered to the next one)."""
+        for key, draft in list(self.drafts.items()):
+            if draft.asked is not None and asked_now(self.controller, ledger, key[1]) != draft.asked:
+                del self.drafts[key]
 
     def on_request_done(self, message: RequestDone) -> None:
         self.notify(message.text, timeout=3, markup=False)
@@ -105,7 +127,7 @@ class Mutations:
                 self.reload()
             else:
                 # Escape decides nothing: the words stay, for the next `e`.
-                self.drafts[SetNote.verb, None] = mine
+                self.drafts[SetNote.verb, None] = Draft((SetNote.verb, None), mine, "note", "e opens it again")
                 self.notify("Nothing saved; your text is kept as a draft: e opens it again, merged with theirs.",
                             markup=False)
                 self.reload()
@@ -117,18 +139,24 @@ class Mutations:
         from tui.screens.error import ErrorScreen
 
         draft = message.draft
-        self.drafts[draft.key] = draft.text
+        if not message.kept:  # typed for a request the target no longer asks: said, not offered to the next
+            self.push_screen(ErrorScreen(message.error.title, f"{message.error}\n\nYour {draft.what} was not saved, and "
+                                         f"is not kept: {draft.key[1]} no longer asks what it was typed for. "
+                                         f"It was: {draft.text}"))
+            return
+        self.drafts[draft.key] = draft
         self.push_screen(ErrorScreen(message.error.title, f"{message.error}\n\nYour {draft.what} was not saved; "
                                      f"it is kept as a draft: {draft.reopen}."))
 
     def take_draft(self, verb: str, target: str | None = None) -> str | None:
         """The words a refused request left for the prompt of `verb` (on `target`), taken: they open once."""
-        return self.drafts.pop((verb, target), None)
+        draft = self.drafts.pop((verb, target), None)
+        return draft.text if draft is not None else None
 
     def on_retry_refused(self, message: RetryRefused) -> None:
         name = message.target
         if message.draft is not None:  # the reason typed for the plain retry is the forced one's
-            self.drafts[message.draft.key] = message.draft.text
+            self.drafts[message.draft.key] = message.draft
 
         def done(reason: Reason | None) -> None:
             if reason is not None:

@@ -10,12 +10,13 @@ name. `revision` is what the screen showed; it is said back in the journal-facin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.message import Message
 
 from engine.api import DRIFT_UNCHECKED, Conflict, HandoffError, ReadOnly, Refused
+from tui.asked import Asked
 from tui.messages import Draft, NoteConflict, NotSaved, RetryRefused
 
 if TYPE_CHECKING:
@@ -90,18 +91,32 @@ class ApproveBatch(Request):
         return controller.approve_batch(dict(self.expect), self.step, self.comment,
                                         expect_drift=dict(self.drift) if self.drift is not None else None)
 
+    def kept(self) -> Draft | None:
+        # As the single dialog's comment; kept by the step (the batch has no one target): `A` on
+        # marks awaiting that step opens it again (tui.screens.batch_actions).
+        if not self.comment:
+            return None
+        return Draft((self.verb, self.step), self.comment, "comment", f"A on targets marked for {self.step} opens it again")
+
 
 @dataclass(frozen=True)
 class Reject(Request):
+    """A "no" to the request the prompt showed (`asked`: its step and hash; with the revision,
+    as Slack's reject is bound): the engine refuses it if the target asks anything else now,
+    or the ledger was written since. The reason is kept only while that request stands."""
+
     target: str
     reason: str
+    asked: Asked | None = None
     verb: ClassVar[str] = "reject"
 
     def run(self, controller: Controller) -> str:
-        return controller.reject(self.target, self.reason)
+        asked = self.asked or Asked(None, None, None)
+        return controller.reject(self.target, self.reason, step=asked.step, expect_hash=asked.hash,
+                                 expect_revision=self.revision)
 
     def kept(self) -> Draft | None:
-        return reason_kept(self, self.target, self.reason, "x")
+        return replace(reason_kept(self, self.target, self.reason, "x"), asked=self.asked)
 
 
 @dataclass(frozen=True)

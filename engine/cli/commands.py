@@ -73,8 +73,10 @@ def register(sub) -> None:
     add_ledger(p)
     add_target(p)
     p.add_argument("--reason", required=True, help="why not (the next shift reads it)")
+    p.add_argument("--expect-hash", metavar="H", help="reject only if the command still has this hash (`status --json` shows it)")
     add_who(p)
-    p.set_defaults(handler=lambda a: _simple(a, lambda h: h.reject(a.target, _reason(a.reason)), f"{a.target} rejected and blocked"))
+    p.set_defaults(handler=lambda a: _simple(a, lambda h: h.reject(a.target, _reason(a.reason), expect_hash=a.expect_hash),
+                                             f"{a.target} rejected and blocked"))
 
     p = sub.add_parser("note", help="read the handoff note, or write it for the next shift (--set, --edit)")
     add_ledger(p)

@@ -103,3 +103,33 @@ async def test_a_target_taken_out_of_the_file_is_not_offered_a_forced_retry(ledg
         assert app.screen.error_message.startswith(f"no target named 'web-03' in {ledger_path}")
         assert "Your reason was not saved; it is kept as a draft: r on web-03 opens it again." in app.screen.error_message
         assert ledger_path.read_bytes() == before
+
+
+async def test_a_batch_approval_comment_is_kept_when_the_batch_is_refused(tmp_path: Path) -> None:
+    """As the single dialog's: web-05's checkpoint moves while the batch dialog is open, the
+    engine refuses the batch, the error view says the comment is kept and how to get it back,
+    and `A` on the same marks opens the dialog on it; the batch then carries it to each approval."""
+    from tests.tui.test_batch_approve import BATCH, build, confirm, fleet, open_batch, targets
+    from tui.screens.approve_batch import BatchApproveScreen
+
+    path = fleet(tmp_path)
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_batch(pilot)
+        app.screen.query_one("#comment", Input).value = COMMENT
+        path.write_text(path.read_text("utf-8").replace('checkpoint: "0/5555"', 'checkpoint: "0/5556"'), encoding="utf-8")
+        before = path.read_bytes()
+        await confirm(pilot)
+        assert isinstance(app.screen, ErrorScreen), screen_text(app)
+        assert path.read_bytes() == before  # refused: nothing written
+        said = app.screen.error_message
+        assert "Your comment was not saved; it is kept as a draft: A on targets marked for cutover opens it again." in said, said
+        await pilot.press("escape", "R")
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        assert isinstance(app.screen, BatchApproveScreen), screen_text(app)
+        assert app.screen.query_one("#comment", Input).value == COMMENT
+        await confirm(pilot)
+        assert not isinstance(app.screen, ErrorScreen), screen_text(app)
+    assert [[(a["by"], a["comment"]) for a in targets(path)[n]["approvals"]] for n in BATCH] == [[("alice", COMMENT)]] * 3

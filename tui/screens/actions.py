@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.api import BASE_STATES, SUMMARY_ORDER, HandoffError
+from engine.api import BASE_STATES, SUMMARY_ORDER, HandoffError, untrusted_text
+from tui.asked import asked_now
 from tui.requests import (
     AcceptRemoval,
     AcceptRollback,
@@ -90,6 +91,8 @@ class LedgerActions:
         if name is None:
             return
         ledger = self.ledger
+        if self._outside(name):
+            return
         try:
             pending = self.app.controller.pending_command(ledger, name)
         except HandoffError as error:
@@ -107,6 +110,16 @@ class LedgerActions:
                                            policy=self.app.controller.approval_policy(ledger, name),
                                            comment=self._kept(Approve, name)), done)
 
+    def _outside(self, name: str) -> bool:
+        """A target changed outside the engine is approved by no one until reconciled (the engine
+        refuses it): say so now, with the engine's reason, and ask nothing."""
+        target = self.ledger.targets[name]
+        if not target.changed_outside:
+            return False
+        self.notify(f"{untrusted_text(name, target, self.app.controller.location)}; nothing was approved",
+                    severity="error", timeout=10, markup=False)
+        return True
+
     def do_unapprove(self, arg: str = "") -> None:
         if self.ledger is None:
             return
@@ -122,12 +135,15 @@ class LedgerActions:
         name = self._selected(arg or None, states=("awaiting_approval",), verb="rejected")
         if name is None:
             return
+        # Bound to what the prompt shows: this step, its hash, this revision (tui.requests.Reject).
+        asked, revision = asked_now(self.app.controller, self.ledger, name), self._revision()
 
         def done(reason: Reason | None) -> None:
             if reason is not None:
-                self.app.submit(Reject(self._revision(), name, reason.text))
+                self.app.submit(Reject(revision, name, reason.text, asked))
 
-        self.app.push_screen(ReasonPrompt(f"Reject {name}", "The target will be blocked with your reason.",
+        step = asked.step if asked is not None and asked.step else "the awaited step"
+        self.app.push_screen(ReasonPrompt(f"Reject {step} on {name}", "The target will be blocked with your reason.",
                                           ok_label="Reject", danger=True, value=self._kept(Reject, name)), done)
 
     # -- the note ---------------------------------------------------------------------

@@ -72,8 +72,10 @@ class BatchApproveScreen(ModalScreen[BatchResult | None]):
     BatchApproveScreen #batch-list { height: auto; }
     """
 
-    def __init__(self, step: str, items: Sequence[BatchItem], revision: int | None, environment: str | None = None) -> None:
+    def __init__(self, step: str, items: Sequence[BatchItem], revision: int | None, environment: str | None = None,
+                 comment: str = "") -> None:
         super().__init__(classes="modal-screen")
+        self.comment = comment  # the comment a refused batch of this step left (tui.mutations.take_draft)
         self.step = step
         self.items = list(items)
         self.revision = revision
@@ -108,7 +110,7 @@ class BatchApproveScreen(ModalScreen[BatchResult | None]):
             yield Label(Text.assemble("Type how many targets you approve it on (", (str(self.count), "bold"), "):"))
             yield Input(placeholder="how many", id="confirm-count", compact=True)
             yield Static("", id="confirm-error", classes="error-text")
-            yield Input(placeholder="comment (optional, goes to the journal of each)", id="comment", compact=True)
+            yield Input(self.comment, placeholder="comment (optional, goes to the journal of each)", id="comment", compact=True)
             with Horizontal(classes="buttons"):
                 yield Button(f"Approve all {self.count}" + (" anyway" if self.drifted else ""), id="approve",
                              variant="error", disabled=True, compact=True)

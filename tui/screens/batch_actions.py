@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.api import HandoffError, matching
+from engine.api import HandoffError, matching, untrusted_text
 from tui.requests import ApproveBatch
 from tui.screens.approve_batch import BatchApproveScreen, BatchItem, BatchResult
 from tui.text import clean_line
@@ -94,6 +94,9 @@ class BatchActions:
             if target.state != AWAITING:
                 problems.append(f"{clean_line(name)} is {clean_line(target.state)}, not awaiting approval")
                 continue
+            if target.changed_outside:  # the engine approves it for no one until it is reconciled
+                problems.append(clean_line(untrusted_text(name, target, self.app.controller.location)))
+                continue
             try:
                 pending = self.app.controller.pending_command(ledger, name)
             except HandoffError as error:
@@ -128,4 +131,5 @@ class BatchActions:
             if result is not None:
                 self.app.submit(ApproveBatch(revision, result.step, result.expect, result.comment, result.drift))
 
-        self.app.push_screen(BatchApproveScreen(step, items, revision, environment=ledger.environment), done)
+        self.app.push_screen(BatchApproveScreen(step, items, revision, environment=ledger.environment,
+                                                comment=self.app.take_draft(ApproveBatch.verb, step) or ""), done)
