@@ -41,6 +41,8 @@ from engine.errors import (
     JournalIncomplete,
     LedgerInvalid,
     LedgerUnreadable,
+    NamesItsLedger,
+    NoSuchName,
     NoSuchTarget,
     ReadOnly,
     Refused,
@@ -55,6 +57,7 @@ from engine.lease.rules import LeaseState, lease_state
 from engine.ledger import ops
 from engine.ledger.access import writable_reason
 from engine.ledger.drift import DRIFT_HEADING, DRIFT_PREFIX, DRIFT_UNCHECKED, checkpoint_drift, drift_line, drift_said
+from engine.ledger.guard import untrusted_text
 from engine.ledger.invariants import InvariantStatus, evaluate, journal_readings
 from engine.ledger.model import BASE_STATES, SUMMARY_ORDER, Approval, Ledger, SessionLease, Target
 from engine.ledger.ops import PendingCommand
@@ -167,7 +170,7 @@ class LedgerHandle:
         checkpoint and hash. Pass the hash back to `approve(expect_hash=...)`."""
         try:
             return ops.pending_command(ledger, target, self.ledger_dir, step)
-        except NoSuchTarget as err:
+        except NoSuchName as err:
             raise err.at(self.display_location) from None
 
     def next_command(self, ledger: Ledger, target: str) -> PendingCommand | None:
@@ -265,7 +268,7 @@ class LedgerHandle:
         try:
             (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         except BaseException as err:
-            if isinstance(err, NoSuchTarget):
+            if isinstance(err, NamesItsLedger):
                 err.at(self.display_location)  # the operation knew the ledger, not where it is
             if isinstance(err, HandoffError) and self.store.unsettled:
                 raise self._unsettled(err, bool(first)) from None  # it may be in: no intent is cancelled
@@ -420,7 +423,7 @@ class LedgerHandle:
                                       f"{ledger.revision}); nothing was approved: look again", seen=expect_hash or "", now=None)
             done = ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
                                expect_hash=expect_hash, signed=signed, slack=slack, expect_drift=expect_drift,
-                               requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
+                               where=self.display_location, requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
             proved[:] = [kernel_proves(ledger, done[0])]
             return done
 
@@ -473,7 +476,7 @@ class LedgerHandle:
 
         try:
             return select(ledger, pattern, step, self.ledger_dir, self.actor, refusal)
-        except NoSuchTarget as err:
+        except NoSuchName as err:
             raise err.at(self.display_location) from None
 
     def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
@@ -495,7 +498,7 @@ class LedgerHandle:
         def change(ledger: Ledger):
             asked = {n: requesters(self.journal, ledger, n) for n in expect if n in ledger.targets}
             return approve_all(ledger, expect, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
-                               signed=signed, requested_by=asked, expect_drift=expect_drift)
+                               signed=signed, requested_by=asked, expect_drift=expect_drift, where=self.display_location)
 
         return self._change(change)
 
@@ -659,5 +662,5 @@ __all__ = [
     "LedgerChanged", "LedgerHandle", "LedgerInvalid", "LedgerUnreadable", "NoSuchTarget", "PendingCommand", "ReadOnly", "Refused", "SUMMARY_ORDER",
     "REBUILT_FROM", "SlackId", "Snapshot", "Target", "TimelinePage", "UsageError", "slack_entry", "age_text", "load_user_state", "matching",
     "hangups_ignored", "one_line", "open_ledger", "save_user_state", "advance_user_state", "setting_seconds",
-    "parse_time", "redact", "shell_word", "started", "version", "visible",
+    "parse_time", "redact", "shell_word", "started", "untrusted_text", "version", "visible",
 ]

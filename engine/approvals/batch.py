@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from engine.approvals.policy import policy_for, standing
-from engine.errors import NoSuchTarget, Refused
+from engine.errors import NoSuchName, NoSuchStep, NoSuchTarget, Refused
 from engine.ledger.drift import DRIFT_UNCHECKED
 from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.ops import PendingCommand, Records, Who, approve, pending_command, same_person
@@ -55,13 +55,16 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
     approval would give. `refusal(name, step)`: why the approver may not approve that
     target (they asked for it: engine.api.Handle.select_batch), or None. Raises Refused
     when the pattern matches no target at all, and NoSuchTarget for a name in it (no
-    wildcard) the ledger does not have: `db-1,db-22` meant two targets, not db-1 alone."""
+    wildcard) the ledger does not have: `db-1,db-22` meant two targets, not db-1 alone;
+    NoSuchStep for a `step` its runbook does not have."""
     wanted = patterns(pattern)
     if not wanted:
         raise Refused("--targets is empty: give a pattern such as 'prod-*' or a list 'db-1,db-2'", title="No targets")
     for word in wanted:
         if not WILDCARD.search(word) and word not in ledger.targets:
             raise NoSuchTarget(word, ledger.targets)
+    if ledger.steps() and ledger.step(step) is None:  # one step for the batch: usage, not a refusal of each target
+        raise NoSuchStep(step, [s.name for s in ledger.steps()])
     names = matching(ledger.targets, pattern)
     if not names:
         sample = ", ".join(list(ledger.targets)[:5])
@@ -90,7 +93,7 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
 
 def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, comment: str | None, ledger_dir: str,
                 signed: dict, requested_by: dict[str, set[str]],
-                expect_drift: Mapping[str, str | None] | None = None) -> tuple[list[Approval], Records]:
+                expect_drift: Mapping[str, str | None] | None = None, where: str | None = None) -> tuple[list[Approval], Records]:
     """Approve `step` on every target of `expect` (name -> the hash the approver was
     shown), in one change of `ledger`: every approval or none (Refused naming each
     target that was refused, and why). `expect_drift` (name -> the checkpoint drift shown
@@ -103,8 +106,9 @@ def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, 
         try:
             approval, recs = approve(ledger, name, who, step=step, comment=comment, ledger_dir=ledger_dir,
                                      expect_hash=digest, signed=signed.get(name), requested_by=requested_by.get(name),
-                                     expect_drift=DRIFT_UNCHECKED if expect_drift is None else expect_drift.get(name))
-        except (Refused, NoSuchTarget) as err:  # ApprovalChanged too; or taken out of the file since it was shown
+                                     expect_drift=DRIFT_UNCHECKED if expect_drift is None else expect_drift.get(name),
+                                     where=where)
+        except (Refused, NoSuchName) as err:  # ApprovalChanged too; or taken out of the file since it was shown
             refused.append(f"{name}: {err.message}")
             continue
         approvals.append(approval)

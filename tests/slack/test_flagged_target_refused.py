@@ -28,6 +28,6 @@ def test_a_target_changed_outside_the_engine_is_not_approved_from_slack(tmp_path
     wait_for(lambda: fake.ephemerals(ALICE), what="a refusal")
     told = json.dumps(fake.ephemerals(ALICE), ensure_ascii=False)
     assert "db-1 was changed outside the engine at 2026-12-07T20:00:00Z (approvals; now awaiting_approval)" in told, told
-    assert "handoff reconcile LEDGER db-1 --to STATE --reason WHY" in told and "nothing was approved" in told, told
+    assert f"handoff reconcile {path} db-1 --to STATE --reason WHY" in told and "nothing was approved" in told, told
     assert not approved(path) and refused(path)
     assert path.read_bytes() == before
