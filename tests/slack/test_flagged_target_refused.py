@@ -18,10 +18,10 @@ FLAG = "changed_outside: {at: '2026-12-07T20:00:00Z', fields: [approvals]}"
 
 def test_a_target_changed_outside_the_engine_is_not_approved_from_slack(tmp_path, fake, signer, started):
     path = ledger(tmp_path)
-    path.write_text(path.read_text().replace("checkpoint: 0/9A3F2C10", f"checkpoint: 0/9A3F2C10\n    {FLAG}"))
     app = started(fake, [str(path)])
     posted(fake)
-    view = review(app, fake, signer, ALICE)
+    view = review(app, fake, signer, ALICE)  # opened before the flag: a Review of a flagged target opens none
+    path.write_text(path.read_text().replace("checkpoint: 0/9A3F2C10", f"checkpoint: 0/9A3F2C10\n    {FLAG}"))
     before = path.read_bytes()
     status, _ = signer.post(app.url, signer.submit(view, ALICE, "db-1"))
     assert status == 200
