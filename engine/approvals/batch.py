@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from engine.approvals.policy import policy_for, standing
-from engine.errors import NoSuchName, NoSuchStep, NoSuchTarget, Refused
+from engine.errors import NoSuchTarget, Refused
 from engine.ledger.drift import DRIFT_UNCHECKED
 from engine.ledger.model import Approval, Ledger, Step
 from engine.ledger.ops import PendingCommand, Records, Who, approve, pending_command, same_person
@@ -56,15 +56,13 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
     target (they asked for it: engine.api.Handle.select_batch), or None. Raises Refused
     when the pattern matches no target at all, and NoSuchTarget for a name in it (no
     wildcard) the ledger does not have: `db-1,db-22` meant two targets, not db-1 alone;
-    NoSuchStep for a `step` its runbook does not have."""
+    NoSuchStep (from the first target's `pending_command`) for a `step` its runbook lacks."""
     wanted = patterns(pattern)
     if not wanted:
         raise Refused("--targets is empty: give a pattern such as 'prod-*' or a list 'db-1,db-2'", title="No targets")
     for word in wanted:
         if not WILDCARD.search(word) and word not in ledger.targets:
             raise NoSuchTarget(word, ledger.targets)
-    if ledger.steps() and ledger.step(step) is None:  # one step for the batch: usage, not a refusal of each target
-        raise NoSuchStep(step, [s.name for s in ledger.steps()])
     names = matching(ledger.targets, pattern)
     if not names:
         sample = ", ".join(list(ledger.targets)[:5])
@@ -108,7 +106,7 @@ def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, 
                                      expect_hash=digest, signed=signed.get(name), requested_by=requested_by.get(name),
                                      expect_drift=DRIFT_UNCHECKED if expect_drift is None else expect_drift.get(name),
                                      where=where)
-        except (Refused, NoSuchName) as err:  # ApprovalChanged too; or taken out of the file since it was shown
+        except (Refused, NoSuchTarget) as err:  # ApprovalChanged too; or taken out of the file since it was shown
             refused.append(f"{name}: {err.message}")
             continue
         approvals.append(approval)

@@ -10,6 +10,7 @@ Real `handoff resume` processes, the demo simulator's world, the real PostgreSQL
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -43,3 +44,31 @@ def test_paused_and_drifted_at_the_start_is_exit_3_in_every_runtime(tmp_path: Pa
     assert load(ledger)["paused"], load(ledger)  # still paused: the drift is said, the pause is not lifted
     assert counts(world).get("db-19", {}).get("link_runs", 0) == 0  # nothing acted
     assert load(ledger).get("session") is None
+
+
+def test_paused_and_drifted_at_the_start_is_exit_3_for_a_temporal_workflow(tmp_path: Path, tmp_path_factory) -> None:
+    """The same ledger under `handoff resume --runtime temporal --follow`: the workflow's own code, 3."""
+    from temporal_kit import Server, Workers, handoff_proc, queue
+
+    ledger = demo_copy(tmp_path, dict(SMALL))
+    world, q = tmp_path / "world", queue()
+    assert sim(world, "drift", "db-18", "0/DEADBEEF").returncode == 0
+    assert handoff("pause", str(ledger), "--reason", "INC-1 hold", "--as", "alice", world=world).returncode == 0
+    server = Server(tmp_path_factory.mktemp("temporal-words"))
+    workers = Workers(server, q, world, tmp_path)
+    try:
+        workers.start()
+        follow = handoff_proc("resume", "--ledger", str(ledger), "--runtime", "temporal", "--temporal", server.address,
+                              "--task-queue", q, "--follow", world=world)
+        try:
+            out, err = follow.communicate(timeout=90)
+        except subprocess.TimeoutExpired:  # it waits on the pause instead of ending on the drift
+            handoff("stop", str(ledger), world=world)
+            out, err = follow.communicate(timeout=60)
+    finally:
+        workers.stop()
+        server.stop()
+    assert follow.returncode == 3, out + err
+    assert "checkpoint drift" in load(ledger)["targets"]["db-18"]["reason"]
+    assert load(ledger)["paused"] and load(ledger).get("session") is None
+    assert counts(world).get("db-19", {}).get("link_runs", 0) == 0
