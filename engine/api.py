@@ -41,6 +41,8 @@ from engine.errors import (
     JournalIncomplete,
     LedgerInvalid,
     LedgerUnreadable,
+    NamesItsLedger,
+    NoSuchName,
     NoSuchTarget,
     ReadOnly,
     Refused,
@@ -168,7 +170,7 @@ class LedgerHandle:
         checkpoint and hash. Pass the hash back to `approve(expect_hash=...)`."""
         try:
             return ops.pending_command(ledger, target, self.ledger_dir, step)
-        except NoSuchTarget as err:
+        except NoSuchName as err:
             raise err.at(self.display_location) from None
 
     def next_command(self, ledger: Ledger, target: str) -> PendingCommand | None:
@@ -266,7 +268,7 @@ class LedgerHandle:
         try:
             (result, records), revision = self.store.transact(change, accept_shrink=accept_shrink, accept_rollback=accept_rollback)
         except BaseException as err:
-            if isinstance(err, NoSuchTarget):
+            if isinstance(err, NamesItsLedger):
                 err.at(self.display_location)  # the operation knew the ledger, not where it is
             if isinstance(err, HandoffError) and self.store.unsettled:
                 raise self._unsettled(err, bool(first)) from None  # it may be in: no intent is cancelled
@@ -421,7 +423,7 @@ class LedgerHandle:
                                       f"{ledger.revision}); nothing was approved: look again", seen=expect_hash or "", now=None)
             done = ops.approve(ledger, target, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
                                expect_hash=expect_hash, signed=signed, slack=slack, expect_drift=expect_drift,
-                               requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
+                               where=self.display_location, requested_by=requesters(self.journal, ledger, target) if target in ledger.targets else None)
             proved[:] = [kernel_proves(ledger, done[0])]
             return done
 
@@ -474,7 +476,7 @@ class LedgerHandle:
 
         try:
             return select(ledger, pattern, step, self.ledger_dir, self.actor, refusal)
-        except NoSuchTarget as err:
+        except NoSuchName as err:
             raise err.at(self.display_location) from None
 
     def approve_batch(self, expect: dict[str, str], *, step: str, comment: str | None = None,
@@ -496,7 +498,7 @@ class LedgerHandle:
         def change(ledger: Ledger):
             asked = {n: requesters(self.journal, ledger, n) for n in expect if n in ledger.targets}
             return approve_all(ledger, expect, self.who, step=step, comment=comment, ledger_dir=self.ledger_dir,
-                               signed=signed, requested_by=asked, expect_drift=expect_drift)
+                               signed=signed, requested_by=asked, expect_drift=expect_drift, where=self.display_location)
 
         return self._change(change)
 

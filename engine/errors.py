@@ -84,25 +84,16 @@ class UsageError(HandoffError):
 CLOSE = 0.7  # how alike (difflib's ratio, case aside) a name must be to be suggested
 
 
-class NoSuchTarget(UsageError):
-    """A target name the ledger does not have (mistyped, or gone from the file): nothing was
-    changed. Every command that takes a target name raises this one error (exit 2, usage).
-    It says the name as typed (escaped: it is user text), the ledger (`at`: whoever knows
-    its location fills it in) and the nearest names, when some are close."""
+class NamesItsLedger:
+    """An error whose words name the ledger (its location as people may see it), which the
+    operation that raised it may not know: whoever knows it fills it in (`at`), once."""
 
-    title = "No such target"
-    NEAR = 3  # names suggested at most
+    ledger: str | None
+    message: str
+    args: tuple
 
-    def __init__(self, name: str, known: Iterable[str], *, ledger: str | None = None) -> None:
-        names = list(known)
-        self.name = name
-        self.near = nearest(name, names, self.NEAR)
-        self.sample = names[:5]
-        self.ledger = ledger
-        super().__init__(self._text())
-
-    def at(self, ledger: str) -> NoSuchTarget:
-        """Name the ledger (its location as people may see it), unless it is named already."""
+    def at(self, ledger: str):
+        """Name the ledger, unless it is named already."""
         if self.ledger is None:
             self.ledger = ledger
             self.message = self._text()
@@ -110,12 +101,57 @@ class NoSuchTarget(UsageError):
         return self
 
     def _text(self) -> str:
+        raise NotImplementedError
+
+
+class NoSuchName(NamesItsLedger, UsageError):
+    """A name the ledger does not have (mistyped, or gone from the file): nothing was changed.
+    Every command raises one of these for a target, runbook step or state it was given that
+    the ledger lacks (exit 2, usage, as `handoff --help` and docs/ledger.md give it). It says
+    the name as typed (escaped: it is user text), the ledger (`at`: whoever knows its location
+    fills it in) and the nearest names, when some are close, else some of the names there are."""
+
+    title = "No such name"
+    NEAR = 3  # names suggested at most
+    noun, plural, SAMPLE = "name", "names", 5
+
+    def __init__(self, name: str, known: Iterable[str], *, ledger: str | None = None) -> None:
+        names = list(known)
+        self.name = name
+        self.near = nearest(name, names, self.NEAR)
+        self.sample = names[:self.SAMPLE]
+        self.ledger = ledger
+        super().__init__(self._text())
+
+    def _text(self) -> str:
         where = self.ledger or "this ledger"
+        said = f"no {self.noun} named {self.name!r} in {where}"
         if self.near:
-            return f"no target named {self.name!r} in {where}; did you mean {_alternatives(self.near)}?"
+            return f"{said}; did you mean {_alternatives(self.near)}?"
         if self.sample:
-            return f"no target named {self.name!r} in {where} (targets include {', '.join(self.sample)})"
-        return f"no target named {self.name!r} in {where} (it has no targets)"
+            return f"{said} ({self.plural} include {', '.join(self.sample)})"
+        return f"{said} (it has no {self.plural})"
+
+
+class NoSuchTarget(NoSuchName):
+    """A target name the ledger does not have: `no target named 'db-9' in fleet.yaml; did you mean db-1?`."""
+
+    title = "No such target"
+    noun, plural = "target", "targets"
+
+
+class NoSuchStep(NoSuchName):
+    """A runbook step the ledger does not have (`handoff run T STEP`, `--step`, a planner's call)."""
+
+    title = "No such step"
+    noun, plural, SAMPLE = "runbook step", "runbook steps", 10
+
+
+class NoSuchState(NoSuchName):
+    """A state the ledger does not know (`--to STATE`); `known`: the states the command could take."""
+
+    title = "No such state"
+    noun, plural, SAMPLE = "state", "states", 12
 
 
 def nearest(name: str, names: Sequence[str], most: int) -> list[str]:

@@ -55,7 +55,8 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
     approval would give. `refusal(name, step)`: why the approver may not approve that
     target (they asked for it: engine.api.Handle.select_batch), or None. Raises Refused
     when the pattern matches no target at all, and NoSuchTarget for a name in it (no
-    wildcard) the ledger does not have: `db-1,db-22` meant two targets, not db-1 alone."""
+    wildcard) the ledger does not have: `db-1,db-22` meant two targets, not db-1 alone;
+    NoSuchStep (from the first target's `pending_command`) for a `step` its runbook lacks."""
     wanted = patterns(pattern)
     if not wanted:
         raise Refused("--targets is empty: give a pattern such as 'prod-*' or a list 'db-1,db-2'", title="No targets")
@@ -90,7 +91,7 @@ def select(ledger: Ledger, pattern: str, step: str, ledger_dir: str, approver: s
 
 def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, comment: str | None, ledger_dir: str,
                 signed: dict, requested_by: dict[str, set[str]],
-                expect_drift: Mapping[str, str | None] | None = None) -> tuple[list[Approval], Records]:
+                expect_drift: Mapping[str, str | None] | None = None, where: str | None = None) -> tuple[list[Approval], Records]:
     """Approve `step` on every target of `expect` (name -> the hash the approver was
     shown), in one change of `ledger`: every approval or none (Refused naming each
     target that was refused, and why). `expect_drift` (name -> the checkpoint drift shown
@@ -103,7 +104,8 @@ def approve_all(ledger: Ledger, expect: dict[str, str], who: Who, *, step: str, 
         try:
             approval, recs = approve(ledger, name, who, step=step, comment=comment, ledger_dir=ledger_dir,
                                      expect_hash=digest, signed=signed.get(name), requested_by=requested_by.get(name),
-                                     expect_drift=DRIFT_UNCHECKED if expect_drift is None else expect_drift.get(name))
+                                     expect_drift=DRIFT_UNCHECKED if expect_drift is None else expect_drift.get(name),
+                                     where=where)
         except (Refused, NoSuchTarget) as err:  # ApprovalChanged too; or taken out of the file since it was shown
             refused.append(f"{name}: {err.message}")
             continue

@@ -258,6 +258,7 @@ def cmd_status(args) -> int:
         sys.stdout.write(escaped(dumps(safe)) + "\n")
         return 0
     from engine.codec.textsafe import one_line
+    from engine.ledger.guard import untrusted_text
     from engine.ledger.render import describe
 
     out = [f"{ledger.task} (revision {ledger.revision}" + (f", owner {ledger.owner_shift}" if ledger.owner_shift else "") + ")"]
@@ -270,9 +271,7 @@ def cmd_status(args) -> int:
         out.append(f"WARNING: {warning}")
     for name, t in ledger.targets.items():
         if t.changed_outside:  # engine.store.outside: a session stops on it until reconciled
-            mark = t.changed_outside
-            out.append(f"CHANGED OUTSIDE THE ENGINE: {name} ({', '.join(mark.get('fields') or [])} at {mark.get('at')}); "
-                       f"not trusted until `handoff reconcile {handle.display_location} {name} --to STATE --reason WHY`")
+            out.append(f"CHANGED OUTSIDE THE ENGINE: {untrusted_text(name, t, handle.display_location)}")
     for item in data["awaiting"]:
         out.append(f"awaiting approval: {item['target']} {item['step'] or ''} (asked by {item['by'] or '?'} since {item['since'] or '?'})"
                    + (f": {item['policy']}" if item.get("policy") else ""))

@@ -47,7 +47,7 @@ def cmd_run(args) -> int:
     ledger = writer.store.read()
     if args.target not in ledger.targets:  # a usage error changes nothing: found before the lease is taken
         raise NoSuchTarget(args.target, ledger.targets, ledger=args.ledger)
-    pick_step(ledger, args.target, args.step)
+    pick_step(ledger, args.target, args.step, where=writer.display_location)
     claude = os.environ.get(CLAUDE_SESSION_VAR) or None
     holder = claude or new_session_id()
     lease = leasing.claude_code_lease(holder, user=writer.actor) if claude else \

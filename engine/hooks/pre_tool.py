@@ -179,10 +179,10 @@ def _handoff_run(ctx: HookContext, runs) -> judge.Verdict:
             return judge.Verdict("deny", f"`handoff run` would exit 2: "
                                     f"{NoSuchTarget(run.target, ledger.targets, ledger=ctx.ledger_path).message}")
         try:
-            step = pick_step(ledger, run.target, run.step)
+            step = pick_step(ledger, run.target, run.step, where=ctx.ledger_path)
         except HandoffError as err:
             return judge.Verdict("deny", err.message)
-        verdict = guard.check(ledger, run.target, step, statuses=statuses, ledger_dir=ctx.ledger_dir)
+        verdict = guard.check(ledger, run.target, step, statuses=statuses, ledger_dir=ctx.ledger_dir, where=ctx.ledger_path)
         if not verdict.allowed and not verdict.needs_approval:
             return judge.Verdict("deny", f"the guard refuses {step.name} on {run.target}: {verdict.reason}")
     # Allowed, or it will wait for a person's approval (the engine gates it and pages).

@@ -80,6 +80,13 @@ class Writer(NamedTuple):
     def read_only(self) -> bool:
         return self.read_only_reason is not None
 
+    @property
+    def display_location(self) -> str:
+        """The location as people may see it (as `handoff status` names it): a password in a URL is masked."""
+        from engine.audit.redact import redact
+
+        return redact(self.location)
+
 
 def open_writer(location: str, *, actor: str | None = None) -> Writer:
     """Open `location` to drive it; the ledger is read once (LedgerInvalid if it is bad),

@@ -10,10 +10,12 @@ exact command and checkpoint. Prompts drift; this does not.
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import dataclass
 
 from engine.approvals.policy import policy_for, progress, standing
+from engine.errors import NoSuchTarget
 from engine.ledger import sealed
 from engine.ledger.invariants import Invariant, InvariantStatus, max_age_of, not_enforced, parse_all, unread_text
 from engine.ledger.model import Approval, Ledger, Step
@@ -66,13 +68,15 @@ def check(
     *,
     statuses: list[InvariantStatus] | None = None,
     ledger_dir: str,
+    where: str | None = None,
 ) -> Decision:
-    """May `step` run on target `name` now? (`ledger_dir`: where `{ledger_dir}` points, for the approval's hash)"""
+    """May `step` run on target `name` now? (`ledger_dir`: where `{ledger_dir}` points, for the
+    approval's hash; `where`: the ledger as people see it, named in the words of a refusal)"""
     if name not in ledger.targets:
-        return Decision(False, f"no target named {name!r} in the ledger")
+        return Decision(False, NoSuchTarget(name, ledger.targets, ledger=where).message)
     target = ledger.targets[name]
     if target.changed_outside:  # engine.store.outside: a hand edit no step makes is acted on by nothing
-        return Decision(False, untrusted_text(name, target))
+        return Decision(False, untrusted_text(name, target, where))
     if ledger.paused is not None:
         why = ledger.paused.why or "no reason given"
         return Decision(False, f"ledger paused by {ledger.paused.by or 'someone'}: {why}")
@@ -128,13 +132,17 @@ def flagged(ledger: Ledger) -> list[str]:
     return found if found is not None else [name for name, t in ledger.targets.items() if t.changed_outside]
 
 
-def untrusted_text(name: str, target, where: str = "LEDGER") -> str:
-    """Why nothing acts on a target flagged as changed outside the engine, and what ends that
-    (`where`: the ledger as the command is to name it)."""
+def untrusted_text(name: str, target, where: str | None, *, seen: str = "") -> str:
+    """Why nothing acts on a target flagged as changed outside the engine, and what ends that:
+    the one sentence every refusal and stop on such a target says (the guard, `handoff approve`,
+    Slack, a session, the handoff note). `where`: the ledger as `handoff status` shows it, said
+    shell-quoted so the line can be pasted (None: not known, `LEDGER`); `seen`: what the
+    target's probe reads, when one was run."""
     mark = target.changed_outside or {}
+    ledger = shlex.quote(where) if where is not None else "LEDGER"
     return (f"{name} was changed outside the engine at {mark.get('at', '?')} ({', '.join(mark.get('fields') or []) or 'fields'}; "
-            f"now {target.state}): nothing acts on it until a person checks the real system and runs "
-            f"`handoff reconcile {where} {name} --to STATE --reason WHY`")
+            f"now {target.state}){seen}: nothing acts on it until a person checks the real system and runs "
+            f"`handoff reconcile {ledger} {shlex.quote(name)} --to STATE --reason WHY`")
 
 
 def _metric_refusal(ledger: Ledger, invariants: list[Invariant], statuses: list[InvariantStatus] | None) -> Decision | None:

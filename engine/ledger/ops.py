@@ -20,7 +20,7 @@ from engine.approvals.policy import ASKED_AS, STARTED_AS, asked_for_it, expired,
 from engine.approvals.witness import withdrawn_fields
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso
-from engine.errors import ApprovalChanged, Conflict, NoSuchTarget, Refused
+from engine.errors import ApprovalChanged, Conflict, NoSuchState, NoSuchStep, NoSuchTarget, Refused
 from engine.ledger.drift import DRIFT_UNCHECKED, checkpoint_drift, drift_refusal
 from engine.ledger.guard import untrusted_text
 from engine.ledger.model import Approval, Ledger, Pause, PreviousNote, Step, Target
@@ -114,6 +114,8 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
                 title="Nothing to approve",
             )
     step = ledger.step(wanted)
+    if step is None and step_name is not None:  # typed by a person (`--step`): usage, said as a missing target is
+        raise NoSuchStep(step_name, [s.name for s in ledger.steps()])
     if step is None:
         names = ", ".join(s.name for s in ledger.steps())
         raise Refused(f"the runbook has no step {wanted!r} (steps: {names})", title="No such step")
@@ -129,7 +131,7 @@ def approval_step(ledger: Ledger, name: str, step_name: str | None) -> Step:
 def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: str | None, ledger_dir: str,
             expect_hash: str | None = None, signed: Signed | None = None,
             requested_by: set[str] | None = None, slack: SlackId | None = None,
-            expect_drift: Any = DRIFT_UNCHECKED) -> tuple[Approval, Records]:
+            expect_drift: Any = DRIFT_UNCHECKED, where: str | None = None) -> tuple[Approval, Records]:
     """Record an approval bound to the exact command and checkpoint, and release the gate.
 
     `expect_hash`: the hash of the command the approver was shown; if what would be
@@ -143,10 +145,11 @@ def approve(ledger: Ledger, name: str, who: Who, *, step: str | None, comment: s
     policy none of them may approve; until `count` people did, the target keeps awaiting.
     `slack`: given from Slack by this identity (engine.slack): recorded as `via: slack`.
     A target flagged as changed outside the engine is refused: what a hand edit claims is
-    approved only after a person reconciles it (an approval given before would outlive that)."""
+    approved only after a person reconciles it (an approval given before would outlive that);
+    the refusal names the ledger as `where` (the location as people see it) says."""
     target = _target(ledger, name)
     if target.changed_outside:  # flagged (engine.store.outside) by this very write too, before `fn` runs
-        raise Refused(f"{untrusted_text(name, target)}; nothing was approved", title="Changed outside the engine")
+        raise Refused(f"{untrusted_text(name, target, where)}; nothing was approved", title="Changed outside the engine")
     try:
         pending = pending_command(ledger, name, ledger_dir, step)
     except Refused as err:
@@ -284,6 +287,8 @@ def unapprove(ledger: Ledger, name: str, who: Who, step: str | None = None) -> R
     unused = [a for a in target.approvals if not a.used_at and (step is None or a.step == step)]
     if not unused:
         held = sorted({a.step for a in target.approvals if not a.used_at})
+        if step is not None and ledger.step(step) is None and step not in held:
+            raise NoSuchStep(step, [s.name for s in ledger.steps()])
         of = f" of {step}" if step else ""
         hint = f" (it holds one of {', '.join(held)})" if held else ""
         raise Refused(f"{name} holds no unused approval{of} to withdraw{hint}", title="Nothing to withdraw")
@@ -351,9 +356,11 @@ def unblock(ledger: Ledger, name: str, who: Who, to: str, reason: str) -> Record
     target = _target(ledger, name)
     if target.state not in ("blocked", "failed"):
         raise Refused(f"{name} is {target.state}, neither blocked nor failed", title="Not blocked")
-    if to not in ledger.states() or to in ("blocked", "failed", "awaiting_approval"):
-        choices = ", ".join(sorted(s for s in ledger.states() if s not in ("blocked", "failed", "awaiting_approval")))
-        raise Refused(f"cannot unblock {name} to {to!r}; choose one of: {choices}", title="Bad state")
+    choices = sorted(s for s in ledger.states() if s not in ("blocked", "failed", "awaiting_approval"))
+    if to not in ledger.states():  # not a state at all: usage, said as a missing target is
+        raise NoSuchState(to, choices)
+    if to not in choices:
+        raise Refused(f"cannot unblock {name} to {to!r}; choose one of: {', '.join(choices)}", title="Bad state")
     before = target.state
     reason = _clean(ledger, reason)
     target.state = to

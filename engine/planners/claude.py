@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from engine.audit.redact import Redactor
+from engine.errors import NoSuchStep, NoSuchTarget
 from engine.ledger.model import Ledger
 from engine.planners.autopilot import Action, Autopilot
 from engine.planners.brief import BriefContext, build, step_line
@@ -255,13 +256,14 @@ class ClaudePlanner:
             return error, True, ""
         ledger = s.store.read()
         redact = Redactor(ledger.redact).text
-        if use.name in ("run_step", "read_target") and args["target"] not in ledger.targets:
-            return redact(f"error: no target named {args['target']!r} in the ledger"), True, ""
+        if use.name in ("run_step", "read_target") and args["target"] not in ledger.targets:  # as `handoff run` says it
+            missing = NoSuchTarget(args["target"], ledger.targets, ledger=s.handle.display_location)
+            return redact(f"error: {missing.message}"), True, ""
         if use.name == "run_step":
             step = ledger.step(args["step"])
             if step is None:
-                names = ", ".join(st.name for st in ledger.steps()) or "none"
-                return redact(f"error: the runbook has no step {args['step']!r} (steps: {names})"), True, ""
+                unknown = NoSuchStep(args["step"], [st.name for st in ledger.steps()], ledger=s.handle.display_location)
+                return redact(f"error: {unknown.message}"), True, ""
             result = s.attempt(Action(args["target"], step), args["reason"], ledger=ledger)
             return redact(result.tool_result()), False, result.kind
         if use.name == "read_target":

@@ -86,14 +86,15 @@ def _decide(s: SessionContext, action: Action, ledger: Ledger, may_start: bool) 
     except Refused as err:
         s.out.say(f"{name}: cannot render {step.name}: {err}", target=name, kind="warning")
         return Attempt("refused", f"cannot render {step.name}: {err}")
-    decision = guard.check(ledger, name, step, statuses=s.statuses, ledger_dir=s.ledger_dir)
+    decision = guard.check(ledger, name, step, statuses=s.statuses, ledger_dir=s.ledger_dir, where=s.handle.display_location)
     if decision.settling:  # the readings judged other invariants, or aged: read again, then decide
         s.settling = True
         return Attempt("settling", decision.reason)
     busy_itself = name in ledger.targets and ledger.targets[name].in_flight is not None
     if not decision.allowed and not decision.needs_approval and s.workers and not busy_itself:
         # Refused now; would it pass once the running reversible steps end?
-        later = guard.check(s.views.of(ledger), name, step, statuses=s.statuses, ledger_dir=s.ledger_dir)
+        later = guard.check(s.views.of(ledger), name, step, statuses=s.statuses, ledger_dir=s.ledger_dir,
+                            where=s.handle.display_location)
         if later.allowed:
             return Attempt("held", f"{decision.reason}; it can run once the running reversible steps finish")
         if later.needs_approval:

@@ -269,10 +269,8 @@ class Session(Actor):
         for inv in parse_all(ledger):
             if inv.kind == "unenforced":
                 self.out.say(f"invariant NOT enforced (--allow-unenforced): {inv.text} ({inv.problem})", kind="warning")
-        if ledger.paused is not None and not flagged(ledger):  # a hand edit outranks the pause: said below, exit 3
-            self.out.say(f"ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
-                         "nothing will run until `handoff unpause`", kind="paused")
-            return 4
+        # Drift and a hand edit wait on a person's `handoff reconcile`: they outrank a pause (exit 3, not
+        # 4), as in every runtime; the probes only read, and a step a dead holder left is settled first.
         reconcile_in_flight(self)
         if verify_checkpoints(self):
             self._finish("the ledger and reality disagree (checkpoint drift); stopping before any action")
@@ -280,6 +278,11 @@ class Session(Actor):
         if stop_for_outside_edits(self):
             self._finish("targets were changed outside the engine in ways no runbook step makes; stopping before any action")
             return 3
+        ledger = self.store.read()
+        if ledger.paused is not None:
+            self.out.say(f"ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
+                         "nothing will run until `handoff unpause`", kind="paused")
+            return 4
         return self._loop()
 
     def _read_note(self, ledger: Ledger) -> None:

@@ -21,7 +21,7 @@ import time
 
 from engine.audit.redact import redact
 from engine.codec.timefmt import now_iso, parse_iso
-from engine.errors import NoSuchTarget, Refused
+from engine.errors import NoSuchState, NoSuchTarget, Refused
 from engine.host.procs import pid_alive, wait_for_pid
 from engine.ledger.model import Ledger
 from engine.ledger.render import describe
@@ -295,9 +295,11 @@ def reconcile_target(handle, name: str, *, accept_checkpoint: bool, to: str | No
         state = handle.session_state(ledger)
         if state.status == "live":
             raise Refused(f"{name} has {target.in_flight.step} running under {state.detail}; wait for it to finish", title="Step running")
-    if to is not None and (to not in ledger.states() or to == "awaiting_approval"):
-        choices = ", ".join(sorted(s for s in ledger.states() if s != "awaiting_approval"))
-        raise Refused(f"cannot reconcile {name} to {to!r}; choose one of: {choices}", title="Bad state")
+    choices = sorted(s for s in ledger.states() if s != "awaiting_approval")
+    if to is not None and to not in ledger.states():  # not a state at all: usage, said as a missing target is
+        raise NoSuchState(to, choices, ledger=handle.display_location)
+    if to is not None and to not in choices:
+        raise Refused(f"cannot reconcile {name} to {to!r}; choose one of: {', '.join(choices)}", title="Bad state")
     position = to or ledger.position(name)
     probe_step = ledger.probe_step(position) if position not in ("blocked", "failed", "done") or to == "done" else None
     if accept_checkpoint and probe_step is None:

@@ -16,7 +16,7 @@ target was changed outside the engine (until `handoff reconcile`);
 
 from __future__ import annotations
 
-from engine.errors import NoSuchTarget, UsageError
+from engine.errors import NoSuchStep, NoSuchTarget, UsageError
 from engine.planners.autopilot import Action
 from engine.session.actor import Actor
 from engine.session.probes import find_step_processes
@@ -45,14 +45,14 @@ class StepActor(Actor):
         self.problem = problem
 
 
-def pick_step(ledger, name: str, step_name: str | None):
-    """The step to run on `name`: the one named (it must exist), else the one step the
-    runbook allows from where the target is. UsageError (exit 2) lists the candidates."""
+def pick_step(ledger, name: str, step_name: str | None, *, where: str | None = None):
+    """The step to run on `name`: the one named (it must exist: NoSuchStep naming the ledger
+    as `where`), else the one step the runbook allows from where the target is. UsageError
+    (exit 2) lists the candidates."""
     if step_name is not None:
         step = ledger.step(step_name)
         if step is None:
-            names = ", ".join(s.name for s in ledger.steps()) or "none"
-            raise UsageError(f"the runbook has no step {step_name!r} (steps: {names})")
+            raise NoSuchStep(step_name, [s.name for s in ledger.steps()], ledger=where)
         return step
     target = ledger.targets[name]
     if target.state == "awaiting_approval" and target.awaiting and ledger.step(target.awaiting):
@@ -88,7 +88,7 @@ def run_one(actor: StepActor, name: str, step_name: str | None) -> int:
         return DRIFT
     if verify_target(actor, name):
         return DRIFT
-    step = pick_step(ledger, name, step_name)
+    step = pick_step(ledger, name, step_name, where=actor.handle.display_location)
     if not actor._invariants(ledger, acting=True):
         return PAUSED  # a threshold was crossed: the ledger is paused now, and someone was paged
     result = actor.attempt(Action(name, step))

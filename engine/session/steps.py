@@ -91,7 +91,8 @@ def write_intent(s: SessionContext, action: Action, statuses) -> Intent | Decisi
         if fresh is None or fresh.model_dump() != step.model_dump():
             raise NoChange(Decision(False, f"runbook step {step.name} changed since it was proposed; deciding again"))
         argv = rendered_command(ledger, name, fresh, s.ledger_dir)
-        decision = guard.check(ledger, name, fresh, statuses=statuses, ledger_dir=s.ledger_dir)
+        decision = guard.check(ledger, name, fresh, statuses=statuses, ledger_dir=s.ledger_dir,
+                                   where=s.handle.display_location)
         if not decision.allowed and ledger.targets[name].changed_outside:
             return decision  # written: a hand edit this write just flagged stays flagged (and journaled)
         if not decision.allowed:

@@ -15,7 +15,7 @@ the Temporal workflow), and a hand edit outranks a pause: exit 3, not 4.
 
 from __future__ import annotations
 
-from engine.ledger.guard import flagged
+from engine.ledger.guard import flagged, untrusted_text
 from engine.ledger.render import describe
 from engine.session.context import SessionContext
 from engine.session.probes import run_probe
@@ -30,17 +30,13 @@ def stop_for_outside_edits(s: SessionContext) -> bool:
     names = flagged(ledger)
     for name in names:
         t = ledger.targets[name]
-        mark = t.changed_outside or {}
-        fields = ", ".join(mark.get("fields") or []) or "fields"
-        probe_note = ""
+        seen = ""
         step = ledger.probe_step(ledger.position(name)) if t.state != "done" and t.in_flight is None else None
         if step is not None:
             probe = run_probe(ledger, name, step, s.ledger_dir)
-            probe_note = f"; {describe(probe.argv)} says {probe.said()} (the ledger says {t.checkpoint or '-'})"
-        s.out.say(f"{name}: changed outside the engine at {mark.get('at', '?')} ({fields}; now {t.state}){probe_note}. "
-                  f"Nothing acts on it until a person checks the real system and runs "
-                  f"`handoff reconcile LEDGER {name} --to STATE --reason WHY`", target=name, kind="drift",
-                  changed_outside=mark)
+            seen = f"; {describe(probe.argv)} says {probe.said()} (the ledger says {t.checkpoint or '-'})"
+        s.out.say(untrusted_text(name, t, s.handle.display_location, seen=seen), target=name, kind="drift",
+                  changed_outside=t.changed_outside or {})
     return bool(names)
 
 

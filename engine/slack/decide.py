@@ -30,6 +30,7 @@ from engine.api import (
     checkpoint_drift,
     one_line,
     shell_word,
+    untrusted_text,
 )
 from engine.host import failpoints
 from engine.slack import blocks
@@ -93,9 +94,11 @@ class Decider:
             self.refuse(w, slack, ref.get("t"), err.message)
             return
         r = request(w, ledger, ref.get("t", ""))
+        approving = act.get("action_id") == blocks.REVIEW
         why = self._elsewhere(w, ledger, channel, ts, r) or \
             self._stale(ledger, ref.get("t", ""), ref.get("s"), ref.get("h"), None, r) or \
-            self._unshown(w, r, act.get("action_id") == blocks.REVIEW)
+            self._flagged(w, ledger, ref.get("t", ""), approving) or \
+            self._unshown(w, r, approving)
         if why or r is None:  # _stale always says why when there is no request
             self.refuse(w, slack, ref.get("t"), why or "no request")
             self.sync(w)
@@ -137,6 +140,16 @@ class Decider:
         if not approving or r is None or blocks.drift_digest(r.drift) == meta.get("d"):
             return None
         return DRIFT_CHANGED
+
+    @staticmethod
+    def _flagged(w: Watched, ledger, name: str, approving: bool) -> str | None:
+        """Why a Review cannot lead to an approval now: the target was changed outside the engine
+        and the engine's approve refuses it until a person reconciles it (engine.ledger.ops.approve),
+        said on the click rather than after the person read the modal and pressed Approve."""
+        target = ledger.targets.get(name)
+        if not approving or target is None or not target.changed_outside:
+            return None
+        return f"{untrusted_text(name, target, w.handle.display_location)}; nothing was approved"
 
     @staticmethod
     def _unshown(w: Watched, r, approving: bool) -> str | None:

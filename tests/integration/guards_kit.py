@@ -3,6 +3,7 @@ session keeps, asked of another runtime on the demo simulator's world (tests/uni
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -117,7 +118,7 @@ def stopped_on_the_mid_run_edit(ledger: Path, moved: str, code: int | None, out:
     """The run ended as a session does on a hand edit made while it runs: exit 3, the target `moved`
     named, nothing run on it, its edit kept and flagged."""
     assert code == 3, out + err
-    assert f"{moved}: changed outside the engine" in out and f"handoff reconcile LEDGER {moved}" in out, out
+    assert f"{moved} was changed outside the engine" in out and f"handoff reconcile {shlex.quote(str(ledger))} {moved}" in out, out
     assert not (ledger.parent / f"RAN-replicate-{moved}").exists(), out
     assert not [r for r in journal(ledger) if r.get("kind") == "step_start" and r.get("target") == moved]
     after = load(ledger)["targets"][moved]
@@ -144,8 +145,8 @@ def said_after_the_note(ledger: Path, code: int | None, out: str, err: str) -> N
     named with `handoff reconcile`, exit 3 (it said "nothing left to do: every target is done",
     exit 0), the edit kept and flagged, the lease handed back."""
     assert code == 3, out + err
-    assert "db-01: changed outside the engine" in out and "in_flight, state; now done" in out, out
-    assert "handoff reconcile LEDGER db-01" in out, out
+    assert "db-01 was changed outside the engine" in out and "in_flight, state; now done" in out, out
+    assert f"handoff reconcile {shlex.quote(str(ledger))} db-01" in out, out
     data = load(ledger)
     assert data["targets"]["db-01"]["changed_outside"]["fields"] == ["in_flight", "state"], data["targets"]["db-01"]
     assert data.get("session") is None

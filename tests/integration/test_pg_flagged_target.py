@@ -14,6 +14,7 @@ Real server (HANDOFF_TEST_PG), real `handoff` processes, the edits done in SQL.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -77,14 +78,14 @@ def test_a_row_edited_in_sql_mid_run_is_never_acted_on(tmp_path: Path, state: st
         records = _records(name)
         drop(name)
     assert proc.returncode == 3, out
-    assert "db-02: changed outside the engine" in out and "handoff reconcile LEDGER db-02" in out, out
+    assert "db-02 was changed outside the engine" in out and f"handoff reconcile {shlex.quote(location)} db-02" in out, out
     assert not list(tmp_path.glob("RAN-*-db-02")), out
     assert not [r for r in records if r.get("target") == "db-02" and r["kind"] in ("step_start", "gate")]
     data = yaml.safe_load(body)
     assert data["targets"]["db-02"]["state"] == state and data["targets"]["db-02"]["changed_outside"]["fields"] == ["state"]
     note = data["handoff_note"]
     assert "- db-02 was changed outside the engine at " in note and f"(state; now {state})" in note, note
-    assert f"`handoff reconcile {location} db-02 --to STATE --reason WHY`" in note, note
+    assert f"`handoff reconcile {shlex.quote(location)} db-02 --to STATE --reason WHY`" in note, note
     assert "on db-02: irreversible" not in note and "db-02 replicating, ready for" not in note, note
 
 
@@ -101,7 +102,7 @@ def test_approve_refuses_a_row_edited_in_sql_until_it_is_reconciled(tmp_path: Pa
         assert refused.returncode == 1, refused.stdout + refused.stderr
         said = refused.stderr
         assert "db-02 was changed outside the engine at " in said and "(state; now verified)" in said, said
-        assert "`handoff reconcile LEDGER db-02 --to STATE --reason WHY`; nothing was approved" in said, said
+        assert f"`handoff reconcile {shlex.quote(location)} db-02 --to STATE --reason WHY`; nothing was approved" in said, said
         assert said.count("\n") == 1, said
         assert sql("SELECT revision, body FROM handoff_ledger WHERE name = %s", name) == row
         assert not [r for r in _records(name) if r["kind"] == "approval"]

@@ -95,5 +95,5 @@ async def test_tui_approve_refuses_a_target_changed_outside_the_engine(tmp_path:
         assert isinstance(app.screen, ErrorScreen), screen_text(app)
         said = app.screen.error_message
     assert "web-05 was changed outside the engine at 2026-11-29T02:50:00Z (state; now awaiting_approval)" in said, said
-    assert "`handoff reconcile LEDGER web-05 --to STATE --reason WHY`; nothing was approved" in said, said
+    assert f"`handoff reconcile {path} web-05 --to STATE --reason WHY`; nothing was approved" in said, said
     assert not targets(path)["web-05"].get("approvals") and path.read_bytes() == before

@@ -57,7 +57,7 @@ def test_approve_refuses_a_target_changed_outside_the_engine_until_it_is_reconci
         assert refused.returncode == 1, refused.stdout + refused.stderr
         assert "prod-1 was changed outside the engine at " in refused.stderr, refused.stderr
         assert f"({field}; now " in refused.stderr and "nothing was approved" in refused.stderr, refused.stderr
-        assert "`handoff reconcile LEDGER prod-1 --to STATE --reason WHY`" in refused.stderr, refused.stderr
+        assert f"`handoff reconcile {path} prod-1 --to STATE --reason WHY`" in refused.stderr, refused.stderr
         assert refused.stderr.count("\n") == 1, refused.stderr  # one line
         assert path.read_bytes() == before and _journaled(path, "approval") == []
         assert handoff("pause", path, "--reason", "look", "--as", "alice").returncode == 0  # flags prod-1
@@ -77,5 +77,5 @@ def test_a_batch_holding_a_flagged_target_approves_nothing(tmp_path: Path) -> No
     refused = handoff("approve", path, "--step", "cordon", "--targets", "prod-*", "--as", "alice", "--yes")
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "prod-1: prod-1 was changed outside the engine" in refused.stderr, refused.stderr
-    assert "`handoff reconcile LEDGER prod-1 --to STATE --reason WHY`" in refused.stderr, refused.stderr
+    assert f"`handoff reconcile {path} prod-1 --to STATE --reason WHY`" in refused.stderr, refused.stderr
     assert path.read_bytes() == before and _journaled(path, "approval") == []

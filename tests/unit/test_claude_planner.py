@@ -112,8 +112,9 @@ def test_malformed_tool_calls_get_error_results_never_a_crash(tmp_path: Path) ->
     texts = [r["content"] for r in results]
     assert texts[0] == "error: there is no tool 'rm_rf'; the tools are run_step, read_target, write_handoff_note, end_session"
     assert texts[1] == "error: run_step needs 'reason' as a non-empty string (got None)"
-    assert texts[2] == "error: no target named 'zz' in the ledger"
-    assert texts[3] == "error: the runbook has no step 'explode' (steps: check, link, sync, cutover)"
+    # The words `handoff run` says of a name the ledger does not have (engine.errors.NoSuchName)
+    assert texts[2] == f"error: no target named 'zz' in {ledger} (targets include a, b, c, d)"
+    assert texts[3] == f"error: no runbook step named 'explode' in {ledger} (runbook steps include check, link, sync, cutover)"
     assert texts[4].startswith("error: read_target needs 'target' as a non-empty string")
     assert texts[5].startswith("target b: state replicating\nrecord: {") and "steps from here: sync: replicating -> verified" in texts[5]
     assert sum(1 for r in journal(ledger) if r["kind"] == "warning" and "malformed" in r["msg"]) == 3

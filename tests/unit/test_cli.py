@@ -148,6 +148,8 @@ def test_block_unblock(fleet):
     """block --reason and unblock --to STATE --reason round-trip; a bad --to state exits 1 naming the choices."""
     assert handoff("block", fleet, "db-5", "--reason", "freeze").returncode == 0
     bad = handoff("unblock", fleet, "db-5", "--to", "nowhere", "--reason", "x")
+    assert bad.returncode == 2 and f"no state named 'nowhere' in {fleet}" in bad.stderr, bad.stderr  # not a state: usage
+    bad = handoff("unblock", fleet, "db-5", "--to", "awaiting_approval", "--reason", "x")
     assert bad.returncode == 1 and "choose one of" in bad.stderr
     assert handoff("unblock", fleet, "db-5", "--to", "queued", "--reason", "freeze over").returncode == 0
     assert json.loads(handoff("status", fleet, "--json").stdout)["targets"]["db-5"]["state"] == "queued"

@@ -5,7 +5,7 @@ db-02 is moved by hand from queued to `replicating` (its irreversible link never
 session stops, exit 3, as it should; but the note it left for the next shift said "Do NOT retry
 link on db-02: irreversible, already done" and "db-02 replicating, ready for replicate", and
 listed nobody waiting on db-02. It now says, under "Waiting on people:", that db-02 was changed
-outside the engine, what changed, and `handoff reconcile LEDGER db-02 --to STATE --reason WHY`.
+outside the engine, what changed, and `handoff reconcile` naming the ledger and db-02.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from engine.errors import ApprovalChanged, Conflict, NoSuchTarget, Refused
+from engine.errors import ApprovalChanged, Conflict, NoSuchState, NoSuchTarget, Refused
 from engine.ledger import ops
 from engine.ledger.model import Ledger
 from tests.conftest import RUNBOOK_LEDGER
@@ -154,8 +154,10 @@ def test_block_and_unblock():
     l = fleet()
     ops.block(l, "db-5", BOB, "app freeze")
     assert (l.targets["db-5"].state, l.targets["db-5"].reason) == ("blocked", "blocked by bob: app freeze")
-    with pytest.raises(Refused, match="choose one of"):
+    with pytest.raises(NoSuchState, match="no state named 'nowhere' in this ledger"):  # usage: not a state at all
         ops.unblock(l, "db-5", BOB, "nowhere", "x")
+    with pytest.raises(Refused, match="choose one of"):  # a state, but not one a target is unblocked to
+        ops.unblock(l, "db-5", BOB, "awaiting_approval", "x")
     ops.unblock(l, "db-5", BOB, "queued", "freeze over")
     assert l.targets["db-5"].state == "queued" and l.targets["db-5"].reason is None
     l.targets["db-5"].state = "done"

@@ -18,6 +18,7 @@ files; the running step waits for the test's `go` file.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -92,7 +93,7 @@ def test_a_target_moved_on_by_hand_mid_run_is_never_acted_on(tmp_path: Path, sta
     wait_for(lambda: _edited_seen(ledger) or proc.poll() is not None, timeout=20, what="the edit to be met by a write")
     out = _end(proc, tmp_path / "go")
     assert proc.returncode == 3, out
-    assert "db-02: changed outside the engine" in out and "handoff reconcile LEDGER db-02" in out, out
+    assert "db-02 was changed outside the engine" in out and f"handoff reconcile {shlex.quote(str(ledger))} db-02" in out, out
     assert not list(tmp_path.glob("RAN-*-db-02")), out  # neither replicate nor cutover
     assert not _started(ledger, "db-02")
     assert not [r for r in journal(ledger) if r.get("kind") == "gate" and r.get("target") == "db-02"], out
@@ -117,7 +118,7 @@ def test_an_approval_written_by_hand_mid_run_stops_the_session(tmp_path: Path) -
                                             "at": "2026-12-07T20:00:00Z", "checkpoint": None}])
     out = _end(proc, tmp_path / "go")
     assert proc.returncode == 3, out
-    assert "db-01: changed outside the engine" in out and "approvals; now awaiting_approval" in out, out
+    assert "db-01 was changed outside the engine" in out and "approvals; now awaiting_approval" in out, out
     assert not (tmp_path / "RAN-link-db-01").exists(), out
     assert yaml.safe_load(ledger.read_text(encoding="utf-8"))["targets"]["db-01"]["changed_outside"]["fields"] == ["approvals"]
 
@@ -137,7 +138,7 @@ def test_an_approval_written_by_hand_as_the_intent_is_written_stops_the_session(
     finally:
         out = _end(proc, tmp_path / "go")
     assert proc.returncode == 3, out
-    assert "db-01: changed outside the engine" in out and "approvals; now queued" in out, out
+    assert "db-01 was changed outside the engine" in out and "approvals; now queued" in out, out
     # Stopped on the flag the intent's write kept, not at the end on the note's write (its note opened
     # "nothing can proceed without a human (0 target(s) wait on people)").
     assert "starting nothing more" in out and "nothing can proceed" not in out, out
@@ -157,8 +158,8 @@ def test_an_intent_removed_by_hand_mid_run_stops_the_session(tmp_path: Path) -> 
     _hand_edit(ledger, "db-01", in_flight=None)
     out = _end(proc, tmp_path / "go")
     assert proc.returncode == 3, out
-    assert "db-01: changed outside the engine" in out and "in_flight; now queued" in out, out
-    assert "handoff reconcile LEDGER db-01" in out, out
+    assert "db-01 was changed outside the engine" in out and "in_flight; now queued" in out, out
+    assert f"handoff reconcile {shlex.quote(str(ledger))} db-01" in out, out
     after = yaml.safe_load(ledger.read_text(encoding="utf-8"))["targets"]["db-01"]
     assert after["state"] == "queued" and after["changed_outside"]["fields"] == ["in_flight"], after
 
@@ -177,7 +178,7 @@ def test_a_hand_edit_and_a_pause_together_mid_run_end_the_session_3(tmp_path: Pa
     assert paused.returncode == 0, paused.stdout + paused.stderr
     out = _end(proc, tmp_path / "go")
     assert proc.returncode == 3, out
-    assert "db-02: changed outside the engine" in out and "handoff reconcile LEDGER db-02" in out, out
+    assert "db-02 was changed outside the engine" in out and f"handoff reconcile {shlex.quote(str(ledger))} db-02" in out, out
     assert not _started(ledger, "db-02") and not list(tmp_path.glob("RAN-*-db-02")), out
     after = yaml.safe_load(ledger.read_text(encoding="utf-8"))
     assert after["targets"]["db-02"]["changed_outside"]["fields"] == ["state"] and after["paused"]["why"] == "incident"

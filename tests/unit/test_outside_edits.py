@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,7 @@ def test_a_paused_ledger_with_a_target_changed_by_hand_stops_a_session_3(tmp_pat
     assert handoff("pause", str(ledger), "--reason", "incident", "--as", "alice", world=world).returncode == 0
     session = resume(ledger, world=world)
     assert session.returncode == 3, session.stdout + session.stderr
-    assert "db-60: changed outside the engine" in session.stdout and "handoff reconcile LEDGER db-60" in session.stdout
+    assert "db-60 was changed outside the engine" in session.stdout, session.stdout
+    assert f"handoff reconcile {shlex.quote(str(ledger))} db-60" in session.stdout, session.stdout
     assert not any(counts(world).get(n, {}).values() for n in ("db-60", "db-61")), counts(world)
     assert load(ledger)["paused"]["why"] == "incident"

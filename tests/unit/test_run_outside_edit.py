@@ -4,6 +4,7 @@ the change and how to accept it, and the step never starts. Real processes and f
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import yaml
@@ -28,7 +29,8 @@ def test_a_block_removed_by_hand_is_not_run_through(tmp_path: Path) -> None:
     ledger.write_text(yaml.safe_dump(data, sort_keys=False))
     ran = handoff("run", ledger, "db-20", "check")
     assert ran.returncode == 3, ran.stdout + ran.stderr
-    assert "db-20: changed outside the engine" in ran.stdout and "handoff reconcile LEDGER db-20" in ran.stdout, ran.stdout
+    assert "db-20 was changed outside the engine" in ran.stdout, ran.stdout
+    assert f"handoff reconcile {shlex.quote(str(ledger))} db-20" in ran.stdout, ran.stdout
     assert not (tmp_path / "ran-db-20").exists()
     after = yaml.safe_load(ledger.read_text())["targets"]["db-20"]
     assert after["state"] == "queued" and after.get("changed_outside"), after
