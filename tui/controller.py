@@ -193,11 +193,10 @@ class Controller:
         approvals = self.handle.approve_batch(expect, step=step, comment=comment or None, expect_drift=expect_drift)
         return f"Approved {step} on {len(approvals)} target(s), one approval each: {', '.join(expect)}"
 
-    def reject(self, target: str, reason: str, *, step: str | None = None, expect_hash: str | None = None,
-               expect_revision: int | None = None) -> str:
+    def reject(self, target: str, reason: str, *, step: str | None = None, expect_hash: str | None = None) -> str:
         """Reject what the operator saw: the engine refuses if `target` no longer awaits `step`,
-        its command and checkpoint no longer have `expect_hash`, or the ledger is past `expect_revision`."""
-        self.handle.reject(target, reason, step=step, expect_hash=expect_hash, expect_revision=expect_revision)
+        or its command and checkpoint no longer have `expect_hash`."""
+        self.handle.reject(target, reason, step=step, expect_hash=expect_hash)
         return f"Rejected {target}: {reason}"
 
     def set_note(self, text: str, base: str | None) -> str:

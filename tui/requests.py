@@ -101,9 +101,10 @@ class ApproveBatch(Request):
 
 @dataclass(frozen=True)
 class Reject(Request):
-    """A "no" to the request the prompt showed (`asked`: its step and hash; with the revision,
-    as Slack's reject is bound): the engine refuses it if the target asks anything else now,
-    or the ledger was written since. The reason is kept only while that request stands."""
+    """A "no" to the request the prompt showed (`asked`: its step and hash): the engine refuses
+    it if the target asks anything else now. Not bound to the revision, as approvals are not:
+    a session busy elsewhere in the fleet writes every few seconds, and a "no" any write
+    refused could hardly be given. The reason is kept only while that request stands."""
 
     target: str
     reason: str
@@ -112,8 +113,7 @@ class Reject(Request):
 
     def run(self, controller: Controller) -> str:
         asked = self.asked or Asked(None, None, None)
-        return controller.reject(self.target, self.reason, step=asked.step, expect_hash=asked.hash,
-                                 expect_revision=self.revision)
+        return controller.reject(self.target, self.reason, step=asked.step, expect_hash=asked.hash)
 
     def kept(self) -> Draft | None:
         return replace(reason_kept(self, self.target, self.reason, "x"), asked=self.asked)

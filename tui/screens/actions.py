@@ -135,7 +135,7 @@ class LedgerActions:
         name = self._selected(arg or None, states=("awaiting_approval",), verb="rejected")
         if name is None:
             return
-        # Bound to what the prompt shows: this step, its hash, this revision (tui.requests.Reject).
+        # Bound to what the prompt shows: this step and its hash (tui.requests.Reject).
         asked, revision = asked_now(self.app.controller, self.ledger, name), self._revision()
 
         def done(reason: Reason | None) -> None:
