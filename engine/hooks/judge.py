@@ -116,10 +116,10 @@ def judge_line(line: str, facts: Facts, *, runs: Callable[[list[Command]], Verdi
     """The verdict on a Bash command line. `runs` judges the line's `handoff run`s against
     the guard (None when there are none); `raw_step` names a runbook step run raw."""
     parsed = unwrap.parse(line, facts.cwd)
+    if parsed.too_deep:  # the strictest answer already: the rest of a huge line is not read (200k characters took 7 s)
+        return Verdict("deny", f"the command nests scripts more than {unwrap.MAX_DEPTH} deep; "
+                               "the hook cannot read it. Run the parts as plain commands")
     verdicts = []
-    if parsed.too_deep:
-        verdicts.append(Verdict("deny", f"the command nests scripts more than {unwrap.MAX_DEPTH} deep; "
-                                        "the hook cannot read it. Run the parts as plain commands"))
     wrote = writes.writes_ledger(parsed.commands, facts.ledger_real, facts.cwd)
     if wrote:
         verdicts.append(Verdict("deny", f"{wrote}: the ledger, the files beside it and the engine's per-user files are "
