@@ -2199,4 +2199,8 @@ MUTANTS: tuple[Mutant, ...] = (
            'return redact(f"error: no target named {args[\'target\']!r} in the ledger"), True, ""',
            ("tests/unit/test_claude_planner.py::test_malformed_tool_calls_get_error_results_never_a_crash",),
            "the planner's tool result for a target the ledger lacks says NoSuchTarget's words"),
+    Mutant("hook-too-deep-refused", "engine/hooks/judge.py",
+           "    if parsed.too_deep:  # the strictest", "    if False:  # the strictest",
+           ("tests/unit/test_hook_spellings.py::test_a_huge_or_garbled_line_gets_an_answer",),
+           "a command nested too deep for the hook to read is refused, with that reason"),
 )
