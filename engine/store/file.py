@@ -38,7 +38,7 @@ from engine.host.files import read_capped
 from engine.lease.heartbeat import Heartbeat
 from engine.ledger.model import Ledger, Target
 from engine.ledger.sealed import seal
-from engine.store import highwater, history, outside, parse_cache
+from engine.store import highwater, history, outside, parse_cache, settle
 from engine.store.atomic import atomic_write, real_path
 from engine.store.base import Snapshot, WatchEvent
 from engine.store.bulk import first_read
@@ -391,7 +391,11 @@ class FileStore:
 
     def snapshot(self) -> Snapshot:
         """The ledger as it is on disk now."""
-        return self._snapshot(self._raw())[0]
+        return self._settled(self._raw())[1][0]
+
+    def _settled(self, raw: bytes) -> tuple[bytes, tuple[Snapshot, _Parse]]:
+        """`_snapshot(raw)`, read again while a save in place is under way (engine.store.settle)."""
+        return settle.settled(raw, self._snapshot, self._raw)
 
     def read(self) -> Ledger:
         return self.snapshot().ledger
@@ -450,7 +454,7 @@ class FileStore:
         for _ in range(_CAS_RETRIES):
             # Parsed afresh from the bytes on disk every time: a file that does not parse
             # raises here, and is never written over from a copy read earlier.
-            snap, parsed = self._snapshot(raw)
+            raw, (snap, parsed) = self._settled(raw)
             self._refuse_regressions(snap, accept_shrink, accept_rollback)
             record = self.last_write()
             # Only what the change touched is written again; every other line of the
@@ -585,7 +589,7 @@ class FileStore:
         runs long enough to be looked for: engine.session.steps). A file lock is held until
         this process lets it go: nothing can take it between the check and the spawn."""
         with self.lock():
-            snap = self._snapshot(self._raw())[0]
+            snap = self._settled(self._raw())[1][0]
             self._refuse_regressions(snap, False, False)
             check(snap.ledger)
             if first is not None:
