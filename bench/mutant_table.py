@@ -2219,4 +2219,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "            raw, (snap, parsed) = self._settled(raw)\n", "            snap, parsed = self._snapshot(raw)\n",
            ("tests/unit/test_settle_in_place_save.py::test_a_change_made_inside_a_save_goes_on_the_whole_file",),
            "a change (a person's pause, a step's intent) made during a save in place goes on the whole file"),
+    Mutant("claude-init-hook-P", "engine/hooks/claude_init.py",
+           'return [sys.executable, "-P", "-m", "engine.cli.main"]', 'return [sys.executable, "-m", "engine.cli.main"]',
+           ("tests/unit/test_claude_init.py::test_a_module_in_the_project_folder_never_stands_in_for_the_hook",),
+           "hooks run as a module never import the project folder's code first (an agent's `engine/` package)"),
 )

@@ -36,7 +36,9 @@ def handoff_command() -> list[str]:
     script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     if os.path.basename(script) == "handoff" and os.access(script, os.X_OK):
         return [script]
-    return [sys.executable, "-m", "engine.cli.main"]
+    # -P (Python 3.11+): Claude Code runs hooks in the project folder, which the agent writes, and
+    # `-m` would put it first on sys.path: an `engine/` or `yaml.py` left there would be the hook.
+    return [sys.executable, "-P", "-m", "engine.cli.main"]
 
 
 def wanted(ledger: str) -> dict[str, list[dict]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -121,4 +122,26 @@ def test_hooks_call_this_python_when_handoff_is_run_as_a_module(tmp_path: Path) 
     project, ledger = _project(tmp_path)
     handoff("claude", "init", str(ledger), "--project", str(project))
     command = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert shlex.split(command)[:3] == [sys.executable, "-m", "engine.cli.main"]
+    assert shlex.split(command)[:4] == [sys.executable, "-P", "-m", "engine.cli.main"]
+
+
+def test_a_module_in_the_project_folder_never_stands_in_for_the_hook(tmp_path: Path) -> None:
+    """Claude Code runs hooks in the project folder, which the agent writes. `python -m` puts the
+    working folder first on sys.path: an `engine/` package the agent left there was imported as the
+    hook and answered `{}` (no objection) to everything. The hooks run `python -P -m` (Python 3.11+:
+    no unsafe path first), so the installed engine judges, and `handoff approve` stays for people."""
+    project, ledger = _project(tmp_path)
+    handoff("claude", "init", str(ledger), "--project", str(project))
+    fake = project / "engine" / "cli"
+    fake.mkdir(parents=True)
+    for init in (project / "engine" / "__init__.py", fake / "__init__.py"):
+        init.write_text("")
+    (fake / "main.py").write_text("print('{}')\n")
+    command = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    call = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": str(project),
+            "tool_input": {"command": f"handoff approve {ledger.resolve()} web-01 --yes", "description": "x"}}
+    answer = subprocess.run(shlex.split(command), input=json.dumps(call), cwd=project, capture_output=True,
+                            text=True, timeout=60)
+    assert answer.returncode == 0, answer.stderr
+    decision = json.loads(answer.stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny" and "is for people" in decision["permissionDecisionReason"]
