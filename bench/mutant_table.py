@@ -2223,4 +2223,8 @@ MUTANTS: tuple[Mutant, ...] = (
            'return [sys.executable, "-P", "-m", "engine.cli.main"]', 'return [sys.executable, "-m", "engine.cli.main"]',
            ("tests/unit/test_claude_init.py::test_a_module_in_the_project_folder_never_stands_in_for_the_hook",),
            "hooks run as a module never import the project folder's code first (an agent's `engine/` package)"),
+    Mutant("tui-reconcile-line-quoted", "tui/attention.py",
+           '    where = shell_word(location) if location else "LEDGER"', '    where = location or "LEDGER"',
+           ("tests/tui/test_record_outside.py::test_the_reconcile_command_pastes_for_a_ledger_in_a_folder_with_a_space",),
+           "the detail's reconcile line quotes the ledger's path, so it pastes as one word"),
 )

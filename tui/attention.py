@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.api import checkpoint_drift
+from engine.api import checkpoint_drift, shell_word
 
 DRIFT_WORD = "≠ DRIFT"
 OUTSIDE_WORD = "changed outside the engine"
@@ -42,9 +42,11 @@ def outside_fields(mark: dict[str, Any]) -> str:
     return str(fields) if fields else "fields"
 
 
-def reconcile_command(location: str, name: str) -> str:
-    """What a person runs once they checked the real system (`handoff reconcile`'s contract)."""
-    return f"handoff reconcile {location} {name} --to STATE --reason WHY"
+def reconcile_command(location: str | None, name: str) -> str:
+    """What a person runs once they checked the real system (`handoff reconcile`'s contract), each
+    word as one shell word to paste (`LEDGER` where the location is not known)."""
+    where = shell_word(location) if location else "LEDGER"
+    return f"handoff reconcile {where} {shell_word(name)} --to STATE --reason WHY"
 
 
 def next_shown(name: str, target: Any) -> str:
@@ -52,7 +54,7 @@ def next_shown(name: str, target: Any) -> str:
     mark = outside(target)
     if mark is not None:  # a session stops (exit 3) on it before any action
         return (f"{OUTSIDE_WORD} ({outside_fields(mark)}): nothing acts on it until "
-                f"`{reconcile_command('LEDGER', name)}`")
+                f"`{reconcile_command(None, name)}`")
     if drift(target) is not None:
         return (f"reconcile first: sessions refuse {name} until `handoff reconcile LEDGER {name} "
                 "--accept-checkpoint` or `--to STATE` (with --reason)")

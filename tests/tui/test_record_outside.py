@@ -78,3 +78,20 @@ async def test_a_hand_made_mark_of_odd_shape_is_shown_as_text(ledger_path: Path)
         await settle(pilot)
         detail = screen_text(app)
         assert "[red]x" in detail and "[b]state" in detail and "\x1b" not in detail
+
+
+async def test_the_reconcile_command_pastes_for_a_ledger_in_a_folder_with_a_space(ledger_path: Path, tmp_path: Path) -> None:
+    """The detail's line is shell words to paste: a path with a space is quoted, one word."""
+    spaced = tmp_path / "on call" / "ledger.yaml"
+    spaced.parent.mkdir()
+    spaced.write_bytes(ledger_path.read_bytes())
+    edited_by_hand(spaced)
+    app = make_app(str(spaced), actor="alice", clock=fixed_clock, watch=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        app.main.table.move_to("web-05")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        detail = " ".join(screen_text(app).split())
+        assert f"handoff reconcile '{spaced}' web-05 --to STATE --reason WHY" in detail, detail

@@ -58,7 +58,7 @@ def describe_outside(name: str, target: Any, location: str) -> Text:
     text.append(f"  {'fields':<13}", style="bold")
     text.append(clean_line(outside_fields(mark)) + "\n")
     text.append("  Sessions stop on it (exit 3). Check the real system, then run:\n")
-    text.append("    " + clean_line(reconcile_command(location or "LEDGER", name)) + "\n")
+    text.append("    " + clean_line(reconcile_command(location, name)) + "\n")
     return text
 
 
