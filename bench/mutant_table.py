@@ -2227,4 +2227,8 @@ MUTANTS: tuple[Mutant, ...] = (
            '    where = shell_word(location) if location else "LEDGER"', '    where = location or "LEDGER"',
            ("tests/tui/test_record_outside.py::test_the_reconcile_command_pastes_for_a_ledger_in_a_folder_with_a_space",),
            "the detail's reconcile line quotes the ledger's path, so it pastes as one word"),
+    Mutant("session-start-P", "engine/api.py",
+           '[sys.executable, "-P", "-m", "engine.cli.main", "resume"', '[sys.executable, "-m", "engine.cli.main", "resume"',
+           ("tests/unit/test_session_start_path.py::test_a_package_beside_the_ledger_never_runs_as_the_session",),
+           "a session the TUI starts in the ledger's folder never imports an `engine/` left there (it would run as the person)"),
 )

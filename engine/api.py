@@ -623,7 +623,9 @@ class LedgerHandle:
                                      ledger=self.location if not self.is_url else ""), "ab")
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "engine.cli.main", "resume", "--ledger", str(self.location), "--as", self.actor, *(args or [])],
+                # -P: run in the ledger's folder, `-m` would import an `engine/` left there first, as this person.
+                [sys.executable, "-P", "-m", "engine.cli.main", "resume", "--ledger", str(self.location), "--as", self.actor,
+                 *(args or [])],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
