@@ -107,6 +107,14 @@ def _target_alone(text: str, name: str, path: str) -> object:
     return targets.get(name) if isinstance(targets, dict) else None
 
 
+def _by_line(lines: dict[str, str], targets: dict[str, Target]) -> dict[str, Target]:
+    """line text -> validated target, for each target the document has a line of (at C speed
+    when every name with a line is a target, as in any ledger read whole)."""
+    if lines.keys() <= targets.keys():
+        return dict(zip(lines.values(), map(targets.__getitem__, lines), strict=True))
+    return {line: targets[name] for name, line in lines.items() if name in targets}
+
+
 def sidecar(path: str, suffix: str) -> str:
     """`ledger.yaml` -> `ledger.yaml<suffix>` beside the real file."""
     return real_path(path) + suffix
@@ -291,7 +299,7 @@ class FileStore:
                     ledger = to_ledger(parsed.data, self.path, text)
                 parsed.ledger = ledger
                 seal(ledger.targets)  # shared by readers from now on: what is derived may be kept
-                self._known = (key, {line: ledger.targets[name] for name, line in parsed.lines.items() if name in ledger.targets})
+                self._known = (key, _by_line(parsed.lines, ledger.targets))
             else:
                 ledger = parsed.ledger
         snap = Snapshot(ledger, key)

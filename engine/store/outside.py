@@ -30,11 +30,13 @@ SAFE_STATES = ("blocked", "failed")  # a person stopping a target by hand is nev
 
 
 def _fields(t: Target) -> dict[str, Any]:
+    approvals = t.approvals  # most targets have none: no generator and sort for them (10,000 at a first write)
     return {
         "state": t.state,
         "checkpoint": t.checkpoint,
-        "in_flight": _intent(t),
-        "approvals": sorted(f"{a.step} {a.hash} by {a.by} at {a.at}" + (" used" if a.used_at else "") for a in t.approvals),
+        "in_flight": None if t.in_flight is None else _intent(t),
+        "approvals": sorted(f"{a.step} {a.hash} by {a.by} at {a.at}" + (" used" if a.used_at else "") for a in approvals)
+        if approvals else [],
         "awaiting": t.awaiting,
         "changed_outside": bool(getattr(t, "changed_outside", None)),
     }

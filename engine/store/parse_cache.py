@@ -132,7 +132,7 @@ def after_read(real: str, lines: dict[str, str], targets: dict[str, dict], skip:
     path = cache_path(real)
     loaded = _LOADED.pop(path, None)
     if loaded is not None:
-        _SAVED[path] = (frozenset(t for t in lines.values() if t in known), loaded)
+        _SAVED[path] = (frozenset(filter(known.__contains__, lines.values())), loaded)  # C speed: 10,000 texts
     if not _covers(path, lines):
         save(real, lines, targets, skip())
 
