@@ -2093,7 +2093,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/tui/test_reject_bound_to_request.py::test_a_reject_of_a_request_that_changed_is_refused",),
            "the TUI's reject says no only to the step its prompt named (not to another the target asks now)"),
     Mutant("tui-reject-bound-to-hash", "tui/requests.py",
-           " expect_hash=asked.hash,\n", " expect_hash=None,\n",
+           " expect_hash=asked.hash)\n", " expect_hash=None)\n",
            ("tests/tui/test_reject_bound_to_request.py::test_a_reject_of_a_request_that_changed_is_refused",),
            "the TUI's reject says no only to the command and checkpoint its prompt was opened on (their hash)"),
     Mutant("cli-reject-expect-hash", "engine/cli/commands.py",
