@@ -2231,4 +2231,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '[sys.executable, "-P", "-m", "engine.cli.main", "resume"', '[sys.executable, "-m", "engine.cli.main", "resume"',
            ("tests/unit/test_session_start_path.py::test_a_package_beside_the_ledger_never_runs_as_the_session",),
            "a session the TUI starts in the ledger's folder never imports an `engine/` left there (it would run as the person)"),
+    Mutant("cli-output-lost", "engine/cli/main.py",
+           "    except OSError as err:\n        if err.errno not in _CANNOT_WRITE:",
+           "    except ZeroDivisionError as err:\n        if err.errno not in _CANNOT_WRITE:",
+           ("tests/unit/test_output_lost.py",),
+           "output that cannot be written (a full disk) is one line and exit 1, never a traceback"),
 )

@@ -9,6 +9,8 @@ Imports are lazy so that `handoff status` pays only for what it uses.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from typing import NoReturn, cast
 
@@ -205,7 +207,34 @@ def _main(argv: list[str]) -> int:
         code = 130
     except BrokenPipeError:
         code = 0  # `handoff journal | head` is fine
+    except OSError as err:
+        if err.errno not in _CANNOT_WRITE:
+            raise
+        code = _output_lost(err)
     return int(code or 0)
+
+
+_CANNOT_WRITE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _output_lost(err: OSError) -> int:
+    """The output could not be written (`> /dev/full`, a full disk or quota): one line, no
+    traceback, exit 1. What the command recorded before it printed stays recorded, so the line
+    says to look (`handoff status`), never that nothing changed."""
+    from engine.errors import os_error_text
+
+    try:  # what is still buffered goes nowhere, or the interpreter's exit would fail on it again
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    try:
+        print(f"handoff: could not write the output ({os_error_text(err)}); a change the command made is "
+              "recorded all the same (`handoff status` shows the ledger)", file=sys.stderr)
+    except OSError:
+        pass
+    return 1
 
 
 _CODE: list[int] = []  # what main() returned, for _leave
