@@ -2236,4 +2236,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "    except ZeroDivisionError as err:\n        if err.errno not in _CANNOT_WRITE:",
            ("tests/unit/test_output_lost.py",),
            "output that cannot be written (a full disk) is one line and exit 1, never a traceback"),
+    Mutant("tui-notify-clean", "tui/app.py",
+           "super().notify(clean(message), title=clean(title),", "super().notify(message, title=clean(title),",
+           ("tests/tui/test_approve_flagged_target.py::test_the_notice_shows_a_hand_made_mark_as_text",),
+           "every toast shows control characters in ledger text as pictures (a flagged target's hand-made mark)"),
 )

@@ -97,3 +97,21 @@ async def test_tui_approve_refuses_a_target_changed_outside_the_engine(tmp_path:
     assert "web-05 was changed outside the engine at 2026-11-29T02:50:00Z (state; now awaiting_approval)" in said, said
     assert f"`handoff reconcile {path} web-05 --to STATE --reason WHY`; nothing was approved" in said, said
     assert not targets(path)["web-05"].get("approvals") and path.read_bytes() == before
+
+
+async def test_the_notice_shows_a_hand_made_mark_as_text(tmp_path: Path) -> None:
+    """The mark is file data: an escape sequence in it is shown as a visible picture in the notice,
+    never sent to the terminal."""
+    path = flagged_fleet(tmp_path)
+    path.write_text(path.read_text("utf-8").replace('at: "2026-11-29T02:50:00Z"', r'at: "\e[2J\e]0;owned\a"'), "utf-8")
+    before = path.read_bytes()
+    app = build(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.main.table.move_to("web-05")
+        await pilot.press("a")
+        await settle(pilot)
+        said = " ".join(notes(app))
+        assert "web-05 was changed outside the engine at" in said, said
+        assert "\x1b" not in said and "\x07" not in said, repr(said)
+    assert path.read_bytes() == before
