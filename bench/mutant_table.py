@@ -2240,4 +2240,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "super().notify(clean(message), title=clean(title),", "super().notify(message, title=clean(title),",
            ("tests/tui/test_approve_flagged_target.py::test_the_notice_shows_a_hand_made_mark_as_text",),
            "every toast shows control characters in ledger text as pictures (a flagged target's hand-made mark)"),
+    Mutant("run-drift-outranks-pause", "engine/session/single.py",
+           "    inflight = ledger.targets[name].in_flight\n",
+           "    if ledger.paused is not None:\n        return PAUSED\n    inflight = ledger.targets[name].in_flight\n",
+           ("tests/unit/test_handoff_run.py::test_paused_is_exit_4_and_drift_is_exit_3",),
+           "`handoff run` on a paused ledger says a target's drift (exit 3) before the pause, as every resume runtime"),
 )

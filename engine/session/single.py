@@ -72,10 +72,6 @@ def run_one(actor: StepActor, name: str, step_name: str | None) -> int:
     ledger = actor.store.read()
     if name not in ledger.targets:  # gone since `handoff run` looked
         raise NoSuchTarget(name, ledger.targets, ledger=actor.ledger_arg)
-    if ledger.paused is not None:
-        actor.out.say(f"the ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
-                      "nothing runs until `handoff unpause`", kind="paused")
-        return PAUSED
     inflight = ledger.targets[name].in_flight
     if inflight is not None:
         if inflight.token and find_step_processes(inflight.token):
@@ -88,6 +84,13 @@ def run_one(actor: StepActor, name: str, step_name: str | None) -> int:
         return DRIFT
     if verify_target(actor, name):
         return DRIFT
+    # Drift and a hand edit wait on a person's `handoff reconcile`: they outrank a pause (3, not 4), as
+    # in every `handoff resume` runtime; what came before only read, or settled a dead holder's step.
+    ledger = actor.store.read()
+    if ledger.paused is not None:
+        actor.out.say(f"the ledger is paused by {ledger.paused.by or 'someone'}: {ledger.paused.why or 'no reason given'}; "
+                      "nothing runs until `handoff unpause`", kind="paused")
+        return PAUSED
     step = pick_step(ledger, name, step_name, where=actor.handle.display_location)
     if not actor._invariants(ledger, acting=True):
         return PAUSED  # a threshold was crossed: the ledger is paused now, and someone was paged

@@ -90,15 +90,21 @@ def test_a_failing_step_is_exit_7(tmp_path: Path) -> None:
 
 
 def test_paused_is_exit_4_and_drift_is_exit_3(tmp_path: Path) -> None:
-    """A paused ledger runs nothing (4); a checkpoint reality contradicts stops before acting (3)."""
-    ledger = demo_copy(tmp_path, {"db-50": {"state": "replicating", "checkpoint": "0/BAD"}})
+    """A paused ledger runs nothing (4); a checkpoint reality contradicts stops before acting (3),
+    paused or not: drift waits on a person's reconcile, and outranks a pause as in `handoff resume`."""
+    ledger = demo_copy(tmp_path, {"db-50": {"state": "replicating", "checkpoint": "0/BAD"}, "db-19": {"state": "queued"}})
     world = tmp_path / "world"
     assert handoff("pause", str(ledger), "--reason", "freeze", world=world).returncode == 0
-    assert _run(str(ledger), "db-50", world=world).returncode == 4
-    assert handoff("unpause", str(ledger), world=world).returncode == 0
+    paused = _run(str(ledger), "db-19", world=world)
+    assert paused.returncode == 4 and "paused" in paused.stdout, paused.stdout + paused.stderr
+    assert counts(world).get("db-19", {}).get("check_runs", 0) == 0
     drift = _run(str(ledger), "db-50", world=world)
     assert drift.returncode == 3, drift.stdout + drift.stderr
     assert "MISMATCH" in drift.stdout and "checkpoint drift" in load(ledger)["targets"]["db-50"]["reason"]
+    assert load(ledger)["paused"]  # said, not lifted
+    assert handoff("unpause", str(ledger), world=world).returncode == 0
+    again = _run(str(ledger), "db-50", world=world)
+    assert again.returncode == 3, again.stdout + again.stderr
     assert counts(world).get("db-50", {}).get("link_runs", 0) == 0
 
 
