@@ -2063,7 +2063,7 @@ MUTANTS: tuple[Mutant, ...] = (
            (WRAPPED + "test_functions_and_aliases_that_run_no_step_pass[definition-only]",),
            "a function's body read where it is defined is not refused for its parameters: it is judged at its calls"),
     Mutant("hook-code-names-copy", "engine/hooks/commands.py",
-           'seen, how = renamed.named([w for w in named if _shown(w) not in known], command.cwd or ".", known)',
+           'seen, how = renamed.named([w for w in named if _shown(w) not in scripts()], command.cwd or ".", scripts())',
            'seen, how = set(), ""',
            (WRAPPED + "test_a_copy_of_a_step_s_script_named_inside_code_is_denied[os-system]",),
            "a byte copy of a step's script named only inside code is compared, as one the command's words name"),

@@ -149,6 +149,14 @@ def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: st
     literals = [(step.name, [x for x in (_literal(a, values) for a in step.run or []) if x],
                  any(_PER_TARGET.search(a) for a in step.run or [])) for step in ledger.steps()]
     known: dict[str, str] | None = None  # the steps' scripts: looked for only when a command needs them
+
+    def scripts() -> dict[str, str]:
+        nonlocal known
+        if known is None:
+            known = renamed.scripts({t for step in ledger.steps() for a in step.run or []
+                                     if (t := _rendered(a, values))}, ledger_dir)
+        return known
+
     for command in commands:
         program, args = command.program()
         words = [program, *args]
@@ -160,26 +168,20 @@ def raw_step(commands: list[Command], ledger: Ledger | HookFacts, ledger_dir: st
         how = ""
         if found is None and (command.script_file is not None or command.code is not None
                               or any(x in shown for _, words_of, _ in literals for x in words_of)):
-            if known is None:
-                known = renamed.scripts({t for step in ledger.steps() for a in step.run or []
-                                         if (t := _rendered(a, values))}, ledger_dir)
-            seen, how = renamed.runs_one(command, known)
+            seen, how = renamed.runs_one(command, scripts())
             if not seen and command.code:  # code that runs a step's script by name (`runpy.run_path('sim.py')`)
                 named = code_words(command.code) + _IMPORTED.findall(command.code)
                 words += named + [f"{w}.py" for w in named if w.isidentifier()]  # `import sim`, `import_module('sim')`
                 shown = {_shown(w) for w in words}
                 # or a copy of it (`os.system('python3 copy.py link db-19')`)
-                seen, how = renamed.named([w for w in named if _shown(w) not in known], command.cwd or ".", known)
+                seen, how = renamed.named([w for w in named if _shown(w) not in scripts()], command.cwd or ".", scripts())
                 how = how or "the code it runs names the step's script"
             found = next(((name, words_of, per_target) for name, words_of, per_target in literals
                           if words_of and all(x in shown or x in seen for x in words_of)), None)
         if found is None:
             unknown = command.unknown + [a for a in args if XARGS_WORD in a]
             if unknown and (command.script_file is not None or command.code is not None):
-                if known is None:
-                    known = renamed.scripts({t for step in ledger.steps() for a in step.run or []
-                                             if (t := _rendered(a, values))}, ledger_dir)
-                ran = renamed.runs_script(command, known)
+                ran = renamed.runs_script(command, scripts())
                 if ran:
                     steps = [name for name, words_of, _ in literals if ran & set(words_of)]
                     return ", ".join(steps), "", (f"it runs {' or '.join(sorted(ran))}, the script of runbook step"
