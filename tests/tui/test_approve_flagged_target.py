@@ -40,16 +40,20 @@ def refused(app, path: Path) -> str:
     return said
 
 
+async def a_on_web05(pilot, app) -> None:
+    await settle(pilot)
+    assert app.main.table.move_to("web-05")
+    await pilot.press("a")
+    await settle(pilot)
+
+
 async def test_a_on_a_flagged_target_opens_nothing_and_says_why(tmp_path: Path) -> None:
     """`a` and `:approve web-05`: no dialog, no name asked; a notice with the engine's reason."""
     path = flagged_fleet(tmp_path)
     before = path.read_bytes()
     app = build(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.main.table.move_to("web-05")
-        await pilot.press("a")
-        await settle(pilot)
+        await a_on_web05(pilot, app)
         assert app.screen is app.main and not isinstance(app.screen, ApproveScreen), screen_text(app)
         refused(app, path)
         app.clear_notifications()
@@ -82,10 +86,7 @@ async def test_tui_approve_refuses_a_target_changed_outside_the_engine(tmp_path:
     path = fleet(tmp_path)
     app = build(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.main.table.move_to("web-05")
-        await pilot.press("a")
-        await settle(pilot)
+        await a_on_web05(pilot, app)
         assert isinstance(app.screen, ApproveScreen), screen_text(app)
         path.write_text(path.read_text("utf-8").replace(AWAITING, AWAITING + FLAG), encoding="utf-8")
         before = path.read_bytes()
@@ -107,10 +108,7 @@ async def test_the_notice_shows_a_hand_made_mark_as_text(tmp_path: Path) -> None
     before = path.read_bytes()
     app = build(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.main.table.move_to("web-05")
-        await pilot.press("a")
-        await settle(pilot)
+        await a_on_web05(pilot, app)
         said = " ".join(notes(app))
         assert "web-05 was changed outside the engine at" in said, said
         assert "\x1b" not in said and "\x07" not in said, repr(said)

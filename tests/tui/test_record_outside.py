@@ -26,6 +26,18 @@ def edited_by_hand(ledger: Path) -> dict:
     return mark
 
 
+async def web05_detail(ledger: Path, size: tuple[int, int]) -> str:
+    """web-05's detail view as on screen, its lines joined."""
+    app = make_app(str(ledger), actor="alice", clock=fixed_clock, watch=False)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.main.table.move_to("web-05")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        return " ".join(screen_text(app).split())
+
+
 def row_line(app, name: str) -> str:
     return next(line for line in screen_text(app).splitlines() if line.lstrip(" ▌▶").startswith(name + " "))
 
@@ -51,18 +63,11 @@ async def test_the_row_says_so_and_it_needs_a_person(ledger_path: Path) -> None:
 
 async def test_the_detail_shows_when_what_and_the_reconcile_command(ledger_path: Path) -> None:
     mark = edited_by_hand(ledger_path)
-    app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.main.table.move_to("web-05")
-        await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.screen, DetailScreen)
-        detail = " ".join(screen_text(app).split())
-        assert "CHANGED OUTSIDE THE ENGINE" in detail
-        assert mark["at"][:16].replace("T", " ") in detail or mark["at"][11:16] in detail, (mark, detail)
-        assert "fields state" in detail
-        assert f"handoff reconcile {ledger_path} web-05 --to STATE --reason WHY" in detail
+    detail = await web05_detail(ledger_path, (120, 40))
+    assert "CHANGED OUTSIDE THE ENGINE" in detail
+    assert mark["at"][:16].replace("T", " ") in detail or mark["at"][11:16] in detail, (mark, detail)
+    assert "fields state" in detail
+    assert f"handoff reconcile {ledger_path} web-05 --to STATE --reason WHY" in detail
 
 
 async def test_a_hand_made_mark_of_odd_shape_is_shown_as_text(ledger_path: Path) -> None:
@@ -86,12 +91,5 @@ async def test_the_reconcile_command_pastes_for_a_ledger_in_a_folder_with_a_spac
     spaced.parent.mkdir()
     spaced.write_bytes(ledger_path.read_bytes())
     edited_by_hand(spaced)
-    app = make_app(str(spaced), actor="alice", clock=fixed_clock, watch=False)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        app.main.table.move_to("web-05")
-        await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.screen, DetailScreen)
-        detail = " ".join(screen_text(app).split())
-        assert f"handoff reconcile '{spaced}' web-05 --to STATE --reason WHY" in detail, detail
+    detail = await web05_detail(spaced, (160, 40))
+    assert f"handoff reconcile '{spaced}' web-05 --to STATE --reason WHY" in detail, detail

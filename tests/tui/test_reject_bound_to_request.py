@@ -42,6 +42,24 @@ def written_elsewhere(path: Path) -> None:
     engine_write(path, lambda ledger: setattr(ledger.targets["web-05"], "reason", "waiting on PLAT-9"))
 
 
+async def open_reject(pilot, app) -> None:
+    """`x` on web-02: its reason prompt open (the request it names taken now)."""
+    await settle(pilot)
+    assert app.main.table.move_to("web-02")
+    await pilot.press("x")
+    await settle(pilot)
+    assert isinstance(app.screen, ReasonPrompt), screen_text(app)
+
+
+async def typed_then(pilot, app, path: Path, change) -> None:
+    """The reason typed in web-02's open prompt, `change` made to the ledger, then Enter."""
+    await open_reject(pilot, app)
+    app.screen.query_one("#reason", Input).value = WHY
+    change(path)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
 @pytest.mark.parametrize(("change", "said"), [
     (checkpoint_moved, "web-02: what cutover would run changed since you looked"),
     (another_step, "web-02 now awaits approval of link, not of cutover you were shown"),
@@ -49,11 +67,7 @@ def written_elsewhere(path: Path) -> None:
 async def test_a_reject_of_a_request_that_changed_is_refused(ledger_path: Path, change, said: str) -> None:
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.main.table.move_to("web-02")
-        await pilot.press("x")
-        await settle(pilot)
-        assert isinstance(app.screen, ReasonPrompt), screen_text(app)
+        await open_reject(pilot, app)
         app.screen.query_one("#reason", Input).value = WHY
         change(ledger_path)
         before = ledger_path.read_bytes()
@@ -74,10 +88,7 @@ async def test_the_prompt_names_the_step_it_rejects_and_a_reject_as_shown_goes_t
     """Nothing changed: the prompt says which step it says no to, and Enter blocks web-02 with the reason."""
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.main.table.move_to("web-02")
-        await pilot.press("x")
-        await settle(pilot)
+        await open_reject(pilot, app)
         assert "Reject cutover on web-02" in screen_text(app)
         await pilot.press(*WHY, "enter")
         await settle(pilot)
@@ -92,14 +103,7 @@ async def test_a_write_elsewhere_does_not_refuse_the_reject(ledger_path: Path) -
     as approvals are, not to the revision)."""
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.main.table.move_to("web-02")
-        await pilot.press("x")
-        await settle(pilot)
-        app.screen.query_one("#reason", Input).value = WHY
-        written_elsewhere(ledger_path)
-        await pilot.press("enter")
-        await settle(pilot)
+        await typed_then(pilot, app, ledger_path, written_elsewhere)
         assert not isinstance(app.screen, ErrorScreen), screen_text(app)
     assert yaml.safe_load(ledger_path.read_text("utf-8"))["targets"]["web-02"]["reason"] == f"rejected by alice: {WHY}"
 
@@ -110,21 +114,11 @@ async def test_a_reason_for_a_request_that_is_gone_is_shown_not_kept(ledger_path
     kept, and quotes it (never lost unseen); `x` then opens empty, for the request as it is."""
     app = make_app(str(ledger_path), actor="alice", clock=fixed_clock, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.main.table.move_to("web-02")
-        await pilot.press("x")
-        await settle(pilot)
-        app.screen.query_one("#reason", Input).value = WHY
-        change(ledger_path)
-        await pilot.press("enter")
-        await settle(pilot)
+        await typed_then(pilot, app, ledger_path, change)
         assert isinstance(app.screen, ErrorScreen), screen_text(app)
         said = app.screen.error_message
         assert ("Your reason was not saved, and is not kept: web-02 no longer asks what it was typed for. "
                 f"It was: {WHY}") in said, said
         await pilot.press("escape", "R")
-        await settle(pilot)
-        assert app.main.table.move_to("web-02")
-        await pilot.press("x")
-        await settle(pilot)
-        assert isinstance(app.screen, ReasonPrompt) and app.screen.query_one("#reason", Input).value == ""
+        await open_reject(pilot, app)
+        assert app.screen.query_one("#reason", Input).value == ""
