@@ -233,8 +233,10 @@ def _pixels(png: bytes) -> list[tuple[int, ...]]:
 
 def _shot(page: Path, tmp_path: Path) -> list[tuple[int, ...]]:
     png = tmp_path / f"{page.stem}.png"
+    # 960 px tall: the table's header row starts 269-309 px down (the run's own text above it varies), where
+    # a 320 px window cut it off in one CI-like run.
     subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=640,320", f"--screenshot={png}", page.as_uri()],
+                    "--window-size=640,960", f"--screenshot={png}", page.as_uri()],
                    capture_output=True, timeout=90, check=True, cwd=tmp_path)
     return _pixels(png.read_bytes())
 
